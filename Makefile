@@ -1,0 +1,24 @@
+# The two commands a newcomer needs: `make run` (the whole system on the emulators) and `make test`.
+GO ?= go
+LOCALSTACK := bin/localstack
+
+.PHONY: run test build vet clean
+
+## build: compile the local stack (it serves every function and starts the emulators)
+build:
+	$(GO) build -o $(LOCALSTACK) ./cmd/localstack
+
+## run: run every function at http://127.0.0.1:$${PORT:-8080}/<EntryPoint> on the Firestore and Pub/Sub emulators
+run: build
+	$(LOCALSTACK)
+
+## vet: static checks
+vet:
+	$(GO) vet ./...
+
+## test: go vet, then every test against real emulators started once for the run
+test: vet build
+	$(LOCALSTACK) exec -- $(GO) test -count=1 -timeout 45m ./...
+
+clean:
+	rm -rf bin .localstack

@@ -1,0 +1,64 @@
+// Command localstack runs the whole counters system on one machine, against the real Google
+// emulators: the Firestore and Pub/Sub emulators, and every function served by the Functions
+// Framework at http://127.0.0.1:$PORT/<EntryPoint>.
+//
+//	localstack                 run the stack until Ctrl-C or SIGTERM (what `make run` does)
+//	localstack exec -- CMD...  start the emulators on free ports, run CMD with their addresses in
+//	                           FIRESTORE_EMULATOR_HOST and PUBSUB_EMULATOR_HOST, stop them, exit as CMD did
+//	                           (what `make test` does)
+//
+// Environment: PORT (8080), GOOGLE_CLOUD_PROJECT (demo-counters), FIRESTORE_PORT (8081),
+// PUBSUB_PORT (8085), LOCALSTACK_LOGS (directory for emulator logs, .localstack).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+
+	_ "github.com/shardcount/counters" // registers every function, as the deployed root package does
+	"github.com/shardcount/counters/internal/localstack"
+)
+
+func main() {
+	// If whatever started us (make, a shell) dies, stop as on SIGTERM rather than orphan the emulators.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch {
+	case len(os.Args) == 1:
+		err = localstack.Run(ctx, localstack.OptionsFromEnv(), os.Stdout)
+	case os.Args[1] == localstack.ServeFunctionsCommand:
+		err = serveFunctions()
+	case os.Args[1] == "exec" && len(os.Args) > 3 && os.Args[2] == "--":
+		var code int
+		code, err = localstack.Exec(ctx, localstack.OptionsFromEnv(), os.Args[3:])
+		if err == nil {
+			stop()
+			os.Exit(code)
+		}
+	default:
+		err = errors.New("usage: localstack | localstack exec -- COMMAND [ARG...]")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "localstack:", err)
+		os.Exit(1)
+	}
+}
+
+// serveFunctions is the child process that serves every registered function, as Cloud Functions
+// does, bound to loopback (LOCAL_ONLY=true) on $PORT.
+func serveFunctions() error {
+	port := os.Getenv("PORT")
+	if err := funcframework.StartHostPort("127.0.0.1", port); err != nil {
+		return fmt.Errorf("serve functions on port %s: %w", port, err)
+	}
+	return nil
+}

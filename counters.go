@@ -1,0 +1,11 @@
+// Package counters is the deployable root of the distributed counters: gcloud's Go buildpack builds
+// only this package, so it imports the Functions Framework and the package whose init registers every
+// entry point. Deploy any of them with --source=. --entry-point=<name> (see README.md).
+package counters
+
+import (
+	// The Functions Framework serves what the functions package registers.
+	_ "github.com/GoogleCloudPlatform/functions-framework-go/functions"
+
+	_ "github.com/shardcount/counters/functions"
+)

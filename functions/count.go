@@ -1,0 +1,47 @@
+package functions
+
+import (
+	"net/http"
+	"time"
+)
+
+// countResponse is Count's answer.
+type countResponse struct {
+	Counter   string         `json:"counter"`
+	Count     int64          `json:"count"`
+	NumShards int            `json:"num_shards"`
+	Rollup    *rollupSummary `json:"rollup"`
+}
+
+// rollupSummary is the roll-up document as Count reports it; null until the first roll-up.
+type rollupSummary struct {
+	Count     int64  `json:"count"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// Count is the HTTP entry point that reports a counter's exact value (one aggregation query) next to
+// its roll-up: GET ?counter=<id>.
+func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.count) }
+
+func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := checkMethod(r, http.MethodGet, http.MethodHead); err != nil {
+		return 0, nil, err
+	}
+	id, err := counterParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	value, err := s.counters.Value(r.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
+	doc, err := s.rollups.Get(r.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if doc != nil {
+		resp.Rollup = &rollupSummary{Count: doc.Count, UpdatedAt: doc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
+	}
+	return http.StatusOK, resp, nil
+}

@@ -1,0 +1,86 @@
+package functions
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/rollup"
+	"github.com/shardcount/counters/shared"
+)
+
+// Service is every entry point over one set of dependencies. Production builds one lazily per
+// instance (see register.go); tests build their own over an emulator.
+type Service struct {
+	cfg      shared.Config
+	counters *counter.Store
+	rollups  *rollup.Store
+	log      *slog.Logger
+}
+
+// NewService wires the entry points to a Firestore client.
+func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *Service {
+	return &Service{
+		cfg: cfg,
+		counters: counter.NewStore(client, cfg.Schema, counter.Options{
+			DefaultNumShards:   cfg.DefaultNumShards,
+			ShardCountCacheTTL: cfg.ShardCountCacheTTL,
+		}),
+		rollups: rollup.NewStore(client, cfg.Schema),
+		log:     log,
+	}
+}
+
+// retryAfterSeconds is the Retry-After of a 503: Firestore's transient failures clear in about that.
+const retryAfterSeconds = "1"
+
+// writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
+// unknown counter, 503 for transient database failures, 500 for the rest. Internal details are logged,
+// never sent.
+func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		reqErr   *requestError
+		fieldErr *shared.FieldError
+	)
+	switch {
+	case errors.As(err, &reqErr):
+		if reqErr.allow != "" {
+			w.Header().Set("Allow", reqErr.allow)
+		}
+		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message})
+	case errors.As(err, &fieldErr):
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
+	case errors.Is(err, counter.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it with ConfigureCounter or by incrementing it", Field: "counter"})
+	case shared.IsRetryable(err):
+		s.log.WarnContext(r.Context(), "transient database failure", "error", err.Error(), "path", r.URL.Path)
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "the database is busy or unavailable; retry after " + retryAfterSeconds + " s"})
+	default:
+		s.log.ErrorContext(r.Context(), "request failed", "error", err.Error(), "path", r.URL.Path)
+		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
+	}
+}
+
+// counterParam reads the one counter ID of a query string.
+func counterParam(r *http.Request) (string, error) {
+	ids := r.URL.Query()["counter"]
+	if len(ids) != 1 {
+		return "", &shared.FieldError{Field: "counter", Message: fmt.Sprintf("give exactly one counter query parameter, got %d", len(ids))}
+	}
+	return ids[0], shared.ValidateCounterID(ids[0])
+}
+
+// serve runs an HTTP handler that returns its answer, and writes that answer or the failure.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (int, any, error)) {
+	status, body, err := h(w, r)
+	if err != nil {
+		s.writeFailure(w, r, err)
+		return
+	}
+	writeJSON(w, status, body)
+}

@@ -1,0 +1,182 @@
+// Package emulators starts and stops the Google Cloud Firestore and Pub/Sub emulators for the local
+// stack and the tests. Each emulator runs in its own process group, because the Java process outlives
+// the shell wrapper that starts it: stopping signals the whole group, so nothing is left behind.
+package emulators
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Kind is one emulator: how to launch it and the environment variable clients use to find it.
+type Kind struct {
+	// Name is a human name, "Firestore" or "Pub/Sub".
+	Name string
+	// HostEnv is the variable that points client libraries at the emulator.
+	HostEnv string
+	// launcher is the path of the launch script below the Cloud SDK root.
+	launcher string
+	// debianPackage installs the emulator.
+	debianPackage string
+	// args are the launcher's arguments for a host and port.
+	args func(host, port string) []string
+}
+
+// Firestore is the Firestore emulator (native mode). extraArgs are passed to it, e.g.
+// --functions_emulator=HOST:PORT to deliver document events.
+func Firestore(extraArgs ...string) Kind {
+	return Kind{
+		Name:          "Firestore",
+		HostEnv:       "FIRESTORE_EMULATOR_HOST",
+		launcher:      "platform/cloud-firestore-emulator/cloud_firestore_emulator",
+		debianPackage: "google-cloud-cli-firestore-emulator",
+		args: func(host, port string) []string {
+			return append([]string{"start", "--host=" + host, "--port=" + port}, extraArgs...)
+		},
+	}
+}
+
+// PubSub is the Pub/Sub emulator.
+func PubSub() Kind {
+	return Kind{
+		Name:          "Pub/Sub",
+		HostEnv:       "PUBSUB_EMULATOR_HOST",
+		launcher:      "platform/pubsub-emulator/bin/cloud-pubsub-emulator",
+		debianPackage: "google-cloud-cli-pubsub-emulator",
+		args: func(host, port string) []string {
+			return []string{"--host=" + host, "--port=" + port}
+		},
+	}
+}
+
+// Emulator is a running emulator.
+type Emulator struct {
+	// Kind says which emulator this is.
+	Kind Kind
+	// HostPort is where it listens, e.g. 127.0.0.1:8081.
+	HostPort string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+// launcherPath finds an emulator's launch script in the Cloud SDK that holds the gcloud on PATH, and
+// says what to install when something is missing.
+func (k Kind) launcherPath() (string, error) {
+	if _, err := exec.LookPath("java"); err != nil {
+		return "", fmt.Errorf("the %s emulator needs Java 17 or later on PATH: install it, e.g. apt-get install openjdk-17-jre-headless", k.Name)
+	}
+	gcloud, err := exec.LookPath("gcloud")
+	if err != nil {
+		return "", fmt.Errorf("the %s emulator comes with the Google Cloud CLI: install google-cloud-cli and %s", k.Name, k.debianPackage)
+	}
+	if resolved, err := filepath.EvalSymlinks(gcloud); err == nil {
+		gcloud = resolved
+	}
+	path := filepath.Join(filepath.Dir(filepath.Dir(gcloud)), k.launcher)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("the %s emulator is not installed (no %s): install the Debian package %s, or run gcloud components install %s",
+			k.Name, path, k.debianPackage, filepath.Base(filepath.Dir(k.launcher)))
+	}
+	return path, nil
+}
+
+// Start launches the emulator on hostPort in its own process group, with its output to logs, and
+// returns once it answers HTTP, or fails after timeout.
+func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
+	launcher, err := k.launcherPath()
+	if err != nil {
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, fmt.Errorf("%s emulator address %q: %w", k.Name, hostPort, err)
+	}
+	if err := checkPortFree(hostPort); err != nil {
+		return nil, fmt.Errorf("%s emulator: %w", k.Name, err)
+	}
+	cmd := exec.Command(launcher, k.args(host, port)...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s emulator: %w", k.Name, err)
+	}
+	e := &Emulator{Kind: k, HostPort: hostPort, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(e.exited) }()
+	if err := e.waitReady(ctx, timeout); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkPortFree fails when something already listens on hostPort: an emulator left over from an
+// earlier run would otherwise be mistaken for the new one.
+func checkPortFree(hostPort string) error {
+	l, err := net.Listen("tcp", hostPort)
+	if err != nil {
+		return fmt.Errorf("%s is in use (another emulator or server?): %w", hostPort, err)
+	}
+	return l.Close()
+}
+
+// waitReady polls the emulator's HTTP root until it answers 200.
+func (e *Emulator) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.HostPort+"/", nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-e.exited:
+			return fmt.Errorf("%s emulator exited before it was ready: %v", e.Kind.Name, e.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("%s emulator not ready on %s after %s: %w", e.Kind.Name, e.HostPort, timeout, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the emulator's whole process group: SIGTERM, then SIGKILL for whatever is still there
+// after a grace period (the Java child may outlive the launcher script that got SIGTERM).
+func (e *Emulator) Stop() {
+	StopGroup(e.cmd.Process.Pid, 5*time.Second)
+	<-e.exited
+}
+
+// StopGroup ends the process group led by pid: SIGTERM, up to grace for it to go, then SIGKILL.
+func StopGroup(pid int, grace time.Duration) {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := syscall.Kill(-pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		fmt.Fprintf(os.Stderr, "kill process group %d: %v\n", pid, err)
+	}
+}
+
+// FreeHostPort returns a loopback address with a port that was free a moment ago.
+func FreeHostPort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,48 @@
+package rollup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Document is rollups/{id} as apps read it.
+type Document struct {
+	// Count is the counter's exact value at UpdatedAt.
+	Count int64 `firestore:"count"`
+	// UpdatedAt is when Count was computed.
+	UpdatedAt time.Time `firestore:"updated_at"`
+}
+
+// Store reads and writes roll-up documents.
+type Store struct {
+	client *firestore.Client
+	schema shared.Schema
+}
+
+// NewStore returns a Store over client with the collections named by schema.
+func NewStore(client *firestore.Client, schema shared.Schema) *Store {
+	return &Store{client: client, schema: schema}
+}
+
+// Get reads the roll-up of counter id; it returns nil and no error when there is none yet.
+func (s *Store) Get(ctx context.Context, id string) (*Document, error) {
+	snap, err := s.schema.RollupRef(s.client, id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read roll-up of counter %q: %w", id, err)
+	}
+	var d Document
+	if err := snap.DataTo(&d); err != nil {
+		return nil, fmt.Errorf("decode roll-up of counter %q: %w", id, err)
+	}
+	return &d, nil
+}

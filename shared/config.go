@@ -1,0 +1,119 @@
+package shared
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Environment variables the functions read. Deployment scripts and Terraform set the same names.
+const (
+	EnvProject            = "GOOGLE_CLOUD_PROJECT"
+	EnvDatabase           = "FIRESTORE_DATABASE"
+	EnvCountersCollection = "COUNTERS_COLLECTION"
+	EnvRollupsCollection  = "ROLLUPS_COLLECTION"
+	EnvDefaultNumShards   = "DEFAULT_NUM_SHARDS"
+	EnvMaxDelta           = "MAX_DELTA"
+	EnvShardCountCacheTTL = "SHARD_COUNT_CACHE_TTL"
+	EnvLogLevel           = "LOG_LEVEL"
+)
+
+// Config is the functions' configuration, read once from the environment.
+type Config struct {
+	// Project is the Google Cloud project; empty means detect it from the runtime's credentials.
+	Project string
+	// Database is the Firestore database ID.
+	Database string
+	// Schema names the collections.
+	Schema Schema
+	// DefaultNumShards is the shard count of a counter created by its first increment.
+	DefaultNumShards int
+	// MaxDelta bounds the magnitude of one increment.
+	MaxDelta int64
+	// ShardCountCacheTTL is how long an instance trusts a counter's cached shard count. A stale count
+	// never loses an increment (the value sums every shard document); it only delays a reshard.
+	ShardCountCacheTTL time.Duration
+	// LogLevel is the minimum severity logged.
+	LogLevel string
+}
+
+// DefaultConfig is the configuration with nothing set in the environment.
+func DefaultConfig() Config {
+	return Config{
+		Database:           "(default)",
+		Schema:             Schema{Counters: "counters", Rollups: "rollups"},
+		DefaultNumShards:   10,
+		MaxDelta:           1_000_000,
+		ShardCountCacheTTL: 30 * time.Second,
+		LogLevel:           "INFO",
+	}
+}
+
+// LoadConfig reads the configuration from the environment, with DefaultConfig for what is unset.
+// Every invalid variable is reported, each with what is allowed.
+func LoadConfig() (Config, error) {
+	return ParseConfig(os.LookupEnv)
+}
+
+// ParseConfig is LoadConfig over any variable lookup, so tests need not touch the process environment.
+func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
+	c := DefaultConfig()
+	var errs []error
+	str := func(name string, dst *string) {
+		if v, ok := lookup(name); ok && v != "" {
+			*dst = v
+		}
+	}
+	integer := func(name string, lo, hi int64, set func(int64)) {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s=%q: must be an integer from %d to %d", name, v, lo, hi))
+			return
+		}
+		set(n)
+	}
+	duration := func(name string, lo time.Duration, dst *time.Duration) {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < lo {
+			errs = append(errs, fmt.Errorf("%s=%q: must be a Go duration (e.g. 500ms, 30s) of at least %s", name, v, lo))
+			return
+		}
+		*dst = d
+	}
+
+	str(EnvProject, &c.Project)
+	str(EnvDatabase, &c.Database)
+	str(EnvCountersCollection, &c.Schema.Counters)
+	str(EnvRollupsCollection, &c.Schema.Rollups)
+	str(EnvLogLevel, &c.LogLevel)
+	integer(EnvDefaultNumShards, MinNumShards, MaxNumShards, func(n int64) { c.DefaultNumShards = int(n) })
+	// 2^53 keeps every delta exact in JavaScript clients that read the JSON answers.
+	integer(EnvMaxDelta, 1, 1<<53, func(n int64) { c.MaxDelta = n })
+	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
+
+	for _, coll := range []struct{ env, id string }{{EnvCountersCollection, c.Schema.Counters}, {EnvRollupsCollection, c.Schema.Rollups}} {
+		if err := ValidateCounterID(coll.id); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: not a valid collection ID", coll.env, coll.id))
+		}
+	}
+	if c.Schema.Counters == c.Schema.Rollups {
+		errs = append(errs, fmt.Errorf("%s and %s must differ, both are %q", EnvCountersCollection, EnvRollupsCollection, c.Schema.Counters))
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvLogLevel, err))
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}

@@ -1,0 +1,61 @@
+package shared
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// LevelCritical is Cloud Logging's CRITICAL severity, above slog's ERROR.
+const LevelCritical = slog.LevelError + 4
+
+// ParseLogLevel reads DEBUG, INFO, WARNING (or WARN) or ERROR, case-insensitively.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToUpper(s) {
+	case "DEBUG":
+		return slog.LevelDebug, nil
+	case "INFO", "":
+		return slog.LevelInfo, nil
+	case "WARNING", "WARN":
+		return slog.LevelWarn, nil
+	case "ERROR":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("log level %q: must be DEBUG, INFO, WARNING or ERROR", s)
+}
+
+// NewLogger logs JSON lines that Cloud Logging parses into structured entries: the level is written as
+// "severity" (DEBUG, INFO, WARNING, ERROR, CRITICAL) and the text as "message".
+func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.LevelKey:
+				a.Key = "severity"
+				a.Value = slog.StringValue(severity(a.Value.Any().(slog.Level)))
+			}
+			return a
+		},
+	}))
+}
+
+func severity(l slog.Level) string {
+	switch {
+	case l >= LevelCritical:
+		return "CRITICAL"
+	case l >= slog.LevelError:
+		return "ERROR"
+	case l >= slog.LevelWarn:
+		return "WARNING"
+	case l >= slog.LevelInfo:
+		return "INFO"
+	}
+	return "DEBUG"
+}

@@ -1,0 +1,67 @@
+package shared
+
+import (
+	"strconv"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+)
+
+// Field names of the counter documents. They match the Firebase "Distributed counters" guide's data
+// model (lower-case "count"), so the guide's Web, Android, iOS and Python snippets interoperate.
+const (
+	// FieldNumShards is the shard count on counters/{id}.
+	FieldNumShards = "num_shards"
+	// FieldCount is the partial count on counters/{id}/shards/{n} and the total on rollups/{id}.
+	FieldCount = "count"
+	// FieldUpdatedAt is when a roll-up was computed.
+	FieldUpdatedAt = "updated_at"
+	// ShardsCollection is the subcollection of a counter that holds its shards.
+	ShardsCollection = "shards"
+)
+
+// Schema names the top-level collections. Its zero value is not useful; use Config.Schema.
+type Schema struct {
+	// Counters is the collection of counter documents (default "counters").
+	Counters string
+	// Rollups is the collection of roll-up documents apps read (default "rollups").
+	Rollups string
+}
+
+// CounterRef is counters/{id}.
+func (s Schema) CounterRef(c *firestore.Client, id string) *firestore.DocumentRef {
+	return c.Collection(s.Counters).Doc(id)
+}
+
+// ShardsRef is counters/{id}/shards. The counter's value is the sum over every document in it.
+func (s Schema) ShardsRef(c *firestore.Client, id string) *firestore.CollectionRef {
+	return s.CounterRef(c, id).Collection(ShardsCollection)
+}
+
+// ShardRef is counters/{id}/shards/{n}; shard IDs are decimal strings as in the guide.
+func (s Schema) ShardRef(c *firestore.Client, id string, n int) *firestore.DocumentRef {
+	return s.ShardsRef(c, id).Doc(strconv.Itoa(n))
+}
+
+// RollupRef is rollups/{id}.
+func (s Schema) RollupRef(c *firestore.Client, id string) *firestore.DocumentRef {
+	return c.Collection(s.Rollups).Doc(id)
+}
+
+// ShardPathPattern is the document path pattern of shard writes, as a Firestore trigger names it:
+// counters/{counter}/shards/{shard}.
+func (s Schema) ShardPathPattern() string {
+	return s.Counters + "/{counter}/" + ShardsCollection + "/{shard}"
+}
+
+// ParseShardPath extracts the counter ID from a shard document path relative to the database,
+// "counters/{id}/shards/{n}", optionally prefixed with "documents/" as in a CloudEvent subject.
+// ok is false when the path is not a shard of this schema.
+func (s Schema) ParseShardPath(path string) (counterID string, ok bool) {
+	path = strings.TrimPrefix(path, "documents/")
+	parts := strings.Split(path, "/")
+	if len(parts) != 4 || parts[0] != s.Counters || parts[2] != ShardsCollection || parts[1] == "" || parts[3] == "" {
+		return "", false
+	}
+	return parts[1], true
+}

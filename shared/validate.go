@@ -1,0 +1,69 @@
+package shared
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits that come from Firestore itself rather than from configuration.
+const (
+	// MaxCounterIDBytes is Firestore's limit on a document ID.
+	MaxCounterIDBytes = 1500
+	// MinNumShards and MaxNumShards bound a counter's shard count. 1,000 shards keep an exact sum at
+	// one aggregation read (one read per 1,000 index entries).
+	MinNumShards = 1
+	MaxNumShards = 1000
+)
+
+// FieldError is bad input: which request field was wrong and what is allowed instead.
+type FieldError struct {
+	// Field is the name of the offending field as the caller wrote it ("counter", "delta", ...).
+	Field string
+	// Message says what was wrong and what is allowed.
+	Message string
+}
+
+// Error implements error.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ValidateCounterID rejects IDs Firestore would refuse or misread as a document ID.
+func ValidateCounterID(id string) error {
+	bad := func(format string, args ...any) error {
+		return &FieldError{Field: "counter", Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case id == "":
+		return bad("counter ID is required")
+	case !utf8.ValidString(id):
+		return bad("counter ID must be valid UTF-8")
+	case len(id) > MaxCounterIDBytes:
+		return bad("counter ID is %d bytes; at most %d are allowed", len(id), MaxCounterIDBytes)
+	case strings.Contains(id, "/"):
+		return bad("counter ID must not contain '/'")
+	case id == "." || id == "..":
+		return bad("counter ID must not be '.' or '..'")
+	case len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__"):
+		return bad("counter ID must not match __.*__ (reserved by Firestore)")
+	}
+	return nil
+}
+
+// ValidateDelta accepts a non-zero increment whose magnitude is at most maxMagnitude.
+func ValidateDelta(delta, maxMagnitude int64) error {
+	if delta == 0 {
+		return &FieldError{Field: "delta", Message: "delta must not be zero"}
+	}
+	if delta > maxMagnitude || delta < -maxMagnitude {
+		return &FieldError{Field: "delta", Message: fmt.Sprintf("delta must be between -%d and %d", maxMagnitude, maxMagnitude)}
+	}
+	return nil
+}
+
+// ValidateNumShards accepts a shard count from MinNumShards to MaxNumShards.
+func ValidateNumShards(n int64) error {
+	if n < MinNumShards || n > MaxNumShards {
+		return &FieldError{Field: "num_shards", Message: fmt.Sprintf("num_shards must be an integer from %d to %d", MinNumShards, MaxNumShards)}
+	}
+	return nil
+}
