@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -55,15 +57,20 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, dst any) error {
 			message: fmt.Sprintf("Content-Type %q is not supported; send application/json", r.Header.Get("Content-Type")),
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return jsonError(err)
+	}
+	// encoding/json would silently turn invalid UTF-8 into U+FFFD, merging distinct counter IDs.
+	if !utf8.Valid(body) {
+		return &shared.FieldError{Message: "the body is not valid UTF-8"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
-			return jsonError(err)
-		}
 		return &shared.FieldError{Message: "the body must hold exactly one JSON object and nothing after it"}
 	}
 	return nil

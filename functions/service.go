@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -77,7 +78,9 @@ func counterParam(r *http.Request) (string, error) {
 
 // serve runs an HTTP handler that returns its answer, and writes that answer or the failure.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (int, any, error)) {
-	status, body, err := h(w, r)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	status, body, err := h(w, r.WithContext(ctx))
 	if err != nil {
 		s.writeFailure(w, r, err)
 		return

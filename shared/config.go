@@ -18,6 +18,7 @@ const (
 	EnvMaxDelta           = "MAX_DELTA"
 	EnvShardCountCacheTTL = "SHARD_COUNT_CACHE_TTL"
 	EnvLogLevel           = "LOG_LEVEL"
+	EnvRequestTimeout     = "REQUEST_TIMEOUT"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -37,6 +38,9 @@ type Config struct {
 	ShardCountCacheTTL time.Duration
 	// LogLevel is the minimum severity logged.
 	LogLevel string
+	// RequestTimeout bounds the database work of one request, so a database outage gets a quick 503
+	// instead of a client left waiting while the client library retries.
+	RequestTimeout time.Duration
 }
 
 // DefaultConfig is the configuration with nothing set in the environment.
@@ -48,6 +52,7 @@ func DefaultConfig() Config {
 		MaxDelta:           1_000_000,
 		ShardCountCacheTTL: 30 * time.Second,
 		LogLevel:           "INFO",
+		RequestTimeout:     10 * time.Second,
 	}
 }
 
@@ -100,10 +105,11 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	// 2^53 keeps every delta exact in JavaScript clients that read the JSON answers.
 	integer(EnvMaxDelta, 1, 1<<53, func(n int64) { c.MaxDelta = n })
 	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
+	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
 
 	for _, coll := range []struct{ env, id string }{{EnvCountersCollection, c.Schema.Counters}, {EnvRollupsCollection, c.Schema.Rollups}} {
 		if err := ValidateCounterID(coll.id); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not a valid collection ID", coll.env, coll.id))
+			errs = append(errs, fmt.Errorf("%s=%q: not a valid collection ID: %w", coll.env, coll.id, err))
 		}
 	}
 	if c.Schema.Counters == c.Schema.Rollups {

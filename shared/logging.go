@@ -34,12 +34,14 @@ func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 			if len(groups) > 0 {
 				return a
 			}
-			switch a.Key {
-			case slog.MessageKey:
+			// Only slog's own attributes are renamed: a caller's attribute that happens to be called
+			// "level" or "msg" keeps its name and value.
+			switch level, isLevel := a.Value.Any().(slog.Level); {
+			case a.Key == slog.MessageKey && a.Value.Kind() == slog.KindString:
 				a.Key = "message"
-			case slog.LevelKey:
+			case a.Key == slog.LevelKey && isLevel:
 				a.Key = "severity"
-				a.Value = slog.StringValue(severity(a.Value.Any().(slog.Level)))
+				a.Value = slog.StringValue(severity(level))
 			}
 			return a
 		},

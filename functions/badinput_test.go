@@ -1,0 +1,87 @@
+package functions_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
+)
+
+// TestBadRequestsChangeNothing sends requests that must be refused and asserts, for each, the status,
+// the field the error names, and that no document at all was written.
+func TestBadRequestsChangeNothing(t *testing.T) {
+	const jsonType = "application/json"
+	long := strings.Repeat("x", shared.MaxCounterIDBytes+1)
+	cases := []struct {
+		name        string
+		method      string
+		path        string
+		contentType string
+		body        string
+		status      int
+		field       string
+		allow       string
+	}{
+		{"increment with GET", "GET", "/Increment", "", "", 405, "", "POST"},
+		{"increment with PUT", "PUT", "/Increment", jsonType, `{"counter":"a"}`, 405, "", "POST"},
+		{"count with POST", "POST", "/Count?counter=a", jsonType, `{}`, 405, "", "GET, HEAD"},
+		{"configure with DELETE", "DELETE", "/ConfigureCounter", "", "", 405, "", "PUT, POST"},
+		{"text/plain body", "POST", "/Increment", "text/plain", `{"counter":"a"}`, 415, "", ""},
+		{"no content type", "POST", "/Increment", "", `{"counter":"a"}`, 415, "", ""},
+		{"body over 64 KiB", "POST", "/Increment", jsonType, `{"counter":"` + strings.Repeat("a", 65<<10) + `"}`, 413, "", ""},
+		{"malformed JSON", "POST", "/Increment", jsonType, `{"counter":`, 400, "", ""},
+		{"JSON array", "POST", "/Increment", jsonType, `[{"counter":"a"}]`, 400, "", ""},
+		{"empty body", "POST", "/Increment", jsonType, ``, 400, "", ""},
+		{"two objects", "POST", "/Increment", jsonType, `{"counter":"a"}{"counter":"b"}`, 400, "", ""},
+		{"unknown field", "POST", "/Increment", jsonType, `{"counter":"a","delat":2}`, 400, "delat", ""},
+		{"body not UTF-8", "POST", "/Increment", jsonType, "{\"counter\":\"caf\xe9\"}", 400, "", ""},
+		{"missing counter", "POST", "/Increment", jsonType, `{"delta":1}`, 400, "counter", ""},
+		{"empty counter", "POST", "/Increment", jsonType, `{"counter":""}`, 400, "counter", ""},
+		{"counter is a number", "POST", "/Increment", jsonType, `{"counter":7}`, 400, "counter", ""},
+		{"counter over 1500 bytes", "POST", "/Increment", jsonType, `{"counter":"` + long + `"}`, 400, "counter", ""},
+		{"counter with slash", "POST", "/Increment", jsonType, `{"counter":"a/b"}`, 400, "counter", ""},
+		{"counter is dot", "POST", "/Increment", jsonType, `{"counter":"."}`, 400, "counter", ""},
+		{"counter is dot dot", "POST", "/Increment", jsonType, `{"counter":".."}`, 400, "counter", ""},
+		{"reserved counter ID", "POST", "/Increment", jsonType, `{"counter":"__likes__"}`, 400, "counter", ""},
+		{"delta is a string", "POST", "/Increment", jsonType, `{"counter":"a","delta":"2"}`, 400, "delta", ""},
+		{"delta is a fraction", "POST", "/Increment", jsonType, `{"counter":"a","delta":1.5}`, 400, "delta", ""},
+		{"delta in exponent form", "POST", "/Increment", jsonType, `{"counter":"a","delta":1e3}`, 400, "delta", ""},
+		{"delta overflows int64", "POST", "/Increment", jsonType, `{"counter":"a","delta":99999999999999999999}`, 400, "delta", ""},
+		{"delta is zero", "POST", "/Increment", jsonType, `{"counter":"a","delta":0}`, 400, "delta", ""},
+		{"delta over the maximum", "POST", "/Increment", jsonType, `{"counter":"a","delta":1000001}`, 400, "delta", ""},
+		{"delta under the minimum", "POST", "/Increment", jsonType, `{"counter":"a","delta":-1000001}`, 400, "delta", ""},
+		{"count without counter", "GET", "/Count", "", "", 400, "counter", ""},
+		{"count with two counters", "GET", "/Count?counter=a&counter=b", "", "", 400, "counter", ""},
+		{"count with invalid UTF-8 ID", "GET", "/Count?counter=%FF", "", "", 400, "counter", ""},
+		{"count of unknown counter", "GET", "/Count?counter=nobody", "", "", 404, "counter", ""},
+		{"configure without num_shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a"}`, 400, "num_shards", ""},
+		{"configure with 0 shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":0}`, 400, "num_shards", ""},
+		{"configure with 1001 shards", "POST", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":1001}`, 400, "num_shards", ""},
+		{"configure with string shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":"5"}`, 400, "num_shards", ""},
+		{"configure a reserved ID", "PUT", "/ConfigureCounter", jsonType, `{"counter":"__a__","num_shards":5}`, 400, "counter", ""},
+	}
+	srv := newTestServer(t, shared.DefaultConfig())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := srv.do(t, c.method, c.path, c.contentType, []byte(c.body))
+			if a.status != c.status {
+				t.Fatalf("status %d, want %d: %s", a.status, c.status, a.raw)
+			}
+			msg, _ := a.body["error"].(string)
+			if msg == "" {
+				t.Errorf("no error message: %s", a.raw)
+			}
+			field, _ := a.body["field"].(string)
+			if field != c.field {
+				t.Errorf("field %q, want %q (%s)", field, c.field, a.raw)
+			}
+			if got := a.header.Get("Allow"); got != c.allow {
+				t.Errorf("Allow %q, want %q", got, c.allow)
+			}
+			if docs := testenv.DocumentPaths(t, srv.client); len(docs) > 0 {
+				t.Errorf("a refused request wrote %v", docs)
+			}
+		})
+	}
+}
