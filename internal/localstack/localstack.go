@@ -105,59 +105,114 @@ func (e *Emulators) Stop() {
 	}
 }
 
+// Stack is the running local system.
+type Stack struct {
+	// Options are where it listens.
+	Options Options
+	// Emulators are the running emulators.
+	Emulators *Emulators
+	// FunctionsURL is the base URL of the functions, e.g. http://127.0.0.1:8080.
+	FunctionsURL string
+
+	functions *supervisor
+}
+
+// Start starts the emulators, the functions process and the event wiring, and returns when every
+// part answers.
+func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) {
+	emus, err := StartEmulators(ctx, o.LogDir, loopback(o.FirestorePort), loopback(o.PubSubPort))
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Options: o, Emulators: emus, FunctionsURL: "http://" + loopback(o.FunctionsPort)}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the localstack binary: %w", err)
+	}
+	env := append(os.Environ(), s.Env()...)
+	env = append(env, "PORT="+o.FunctionsPort, "LOCAL_ONLY=true")
+	s.functions = superviseFunctions(ctx, []string{self, ServeFunctionsCommand}, env, out)
+	if err := waitHTTP(ctx, s.FunctionsURL+"/"+functions.EntryCount, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("functions: %w", err)
+	}
+	return s, nil
+}
+
+// Env is the environment of a client of the stack: the emulators' addresses, the project, and
+// LOCALSTACK_FUNCTIONS_URL, the functions' base URL.
+func (s *Stack) Env() []string {
+	return append(s.Emulators.Env(),
+		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
+		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL)
+}
+
+// Stop stops everything the stack started.
+func (s *Stack) Stop() {
+	if s.functions != nil {
+		s.functions.stop()
+	}
+	s.Emulators.Stop()
+}
+
+// loopback is the IPv4 loopback address with port.
+func loopback(port string) string { return net.JoinHostPort("127.0.0.1", port) }
+
 // Run starts the whole stack, prints one line with "ready" and the URLs when everything answers, and
 // runs until ctx ends; then it stops everything it started.
 func Run(ctx context.Context, o Options, out io.Writer) error {
-	loopback := func(port string) string { return net.JoinHostPort("127.0.0.1", port) }
-	emus, err := StartEmulators(ctx, o.LogDir, loopback(o.FirestorePort), loopback(o.PubSubPort))
+	s, err := Start(ctx, o, out)
 	if err != nil {
 		return err
 	}
-	defer emus.Stop()
-
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the localstack binary: %w", err)
-	}
-	env := append(os.Environ(), emus.Env()...)
-	env = append(env, "GOOGLE_CLOUD_PROJECT="+o.Project, "PORT="+o.FunctionsPort, "LOCAL_ONLY=true")
-	fns := superviseFunctions(ctx, []string{self, ServeFunctionsCommand}, env, out)
-	defer fns.stop()
-	base := "http://" + loopback(o.FunctionsPort)
-	if err := waitHTTP(ctx, base+"/"+functions.EntryCount, 60*time.Second); err != nil {
-		return fmt.Errorf("functions: %w", err)
-	}
-
+	defer s.Stop()
 	urls := make([]string, len(functions.EntryPoints))
 	for i, name := range functions.EntryPoints {
-		urls[i] = base + "/" + name
+		urls[i] = s.FunctionsURL + "/" + name
 	}
 	fmt.Fprintf(out, "ready project=%s firestore=%s pubsub=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, emus.Firestore.HostPort, emus.PubSub.HostPort, strings.Join(urls, " "), o.LogDir)
+		o.Project, s.Emulators.Firestore.HostPort, s.Emulators.PubSub.HostPort, strings.Join(urls, " "), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil
 }
 
-// Exec starts the emulators on free ports, runs argv with their addresses in the environment, stops
-// them, and returns argv's exit code.
+// Exec starts the whole stack on free ports, runs argv with the stack's Env (and, in
+// LOCALSTACK_FUNCTIONS_LOG, the file that receives the functions' logs), stops the stack, and returns
+// argv's exit code. Tests run this way share one stack.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
-	fsAddr, err := emulators.FreeHostPort()
+	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort} {
+		addr, err := emulators.FreeHostPort()
+		if err != nil {
+			return 0, err
+		}
+		_, *port, _ = net.SplitHostPort(addr)
+	}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return 0, fmt.Errorf("log directory: %w", err)
+	}
+	logPath, err := filepath.Abs(filepath.Join(o.LogDir, "functions.log"))
 	if err != nil {
 		return 0, err
 	}
-	psAddr, err := emulators.FreeHostPort()
+	logs, err := os.Create(logPath)
+	if err != nil {
+		return 0, fmt.Errorf("functions log: %w", err)
+	}
+	defer logs.Close()
+	s, err := Start(ctx, o, logs)
 	if err != nil {
 		return 0, err
 	}
-	emus, err := StartEmulators(ctx, o.LogDir, fsAddr, psAddr)
-	if err != nil {
-		return 0, err
-	}
-	defer emus.Stop()
+	defer s.Stop()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), emus.Env()...)
+	cmd.Env = append(os.Environ(), s.Env()...)
+	cmd.Env = append(cmd.Env, "LOCALSTACK_FUNCTIONS_LOG="+logPath)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	err = cmd.Run()
 	var exit *exec.ExitError

@@ -1,0 +1,156 @@
+package localstack_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/testenv"
+)
+
+// buildLocalstack compiles the command `make run` runs.
+func buildLocalstack(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "localstack")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/shardcount/counters/cmd/localstack").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build localstack: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	addr, err := emulators.FreeHostPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// TestRunServesEverythingAndStopsCleanly is the newcomer's path: start the stack, see "ready" with
+// every function's URL, increment three times, count 3, SIGTERM, and nothing is left running.
+func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
+	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
+	bin := buildLocalstack(t)
+	port, fsPort, psPort := freePort(t), freePort(t), freePort(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
+		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	ready := make(chan string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			if line := scanner.Text(); strings.HasPrefix(line, "ready") {
+				ready <- line
+			}
+		}
+	}()
+	var line string
+	select {
+	case line = <-ready:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no ready line within 2 minutes")
+	}
+	base := "http://127.0.0.1:" + port
+	for _, name := range functions.EntryPoints {
+		if !strings.Contains(line, base+"/"+name) {
+			t.Errorf("ready line lacks %s: %s", base+"/"+name, line)
+		}
+	}
+
+	for range 3 {
+		resp, err := http.Post(base+"/Increment", "application/json", strings.NewReader(`{"counter":"newcomer"}`))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("increment: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := http.Get(base + "/Count?counter=newcomer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count struct{ Count int64 }
+	_ = json.NewDecoder(resp.Body).Decode(&count)
+	resp.Body.Close()
+	if count.Count != 3 {
+		t.Errorf("count %d after three increments, want 3", count.Count)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("localstack exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("localstack still running a minute after SIGTERM")
+	}
+	for _, p := range []string{fsPort, psPort} {
+		if left := processesMentioning("--port=" + p); len(left) > 0 {
+			t.Errorf("emulator processes left behind on port %s: %v", p, left)
+		}
+	}
+	for _, p := range []string{port, fsPort, psPort} {
+		l, err := net.Listen("tcp", "127.0.0.1:"+p)
+		if err != nil {
+			t.Errorf("port %s still in use after stop: %v", p, err)
+			continue
+		}
+		l.Close()
+	}
+}
+
+// processesMentioning lists running processes whose command line contains s.
+func processesMentioning(s string) []string {
+	var found []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			found = append(found, fmt.Sprintf("%s: %s", filepath.Base(filepath.Dir(f)), bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+		}
+	}
+	return found
+}
+
+// TestMissingJavaIsNamed: without Java the stack refuses to start and says what to install.
+func TestMissingJavaIsNamed(t *testing.T) {
+	bin := buildLocalstack(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),
+		"PORT="+freePort(t), "FIRESTORE_PORT="+freePort(t), "PUBSUB_PORT="+freePort(t))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("localstack started without Java on PATH: %s", out)
+	}
+	if !strings.Contains(string(out), "Java 17") || !strings.Contains(string(out), "install") {
+		t.Errorf("message does not say to install Java 17: %s", out)
+	}
+}
