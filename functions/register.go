@@ -12,14 +12,6 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Entry-point names: the names the functions are registered under, and so each deployment's
-// --entry-point. Deployment scripts and Terraform are checked against them.
-const (
-	EntryIncrement        = "Increment"
-	EntryCount            = "Count"
-	EntryConfigureCounter = "ConfigureCounter"
-)
-
 // HTTPEntryPoints lists the HTTP-triggered entry points.
 var HTTPEntryPoints = []string{EntryIncrement, EntryCount, EntryConfigureCounter}
 

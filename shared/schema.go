@@ -20,6 +20,14 @@ const (
 	ShardsCollection = "shards"
 )
 
+// Pub/Sub topics of the system.
+const (
+	// TopicIncrements carries increments for IncrementFromPubSub.
+	TopicIncrements = "counter-increments"
+	// TopicRollupTick carries Cloud Scheduler's ticks for RollupScheduled.
+	TopicRollupTick = "counter-rollup-tick"
+)
+
 // Schema names the top-level collections. Its zero value is not useful; use Config.Schema.
 type Schema struct {
 	// Counters is the collection of counter documents (default "counters").
