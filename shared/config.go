@@ -19,6 +19,7 @@ const (
 	EnvShardCountCacheTTL = "SHARD_COUNT_CACHE_TTL"
 	EnvLogLevel           = "LOG_LEVEL"
 	EnvRequestTimeout     = "REQUEST_TIMEOUT"
+	EnvDedupeCollection   = "DEDUPE_COLLECTION"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -47,7 +48,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Database:           "(default)",
-		Schema:             Schema{Counters: "counters", Rollups: "rollups"},
+		Schema:             Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
 		DefaultNumShards:   10,
 		MaxDelta:           1_000_000,
 		ShardCountCacheTTL: 30 * time.Second,
@@ -100,6 +101,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDatabase, &c.Database)
 	str(EnvCountersCollection, &c.Schema.Counters)
 	str(EnvRollupsCollection, &c.Schema.Rollups)
+	str(EnvDedupeCollection, &c.Schema.Dedupe)
 	str(EnvLogLevel, &c.LogLevel)
 	integer(EnvDefaultNumShards, MinNumShards, MaxNumShards, func(n int64) { c.DefaultNumShards = int(n) })
 	// 2^53 keeps every delta exact in JavaScript clients that read the JSON answers.
@@ -107,13 +109,22 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
 	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
 
-	for _, coll := range []struct{ env, id string }{{EnvCountersCollection, c.Schema.Counters}, {EnvRollupsCollection, c.Schema.Rollups}} {
+	collections := []struct{ env, id string }{
+		{EnvCountersCollection, c.Schema.Counters},
+		{EnvRollupsCollection, c.Schema.Rollups},
+		{EnvDedupeCollection, c.Schema.Dedupe},
+	}
+	for _, coll := range collections {
 		if err := ValidateCounterID(coll.id); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: not a valid collection ID: %w", coll.env, coll.id, err))
 		}
 	}
-	if c.Schema.Counters == c.Schema.Rollups {
-		errs = append(errs, fmt.Errorf("%s and %s must differ, both are %q", EnvCountersCollection, EnvRollupsCollection, c.Schema.Counters))
+	for i, a := range collections {
+		for _, b := range collections[i+1:] {
+			if a.id == b.id {
+				errs = append(errs, fmt.Errorf("%s and %s must differ, both are %q", a.env, b.env, a.id))
+			}
+		}
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvLogLevel, err))

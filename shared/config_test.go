@@ -17,7 +17,7 @@ func (e env) lookup(name string) (string, bool) {
 func TestDefaultConfig(t *testing.T) {
 	want := Config{
 		Database:           "(default)",
-		Schema:             Schema{Counters: "counters", Rollups: "rollups"},
+		Schema:             Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
 		DefaultNumShards:   10,
 		MaxDelta:           1_000_000,
 		ShardCountCacheTTL: 30 * time.Second,
@@ -90,11 +90,12 @@ func TestParseConfigEachVariable(t *testing.T) {
 			EnvShardCountCacheTTL: "1m30s",
 			EnvLogLevel:           "ERROR",
 			EnvRequestTimeout:     "2500ms",
+			EnvDedupeCollection:   "d1",
 		}, modify: func(c *Config) {
 			*c = Config{
 				Project:            "p1",
 				Database:           "db1",
-				Schema:             Schema{Counters: "c1", Rollups: "r1"},
+				Schema:             Schema{Counters: "c1", Rollups: "r1", Dedupe: "d1"},
 				DefaultNumShards:   7,
 				MaxDelta:           42,
 				ShardCountCacheTTL: 90 * time.Second,

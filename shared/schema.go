@@ -18,6 +18,12 @@ const (
 	FieldUpdatedAt = "updated_at"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
+	// FieldTouchedMinute is on every shard: the Unix minute (seconds / 60) of its last write. The
+	// scheduled roll-up finds changed counters with one collection-group query on it; a value that
+	// changes once a minute, not a timestamp, keeps the index free of a hot, ever-increasing range.
+	FieldTouchedMinute = "touched_minute"
+	// FieldExpiresAt is on every dedupe record: Firestore's TTL policy deletes the record after it.
+	FieldExpiresAt = "expires_at"
 )
 
 // Pub/Sub topics of the system.
@@ -34,6 +40,8 @@ type Schema struct {
 	Counters string
 	// Rollups is the collection of roll-up documents apps read (default "rollups").
 	Rollups string
+	// Dedupe is the collection of dedupe records of keyed increments (default "counter_dedupe").
+	Dedupe string
 }
 
 // CounterRef is counters/{id}.
