@@ -69,8 +69,13 @@ func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard in
 }
 
 // shardIncrement is the server-side increment of a shard; it creates the shard document if needed.
+// It also stamps the shard with the current minute, which the scheduled roll-up uses to find the
+// counters that changed without reading the ones that did not.
 func shardIncrement(delta int64) map[string]any {
-	return map[string]any{shared.FieldCount: firestore.Increment(delta)}
+	return map[string]any{
+		shared.FieldCount:         firestore.Increment(delta),
+		shared.FieldTouchedMinute: shared.UnixMinute(time.Now()),
+	}
 }
 
 // createByIncrement creates counter id with the default shard count and applies its first increment,

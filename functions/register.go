@@ -2,27 +2,38 @@ package functions
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"sync"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/shardcount/counters/shared"
 )
 
-// HTTPEntryPoints lists the HTTP-triggered entry points.
-var HTTPEntryPoints = []string{EntryIncrement, EntryCount, EntryConfigureCounter}
-
 // EntryPoints lists every registered entry point.
-var EntryPoints = HTTPEntryPoints
+var EntryPoints = []string{
+	EntryIncrement, EntryCount, EntryConfigureCounter,
+	EntryRollupOnShardWrite, EntryRollupScheduled,
+}
 
 // init only registers: every deployed function runs every init, so clients are made on first use.
 func init() {
 	ff.HTTP(EntryIncrement, lazyHTTP((*Service).Increment))
 	ff.HTTP(EntryCount, lazyHTTP((*Service).Count))
 	ff.HTTP(EntryConfigureCounter, lazyHTTP((*Service).ConfigureCounter))
+	ff.CloudEvent(EntryRollupOnShardWrite, CloudEventFunctions[EntryRollupOnShardWrite])
+	ff.CloudEvent(EntryRollupScheduled, CloudEventFunctions[EntryRollupScheduled])
+}
+
+// CloudEventFunctions are the CloudEvent entry points by name, each building the Service on first use.
+// The local stack also serves them below /<name>/ so that Pub/Sub pushes can name their topic.
+var CloudEventFunctions = map[string]func(context.Context, event.Event) error{
+	EntryRollupOnShardWrite: lazyCloudEvent((*Service).RollupOnShardWrite),
+	EntryRollupScheduled:    lazyCloudEvent((*Service).RollupScheduled),
 }
 
 // instance is this process's Service, built on first use from the environment.
@@ -42,6 +53,20 @@ var instance = sync.OnceValues(func() (*Service, error) {
 
 // startupLog reports failures to build the Service, which has no logger of its own then.
 var startupLog = shared.NewLogger(os.Stderr, slog.LevelInfo)
+
+// lazyCloudEvent adapts a Service method to a CloudEvent function that builds the Service on first
+// use. A Service that cannot be built fails every event, so the platform keeps it for redelivery
+// once the configuration is fixed.
+func lazyCloudEvent(method func(*Service, context.Context, event.Event) error) func(context.Context, event.Event) error {
+	return func(ctx context.Context, e event.Event) error {
+		s, err := instance()
+		if err != nil {
+			startupLog.Log(ctx, shared.LevelCritical, "function cannot start", "error", err.Error())
+			return fmt.Errorf("function cannot start: %w", err)
+		}
+		return method(s, ctx, e)
+	}
+}
 
 // lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use.
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {

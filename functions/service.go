@@ -20,19 +20,22 @@ type Service struct {
 	cfg      shared.Config
 	counters *counter.Store
 	rollups  *rollup.Store
+	engine   *rollup.Engine
 	log      *slog.Logger
 }
 
 // NewService wires the entry points to a Firestore client.
 func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *Service {
+	counters := counter.NewStore(client, cfg.Schema, counter.Options{
+		DefaultNumShards:   cfg.DefaultNumShards,
+		ShardCountCacheTTL: cfg.ShardCountCacheTTL,
+	})
 	return &Service{
-		cfg: cfg,
-		counters: counter.NewStore(client, cfg.Schema, counter.Options{
-			DefaultNumShards:   cfg.DefaultNumShards,
-			ShardCountCacheTTL: cfg.ShardCountCacheTTL,
-		}),
-		rollups: rollup.NewStore(client, cfg.Schema),
-		log:     log,
+		cfg:      cfg,
+		counters: counters,
+		rollups:  rollup.NewStore(client, cfg.Schema),
+		engine:   rollup.NewEngine(client, cfg.Schema, counters, cfg.RollupInterval),
+		log:      log,
 	}
 }
 

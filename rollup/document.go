@@ -18,6 +18,10 @@ type Document struct {
 	Count int64 `firestore:"count"`
 	// UpdatedAt is when Count was computed.
 	UpdatedAt time.Time `firestore:"updated_at"`
+	// Source is what wrote it: SourceTrigger or SourceScheduler.
+	Source string `firestore:"source"`
+	// Revision counts the document's writes, starting at 1.
+	Revision int64 `firestore:"revision"`
 }
 
 // Store reads and writes roll-up documents.
@@ -40,9 +44,5 @@ func (s *Store) Get(ctx context.Context, id string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read roll-up of counter %q: %w", id, err)
 	}
-	var d Document
-	if err := snap.DataTo(&d); err != nil {
-		return nil, fmt.Errorf("decode roll-up of counter %q: %w", id, err)
-	}
-	return &d, nil
+	return decodeRollup(snap)
 }

@@ -20,6 +20,8 @@ const (
 	EnvLogLevel           = "LOG_LEVEL"
 	EnvRequestTimeout     = "REQUEST_TIMEOUT"
 	EnvDedupeCollection   = "DEDUPE_COLLECTION"
+	EnvRollupInterval     = "ROLLUP_INTERVAL"
+	EnvRollupLookback     = "ROLLUP_SWEEP_LOOKBACK"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -42,18 +44,25 @@ type Config struct {
 	// RequestTimeout bounds the database work of one request, so a database outage gets a quick 503
 	// instead of a client left waiting while the client library retries.
 	RequestTimeout time.Duration
+	// RollupInterval is the least time between two writes of one counter's roll-up document.
+	RollupInterval time.Duration
+	// RollupSweepLookback is how far back the scheduled roll-up looks for written shards. It must
+	// exceed the scheduler's period (one minute) with room for late or missed ticks.
+	RollupSweepLookback time.Duration
 }
 
 // DefaultConfig is the configuration with nothing set in the environment.
 func DefaultConfig() Config {
 	return Config{
-		Database:           "(default)",
-		Schema:             Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
-		DefaultNumShards:   10,
-		MaxDelta:           1_000_000,
-		ShardCountCacheTTL: 30 * time.Second,
-		LogLevel:           "INFO",
-		RequestTimeout:     10 * time.Second,
+		Database:            "(default)",
+		Schema:              Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
+		DefaultNumShards:    10,
+		MaxDelta:            1_000_000,
+		ShardCountCacheTTL:  30 * time.Second,
+		LogLevel:            "INFO",
+		RequestTimeout:      10 * time.Second,
+		RollupInterval:      time.Second,
+		RollupSweepLookback: 10 * time.Minute,
 	}
 }
 
@@ -108,6 +117,8 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	integer(EnvMaxDelta, 1, 1<<53, func(n int64) { c.MaxDelta = n })
 	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
 	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
+	duration(EnvRollupInterval, 100*time.Millisecond, &c.RollupInterval)
+	duration(EnvRollupLookback, 2*time.Minute, &c.RollupSweepLookback)
 
 	collections := []struct{ env, id string }{
 		{EnvCountersCollection, c.Schema.Counters},

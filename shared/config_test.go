@@ -16,13 +16,15 @@ func (e env) lookup(name string) (string, bool) {
 
 func TestDefaultConfig(t *testing.T) {
 	want := Config{
-		Database:           "(default)",
-		Schema:             Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
-		DefaultNumShards:   10,
-		MaxDelta:           1_000_000,
-		ShardCountCacheTTL: 30 * time.Second,
-		LogLevel:           "INFO",
-		RequestTimeout:     10 * time.Second,
+		Database:            "(default)",
+		Schema:              Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
+		DefaultNumShards:    10,
+		MaxDelta:            1_000_000,
+		ShardCountCacheTTL:  30 * time.Second,
+		LogLevel:            "INFO",
+		RequestTimeout:      10 * time.Second,
+		RollupInterval:      time.Second,
+		RollupSweepLookback: 10 * time.Minute,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
@@ -91,16 +93,20 @@ func TestParseConfigEachVariable(t *testing.T) {
 			EnvLogLevel:           "ERROR",
 			EnvRequestTimeout:     "2500ms",
 			EnvDedupeCollection:   "d1",
+			EnvRollupInterval:     "250ms",
+			EnvRollupLookback:     "15m",
 		}, modify: func(c *Config) {
 			*c = Config{
-				Project:            "p1",
-				Database:           "db1",
-				Schema:             Schema{Counters: "c1", Rollups: "r1", Dedupe: "d1"},
-				DefaultNumShards:   7,
-				MaxDelta:           42,
-				ShardCountCacheTTL: 90 * time.Second,
-				LogLevel:           "ERROR",
-				RequestTimeout:     2500 * time.Millisecond,
+				Project:             "p1",
+				Database:            "db1",
+				Schema:              Schema{Counters: "c1", Rollups: "r1", Dedupe: "d1"},
+				DefaultNumShards:    7,
+				MaxDelta:            42,
+				ShardCountCacheTTL:  90 * time.Second,
+				LogLevel:            "ERROR",
+				RequestTimeout:      2500 * time.Millisecond,
+				RollupInterval:      250 * time.Millisecond,
+				RollupSweepLookback: 15 * time.Minute,
 			}
 		}},
 	}

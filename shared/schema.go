@@ -3,6 +3,7 @@ package shared
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/firestore"
 )
@@ -33,6 +34,9 @@ const (
 	// TopicRollupTick carries Cloud Scheduler's ticks for RollupScheduled.
 	TopicRollupTick = "counter-rollup-tick"
 )
+
+// UnixMinute is the value of FieldTouchedMinute for a write at t.
+func UnixMinute(t time.Time) int64 { return t.Unix() / 60 }
 
 // Schema names the top-level collections. Its zero value is not useful; use Config.Schema.
 type Schema struct {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/shared"
 )
 
 // ServeFunctionsCommand is the argument that makes the localstack binary serve the functions.
@@ -59,8 +60,9 @@ type Emulators struct {
 	Firestore, PubSub *emulators.Emulator
 }
 
-// StartEmulators starts both emulators in parallel, logging to files in logDir.
-func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr string) (*Emulators, error) {
+// StartEmulators starts both emulators in parallel, logging to files in logDir. firestoreArgs are
+// extra arguments of the Firestore emulator.
+func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr string, firestoreArgs ...string) (*Emulators, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator log directory: %w", err)
 	}
@@ -78,7 +80,9 @@ func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr strin
 		wg           sync.WaitGroup
 		fsErr, psErr error
 	)
-	wg.Go(func() { e.Firestore, fsErr = start(emulators.Firestore(), firestoreAddr, "firestore.log") })
+	wg.Go(func() {
+		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), firestoreAddr, "firestore.log")
+	})
 	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), pubsubAddr, "pubsub.log") })
 	wg.Wait()
 	if err := errors.Join(fsErr, psErr); err != nil {
@@ -113,6 +117,8 @@ type Stack struct {
 	Emulators *Emulators
 	// FunctionsURL is the base URL of the functions, e.g. http://127.0.0.1:8080.
 	FunctionsURL string
+	// Events delivers the Firestore emulator's document events to the functions.
+	Events *EventBridge
 
 	functions *supervisor
 }
@@ -120,16 +126,29 @@ type Stack struct {
 // Start starts the emulators, the functions process and the event wiring, and returns when every
 // part answers.
 func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) {
-	emus, err := StartEmulators(ctx, o.LogDir, loopback(o.FirestorePort), loopback(o.PubSubPort))
+	cfg, err := shared.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Options: o, Emulators: emus, FunctionsURL: "http://" + loopback(o.FunctionsPort)}
+	bridge, err := startEventBridge(out)
+	if err != nil {
+		return nil, err
+	}
+	emus, err := StartEmulators(ctx, o.LogDir, loopback(o.FirestorePort), loopback(o.PubSubPort), "--functions_emulator="+bridge.Addr())
+	if err != nil {
+		bridge.stop()
+		return nil, err
+	}
+	s := &Stack{Options: o, Emulators: emus, FunctionsURL: "http://" + loopback(o.FunctionsPort), Events: bridge}
 	defer func() {
 		if err != nil {
 			s.Stop()
 		}
 	}()
+	triggers := functions.Triggers(cfg.Schema)
+	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, triggers); err != nil {
+		return nil, err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the localstack binary: %w", err)
@@ -143,12 +162,14 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	return s, nil
 }
 
-// Env is the environment of a client of the stack: the emulators' addresses, the project, and
-// LOCALSTACK_FUNCTIONS_URL, the functions' base URL.
+// Env is the environment of a client of the stack: the emulators' addresses, the project,
+// LOCALSTACK_FUNCTIONS_URL (the functions' base URL) and LOCALSTACK_EVENTS_STATS_URL (the event
+// bridge's counts).
 func (s *Stack) Env() []string {
 	return append(s.Emulators.Env(),
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
-		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL)
+		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
+		"LOCALSTACK_EVENTS_STATS_URL=http://"+s.Events.Addr()+"/stats")
 }
 
 // Stop stops everything the stack started.
@@ -156,6 +177,7 @@ func (s *Stack) Stop() {
 	if s.functions != nil {
 		s.functions.stop()
 	}
+	s.Events.stop()
 	s.Emulators.Stop()
 }
 

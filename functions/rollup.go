@@ -1,0 +1,60 @@
+package functions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/shardcount/counters/rollup"
+	"github.com/shardcount/counters/shared"
+)
+
+// RollupOnShardWrite is the CloudEvent entry point for google.cloud.firestore.document.v1.written on
+// counters/{counter}/shards/{shard}: it keeps rollups/{counter} fresh. The counter comes from the
+// event's subject (documents/counters/{id}/shards/{n}); the body is not needed, because the roll-up is
+// always recomputed, never adjusted, so duplicated and reordered events are harmless. It returns once
+// a roll-up computed after the event's arrival is stored, which can take up to about one roll-up
+// interval (ROLLUP_INTERVAL).
+func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
+	arrived := time.Now()
+	id, ok := s.cfg.Schema.ParseShardPath(e.Subject())
+	if !ok {
+		// Redelivery cannot fix a subject that names no shard: acknowledge, and say so loudly.
+		s.log.ErrorContext(ctx, "event subject is not a shard document; event dropped",
+			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema.ShardPathPattern())
+		return nil
+	}
+	outcome, err := s.engine.Refresh(ctx, id, arrived, rollup.SourceTrigger)
+	return s.eventResult(ctx, e, err, "roll up on shard write", slog.String("counter", id), slog.Bool("wrote", outcome == rollup.Wrote))
+}
+
+// RollupScheduled is the CloudEvent entry point for the Cloud Scheduler tick published to
+// counter-rollup-tick: the safety net that rolls up every recently written counter whose roll-up
+// missed its trigger events. The message content is ignored.
+func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
+	res, err := s.engine.Sweep(ctx, s.cfg.RollupSweepLookback)
+	return s.eventResult(ctx, e, err, "scheduled roll-up sweep",
+		slog.Int("shards_read", res.ShardsRead), slog.Int("counters", res.Counters),
+		slog.Int("stale", res.Stale), slog.Int("written", res.Written))
+}
+
+// eventResult logs the outcome of a CloudEvent function and decides its result: nil acknowledges,
+// an error makes the platform redeliver. Only transient failures are worth a redelivery; the rest are
+// acknowledged and logged at ERROR, so a poison event never becomes a retry storm.
+func (s *Service) eventResult(ctx context.Context, e event.Event, err error, what string, attrs ...slog.Attr) error {
+	attrs = append(attrs, slog.String("event_id", e.ID()))
+	switch {
+	case err == nil:
+		s.log.LogAttrs(ctx, slog.LevelDebug, what, attrs...)
+		return nil
+	case shared.IsRetryable(err) || ctx.Err() != nil:
+		s.log.LogAttrs(ctx, slog.LevelWarn, what+" failed; asking for redelivery", append(attrs, slog.String("error", err.Error()))...)
+		return fmt.Errorf("%s: %w", what, err)
+	default:
+		s.log.LogAttrs(ctx, slog.LevelError, what+" failed; event acknowledged", append(attrs, slog.String("error", err.Error()))...)
+		return nil
+	}
+}

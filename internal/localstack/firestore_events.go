@@ -1,0 +1,222 @@
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardcount/counters/functions"
+)
+
+// Delivery of Firestore document events, as Eventarc does it in production.
+//
+// The Firestore emulator can call functions on document writes (--functions_emulator), but its
+// Eventarc-style requests are not what Eventarc sends: the body is base64 text, a ce-datacontenttype
+// header makes functions-framework-go answer 500, and ce-source says "projects/projects/". It also
+// delivers one event at a time and never retries. The event bridge receives those deliveries,
+// acknowledges them at once, and delivers each to the function concurrently, with retries, as the
+// binary-mode CloudEvent Eventarc sends: Content-Type application/protobuf, the DocumentEventData
+// protobuf as body, subject documents/counters/{id}/shards/{n}.
+const (
+	bridgeWorkers     = 16
+	bridgeQueue       = 10_000
+	bridgeMaxAttempts = 20
+	bridgeMaxBackoff  = 2 * time.Second
+)
+
+// EventBridge turns the Firestore emulator's event deliveries into production-format CloudEvents.
+type EventBridge struct {
+	listener net.Listener
+	server   *http.Server
+	queue    chan *http.Request
+	done     chan struct{}
+	client   *http.Client
+	log      io.Writer
+
+	// targets maps the trigger IDs registered with the emulator to the function URLs they deliver to.
+	mu      sync.Mutex
+	targets map[string]string
+
+	received, delivered, failed atomic.Int64
+}
+
+// BridgeStats counts the bridge's events.
+type BridgeStats struct {
+	Received  int64 `json:"received"`
+	Delivered int64 `json:"delivered"`
+	Failed    int64 `json:"failed"`
+}
+
+// startEventBridge listens on a free loopback port, the address to give the Firestore emulator as
+// --functions_emulator. It also answers GET /stats with BridgeStats.
+func startEventBridge(log io.Writer) (*EventBridge, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("event bridge: %w", err)
+	}
+	b := &EventBridge{
+		listener: l,
+		queue:    make(chan *http.Request, bridgeQueue),
+		done:     make(chan struct{}),
+		client:   &http.Client{Timeout: time.Minute},
+		log:      log,
+		targets:  make(map[string]string),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /functions/projects/{project}/triggers/{trigger}", b.receive)
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(b.Stats())
+	})
+	b.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = b.server.Serve(l) }()
+	for range bridgeWorkers {
+		go b.work()
+	}
+	return b, nil
+}
+
+// Addr is the bridge's host:port.
+func (b *EventBridge) Addr() string { return b.listener.Addr().String() }
+
+// Stats returns the bridge's counts so far.
+func (b *EventBridge) Stats() BridgeStats {
+	return BridgeStats{Received: b.received.Load(), Delivered: b.delivered.Load(), Failed: b.failed.Load()}
+}
+
+// receive takes one delivery from the emulator, converts it and queues it for its function.
+func (b *EventBridge) receive(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	target, ok := b.targets[r.PathValue("trigger")]
+	b.mu.Unlock()
+	if !ok {
+		http.Error(w, "unknown trigger", http.StatusNotFound)
+		return
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	body, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(raw)))
+	if err != nil {
+		fmt.Fprintf(b.log, "event bridge: delivery for %s is not base64: %v\n", r.URL.Path, err)
+		http.Error(w, "body is not base64", http.StatusBadRequest)
+		return
+	}
+	out, err := http.NewRequest(http.MethodPost, target, nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	for name, values := range r.Header {
+		// In binary mode the data content type travels only as Content-Type.
+		if lower := strings.ToLower(name); strings.HasPrefix(lower, "ce-") && lower != "ce-datacontenttype" {
+			out.Header[name] = values
+		}
+	}
+	out.Header.Set("Ce-Source", strings.Replace(r.Header.Get("Ce-Source"), "/projects/projects/", "/projects/", 1))
+	out.Header.Set("Content-Type", "application/protobuf")
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	b.received.Add(1)
+	b.queue <- out
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// work delivers queued events, retrying failures with backoff as Eventarc does for functions
+// deployed with retry.
+func (b *EventBridge) work() {
+	for {
+		var req *http.Request
+		select {
+		case req = <-b.queue:
+		case <-b.done:
+			return
+		}
+		backoff := 50 * time.Millisecond
+		for attempt := 1; ; attempt++ {
+			err := b.deliver(req)
+			if err == nil {
+				b.delivered.Add(1)
+				break
+			}
+			if attempt == bridgeMaxAttempts {
+				b.failed.Add(1)
+				fmt.Fprintf(b.log, "event bridge: giving up on %s after %d attempts: %v\n", req.Header.Get("Ce-Subject"), attempt, err)
+				break
+			}
+			select {
+			case <-time.After(backoff):
+			case <-b.done:
+				return
+			}
+			backoff = min(2*backoff, bridgeMaxBackoff)
+		}
+	}
+}
+
+// deliver sends one event; any non-2xx answer is a failure.
+func (b *EventBridge) deliver(template *http.Request) error {
+	body, _ := template.GetBody()
+	req := template.Clone(context.Background())
+	req.Body = body
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s answered %s", req.URL, resp.Status)
+	}
+	return nil
+}
+
+// registerFirestoreTriggers registers, with the Firestore emulator at firestoreAddr, a trigger for
+// every function with a Firestore trigger, delivering through the bridge to functionsURL.
+func (b *EventBridge) registerFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, triggers []functions.Trigger) error {
+	for _, t := range triggers {
+		if t.DocumentPattern == "" {
+			continue
+		}
+		b.mu.Lock()
+		b.targets[t.EntryPoint] = functionsURL + "/" + t.EntryPoint
+		b.mu.Unlock()
+		body, _ := json.Marshal(map[string]any{
+			"eventType": t.EventType,
+			"database":  "(default)",
+			"namespace": "(default)",
+			"document":  map[string]string{"value": t.DocumentPattern, "matchType": "PATH_PATTERN"},
+		})
+		url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/eventarcTrigger?eventarcTriggerId=%s", firestoreAddr, project, t.EntryPoint)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("register %s trigger with the Firestore emulator: %w", t.EntryPoint, err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("register %s trigger with the Firestore emulator: %s: %s", t.EntryPoint, resp.Status, msg)
+		}
+	}
+	return nil
+}
+
+// stop stops receiving and abandons undelivered events.
+func (b *EventBridge) stop() {
+	_ = b.server.Close()
+	close(b.done)
+}

@@ -1,0 +1,238 @@
+package rollup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// Fields of the roll-up document beyond Document's: they make the throttle work across instances and
+// tell readers where a value came from.
+const (
+	// FieldSource says what wrote the roll-up: SourceTrigger or SourceScheduler.
+	FieldSource = "source"
+	// FieldRevision counts the writes of the roll-up document: readers see how often it changes.
+	FieldRevision = "revision"
+)
+
+// Values of FieldSource.
+const (
+	SourceTrigger   = "trigger"
+	SourceScheduler = "scheduler"
+)
+
+// clockSkewAllowance is how far apart two instances' clocks may be. A roll-up counts as covering a
+// change only if it was computed at least this long after the change was seen; the price of a wrong
+// "not covered" is one more roll-up in the next window, the price of a wrong "covered" a stale one.
+const clockSkewAllowance = 100 * time.Millisecond
+
+// maxAttempts bounds the read-compute-write rounds of one refresh; each lost race means another
+// instance wrote a newer roll-up, so a few rounds always suffice.
+const maxAttempts = 8
+
+// Engine keeps roll-up documents fresh: the exact sum, recomputed (never adjusted by deltas), written
+// at most once per interval per counter across every instance, and never overwritten by an older
+// computation.
+type Engine struct {
+	client   *firestore.Client
+	schema   shared.Schema
+	counters *counter.Store
+	interval time.Duration
+	now      func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
+}
+
+// NewEngine returns an Engine that sums with counters and writes at most once per interval.
+func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
+	return &Engine{
+		client:   client,
+		schema:   schema,
+		counters: counters,
+		interval: interval,
+		now:      time.Now,
+		pending:  make(map[string]*refresh),
+	}
+}
+
+// Outcome says what a refresh did.
+type Outcome int
+
+const (
+	// Covered: a roll-up computed after the change already existed.
+	Covered Outcome = iota
+	// Wrote: this refresh computed and wrote the roll-up.
+	Wrote
+)
+
+// refresh is one read-compute-write run for a counter, shared by every caller in this instance that
+// saw a change before it began computing.
+type refresh struct {
+	// Guarded by Engine.mu: the latest change a caller of this refresh saw, and whether the refresh
+	// has decided (to compute, or that a stored roll-up covers changedAt), after which later changes
+	// need a new refresh.
+	changedAt time.Time
+	decided   bool
+
+	done    chan struct{}
+	outcome Outcome
+	err     error
+}
+
+// Refresh makes sure the roll-up of counter id reflects every change the caller saw before
+// changedAt, and returns once it does. It may wait up to about one interval: when the roll-up was
+// written less than an interval ago, the next one is computed an interval after it, so a burst of
+// changes costs one write per interval and the last change is rolled up within about one interval.
+// Concurrent callers in one instance share one refresh.
+func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, source string) (Outcome, error) {
+	e.mu.Lock()
+	r := e.pending[id]
+	if r == nil || r.decided {
+		r = &refresh{changedAt: changedAt, done: make(chan struct{})}
+		e.pending[id] = r
+		// The run outlives any one caller's cancellation: others may be waiting on it.
+		go e.run(context.WithoutCancel(ctx), id, source, r)
+	} else if changedAt.After(r.changedAt) {
+		r.changedAt = changedAt
+	}
+	e.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.outcome, r.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("roll up counter %q: %w", id, ctx.Err())
+	}
+}
+
+// run performs refresh r: read the roll-up, return if it already covers r's changes, wait for the
+// next window if this window's roll-up is written, else compute and write it conditionally on the
+// roll-up being unchanged since it was read.
+func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
+	defer func() {
+		e.mu.Lock()
+		if e.pending[id] == r {
+			delete(e.pending, id)
+		}
+		e.mu.Unlock()
+		close(r.done)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, maxAttempts*e.interval+30*time.Second)
+	defer cancel()
+	ref := e.schema.RollupRef(e.client, id)
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		snap, err := ref.Get(ctx)
+		if err != nil && status.Code(err) != codes.NotFound {
+			r.err = fmt.Errorf("read roll-up of counter %q: %w", id, err)
+			return
+		}
+		current, err := decodeRollup(snap)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if e.decide(r, func(changedAt time.Time) bool { return covers(current, changedAt) }) {
+			r.outcome = Covered
+			return
+		}
+		if next := e.nextWriteAt(current); e.now().Before(next) {
+			// A roll-up was written less than an interval ago; ours comes an interval after it.
+			if err := sleepUntil(ctx, next); err != nil {
+				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
+				return
+			}
+			continue
+		}
+		e.decide(r, func(time.Time) bool { return true })
+		err = e.write(ctx, ref, snap, id, source)
+		if code := status.Code(err); code == codes.FailedPrecondition || code == codes.AlreadyExists {
+			// Another instance wrote a newer roll-up since we read it: see whether it covers us.
+			continue
+		}
+		r.outcome, r.err = Wrote, err
+		return
+	}
+	r.err = fmt.Errorf("roll up counter %q: lost %d races in a row", id, maxAttempts)
+}
+
+// decide settles refresh r if final holds for the latest change its callers saw; from then on, new
+// callers start a refresh of their own.
+func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r.decided = final(r.changedAt)
+	return r.decided
+}
+
+// write computes the exact sum now and writes the roll-up, on condition that the roll-up is still as
+// read in snap: of two instances that read the same roll-up only one writes, so writes stay an
+// interval apart, and an older computation can never overwrite a newer one.
+func (e *Engine) write(ctx context.Context, ref *firestore.DocumentRef, snap *firestore.DocumentSnapshot, id, source string) error {
+	computedAt := e.now()
+	sum, err := e.counters.Sum(ctx, id)
+	if err != nil {
+		return err
+	}
+	if snap == nil || !snap.Exists() {
+		_, err = ref.Create(ctx, map[string]any{
+			shared.FieldCount: sum, shared.FieldUpdatedAt: computedAt, FieldSource: source, FieldRevision: 1,
+		})
+	} else {
+		_, err = ref.Update(ctx, []firestore.Update{
+			{Path: shared.FieldCount, Value: sum},
+			{Path: shared.FieldUpdatedAt, Value: computedAt},
+			{Path: FieldSource, Value: source},
+			{Path: FieldRevision, Value: firestore.Increment(1)},
+		}, firestore.LastUpdateTime(snap.UpdateTime))
+	}
+	if err != nil {
+		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
+	}
+	return nil
+}
+
+// nextWriteAt is the earliest time the roll-up after current may be computed: one interval after
+// current's computation, which keeps writes at most one per interval.
+func (e *Engine) nextWriteAt(current *Document) time.Time {
+	if current == nil {
+		return time.Time{}
+	}
+	return current.UpdatedAt.Add(e.interval)
+}
+
+// decodeRollup reads a roll-up snapshot; nil means there is no roll-up yet.
+func decodeRollup(snap *firestore.DocumentSnapshot) (*Document, error) {
+	if snap == nil || !snap.Exists() {
+		return nil, nil
+	}
+	var d Document
+	if err := snap.DataTo(&d); err != nil {
+		return nil, fmt.Errorf("decode roll-up %s: %w", snap.Ref.ID, err)
+	}
+	return &d, nil
+}
+
+// covers reports whether roll-up d was computed after a change seen at changedAt.
+func covers(d *Document, changedAt time.Time) bool {
+	return d != nil && d.UpdatedAt.After(changedAt.Add(clockSkewAllowance))
+}
+
+// sleepUntil waits until t or the end of ctx.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

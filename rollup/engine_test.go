@@ -1,0 +1,220 @@
+package rollup_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/rollup"
+	"github.com/shardcount/counters/shared"
+)
+
+var schema = shared.DefaultConfig().Schema
+
+func newCounters(client *firestore.Client) *counter.Store {
+	return counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute})
+}
+
+func readRollup(t *testing.T, client *firestore.Client, id string) *rollup.Document {
+	t.Helper()
+	d, err := rollup.NewStore(client, schema).Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestRefreshWritesTheExactSumOnceAndThenIsCovered(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	counters := newCounters(client)
+	engine := rollup.NewEngine(client, schema, counters, 200*time.Millisecond)
+	for _, d := range []int64{5, 7, -2} {
+		if _, err := counters.Increment(ctx, "likes", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := time.Now()
+	outcome, err := engine.Refresh(ctx, "likes", changed, rollup.SourceTrigger)
+	if err != nil || outcome != rollup.Wrote {
+		t.Fatalf("first refresh: %v, %v; want Wrote", outcome, err)
+	}
+	d := readRollup(t, client, "likes")
+	if d.Count != 10 || d.Revision != 1 || d.Source != rollup.SourceTrigger || !d.UpdatedAt.After(changed) {
+		t.Fatalf("roll-up %+v, want count 10, revision 1, source trigger, computed after the change", d)
+	}
+	// A duplicate of an event seen before that computation is covered: nothing is written.
+	outcome, err = engine.Refresh(ctx, "likes", changed.Add(-time.Second), rollup.SourceTrigger)
+	if err != nil || outcome != rollup.Covered {
+		t.Fatalf("duplicate refresh: %v, %v; want Covered", outcome, err)
+	}
+	if d := readRollup(t, client, "likes"); d.Revision != 1 {
+		t.Errorf("a covered refresh wrote: revision %d", d.Revision)
+	}
+}
+
+// TestRefreshThrottlesAcrossInstancesAndNeverGoesBack drives four engines (four function instances)
+// with a stream of refreshes while increments arrive, and watches the roll-up document: at most one
+// write per interval, the count never goes back (positive increments only), updated_at only moves
+// forward, and the last roll-up is exact.
+func TestRefreshThrottlesAcrossInstancesAndNeverGoesBack(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	counters := newCounters(client)
+	const interval = 200 * time.Millisecond
+	const id = "hot"
+	if _, err := counters.Configure(ctx, id, 10); err != nil {
+		t.Fatal(err)
+	}
+
+	// Watch every state of the roll-up document, in order.
+	var (
+		mu     sync.Mutex
+		states []rollup.Document
+	)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		it := schema.RollupRef(client, id).Snapshots(watchCtx)
+		defer it.Stop()
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				return
+			}
+			var d rollup.Document
+			if snap.Exists() && snap.DataTo(&d) == nil {
+				mu.Lock()
+				states = append(states, d)
+				mu.Unlock()
+			}
+		}
+	}()
+
+	var expected atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(3 * time.Second)
+	for i := range 4 {
+		engine := rollup.NewEngine(client, schema, counters, interval)
+		for range 4 {
+			wg.Go(func() {
+				for time.Now().Before(deadline) {
+					delta := int64(i + 1)
+					if _, err := counters.Increment(ctx, id, delta); err != nil {
+						t.Error(err)
+						return
+					}
+					expected.Add(delta)
+					if _, err := engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	final := readRollup(t, client, id)
+	if final.Count != expected.Load() {
+		t.Errorf("after the last refresh returned, roll-up %d, want exact %d", final.Count, expected.Load())
+	}
+	if budget := int64(elapsed/interval) + 1; final.Revision > budget {
+		t.Errorf("%d roll-up writes in %s at one per %s: over the budget of %d", final.Revision, elapsed.Round(time.Millisecond), interval, budget)
+	}
+	t.Logf("%d increments, %d roll-up writes in %s (budget %d)", expected.Load(), final.Revision, elapsed.Round(time.Millisecond), int64(elapsed/interval)+1)
+
+	time.Sleep(300 * time.Millisecond) // let the listener catch up
+	stopWatch()
+	<-watched
+	mu.Lock()
+	defer mu.Unlock()
+	if len(states) < 2 {
+		t.Fatalf("saw %d roll-up states; the test proves nothing", len(states))
+	}
+	for i := 1; i < len(states); i++ {
+		prev, cur := states[i-1], states[i]
+		if gap := cur.UpdatedAt.Sub(prev.UpdatedAt); gap < interval {
+			t.Errorf("roll-ups computed %s apart, less than the interval %s", gap, interval)
+		}
+		if cur.Count < prev.Count || !cur.UpdatedAt.After(prev.UpdatedAt) || cur.Revision <= prev.Revision {
+			t.Errorf("roll-up went back: %+v after %+v", cur, prev)
+		}
+	}
+}
+
+// TestSweepRollsUpOnlyRecentlyWrittenCounters: with 1,000 idle counters and 3 active ones, and no
+// trigger at all (as if every trigger event were dropped), the sweep reads only the active counters'
+// shards and rolls up exactly those.
+func TestSweepRollsUpOnlyRecentlyWrittenCounters(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	counters := newCounters(client)
+	engine := rollup.NewEngine(client, schema, counters, 100*time.Millisecond)
+
+	idleMinute := shared.UnixMinute(time.Now().Add(-time.Hour))
+	bulk := client.BulkWriter(ctx)
+	for i := range 1000 {
+		id := fmt.Sprintf("idle-%d", i)
+		if _, err := bulk.Set(schema.CounterRef(client, id), map[string]any{shared.FieldNumShards: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bulk.Set(schema.ShardRef(client, id, 0), map[string]any{shared.FieldCount: 1, shared.FieldTouchedMinute: idleMinute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bulk.End()
+
+	active := map[string]int64{"a": 0, "b": 0, "c": 0}
+	activeShards := map[string]bool{}
+	for id := range active {
+		for n := range 5 {
+			shard, err := counters.Increment(ctx, id, int64(n+1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			active[id] += int64(n + 1)
+			activeShards[fmt.Sprintf("%s/%d", id, shard)] = true
+		}
+	}
+
+	res, err := engine.Sweep(ctx, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sweep over 1,000 idle and 3 active counters: %+v", res)
+	if res.ShardsRead != len(activeShards) || res.Counters != 3 || res.Stale != 3 || res.Written != 3 {
+		t.Errorf("sweep %+v, want %d shards read and 3 counters rolled up", res, len(activeShards))
+	}
+	for id, want := range active {
+		if d := readRollup(t, client, id); d == nil || d.Count != want || d.Source != rollup.SourceScheduler {
+			t.Errorf("roll-up of %s = %+v, want count %d from the scheduler", id, d, want)
+		}
+	}
+	rollups, err := client.Collection(schema.Rollups).DocumentRefs(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rollups) != 3 {
+		t.Errorf("%d roll-up documents, want only the 3 active counters'", len(rollups))
+	}
+
+	again, err := engine.Sweep(ctx, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Stale != 0 || again.Written != 0 {
+		t.Errorf("second sweep with nothing new %+v, want nothing stale or written", again)
+	}
+}
