@@ -3,6 +3,8 @@ package functions
 import (
 	"net/http"
 	"time"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // countResponse is Count's answer.
@@ -36,11 +38,14 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 		return 0, nil, err
 	}
 	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
+	// A broken roll-up must not take the exact value down with it: report it as missing, and log why.
 	doc, err := s.rollups.Get(r.Context(), id)
-	if err != nil {
+	switch {
+	case err != nil && shared.IsRetryable(err):
 		return 0, nil, err
-	}
-	if doc != nil {
+	case err != nil:
+		s.log.ErrorContext(r.Context(), "roll-up unreadable; answered without it", "counter", id, "error", err.Error())
+	case doc != nil:
 		resp.Rollup = &rollupSummary{Count: doc.Count, UpdatedAt: doc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 	}
 	return http.StatusOK, resp, nil

@@ -14,12 +14,18 @@ import (
 
 // RollupOnShardWrite is the CloudEvent entry point for google.cloud.firestore.document.v1.written on
 // counters/{counter}/shards/{shard}: it keeps rollups/{counter} fresh. The counter comes from the
-// event's subject (documents/counters/{id}/shards/{n}); the body is not needed, because the roll-up is
-// always recomputed, never adjusted, so duplicated and reordered events are harmless. It returns once
-// a roll-up computed after the event's arrival is stored, which can take up to about one roll-up
-// interval (ROLLUP_INTERVAL).
+// event's subject (documents/counters/{id}/shards/{n}). The roll-up is always recomputed, never
+// adjusted by the event's delta, so duplicated and reordered events are harmless. It returns once a
+// roll-up computed after the shard write is stored, which can take up to about one roll-up interval
+// (ROLLUP_INTERVAL); an event delivered late, after such a roll-up, costs one read and no write.
 func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
-	arrived := time.Now()
+	changedAt := time.Now()
+	if written, ok, err := writtenDocumentUpdateTime(e.Data()); err != nil {
+		s.log.WarnContext(ctx, "event data is not a DocumentEventData; using its arrival as the time of the change",
+			"event_id", e.ID(), "error", err.Error())
+	} else if ok && written.Before(changedAt) {
+		changedAt = written
+	}
 	id, ok := s.cfg.Schema.ParseShardPath(e.Subject())
 	if !ok {
 		// Redelivery cannot fix a subject that names no shard: acknowledge, and say so loudly.
@@ -27,7 +33,7 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema.ShardPathPattern())
 		return nil
 	}
-	outcome, err := s.engine.Refresh(ctx, id, arrived, rollup.SourceTrigger)
+	outcome, err := s.engine.Refresh(ctx, id, changedAt, rollup.SourceTrigger)
 	return s.eventResult(ctx, e, err, "roll up on shard write", slog.String("counter", id), slog.Bool("wrote", outcome == rollup.Wrote))
 }
 

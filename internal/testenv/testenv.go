@@ -82,3 +82,59 @@ func relativePath(ref *firestore.DocumentRef) string {
 	_, rel, _ := strings.Cut(ref.Path, "/documents/")
 	return rel
 }
+
+// Stack is the local stack that `make test` runs: the functions process and its event wiring.
+type Stack struct {
+	// FunctionsURL is the functions' base URL.
+	FunctionsURL string
+	// Client is a Firestore client of the stack's project, where its triggers deliver events.
+	Client *firestore.Client
+	// LogPath is the file that receives the functions' JSON logs.
+	LogPath string
+}
+
+// LocalStack returns the stack that `make test` started, failing the test when there is none.
+func LocalStack(t testing.TB) *Stack {
+	t.Helper()
+	FirestoreEmulatorHost(t)
+	env := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			t.Fatalf("%s is not set: run the tests with `make test`, which starts the local stack", name)
+		}
+		return v
+	}
+	s := &Stack{FunctionsURL: env("LOCALSTACK_FUNCTIONS_URL"), LogPath: env("LOCALSTACK_FUNCTIONS_LOG")}
+	client, err := firestore.NewClient(context.Background(), env("GOOGLE_CLOUD_PROJECT"))
+	if err != nil {
+		t.Fatalf("firestore client: %v", err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	s.Client = client
+	return s
+}
+
+// Logs returns the functions' log lines so far that contain every one of parts.
+func (s *Stack) Logs(t testing.TB, parts ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(s.LogPath)
+	if err != nil {
+		t.Fatalf("read functions log: %v", err)
+	}
+	var lines []string
+	for line := range strings.Lines(string(b)) {
+		matches := true
+		for _, p := range parts {
+			matches = matches && strings.Contains(line, p)
+		}
+		if matches {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// UniqueID returns an ID with prefix that no other test uses, for counters in the shared stack.
+func UniqueID(prefix string) string {
+	return prefix + "-" + NewProjectID()[len("test-"):]
+}

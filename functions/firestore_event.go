@@ -1,0 +1,46 @@
+package functions
+
+import (
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// documentEventValueField is the field number of value, the document after the write, in
+// google.events.cloud.firestore.v1.DocumentEventData. Its Document message has the wire format of
+// google.firestore.v1.Document, so firestorepb decodes it; the google-cloudevents-go module that
+// defines DocumentEventData itself is not needed for one field.
+const documentEventValueField = 1
+
+// writtenDocumentUpdateTime reads the update time of the written document from the protobuf
+// DocumentEventData of a document.written event. ok is false when the event carries no document
+// after the write (a delete).
+func writtenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err error) {
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return time.Time{}, false, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
+		}
+		data = data[n:]
+		if num != documentEventValueField || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, data); n < 0 {
+				return time.Time{}, false, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
+			}
+			data = data[n:]
+			continue
+		}
+		value, n := protowire.ConsumeBytes(data)
+		if n < 0 {
+			return time.Time{}, false, fmt.Errorf("decode DocumentEventData value: %w", protowire.ParseError(n))
+		}
+		var doc firestorepb.Document
+		if err := proto.Unmarshal(value, &doc); err != nil {
+			return time.Time{}, false, fmt.Errorf("decode DocumentEventData value: %w", err)
+		}
+		return doc.GetUpdateTime().AsTime(), doc.GetUpdateTime() != nil, nil
+	}
+	return time.Time{}, false, nil
+}
