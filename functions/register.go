@@ -10,7 +10,9 @@ import (
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/cloudevents/sdk-go/v2/event"
+	"google.golang.org/api/option"
 
+	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -44,12 +46,34 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	}
 	level, _ := shared.ParseLogLevel(cfg.LogLevel) // validated by LoadConfig
 	log := shared.NewLogger(os.Stdout, level)
-	client, err := shared.NewFirestoreClient(context.Background(), cfg)
+	var opts []option.ClientOption
+	if path := os.Getenv(commitlog.EnvPath); path != "" {
+		opt, err := recordCommits(path)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
+	}
+	client, err := shared.NewFirestoreClient(context.Background(), cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return NewService(cfg, client, log), nil
 })
+
+// recordCommits makes the Firestore client append every commit to the file at path (local stack
+// only: load reports count what was really written).
+func recordCommits(path string) (option.ClientOption, error) {
+	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	if host == "" {
+		return nil, fmt.Errorf("%s is for the local stack: it needs FIRESTORE_EMULATOR_HOST", commitlog.EnvPath)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", commitlog.EnvPath, err)
+	}
+	return commitlog.NewRecorder(f).EmulatorOption(host)
+}
 
 // startupLog reports failures to build the Service, which has no logger of its own then.
 var startupLog = shared.NewLogger(os.Stderr, slog.LevelInfo)

@@ -27,8 +27,9 @@ type Service struct {
 // NewService wires the entry points to a Firestore client.
 func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *Service {
 	counters := counter.NewStore(client, cfg.Schema, counter.Options{
-		DefaultNumShards:   cfg.DefaultNumShards,
-		ShardCountCacheTTL: cfg.ShardCountCacheTTL,
+		DefaultNumShards:    cfg.DefaultNumShards,
+		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
+		GroupCommitInterval: cfg.GroupCommitInterval,
 	})
 	return &Service{
 		cfg:      cfg,

@@ -22,6 +22,7 @@ const (
 	EnvDedupeCollection   = "DEDUPE_COLLECTION"
 	EnvRollupInterval     = "ROLLUP_INTERVAL"
 	EnvRollupLookback     = "ROLLUP_SWEEP_LOOKBACK"
+	EnvGroupCommit        = "GROUP_COMMIT_INTERVAL"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -49,6 +50,9 @@ type Config struct {
 	// RollupSweepLookback is how far back the scheduled roll-up looks for written shards. It must
 	// exceed the scheduler's period (one minute) with room for late or missed ticks.
 	RollupSweepLookback time.Duration
+	// GroupCommitInterval is the least time between two shard writes of one counter by one instance:
+	// concurrent increments share a write. 0 writes every increment on its own ("guide mode").
+	GroupCommitInterval time.Duration
 }
 
 // DefaultConfig is the configuration with nothing set in the environment.
@@ -63,6 +67,7 @@ func DefaultConfig() Config {
 		RequestTimeout:      10 * time.Second,
 		RollupInterval:      time.Second,
 		RollupSweepLookback: 10 * time.Minute,
+		GroupCommitInterval: 100 * time.Millisecond,
 	}
 }
 
@@ -119,6 +124,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
 	duration(EnvRollupInterval, 100*time.Millisecond, &c.RollupInterval)
 	duration(EnvRollupLookback, 2*time.Minute, &c.RollupSweepLookback)
+	duration(EnvGroupCommit, 0, &c.GroupCommitInterval)
 
 	collections := []struct{ env, id string }{
 		{EnvCountersCollection, c.Schema.Counters},

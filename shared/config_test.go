@@ -25,6 +25,7 @@ func TestDefaultConfig(t *testing.T) {
 		RequestTimeout:      10 * time.Second,
 		RollupInterval:      time.Second,
 		RollupSweepLookback: 10 * time.Minute,
+		GroupCommitInterval: 100 * time.Millisecond,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
@@ -95,6 +96,7 @@ func TestParseConfigEachVariable(t *testing.T) {
 			EnvDedupeCollection:   "d1",
 			EnvRollupInterval:     "250ms",
 			EnvRollupLookback:     "15m",
+			EnvGroupCommit:        "0",
 		}, modify: func(c *Config) {
 			*c = Config{
 				Project:             "p1",
@@ -107,6 +109,7 @@ func TestParseConfigEachVariable(t *testing.T) {
 				RequestTimeout:      2500 * time.Millisecond,
 				RollupInterval:      250 * time.Millisecond,
 				RollupSweepLookback: 15 * time.Minute,
+				GroupCommitInterval: 0,
 			}
 		}},
 	}

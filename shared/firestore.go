@@ -6,18 +6,19 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // NewFirestoreClient connects to the configured database. With FIRESTORE_EMULATOR_HOST set, the
 // client talks to the emulator without credentials.
-func NewFirestoreClient(ctx context.Context, c Config) (*firestore.Client, error) {
+func NewFirestoreClient(ctx context.Context, c Config, opts ...option.ClientOption) (*firestore.Client, error) {
 	project := c.Project
 	if project == "" {
 		project = firestore.DetectProjectID
 	}
-	client, err := firestore.NewClientWithDatabase(ctx, project, c.Database)
+	client, err := firestore.NewClientWithDatabase(ctx, project, c.Database, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("firestore client for project %q database %q: %w", c.Project, c.Database, err)
 	}

@@ -5,15 +5,19 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
+
+	"github.com/shardcount/counters/internal/commitlog"
 )
 
 // FirestoreEmulatorHost returns the emulator's address, failing the test when there is none.
@@ -138,3 +142,41 @@ func (s *Stack) Logs(t testing.TB, parts ...string) []string {
 func UniqueID(prefix string) string {
 	return prefix + "-" + NewProjectID()[len("test-"):]
 }
+
+// FirestoreWithCommits is Firestore, with every commit of the client recorded: commits returns
+// those so far.
+func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func() []commitlog.Commit) {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		buf bytes.Buffer
+	)
+	rec := commitlog.NewRecorder(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}))
+	opt, err := rec.EmulatorOption(FirestoreEmulatorHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err = firestore.NewClient(context.Background(), NewProjectID(), opt)
+	if err != nil {
+		t.Fatalf("firestore client: %v", err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client, func() []commitlog.Commit {
+		mu.Lock()
+		defer mu.Unlock()
+		c, err := commitlog.Read(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
+// writerFunc is an io.Writer from a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
