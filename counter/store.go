@@ -24,6 +24,7 @@ type Store struct {
 	defaultNumShards int
 	shardCounts      *shardCountCache
 	pickShard        func(numShards int) int
+	dedupeTTL        time.Duration
 }
 
 // Options tune a Store.
@@ -32,6 +33,8 @@ type Options struct {
 	DefaultNumShards int
 	// ShardCountCacheTTL is how long a counter's shard count is trusted without reading it again.
 	ShardCountCacheTTL time.Duration
+	// DedupeTTL is how long ApplyOnce remembers a key: its dedupe record expires after it.
+	DedupeTTL time.Duration
 }
 
 // NewStore returns a Store over client with the collections named by schema.
@@ -42,6 +45,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		defaultNumShards: opts.DefaultNumShards,
 		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, time.Now),
 		pickShard:        rand.IntN,
+		dedupeTTL:        opts.DedupeTTL,
 	}
 }
 

@@ -30,6 +30,7 @@ func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *
 		counters: counter.NewStore(client, cfg.Schema, counter.Options{
 			DefaultNumShards:   cfg.DefaultNumShards,
 			ShardCountCacheTTL: cfg.ShardCountCacheTTL,
+			DedupeTTL:          cfg.DedupeTTL,
 		}),
 		rollups: rollup.NewStore(client, cfg.Schema),
 		log:     log,

@@ -20,6 +20,7 @@ const (
 	EnvLogLevel           = "LOG_LEVEL"
 	EnvRequestTimeout     = "REQUEST_TIMEOUT"
 	EnvDedupeCollection   = "DEDUPE_COLLECTION"
+	EnvDedupeTTL          = "DEDUPE_TTL"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -42,7 +43,19 @@ type Config struct {
 	// RequestTimeout bounds the database work of one request, so a database outage gets a quick 503
 	// instead of a client left waiting while the client library retries.
 	RequestTimeout time.Duration
+	// DedupeTTL is how long a keyed increment (a Pub/Sub message, an HTTP Idempotency-Key) is
+	// remembered: its dedupe record expires then and Firestore's TTL policy deletes it. It must outlast
+	// every redelivery and client retry; the default is a day more than Pub/Sub's 7-day retention.
+	DedupeTTL time.Duration
 }
+
+// DefaultDedupeTTL is a day more than Pub/Sub's default message retention (7 days), so a dedupe
+// record outlives every redelivery of its message.
+const DefaultDedupeTTL = 8 * 24 * time.Hour
+
+// MinDedupeTTL is the shortest DEDUPE_TTL accepted: shorter would forget keys while Pub/Sub and
+// clients still retry.
+const MinDedupeTTL = time.Hour
 
 // DefaultConfig is the configuration with nothing set in the environment.
 func DefaultConfig() Config {
@@ -54,6 +67,7 @@ func DefaultConfig() Config {
 		ShardCountCacheTTL: 30 * time.Second,
 		LogLevel:           "INFO",
 		RequestTimeout:     10 * time.Second,
+		DedupeTTL:          DefaultDedupeTTL,
 	}
 }
 
@@ -108,6 +122,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	integer(EnvMaxDelta, 1, 1<<53, func(n int64) { c.MaxDelta = n })
 	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
 	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
+	duration(EnvDedupeTTL, MinDedupeTTL, &c.DedupeTTL)
 
 	collections := []struct{ env, id string }{
 		{EnvCountersCollection, c.Schema.Counters},
