@@ -19,6 +19,7 @@ const maxBodyBytes = 64 << 10
 type requestError struct {
 	status  int
 	message string
+	field   string // the field to blame, if any
 	allow   string // Allow header of a 405
 }
 

@@ -2,12 +2,15 @@ package functions
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -15,14 +18,32 @@ import (
 // HTTPEntryPoints lists the HTTP-triggered entry points.
 var HTTPEntryPoints = []string{EntryIncrement, EntryCount, EntryConfigureCounter}
 
+// CloudEventEntryPoints lists the CloudEvent-triggered entry points.
+var CloudEventEntryPoints = []string{EntryIncrementFromPubSub}
+
 // EntryPoints lists every registered entry point.
-var EntryPoints = HTTPEntryPoints
+var EntryPoints = slices.Concat(HTTPEntryPoints, CloudEventEntryPoints)
+
+// cloudEventFunctions are the CloudEvent entry points by name.
+var cloudEventFunctions = map[string]func(context.Context, event.Event) error{
+	EntryIncrementFromPubSub: lazyCloudEvent((*Service).IncrementFromPubSub),
+}
+
+// CloudEventFunction returns the function registered as the CloudEvent entry point name, for servers
+// that must also serve it at another path (the local stack's Pub/Sub push endpoints).
+func CloudEventFunction(name string) (func(context.Context, event.Event) error, bool) {
+	fn, ok := cloudEventFunctions[name]
+	return fn, ok
+}
 
 // init only registers: every deployed function runs every init, so clients are made on first use.
 func init() {
 	ff.HTTP(EntryIncrement, lazyHTTP((*Service).Increment))
 	ff.HTTP(EntryCount, lazyHTTP((*Service).Count))
 	ff.HTTP(EntryConfigureCounter, lazyHTTP((*Service).ConfigureCounter))
+	for _, name := range CloudEventEntryPoints {
+		ff.CloudEvent(name, cloudEventFunctions[name])
+	}
 }
 
 // instance is this process's Service, built on first use from the environment.
@@ -43,15 +64,36 @@ var instance = sync.OnceValues(func() (*Service, error) {
 // startupLog reports failures to build the Service, which has no logger of its own then.
 var startupLog = shared.NewLogger(os.Stderr, slog.LevelInfo)
 
+// startedInstance is this process's Service; a failure to build it is logged at CRITICAL each time.
+func startedInstance(ctx context.Context) (*Service, error) {
+	s, err := instance()
+	if err != nil {
+		startupLog.Log(ctx, shared.LevelCritical, "function cannot start", "error", err.Error())
+	}
+	return s, err
+}
+
 // lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use.
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, err := instance()
+		s, err := startedInstance(r.Context())
 		if err != nil {
-			startupLog.Log(r.Context(), shared.LevelCritical, "function cannot start", "error", err.Error())
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the function is misconfigured; its logs say how"})
 			return
 		}
 		method(s, w, r)
+	}
+}
+
+// lazyCloudEvent adapts a Service method to a CloudEvent function that builds the Service on first
+// use. A misconfigured function fails the event, so the platform redelivers it once the
+// configuration is fixed.
+func lazyCloudEvent(method func(*Service, context.Context, event.Event) error) func(context.Context, event.Event) error {
+	return func(ctx context.Context, e event.Event) error {
+		s, err := startedInstance(ctx)
+		if err != nil {
+			return fmt.Errorf("function cannot start: %w", err)
+		}
+		return method(s, ctx, e)
 	}
 }

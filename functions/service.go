@@ -53,7 +53,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		if reqErr.allow != "" {
 			w.Header().Set("Allow", reqErr.allow)
 		}
-		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message})
+		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message, Field: reqErr.field})
 	case errors.As(err, &fieldErr):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
