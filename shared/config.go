@@ -49,6 +49,10 @@ type Config struct {
 	DedupeTTL time.Duration
 }
 
+// MaxDeltaLimit is the largest MAX_DELTA: 2^53 keeps every delta exact in JavaScript clients that read
+// the JSON answers.
+const MaxDeltaLimit = 1 << 53
+
 // DefaultDedupeTTL is a day more than Pub/Sub's default message retention (7 days), so a dedupe
 // record outlives every redelivery of its message.
 const DefaultDedupeTTL = 8 * 24 * time.Hour
@@ -118,8 +122,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDedupeCollection, &c.Schema.Dedupe)
 	str(EnvLogLevel, &c.LogLevel)
 	integer(EnvDefaultNumShards, MinNumShards, MaxNumShards, func(n int64) { c.DefaultNumShards = int(n) })
-	// 2^53 keeps every delta exact in JavaScript clients that read the JSON answers.
-	integer(EnvMaxDelta, 1, 1<<53, func(n int64) { c.MaxDelta = n })
+	integer(EnvMaxDelta, 1, MaxDeltaLimit, func(n int64) { c.MaxDelta = n })
 	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
 	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
 	duration(EnvDedupeTTL, MinDedupeTTL, &c.DedupeTTL)

@@ -54,8 +54,13 @@ func main() {
 }
 
 // serveFunctions is the child process that serves every registered function, as Cloud Functions
-// does, bound to loopback (LOCAL_ONLY=true) on $PORT.
+// does, bound to loopback (LOCAL_ONLY=true) on $PORT. Pub/Sub-triggered functions are also served
+// below /<EntryPoint>/, where the emulator's push subscriptions deliver with the topic in the path
+// (see localstack.RegisterPushPaths).
 func serveFunctions() error {
+	if err := localstack.RegisterPushPaths(context.Background()); err != nil {
+		return err
+	}
 	port := os.Getenv("PORT")
 	if err := funcframework.StartHostPort("127.0.0.1", port); err != nil {
 		return fmt.Errorf("serve functions on port %s: %w", port, err)

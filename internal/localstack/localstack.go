@@ -140,6 +140,9 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := waitHTTP(ctx, s.FunctionsURL+"/"+functions.EntryCount, 60*time.Second); err != nil {
 		return nil, fmt.Errorf("functions: %w", err)
 	}
+	if err := s.wirePubSub(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
