@@ -29,7 +29,8 @@ func poisonMessages(prefix string) []pubsubMessage {
 	}
 	return []pubsubMessage{
 		msg("not JSON", `not json`),
-		msg("empty data", ``),
+		// Pub/Sub refuses a message with neither data nor attributes.
+		{name: "no data, attributes only", attrs: map[string]string{"counter": prefix + "-poison-0"}},
 		msg("JSON array", `[`+valid(1)+`]`),
 		msg("JSON string", `"likes"`),
 		msg("JSON null", `null`),

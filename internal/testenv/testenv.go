@@ -82,3 +82,42 @@ func relativePath(ref *firestore.DocumentRef) string {
 	_, rel, _ := strings.Cut(ref.Path, "/documents/")
 	return rel
 }
+
+// StackEnv is what `localstack exec` tells the tests about the running stack.
+type StackEnv struct {
+	// Project is the stack's project: the functions process reads and writes its Firestore data.
+	Project string
+	// FunctionsURL is the functions' base URL.
+	FunctionsURL string
+	// FunctionsLog is the file that receives the functions' JSON logs.
+	FunctionsLog string
+	// PubSubHost is the Pub/Sub emulator's address.
+	PubSubHost string
+}
+
+// Stack returns the running stack's environment, failing the test when any of it is missing.
+func Stack(t testing.TB) StackEnv {
+	t.Helper()
+	FirestoreEmulatorHost(t)
+	env := StackEnv{
+		Project:      os.Getenv("GOOGLE_CLOUD_PROJECT"),
+		FunctionsURL: os.Getenv("LOCALSTACK_FUNCTIONS_URL"),
+		FunctionsLog: os.Getenv("LOCALSTACK_FUNCTIONS_LOG"),
+		PubSubHost:   os.Getenv("PUBSUB_EMULATOR_HOST"),
+	}
+	if env.Project == "" || env.FunctionsURL == "" || env.FunctionsLog == "" || env.PubSubHost == "" {
+		t.Fatalf("the local stack's environment is incomplete (%+v): run the tests with `make test`", env)
+	}
+	return env
+}
+
+// StackFirestore returns a Firestore client of the stack's own project, closed when the test ends.
+func (e StackEnv) StackFirestore(t testing.TB) *firestore.Client {
+	t.Helper()
+	client, err := firestore.NewClient(context.Background(), e.Project)
+	if err != nil {
+		t.Fatalf("firestore client: %v", err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
