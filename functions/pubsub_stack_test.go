@@ -158,12 +158,12 @@ type pushProxy struct {
 	target string
 	client *http.Client
 
-	mu          sync.Mutex
-	acked       map[string]map[int]int // message ID -> copies per push -> pushes acknowledged
-	forwarded   int                    // copies forwarded
-	failed      int                    // copies answered other than 2xx
+	mu           sync.Mutex
+	acked        map[string]map[int]int // message ID -> copies per push -> pushes acknowledged
+	forwarded    int                    // copies forwarded
+	failed       int                    // copies answered other than 2xx
 	simultaneous int                    // pushes whose copies were forwarded at the same moment
-	statuses    map[string][]int       // message ID -> every status the functions answered
+	statuses     map[string][]int       // message ID -> every status the functions answered
 }
 
 func newPushProxy(t *testing.T, target string) *pushProxy {
