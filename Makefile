@@ -2,7 +2,7 @@
 GO ?= go
 LOCALSTACK := bin/localstack
 
-.PHONY: run test build vet clean
+.PHONY: run test build vet publish clean
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
@@ -11,6 +11,11 @@ build:
 ## run: run every function at http://127.0.0.1:$${PORT:-8080}/<EntryPoint> on the Firestore and Pub/Sub emulators
 run: build
 	$(LOCALSTACK)
+
+## publish: publish increments to the local stack's topic (the Pub/Sub emulator of `make run`), e.g.
+##          make publish ARGS='-key order-42 -times 3 likes:5'   (a real project: go run ./cmd/publish -project P ...)
+publish:
+	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
 
 ## vet: static checks
 vet:

@@ -25,6 +25,7 @@ type Store struct {
 	shardCounts      *shardCountCache
 	pickShard        func(numShards int) int
 	groups           *groupCommitter // nil: one write per increment
+	dedupeTTL        time.Duration
 }
 
 // Options tune a Store.
@@ -37,6 +38,8 @@ type Options struct {
 	// instance into one shard write at most once per interval; it is also the most an increment
 	// waits for company. Zero writes every increment on its own, as the Firebase guide does.
 	GroupCommitInterval time.Duration
+	// DedupeTTL is how long ApplyOnce remembers a key: its dedupe record expires after it.
+	DedupeTTL time.Duration
 }
 
 // NewStore returns a Store over client with the collections named by schema.
@@ -47,6 +50,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		defaultNumShards: opts.DefaultNumShards,
 		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, time.Now),
 		pickShard:        rand.IntN,
+		dedupeTTL:        opts.DedupeTTL,
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(s, opts.GroupCommitInterval)

@@ -23,6 +23,7 @@ import (
 type testServer struct {
 	*httptest.Server
 	client *firestore.Client
+	svc    *functions.Service
 	logs   *bytes.Buffer
 }
 
@@ -41,7 +42,7 @@ func newTestServerWithClient(t *testing.T, cfg shared.Config, client *firestore.
 	mux.HandleFunc("/"+functions.EntryConfigureCounter, svc.ConfigureCounter)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &testServer{Server: srv, client: client, logs: logs}
+	return &testServer{Server: srv, client: client, svc: svc, logs: logs}
 }
 
 // answer is a decoded HTTP answer.

@@ -1,7 +1,6 @@
 package functions
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -21,6 +19,7 @@ const maxBodyBytes = 64 << 10
 type requestError struct {
 	status  int
 	message string
+	field   string // the field to blame, if any
 	allow   string // Allow header of a 405
 }
 
@@ -58,59 +57,14 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, dst any) error {
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		return jsonError(err)
-	}
-	// encoding/json would silently turn invalid UTF-8 into U+FFFD, merging distinct counter IDs.
-	if !utf8.Valid(body) {
-		return &shared.FieldError{Message: "the body is not valid UTF-8"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &shared.FieldError{Message: "the body must hold exactly one JSON object and nothing after it"}
-	}
-	return nil
-}
-
-// jsonError turns a decoding failure into an answer that names the field where it can.
-func jsonError(err error) error {
-	var (
-		tooLarge *http.MaxBytesError
-		typeErr  *json.UnmarshalTypeError
-		syntax   *json.SyntaxError
-	)
+	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return &requestError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", maxBodyBytes)}
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return &shared.FieldError{Field: typeErr.Field, Message: fmt.Sprintf("%s must be %s, got a JSON %s", typeErr.Field, jsonTypeName(typeErr.Type.String()), typeErr.Value)}
-	case errors.As(err, &typeErr):
-		return &shared.FieldError{Message: fmt.Sprintf("the body must be a JSON object, got a JSON %s", typeErr.Value)}
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		return &shared.FieldError{Message: "the body is not valid JSON: " + err.Error()}
-	case errors.Is(err, io.EOF):
-		return &shared.FieldError{Message: "the body is empty; send a JSON object"}
+	case err != nil:
+		return &shared.FieldError{Message: "the body could not be read: " + err.Error()}
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		return &shared.FieldError{Field: name, Message: fmt.Sprintf("unknown field %q", name)}
-	}
-	return &shared.FieldError{Message: "the body is not a valid request: " + err.Error()}
-}
-
-// jsonTypeName says in words what JSON a Go field type accepts.
-func jsonTypeName(goType string) string {
-	switch goType {
-	case "int64", "int":
-		return "an integer"
-	case "string":
-		return "a string"
-	}
-	return "a " + goType
+	return shared.DecodeJSONObject(body, dst, "the body")
 }
 
 // writeJSON answers with status and v as JSON.

@@ -1,8 +1,11 @@
 package functions
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -19,8 +22,17 @@ type incrementResponse struct {
 	Shard   int    `json:"shard"`
 }
 
+// headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
+const headerReplayed = "Idempotent-Replayed"
+
 // Increment is the HTTP entry point that adds delta to one random shard of a counter:
 // POST {"counter": "<id>", "delta": <int, default 1>}.
+//
+// With an Idempotency-Key header the increment is applied once per key (for DEDUPE_TTL): a retry gets
+// the first answer again, shard included, with Idempotent-Replayed: true, and counts nothing. The same
+// key with a different increment is refused with 422, as the IETF Idempotency-Key draft advises: the
+// key was spent on another request, and applying or ignoring this one silently would both be wrong.
+// There is no 409 "still in progress": the dedupe record and the increment are one atomic write.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -41,9 +53,51 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err := shared.ValidateDelta(delta, s.cfg.MaxDelta); err != nil {
 		return 0, nil, err
 	}
+	key, keyed, err := idempotencyKey(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if keyed {
+		return s.incrementOnce(w, r, key, shared.Increment{Counter: req.Counter, Delta: delta})
+	}
 	shard, err := s.counters.Increment(r.Context(), req.Counter, delta)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard}, nil
+}
+
+// idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
+func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
+	values := r.Header.Values(shared.HeaderIdempotencyKey)
+	switch len(values) {
+	case 0:
+		return "", false, nil
+	case 1:
+		return values[0], true, shared.ValidateIdempotencyKey(values[0], shared.HeaderIdempotencyKey)
+	}
+	return "", false, &shared.FieldError{Field: shared.HeaderIdempotencyKey,
+		Message: fmt.Sprintf("send one %s header, got %d", shared.HeaderIdempotencyKey, len(values))}
+}
+
+// incrementOnce applies inc once for key and answers as the key's first request was answered.
+func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key string, inc shared.Increment) (int, any, error) {
+	out, err := s.counters.ApplyOnce(r.Context(), counter.Key{Source: counter.SourceHTTP, ID: key}, []shared.Increment{inc})
+	if errors.Is(err, counter.ErrKeyReused) && len(out.Applied) == 1 {
+		first := out.Applied[0]
+		return 0, nil, &requestError{
+			status: http.StatusUnprocessableEntity,
+			field:  shared.HeaderIdempotencyKey,
+			message: fmt.Sprintf("this %s was already used to add %d to counter %q; nothing was changed; send a new key for a new increment",
+				shared.HeaderIdempotencyKey, first.Delta, first.Counter),
+		}
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if out.Duplicate {
+		w.Header().Set(headerReplayed, "true")
+	}
+	first := out.Applied[0]
+	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
@@ -16,10 +17,27 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
+// HTTPEntryPoints lists the HTTP-triggered entry points.
+var HTTPEntryPoints = []string{EntryIncrement, EntryCount, EntryConfigureCounter}
+
+// CloudEventEntryPoints lists the CloudEvent-triggered entry points.
+var CloudEventEntryPoints = []string{EntryIncrementFromPubSub, EntryRollupOnShardWrite, EntryRollupScheduled}
+
 // EntryPoints lists every registered entry point.
-var EntryPoints = []string{
-	EntryIncrement, EntryCount, EntryConfigureCounter,
-	EntryRollupOnShardWrite, EntryRollupScheduled,
+var EntryPoints = slices.Concat(HTTPEntryPoints, CloudEventEntryPoints)
+
+// cloudEventFunctions are the CloudEvent entry points by name.
+var cloudEventFunctions = map[string]func(context.Context, event.Event) error{
+	EntryIncrementFromPubSub: lazyCloudEvent((*Service).IncrementFromPubSub),
+	EntryRollupOnShardWrite:  lazyCloudEvent((*Service).RollupOnShardWrite),
+	EntryRollupScheduled:     lazyCloudEvent((*Service).RollupScheduled),
+}
+
+// CloudEventFunction returns the function registered as the CloudEvent entry point name, for servers
+// that must also serve it at another path (the local stack's Pub/Sub push endpoints).
+func CloudEventFunction(name string) (func(context.Context, event.Event) error, bool) {
+	fn, ok := cloudEventFunctions[name]
+	return fn, ok
 }
 
 // init only registers: every deployed function runs every init, so clients are made on first use.
@@ -27,15 +45,9 @@ func init() {
 	ff.HTTP(EntryIncrement, lazyHTTP((*Service).Increment))
 	ff.HTTP(EntryCount, lazyHTTP((*Service).Count))
 	ff.HTTP(EntryConfigureCounter, lazyHTTP((*Service).ConfigureCounter))
-	ff.CloudEvent(EntryRollupOnShardWrite, CloudEventFunctions[EntryRollupOnShardWrite])
-	ff.CloudEvent(EntryRollupScheduled, CloudEventFunctions[EntryRollupScheduled])
-}
-
-// CloudEventFunctions are the CloudEvent entry points by name, each building the Service on first use.
-// The local stack also serves them below /<name>/ so that Pub/Sub pushes can name their topic.
-var CloudEventFunctions = map[string]func(context.Context, event.Event) error{
-	EntryRollupOnShardWrite: lazyCloudEvent((*Service).RollupOnShardWrite),
-	EntryRollupScheduled:    lazyCloudEvent((*Service).RollupScheduled),
+	for _, name := range CloudEventEntryPoints {
+		ff.CloudEvent(name, cloudEventFunctions[name])
+	}
 }
 
 // instance is this process's Service, built on first use from the environment.
@@ -78,29 +90,36 @@ func recordCommits(path string) (option.ClientOption, error) {
 // startupLog reports failures to build the Service, which has no logger of its own then.
 var startupLog = shared.NewLogger(os.Stderr, slog.LevelInfo)
 
-// lazyCloudEvent adapts a Service method to a CloudEvent function that builds the Service on first
-// use. A Service that cannot be built fails every event, so the platform keeps it for redelivery
-// once the configuration is fixed.
-func lazyCloudEvent(method func(*Service, context.Context, event.Event) error) func(context.Context, event.Event) error {
-	return func(ctx context.Context, e event.Event) error {
-		s, err := instance()
-		if err != nil {
-			startupLog.Log(ctx, shared.LevelCritical, "function cannot start", "error", err.Error())
-			return fmt.Errorf("function cannot start: %w", err)
-		}
-		return method(s, ctx, e)
+// startedInstance is this process's Service; a failure to build it is logged at CRITICAL each time.
+func startedInstance(ctx context.Context) (*Service, error) {
+	s, err := instance()
+	if err != nil {
+		startupLog.Log(ctx, shared.LevelCritical, "function cannot start", "error", err.Error())
 	}
+	return s, err
 }
 
 // lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use.
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, err := instance()
+		s, err := startedInstance(r.Context())
 		if err != nil {
-			startupLog.Log(r.Context(), shared.LevelCritical, "function cannot start", "error", err.Error())
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the function is misconfigured; its logs say how"})
 			return
 		}
 		method(s, w, r)
+	}
+}
+
+// lazyCloudEvent adapts a Service method to a CloudEvent function that builds the Service on first
+// use. A misconfigured function fails the event, so the platform redelivers it once the
+// configuration is fixed.
+func lazyCloudEvent(method func(*Service, context.Context, event.Event) error) func(context.Context, event.Event) error {
+	return func(ctx context.Context, e event.Event) error {
+		s, err := startedInstance(ctx)
+		if err != nil {
+			return fmt.Errorf("function cannot start: %w", err)
+		}
+		return method(s, ctx, e)
 	}
 }

@@ -30,6 +30,7 @@ func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *
 		DefaultNumShards:    cfg.DefaultNumShards,
 		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
 		GroupCommitInterval: cfg.GroupCommitInterval,
+		DedupeTTL:           cfg.DedupeTTL,
 	})
 	return &Service{
 		cfg:      cfg,
@@ -56,7 +57,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		if reqErr.allow != "" {
 			w.Header().Set("Allow", reqErr.allow)
 		}
-		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message})
+		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message, Field: reqErr.field})
 	case errors.As(err, &fieldErr):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):

@@ -23,6 +23,7 @@ const (
 	EnvRollupInterval     = "ROLLUP_INTERVAL"
 	EnvRollupLookback     = "ROLLUP_SWEEP_LOOKBACK"
 	EnvGroupCommit        = "GROUP_COMMIT_INTERVAL"
+	EnvDedupeTTL          = "DEDUPE_TTL"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -53,7 +54,23 @@ type Config struct {
 	// GroupCommitInterval is the least time between two shard writes of one counter by one instance:
 	// concurrent increments share a write. 0 writes every increment on its own ("guide mode").
 	GroupCommitInterval time.Duration
+	// DedupeTTL is how long a keyed increment (a Pub/Sub message, an HTTP Idempotency-Key) is
+	// remembered: its dedupe record expires then and Firestore's TTL policy deletes it. It must outlast
+	// every redelivery and client retry; the default is a day more than Pub/Sub's 7-day retention.
+	DedupeTTL time.Duration
 }
+
+// MaxDeltaLimit is the largest MAX_DELTA: 2^53 keeps every delta exact in JavaScript clients that read
+// the JSON answers.
+const MaxDeltaLimit = 1 << 53
+
+// DefaultDedupeTTL is a day more than Pub/Sub's default message retention (7 days), so a dedupe
+// record outlives every redelivery of its message.
+const DefaultDedupeTTL = 8 * 24 * time.Hour
+
+// MinDedupeTTL is the shortest DEDUPE_TTL accepted: shorter would forget keys while Pub/Sub and
+// clients still retry.
+const MinDedupeTTL = time.Hour
 
 // DefaultConfig is the configuration with nothing set in the environment.
 func DefaultConfig() Config {
@@ -68,6 +85,7 @@ func DefaultConfig() Config {
 		RollupInterval:      time.Second,
 		RollupSweepLookback: 10 * time.Minute,
 		GroupCommitInterval: 100 * time.Millisecond,
+		DedupeTTL:           DefaultDedupeTTL,
 	}
 }
 
@@ -118,13 +136,13 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	str(EnvDedupeCollection, &c.Schema.Dedupe)
 	str(EnvLogLevel, &c.LogLevel)
 	integer(EnvDefaultNumShards, MinNumShards, MaxNumShards, func(n int64) { c.DefaultNumShards = int(n) })
-	// 2^53 keeps every delta exact in JavaScript clients that read the JSON answers.
-	integer(EnvMaxDelta, 1, 1<<53, func(n int64) { c.MaxDelta = n })
+	integer(EnvMaxDelta, 1, MaxDeltaLimit, func(n int64) { c.MaxDelta = n })
 	duration(EnvShardCountCacheTTL, 0, &c.ShardCountCacheTTL)
 	duration(EnvRequestTimeout, time.Millisecond, &c.RequestTimeout)
 	duration(EnvRollupInterval, 100*time.Millisecond, &c.RollupInterval)
 	duration(EnvRollupLookback, 2*time.Minute, &c.RollupSweepLookback)
 	duration(EnvGroupCommit, 0, &c.GroupCommitInterval)
+	duration(EnvDedupeTTL, MinDedupeTTL, &c.DedupeTTL)
 
 	collections := []struct{ env, id string }{
 		{EnvCountersCollection, c.Schema.Counters},

@@ -26,6 +26,7 @@ func TestDefaultConfig(t *testing.T) {
 		RollupInterval:      time.Second,
 		RollupSweepLookback: 10 * time.Minute,
 		GroupCommitInterval: 100 * time.Millisecond,
+		DedupeTTL:           192 * time.Hour,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
@@ -81,6 +82,8 @@ func TestParseConfigEachVariable(t *testing.T) {
 		{name: EnvShardCountCacheTTL + " 5m", env: env{EnvShardCountCacheTTL: "5m"}, modify: func(c *Config) { c.ShardCountCacheTTL = 5 * time.Minute }},
 		{name: EnvShardCountCacheTTL + " 500ms", env: env{EnvShardCountCacheTTL: "500ms"}, modify: func(c *Config) { c.ShardCountCacheTTL = 500 * time.Millisecond }},
 		{name: EnvShardCountCacheTTL + " zero", env: env{EnvShardCountCacheTTL: "0s"}, modify: func(c *Config) { c.ShardCountCacheTTL = 0 }},
+		{name: EnvDedupeTTL + " 1h", env: env{EnvDedupeTTL: "1h"}, modify: func(c *Config) { c.DedupeTTL = time.Hour }},
+		{name: EnvDedupeTTL + " 30 days", env: env{EnvDedupeTTL: "720h"}, modify: func(c *Config) { c.DedupeTTL = 720 * time.Hour }},
 		{name: EnvLogLevel + " DEBUG", env: env{EnvLogLevel: "DEBUG"}, modify: func(c *Config) { c.LogLevel = "DEBUG" }},
 		{name: EnvLogLevel + " warn", env: env{EnvLogLevel: "warn"}, modify: func(c *Config) { c.LogLevel = "warn" }},
 		{name: "all at once", env: env{
@@ -97,6 +100,7 @@ func TestParseConfigEachVariable(t *testing.T) {
 			EnvRollupInterval:     "250ms",
 			EnvRollupLookback:     "15m",
 			EnvGroupCommit:        "0",
+			EnvDedupeTTL:          "36h",
 		}, modify: func(c *Config) {
 			*c = Config{
 				Project:             "p1",
@@ -110,6 +114,7 @@ func TestParseConfigEachVariable(t *testing.T) {
 				RollupInterval:      250 * time.Millisecond,
 				RollupSweepLookback: 15 * time.Minute,
 				GroupCommitInterval: 0,
+				DedupeTTL:           36 * time.Hour,
 			}
 		}},
 	}
@@ -160,6 +165,12 @@ func TestParseConfigInvalid(t *testing.T) {
 			wantMsgs: []string{EnvShardCountCacheTTL, `"-1s"`, "Go duration", "at least 0s"}},
 		{name: "ttl garbage", env: env{EnvShardCountCacheTTL: "soon"},
 			wantMsgs: []string{EnvShardCountCacheTTL, "Go duration"}},
+		{name: "dedupe ttl under an hour", env: env{EnvDedupeTTL: "59m"},
+			wantMsgs: []string{EnvDedupeTTL, `"59m"`, "Go duration", "at least 1h0m0s"}},
+		{name: "dedupe ttl in days", env: env{EnvDedupeTTL: "8d"},
+			wantMsgs: []string{EnvDedupeTTL, `"8d"`, "Go duration"}},
+		{name: "dedupe collection equals counters", env: env{EnvDedupeCollection: "counters"},
+			wantMsgs: []string{EnvCountersCollection, EnvDedupeCollection, "must differ"}},
 		{name: "log level unknown", env: env{EnvLogLevel: "LOUD"},
 			wantMsgs: []string{EnvLogLevel, `"LOUD"`, "DEBUG, INFO, WARNING or ERROR"}},
 		{name: "log level critical not accepted", env: env{EnvLogLevel: "CRITICAL"},

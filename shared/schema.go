@@ -25,6 +25,20 @@ const (
 	FieldTouchedMinute = "touched_minute"
 	// FieldExpiresAt is on every dedupe record: Firestore's TTL policy deletes the record after it.
 	FieldExpiresAt = "expires_at"
+	// FieldDedupeSource, FieldDedupeKey, FieldDedupeFingerprint, FieldDedupeApplied and
+	// FieldCreatedAt are the other fields of a dedupe record: where the key came from ("pubsub" or
+	// "http"), the key itself, a hash of the increments it was first used with, the increments as
+	// applied (counter, delta, shard), and when.
+	FieldDedupeSource      = "source"
+	FieldDedupeKey         = "key"
+	FieldDedupeFingerprint = "fingerprint"
+	FieldDedupeApplied     = "applied"
+	FieldCreatedAt         = "created_at"
+	// FieldAppliedCounter, FieldAppliedDelta and FieldAppliedShard are the fields of each entry of
+	// FieldDedupeApplied.
+	FieldAppliedCounter = "counter"
+	FieldAppliedDelta   = "delta"
+	FieldAppliedShard   = "shard"
 )
 
 // Pub/Sub topics of the system.
@@ -66,6 +80,11 @@ func (s Schema) ShardRef(c *firestore.Client, id string, n int) *firestore.Docum
 // RollupRef is rollups/{id}.
 func (s Schema) RollupRef(c *firestore.Client, id string) *firestore.DocumentRef {
 	return c.Collection(s.Rollups).Doc(id)
+}
+
+// DedupeRef is {dedupe}/{recordID}, the dedupe record of one keyed increment.
+func (s Schema) DedupeRef(c *firestore.Client, recordID string) *firestore.DocumentRef {
+	return c.Collection(s.Dedupe).Doc(recordID)
 }
 
 // ShardPathPattern is the document path pattern of shard writes, as a Firestore trigger names it:

@@ -8,7 +8,8 @@
 //	                           (what `make test` does)
 //
 // Environment: PORT (8080), GOOGLE_CLOUD_PROJECT (demo-counters), FIRESTORE_PORT (8081),
-// PUBSUB_PORT (8085), LOCALSTACK_LOGS (directory for emulator logs, .localstack).
+// PUBSUB_PORT (8085), LOCALSTACK_LOGS (directory for emulator logs, .localstack), LOCALSTACK_TICK
+// (how often the stand-in for Cloud Scheduler ticks RollupScheduled, 1m).
 package main
 
 import (
@@ -34,12 +35,20 @@ func main() {
 	var err error
 	switch {
 	case len(os.Args) == 1:
-		err = localstack.Run(ctx, localstack.OptionsFromEnv(), os.Stdout)
+		var opts localstack.Options
+		if opts, err = localstack.OptionsFromEnv(); err == nil {
+			err = localstack.Run(ctx, opts, os.Stdout)
+		}
 	case os.Args[1] == localstack.ServeFunctionsCommand:
 		err = serveFunctions()
 	case os.Args[1] == "exec" && len(os.Args) > 3 && os.Args[2] == "--":
-		var code int
-		code, err = localstack.Exec(ctx, localstack.OptionsFromEnv(), os.Args[3:])
+		var (
+			opts localstack.Options
+			code int
+		)
+		if opts, err = localstack.OptionsFromEnv(); err == nil {
+			code, err = localstack.Exec(ctx, opts, os.Args[3:])
+		}
 		if err == nil {
 			stop()
 			os.Exit(code)
@@ -54,8 +63,13 @@ func main() {
 }
 
 // serveFunctions is the child process that serves every registered function, as Cloud Functions
-// does, bound to loopback (LOCAL_ONLY=true) on $PORT.
+// does, bound to loopback (LOCAL_ONLY=true) on $PORT. Pub/Sub-triggered functions are also served
+// below /<EntryPoint>/, where the emulator's push subscriptions deliver with the topic in the path
+// (see localstack.RegisterPushPaths).
 func serveFunctions() error {
+	if err := localstack.RegisterPushPaths(context.Background()); err != nil {
+		return err
+	}
 	port := os.Getenv("PORT")
 	if err := funcframework.StartHostPort("127.0.0.1", port); err != nil {
 		return fmt.Errorf("serve functions on port %s: %w", port, err)

@@ -10,8 +10,22 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/shardcount/counters/internal/testenv"
 )
+
+// stack is the running local stack, with a Firestore client of its project.
+type stack struct {
+	testenv.StackEnv
+	Client *firestore.Client
+}
+
+func newStack(t testing.TB) *stack {
+	t.Helper()
+	env := testenv.Stack(t)
+	return &stack{StackEnv: env, Client: env.StackFirestore(t)}
+}
 
 // httpClient is shared by the tests; many goroutines reuse its connections.
 var httpClient = &http.Client{
@@ -20,7 +34,7 @@ var httpClient = &http.Client{
 }
 
 // increment adds delta to counter id through the stack's Increment function.
-func increment(stack *testenv.Stack, id string, delta int64) error {
+func increment(stack *stack, id string, delta int64) error {
 	body, _ := json.Marshal(map[string]any{"counter": id, "delta": delta})
 	resp, err := httpClient.Post(stack.FunctionsURL+"/Increment", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -44,7 +58,7 @@ type countAnswer struct {
 }
 
 // count reads counter id through the stack's Count function.
-func count(t testing.TB, stack *testenv.Stack, id string) countAnswer {
+func count(t testing.TB, stack *stack, id string) countAnswer {
 	t.Helper()
 	resp, err := httpClient.Get(stack.FunctionsURL + "/Count?" + url.Values{"counter": {id}}.Encode())
 	if err != nil {
@@ -73,4 +87,19 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// eventsIdle reports whether the event bridge has delivered (or given up on) every event it received.
+func eventsIdle(t testing.TB, stack *stack) bool {
+	t.Helper()
+	resp, err := httpClient.Get(stack.EventsStatsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var stats struct{ Received, Delivered, Failed int64 }
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	return stats.Received == stats.Delivered+stats.Failed
 }

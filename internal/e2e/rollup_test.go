@@ -26,7 +26,7 @@ var interval = shared.DefaultConfig().RollupInterval
 var schema = shared.DefaultConfig().Schema
 
 // readRollup reads a roll-up document straight from Firestore; nil when there is none.
-func readRollup(t testing.TB, stack *testenv.Stack, id string) *rollup.Document {
+func readRollup(t testing.TB, stack *stack, id string) *rollup.Document {
 	t.Helper()
 	d, err := rollup.NewStore(stack.Client, schema).Get(context.Background(), id)
 	if err != nil {
@@ -40,7 +40,7 @@ func readRollup(t testing.TB, stack *testenv.Stack, id string) *rollup.Document 
 // at most one write per interval, never more than about two intervals behind during the load, and
 // exact within about two intervals after it, without any scheduler.
 func TestRollupUnderSustainedLoad(t *testing.T) {
-	stack := testenv.LocalStack(t)
+	stack := newStack(t)
 	ids := []string{testenv.UniqueID("load-a"), testenv.UniqueID("load-b"), testenv.UniqueID("load-c")}
 	const clients, duration = 32, 5 * time.Second
 
@@ -122,7 +122,7 @@ func TestRollupUnderSustainedLoad(t *testing.T) {
 
 // postShardEvent delivers a document-written CloudEvent for a shard of counter id straight to the
 // function, in binary mode as Eventarc does, with the given event ID.
-func postShardEvent(stack *testenv.Stack, subject, eventID string) (int, error) {
+func postShardEvent(stack *stack, subject, eventID string) (int, error) {
 	req, err := http.NewRequest(http.MethodPost, stack.FunctionsURL+"/"+functions.EntryRollupOnShardWrite, bytes.NewReader(nil))
 	if err != nil {
 		return 0, err
@@ -145,7 +145,7 @@ func postShardEvent(stack *testenv.Stack, subject, eventID string) (int, error) 
 // TestDuplicatedAndReorderedEventsAreHarmless replays a counter's shard events many times, shuffled
 // and concurrently, next to the real ones: the roll-up ends exact, within its write budget.
 func TestDuplicatedAndReorderedEventsAreHarmless(t *testing.T) {
-	stack := testenv.LocalStack(t)
+	stack := newStack(t)
 	id := testenv.UniqueID("replayed")
 	start := time.Now()
 	var events []string
@@ -188,7 +188,7 @@ func TestDuplicatedAndReorderedEventsAreHarmless(t *testing.T) {
 // TestEventForNoShardIsAcknowledgedAndLogged: an event whose subject names no shard can never
 // succeed, so it is acknowledged (no retry storm) and logged at ERROR.
 func TestEventForNoShardIsAcknowledgedAndLogged(t *testing.T) {
-	stack := testenv.LocalStack(t)
+	stack := newStack(t)
 	eventID := uuid.NewString()
 	status, err := postShardEvent(stack, "documents/elsewhere/x", eventID)
 	if err != nil || status/100 != 2 {
@@ -203,7 +203,7 @@ func TestEventForNoShardIsAcknowledgedAndLogged(t *testing.T) {
 // (acknowledged and logged at ERROR, since a retry cannot fix it), while increments and exact counts
 // carry on.
 func TestFailingRollupNeverBlocksIncrements(t *testing.T) {
-	stack := testenv.LocalStack(t)
+	stack := newStack(t)
 	id := testenv.UniqueID("broken-rollup")
 	if _, err := schema.RollupRef(stack.Client, id).Set(context.Background(), map[string]any{shared.FieldUpdatedAt: "not a time"}); err != nil {
 		t.Fatal(err)

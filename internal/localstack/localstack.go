@@ -35,24 +35,32 @@ type Options struct {
 	FunctionsPort, FirestorePort, PubSubPort string
 	// LogDir receives the emulators' logs.
 	LogDir string
+	// SchedulerPeriod is how often the stand-in for Cloud Scheduler ticks RollupScheduled.
+	SchedulerPeriod time.Duration
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT and LOCALSTACK_LOGS,
-// with the defaults of the README.
-func OptionsFromEnv() Options {
+// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS and
+// LOCALSTACK_TICK, with the defaults of the README.
+func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
 			return v
 		}
 		return def
 	}
-	return Options{
-		Project:       env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
-		FunctionsPort: env("PORT", "8080"),
-		FirestorePort: env("FIRESTORE_PORT", "8081"),
-		PubSubPort:    env("PUBSUB_PORT", "8085"),
-		LogDir:        env("LOCALSTACK_LOGS", ".localstack"),
+	// Cloud Scheduler's granularity is one minute; LOCALSTACK_TICK shortens it to watch sweeps.
+	tick, err := time.ParseDuration(env("LOCALSTACK_TICK", "1m"))
+	if err != nil || tick <= 0 {
+		return Options{}, fmt.Errorf("LOCALSTACK_TICK=%q: must be a positive Go duration such as 1m or 10s", os.Getenv("LOCALSTACK_TICK"))
 	}
+	return Options{
+		Project:         env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
+		FunctionsPort:   env("PORT", "8080"),
+		FirestorePort:   env("FIRESTORE_PORT", "8081"),
+		PubSubPort:      env("PUBSUB_PORT", "8085"),
+		LogDir:          env("LOCALSTACK_LOGS", ".localstack"),
+		SchedulerPeriod: tick,
+	}, nil
 }
 
 // Emulators are the running Firestore and Pub/Sub emulators.
@@ -120,7 +128,8 @@ type Stack struct {
 	// Events delivers the Firestore emulator's document events to the functions.
 	Events *EventBridge
 
-	functions *supervisor
+	functions     *supervisor
+	stopScheduler func()
 }
 
 // Start starts the emulators, the functions process and the event wiring, and returns when every
@@ -159,6 +168,12 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := waitHTTP(ctx, s.FunctionsURL+"/"+functions.EntryCount, 60*time.Second); err != nil {
 		return nil, fmt.Errorf("functions: %w", err)
 	}
+	if err := s.wirePubSub(ctx); err != nil {
+		return nil, err
+	}
+	if s.stopScheduler, err = s.startScheduler(ctx, o.SchedulerPeriod, out); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -174,6 +189,9 @@ func (s *Stack) Env() []string {
 
 // Stop stops everything the stack started.
 func (s *Stack) Stop() {
+	if s.stopScheduler != nil {
+		s.stopScheduler()
+	}
 	if s.functions != nil {
 		s.functions.stop()
 	}

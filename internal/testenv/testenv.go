@@ -87,41 +87,52 @@ func relativePath(ref *firestore.DocumentRef) string {
 	return rel
 }
 
-// Stack is the local stack that `make test` runs: the functions process and its event wiring.
-type Stack struct {
+// StackEnv is what `localstack exec` tells the tests about the running stack.
+type StackEnv struct {
+	// Project is the stack's project: the functions process reads and writes its Firestore data.
+	Project string
 	// FunctionsURL is the functions' base URL.
 	FunctionsURL string
-	// Client is a Firestore client of the stack's project, where its triggers deliver events.
-	Client *firestore.Client
-	// LogPath is the file that receives the functions' JSON logs.
-	LogPath string
+	// FunctionsLog is the file that receives the functions' JSON logs.
+	FunctionsLog string
+	// PubSubHost is the Pub/Sub emulator's address.
+	PubSubHost string
+	// EventsStatsURL answers with the event bridge's counts of Firestore events.
+	EventsStatsURL string
 }
 
-// LocalStack returns the stack that `make test` started, failing the test when there is none.
-func LocalStack(t testing.TB) *Stack {
+// Stack returns the running stack's environment, failing the test when any of it is missing.
+func Stack(t testing.TB) StackEnv {
 	t.Helper()
 	FirestoreEmulatorHost(t)
-	env := func(name string) string {
-		v := os.Getenv(name)
-		if v == "" {
-			t.Fatalf("%s is not set: run the tests with `make test`, which starts the local stack", name)
-		}
-		return v
+	env := StackEnv{
+		Project:        os.Getenv("GOOGLE_CLOUD_PROJECT"),
+		FunctionsURL:   os.Getenv("LOCALSTACK_FUNCTIONS_URL"),
+		FunctionsLog:   os.Getenv("LOCALSTACK_FUNCTIONS_LOG"),
+		PubSubHost:     os.Getenv("PUBSUB_EMULATOR_HOST"),
+		EventsStatsURL: os.Getenv("LOCALSTACK_EVENTS_STATS_URL"),
 	}
-	s := &Stack{FunctionsURL: env("LOCALSTACK_FUNCTIONS_URL"), LogPath: env("LOCALSTACK_FUNCTIONS_LOG")}
-	client, err := firestore.NewClient(context.Background(), env("GOOGLE_CLOUD_PROJECT"))
+	if env.Project == "" || env.FunctionsURL == "" || env.FunctionsLog == "" || env.PubSubHost == "" || env.EventsStatsURL == "" {
+		t.Fatalf("the local stack's environment is incomplete (%+v): run the tests with `make test`", env)
+	}
+	return env
+}
+
+// StackFirestore returns a Firestore client of the stack's own project, closed when the test ends.
+func (e StackEnv) StackFirestore(t testing.TB) *firestore.Client {
+	t.Helper()
+	client, err := firestore.NewClient(context.Background(), e.Project)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	s.Client = client
-	return s
+	return client
 }
 
 // Logs returns the functions' log lines so far that contain every one of parts.
-func (s *Stack) Logs(t testing.TB, parts ...string) []string {
+func (e StackEnv) Logs(t testing.TB, parts ...string) []string {
 	t.Helper()
-	b, err := os.ReadFile(s.LogPath)
+	b, err := os.ReadFile(e.FunctionsLog)
 	if err != nil {
 		t.Fatalf("read functions log: %v", err)
 	}

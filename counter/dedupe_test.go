@@ -1,0 +1,199 @@
+package counter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
+)
+
+// newStore is a Store over a Firestore emulator project of its own.
+func newStore(t *testing.T) (*counter.Store, *firestore.Client) {
+	t.Helper()
+	client := testenv.Firestore(t)
+	cfg := shared.DefaultConfig()
+	return counter.NewStore(client, cfg.Schema, counter.Options{
+		DefaultNumShards:   cfg.DefaultNumShards,
+		ShardCountCacheTTL: cfg.ShardCountCacheTTL,
+		DedupeTTL:          cfg.DedupeTTL,
+	}), client
+}
+
+func sum(t *testing.T, s *counter.Store, id string) int64 {
+	t.Helper()
+	n, err := s.Sum(context.Background(), id)
+	if err != nil {
+		t.Fatalf("sum %q: %v", id, err)
+	}
+	return n
+}
+
+func dedupeRecords(t *testing.T, client *firestore.Client) []*firestore.DocumentSnapshot {
+	t.Helper()
+	docs, err := client.Collection(shared.DefaultConfig().Schema.Dedupe).Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
+	s, client := newStore(t)
+	ctx := context.Background()
+	key := counter.Key{Source: counter.SourceHTTP, ID: "order-42"}
+	incs := []shared.Increment{{Counter: "likes", Delta: 5}}
+	first, err := s.ApplyOnce(ctx, key, incs)
+	if err != nil || first.Duplicate || len(first.Applied) != 1 {
+		t.Fatalf("first ApplyOnce = %+v, %v", first, err)
+	}
+	for range 3 {
+		again, err := s.ApplyOnce(ctx, key, incs)
+		if err != nil || !again.Duplicate {
+			t.Fatalf("retry = %+v, %v; want a duplicate", again, err)
+		}
+		if fmt.Sprint(again.Applied) != fmt.Sprint(first.Applied) {
+			t.Errorf("retry answered %+v, the first call %+v", again.Applied, first.Applied)
+		}
+	}
+	if got := sum(t, s, "likes"); got != 5 {
+		t.Errorf("likes = %d after one key applied four times, want 5", got)
+	}
+	v, err := s.Value(ctx, "likes")
+	if err != nil || v.NumShards != 10 {
+		t.Errorf("counter created by a keyed increment: %+v, %v; want 10 shards", v, err)
+	}
+
+	recs := dedupeRecords(t, client)
+	if len(recs) != 1 {
+		t.Fatalf("%d dedupe records, want 1", len(recs))
+	}
+	rec := recs[0].Data()
+	if rec[shared.FieldDedupeKey] != "order-42" || rec[shared.FieldDedupeSource] != "http" {
+		t.Errorf("record %v lacks its key and source", rec)
+	}
+	expires, _ := rec[shared.FieldExpiresAt].(time.Time)
+	if d := time.Until(expires); d < 191*time.Hour || d > 193*time.Hour {
+		t.Errorf("record expires in %s, want the default DEDUPE_TTL of 192h", d)
+	}
+}
+
+func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	key := counter.Key{Source: counter.SourcePubSub, ID: "k"}
+	if _, err := s.ApplyOnce(ctx, key, []shared.Increment{{Counter: "a", Delta: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.ApplyOnce(ctx, key, []shared.Increment{{Counter: "a", Delta: 2}})
+	if !errors.Is(err, counter.ErrKeyReused) || !out.Duplicate {
+		t.Fatalf("reused key = %+v, %v; want ErrKeyReused", out, err)
+	}
+	if got := sum(t, s, "a"); got != 1 {
+		t.Errorf("a = %d, want 1: the reused key must not apply", got)
+	}
+}
+
+func TestApplyOnceScopesKeysBySource(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	incs := []shared.Increment{{Counter: "a", Delta: 1}}
+	for _, src := range []counter.Source{counter.SourcePubSub, counter.SourceHTTP} {
+		if out, err := s.ApplyOnce(ctx, counter.Key{Source: src, ID: "7"}, incs); err != nil || out.Duplicate {
+			t.Fatalf("%s key 7 = %+v, %v; want applied", src, out, err)
+		}
+	}
+	if got := sum(t, s, "a"); got != 2 {
+		t.Errorf("a = %d, want 2: equal keys from two sources are two keys", got)
+	}
+}
+
+func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
+	s, client := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Configure(ctx, "one-shard", 1); err != nil {
+		t.Fatal(err)
+	}
+	incs := []shared.Increment{{Counter: "one-shard", Delta: 2}, {Counter: "b", Delta: 3}, {Counter: "one-shard", Delta: -1}, {Counter: "b", Delta: 4}}
+	out, err := s.ApplyOnce(ctx, counter.Key{Source: counter.SourcePubSub, ID: "batch"}, incs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []counter.AppliedIncrement{{Counter: "one-shard", Delta: 1, Shard: 0}, {Counter: "b", Delta: 7, Shard: out.Applied[1].Shard}}
+	if fmt.Sprint(out.Applied) != fmt.Sprint(want) {
+		t.Errorf("applied %+v, want %+v", out.Applied, want)
+	}
+	if a, b := sum(t, s, "one-shard"), sum(t, s, "b"); a != 1 || b != 7 {
+		t.Errorf("one-shard = %d, b = %d; want 1 and 7", a, b)
+	}
+	shards, err := client.Collection("counters").Doc("b").Collection("shards").Documents(ctx).GetAll()
+	if err != nil || len(shards) != 1 {
+		t.Errorf("b has %d shard documents (%v), want 1: one write per counter", len(shards), err)
+	}
+}
+
+// TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce: 20 concurrent calls with one key on a counter
+// that does not exist yet; exactly one applies and all answer alike.
+func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
+	s, client := newStore(t)
+	const calls = 20
+	outs := make([]counter.Outcome, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			outs[i], errs[i] = s.ApplyOnce(context.Background(), counter.Key{Source: counter.SourcePubSub, ID: "m1"},
+				[]shared.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}})
+		})
+	}
+	wg.Wait()
+	applied := 0
+	for i := range calls {
+		if errs[i] != nil {
+			t.Fatalf("call %d: %v", i, errs[i])
+		}
+		if !outs[i].Duplicate {
+			applied++
+		}
+		if fmt.Sprint(outs[i].Applied) != fmt.Sprint(outs[0].Applied) {
+			t.Errorf("call %d answered %+v, call 0 %+v", i, outs[i].Applied, outs[0].Applied)
+		}
+	}
+	if applied != 1 {
+		t.Errorf("%d of %d concurrent calls applied, want exactly 1", applied, calls)
+	}
+	if a, b := sum(t, s, "new"), sum(t, s, "other"); a != 3 || b != 1 {
+		t.Errorf("new = %d, other = %d; want 3 and 1", a, b)
+	}
+	if n := len(dedupeRecords(t, client)); n != 1 {
+		t.Errorf("%d dedupe records, want 1", n)
+	}
+}
+
+// TestApplyOnceDistinctKeysRacingToCreateACounter: 20 concurrent keys all create the same counter;
+// the losers of the creation race retry and every key applies.
+func TestApplyOnceDistinctKeysRacingToCreateACounter(t *testing.T) {
+	s, _ := newStore(t)
+	const calls = 20
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			out, err := s.ApplyOnce(context.Background(), counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)},
+				[]shared.Increment{{Counter: "raced", Delta: 1}})
+			if err != nil || out.Duplicate {
+				t.Errorf("key %d: %+v, %v; want applied", i, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := sum(t, s, "raced"); got != calls {
+		t.Errorf("raced = %d, want %d", got, calls)
+	}
+}

@@ -1,0 +1,110 @@
+package functions
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// messagePublishedData is the data of a google.cloud.pubsub.topic.v1.messagePublished CloudEvent, as
+// Eventarc sends it and as the Functions Framework builds it from a Pub/Sub push envelope.
+type messagePublishedData struct {
+	Message struct {
+		// Data is base64 in JSON; a []byte decodes it.
+		Data       []byte            `json:"data"`
+		Attributes map[string]string `json:"attributes"`
+		MessageID  string            `json:"messageId"`
+	} `json:"message"`
+	Subscription string `json:"subscription"`
+}
+
+// poisonError is a message that can never succeed: it is acknowledged and logged, never retried.
+type poisonError struct {
+	field  string
+	reason string
+}
+
+func (e *poisonError) Error() string { return e.reason }
+
+// IncrementFromPubSub is the CloudEvent entry point for messages on the counter-increments topic.
+// The message data is one increment {"counter": "<id>", "delta": <int, default 1>} or a batch
+// {"increments": [...]} of up to shared.MaxBatchIncrements; the attribute idempotency_key, when
+// present, replaces the message ID as the dedupe key. Each key is applied exactly once, a batch all
+// or nothing; a redelivery is acknowledged without counting again.
+//
+// A message that can never succeed (bad JSON, an invalid counter ID or delta, an over-long batch, a key
+// reused for other increments) is acknowledged (nil) and logged at ERROR with its message ID and the
+// reason. A transient database failure returns an error, so Pub/Sub redelivers the message.
+func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var data messagePublishedData
+	if err := e.DataAs(&data); err != nil {
+		return s.acknowledgePoison(ctx, e.ID(), &poisonError{reason: "the event data is not a Pub/Sub message: " + err.Error()})
+	}
+	msgID := cmp.Or(data.Message.MessageID, e.ID())
+	key, incs, err := s.parseIncrementMessage(data)
+	if err != nil {
+		return s.acknowledgePoison(ctx, msgID, err)
+	}
+	out, err := s.counters.ApplyOnce(ctx, key, incs)
+	switch {
+	case errors.Is(err, counter.ErrKeyReused):
+		return s.acknowledgePoison(ctx, msgID, &poisonError{field: shared.AttributeIdempotencyKey,
+			reason: fmt.Sprintf("idempotency key %q was already used for other increments; these are not applied", key.ID)})
+	case status.Code(err) == codes.InvalidArgument:
+		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
+	case err != nil:
+		s.log.WarnContext(ctx, "increments not applied; Pub/Sub will redeliver the message",
+			"message_id", msgID, "error", err.Error(), "retryable", shared.IsRetryable(err))
+		return fmt.Errorf("message %s: %w", msgID, err)
+	case out.Duplicate:
+		s.log.InfoContext(ctx, "duplicate delivery acknowledged; already applied", "message_id", msgID, "key", key.ID)
+	default:
+		s.log.DebugContext(ctx, "increments applied", "message_id", msgID, "key", key.ID, "counters", len(out.Applied))
+	}
+	return nil
+}
+
+// parseIncrementMessage validates a message: its dedupe key and its increments.
+func (s *Service) parseIncrementMessage(data messagePublishedData) (counter.Key, []shared.Increment, error) {
+	key := counter.Key{Source: counter.SourcePubSub, ID: data.Message.MessageID}
+	if k, ok := data.Message.Attributes[shared.AttributeIdempotencyKey]; ok {
+		if err := shared.ValidateIdempotencyKey(k, shared.AttributeIdempotencyKey); err != nil {
+			return key, nil, err
+		}
+		key.ID = k
+	}
+	if key.ID == "" {
+		return key, nil, &poisonError{reason: "the message has no message ID and no " + shared.AttributeIdempotencyKey + " attribute"}
+	}
+	incs, err := shared.ParseIncrementMessage(data.Message.Data, s.cfg.MaxDelta)
+	return key, incs, err
+}
+
+// acknowledgePoison logs a message that can never succeed at ERROR and acknowledges it (returns nil),
+// so that it is neither retried forever nor blocks the messages behind it.
+func (s *Service) acknowledgePoison(ctx context.Context, msgID string, err error) error {
+	reason, field := err.Error(), ""
+	var (
+		fieldErr  *shared.FieldError
+		poisonErr *poisonError
+	)
+	switch {
+	case errors.As(err, &fieldErr):
+		reason, field = fieldErr.Message, fieldErr.Field
+	case errors.As(err, &poisonErr):
+		field = poisonErr.field
+	}
+	s.log.ErrorContext(ctx, "poison message acknowledged without applying it",
+		"message_id", msgID, "reason", reason, "field", field)
+	return nil
+}
