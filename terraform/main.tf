@@ -3,7 +3,7 @@
 # code's trigger table (functions.Triggers), go.mod and the environment variables shared/ reads.
 
 locals {
-  database_location = coalesce(var.database_location, var.region)
+  database_location = var.database_location != "" ? var.database_location : var.region
 
   # Every entry point the code registers, with its production trigger (functions/triggers.go).
   functions = {
