@@ -206,3 +206,44 @@ func TestEveryDeployedFunctionHasDistinctNames(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadHoldsWhatTheBuildNeeds: .gcloudignore keeps every file the root package's build needs (go
+// list -deps) and leaves out tests, tools and deployment files. It asks gcloud what it would upload.
+func TestUploadHoldsWhatTheBuildNeeds(t *testing.T) {
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Log("gcloud is not on the PATH: .gcloudignore not checked")
+		return
+	}
+	list := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}`, ".")
+	list.Dir = root
+	deps, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	abs, _ := filepath.Abs(root)
+	needed := []string{"go.mod", "go.sum"}
+	for _, line := range strings.Split(strings.TrimSpace(string(deps)), "\n") {
+		fields := strings.Fields(line)
+		rel, _ := filepath.Rel(abs, fields[0])
+		for _, f := range fields[1:] {
+			needed = append(needed, filepath.ToSlash(filepath.Join(rel, f)))
+		}
+	}
+	upload := exec.Command("gcloud", "meta", "list-files-for-upload")
+	upload.Dir = root
+	out, err := upload.Output()
+	if err != nil {
+		t.Fatalf("gcloud meta list-files-for-upload: %v", err)
+	}
+	uploaded := strings.Fields(string(out))
+	for _, f := range needed {
+		if !slices.Contains(uploaded, f) {
+			t.Errorf(".gcloudignore leaves out %s, which the build needs", f)
+		}
+	}
+	for _, f := range uploaded {
+		if strings.HasSuffix(f, "_test.go") || slices.ContainsFunc([]string{"internal/", "cmd/", "scripts/", "terraform/", ".git"}, func(p string) bool { return strings.HasPrefix(f, p) }) {
+			t.Errorf(".gcloudignore uploads %s, which the build does not need", f)
+		}
+	}
+}
