@@ -8,62 +8,50 @@ resource "google_firestore_database" "database" {
   depends_on = [google_project_service.api]
 }
 
-# Dedupe records expire: the TTL policy deletes each after its expires_at. No index: expires_at is
-# now + DEDUPE_TTL on every keyed increment, an ever-increasing hot range, and TTL needs none.
-resource "google_firestore_field" "dedupe_expires_at" {
-  project    = var.project
-  database   = var.database
-  collection = var.dedupe_collection
-  field      = "expires_at"
-
-  ttl_config {}
-  index_config {}
-
-  depends_on = [google_firestore_database.database]
-}
-
-# updated_at is a timestamp written up to once a second per counter: indexed, it is a hot range.
-# Apps read roll-ups by ID, so no query needs it.
-resource "google_firestore_field" "rollup_updated_at" {
-  project    = var.project
-  database   = var.database
-  collection = var.rollups_collection
-  field      = "updated_at"
-
-  index_config {}
-
-  depends_on = [google_firestore_database.database]
-}
-
-# Every increment writes a shard's count. The sum aggregation scans the ascending index of count in a
-# counter's shards collection: keep that one, drop descending and array-contains.
-resource "google_firestore_field" "shard_count" {
-  project    = var.project
-  database   = var.database
-  collection = "shards"
-  field      = "count"
-
-  index_config {
-    indexes {
-      order       = "ASCENDING"
-      query_scope = "COLLECTION"
+# Field settings (see README.md, "Index settings"). expires_at on dedupe records and updated_at on
+# roll-ups are ever-increasing values written at the increment rate: indexed, each is a hot index
+# range, and nothing queries them (TTL needs no index; apps read roll-ups by ID). Every increment
+# writes a shard's count and the sum aggregation scans its ascending collection index: keep that one
+# only. The scheduled sweep queries the shards collection group on touched_minute.
+locals {
+  field_settings = {
+    dedupe_expires_at = {
+      collection = var.dedupe_collection, field = "expires_at", ttl = true, indexes = []
+    }
+    rollup_updated_at = {
+      collection = var.rollups_collection, field = "updated_at", ttl = false, indexes = []
+    }
+    shard_count = {
+      collection = "shards", field = "count", ttl = false
+      indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION" }]
+    }
+    shard_touched_minute = {
+      collection = "shards", field = "touched_minute", ttl = false
+      indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION_GROUP" }]
     }
   }
-
-  depends_on = [google_firestore_database.database]
 }
 
-# The scheduled sweep queries the shards collection group on touched_minute.
-resource "google_firestore_field" "shard_touched_minute" {
+resource "google_firestore_field" "field" {
+  for_each   = local.field_settings
   project    = var.project
   database   = var.database
-  collection = "shards"
-  field      = "touched_minute"
+  collection = each.value.collection
+  field      = each.value.field
 
+  dynamic "ttl_config" {
+    for_each = each.value.ttl ? [true] : []
+    content {}
+  }
+
+  # An empty index_config exempts the field from every index.
   index_config {
-    indexes {
-      order       = "ASCENDING"
-      query_scope = "COLLECTION_GROUP"
+    dynamic "indexes" {
+      for_each = each.value.indexes
+      content {
+        order       = indexes.value.order
+        query_scope = indexes.value.query_scope
+      }
     }
   }
 

@@ -46,7 +46,7 @@ resource "google_cloudfunctions2_function" "function" {
   }
 
   service_config {
-    service_account_email            = google_service_account.runtime.email
+    service_account_email            = google_service_account.identity["runtime"].email
     environment_variables            = local.environment
     max_instance_request_concurrency = each.value.concurrency
     available_cpu                    = each.value.cpu
@@ -61,7 +61,7 @@ resource "google_cloudfunctions2_function" "function" {
       trigger_region        = event_trigger.value.document == null ? var.region : local.database_location
       pubsub_topic          = event_trigger.value.topic == null ? null : google_pubsub_topic.topic[event_trigger.value.topic].id
       retry_policy          = event_trigger.value.retry ? "RETRY_POLICY_RETRY" : "RETRY_POLICY_DO_NOT_RETRY"
-      service_account_email = google_service_account.trigger.email
+      service_account_email = google_service_account.identity["trigger"].email
 
       dynamic "event_filters" {
         for_each = event_trigger.value.document == null ? {} : { database = var.database, document = event_trigger.value.document }
@@ -74,7 +74,7 @@ resource "google_cloudfunctions2_function" "function" {
     }
   }
 
-  depends_on = [google_project_iam_member.runtime_datastore_user, google_project_service.api]
+  depends_on = [google_project_iam_member.identity_role, google_project_service.api]
 }
 
 # Who may invoke what (2nd gen functions are Cloud Run services): the trigger identity the event
@@ -82,7 +82,7 @@ resource "google_cloudfunctions2_function" "function" {
 locals {
   invokers = merge(
     { for entry_point, f in local.event_functions : "${entry_point} trigger" => {
-      entry_point = entry_point, member = "serviceAccount:${google_service_account.trigger.email}"
+      entry_point = entry_point, member = "serviceAccount:${google_service_account.identity["trigger"].email}"
     } },
     { for pair in setproduct(keys(local.http_functions), var.http_invokers) : "${pair[0]} ${pair[1]}" => {
       entry_point = pair[0], member = pair[1]

@@ -79,29 +79,26 @@ resource "google_project_service" "api" {
 }
 
 # Identities: the functions run as "runtime" (Firestore only); Eventarc and Pub/Sub push call the event
-# functions as "trigger", which may invoke those and nothing else.
-resource "google_service_account" "runtime" {
+# functions as "trigger", which may invoke those (functions.tf) and nothing else.
+locals {
+  identities = {
+    runtime = { account_id = "counters-runtime", role = "roles/datastore.user", display_name = "Distributed counters: functions at runtime" }
+    trigger = { account_id = "counters-trigger", role = "roles/eventarc.eventReceiver", display_name = "Distributed counters: Eventarc and Pub/Sub push deliveries" }
+  }
+}
+
+resource "google_service_account" "identity" {
+  for_each     = local.identities
   project      = var.project
-  account_id   = "counters-runtime"
-  display_name = "Distributed counters: functions at runtime"
+  account_id   = each.value.account_id
+  display_name = each.value.display_name
 }
 
-resource "google_service_account" "trigger" {
-  project      = var.project
-  account_id   = "counters-trigger"
-  display_name = "Distributed counters: Eventarc and Pub/Sub push deliveries"
-}
-
-resource "google_project_iam_member" "runtime_datastore_user" {
-  project = var.project
-  role    = "roles/datastore.user"
-  member  = "serviceAccount:${google_service_account.runtime.email}"
-}
-
-resource "google_project_iam_member" "trigger_event_receiver" {
-  project = var.project
-  role    = "roles/eventarc.eventReceiver"
-  member  = "serviceAccount:${google_service_account.trigger.email}"
+resource "google_project_iam_member" "identity_role" {
+  for_each = local.identities
+  project  = var.project
+  role     = each.value.role
+  member   = "serviceAccount:${google_service_account.identity[each.key].email}"
 }
 
 resource "google_pubsub_topic" "topic" {

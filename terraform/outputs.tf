@@ -10,12 +10,12 @@ output "increment_url" {
 
 output "runtime_service_account" {
   description = "Service account the functions run as (roles/datastore.user)."
-  value       = google_service_account.runtime.email
+  value       = google_service_account.identity["runtime"].email
 }
 
 output "trigger_service_account" {
   description = "Service account Eventarc and Pub/Sub push use to invoke the event functions."
-  value       = google_service_account.trigger.email
+  value       = google_service_account.identity["trigger"].email
 }
 
 output "topics" {
