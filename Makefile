@@ -2,7 +2,7 @@
 GO ?= go
 LOCALSTACK := bin/localstack
 
-.PHONY: run test build vet publish clean
+.PHONY: run test build vet publish check-deploy clean
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
@@ -24,6 +24,16 @@ vet:
 ## test: go vet, then every test against real emulators started once for the run
 test: vet build
 	$(LOCALSTACK) exec -- $(GO) test -count=1 -timeout 45m ./...
+
+## check-deploy: shellcheck the scripts; terraform fmt -check when a terraform binary is on PATH
+## (the Go consistency test of scripts/ and terraform/ against the code runs with `make test`)
+check-deploy:
+	shellcheck scripts/*.sh .ci/run
+	@if command -v terraform >/dev/null 2>&1; then \
+		terraform fmt -check -recursive terraform; \
+	else \
+		echo "check-deploy: no terraform binary on PATH; terraform fmt -check skipped"; \
+	fi
 
 clean:
 	rm -rf bin .localstack

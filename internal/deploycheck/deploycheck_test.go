@@ -1,0 +1,246 @@
+package deploycheck_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/shared"
+)
+
+// root is the repository, seen from this package's folder.
+const root = "../.."
+
+// plannedEnv are variables the deployments already expose for work in progress elsewhere, before
+// shared/config.go declares them. Once it does, the entry is redundant (the test says so); a name the
+// code ends up spelling differently still fails the reverse check (every name the code reads must be
+// configurable), so drift cannot hide here.
+var plannedEnv = map[string]string{}
+
+// codeEnv returns the names shared/ reads and the names a deployment may set.
+func codeEnv(t *testing.T) (declared, allowed map[string]bool) {
+	t.Helper()
+	consts, err := deploycheck.EnvNames(filepath.Join(root, "shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, allowed = map[string]bool{}, map[string]bool{}
+	for _, name := range consts {
+		declared[name], allowed[name] = true, true
+	}
+	for name := range plannedEnv {
+		if declared[name] {
+			t.Logf("%s is now declared in shared/: remove it from plannedEnv", name)
+		}
+		allowed[name] = true
+	}
+	return declared, allowed
+}
+
+// want is what the code says a deployment with these settings must be.
+func want(t *testing.T, schema shared.Schema, location string, public ...string) deploycheck.Want {
+	t.Helper()
+	runtime, err := deploycheck.RuntimeForGoMod(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, allowed := codeEnv(t)
+	return deploycheck.Want{
+		Triggers: functions.Triggers(schema), Schema: schema, Runtime: runtime,
+		Database: "(default)", DatabaseLocation: location, EnvNames: allowed, Public: public,
+	}
+}
+
+func check(t *testing.T, d deploycheck.Deployment, w deploycheck.Want) {
+	t.Helper()
+	if len(d.Functions) == 0 {
+		t.Fatalf("%s deploys no function", d.Source)
+	}
+	for _, p := range deploycheck.Check(d, w) {
+		t.Error(p)
+	}
+}
+
+// deployScript runs scripts/deploy.sh with args and returns its standard output.
+func deployScript(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", "deploy.sh")}, args...)...)
+	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=", "FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("deploy.sh %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return string(out)
+}
+
+func dryRun(t *testing.T, args ...string) deploycheck.Deployment {
+	t.Helper()
+	base := []string{"--dry-run", "--project", "p", "--region", "r", "--database-location", "nam5"}
+	d, err := deploycheck.ParseDryRun(deployScript(t, append(base, args...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func terraform(t *testing.T, vars map[string]cty.Value) deploycheck.Deployment {
+	t.Helper()
+	all := map[string]cty.Value{"project": cty.StringVal("p"), "database_location": cty.StringVal("nam5")}
+	for k, v := range vars {
+		all[k] = v
+	}
+	d, err := deploycheck.LoadTerraform(filepath.Join(root, "terraform"), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestDryRunDeploysWhatTheCodeRegisters(t *testing.T) {
+	check(t, dryRun(t), want(t, shared.DefaultConfig().Schema, "nam5"))
+}
+
+func TestTerraformDeploysWhatTheCodeRegisters(t *testing.T) {
+	check(t, terraform(t, nil), want(t, shared.DefaultConfig().Schema, "nam5"))
+}
+
+// TestPublicIncrementsIsADeliberateSwitch: private by default (above); the switch opens Increment only.
+func TestPublicIncrementsIsADeliberateSwitch(t *testing.T) {
+	w := want(t, shared.DefaultConfig().Schema, "nam5", functions.EntryIncrement)
+	check(t, dryRun(t, "--allow-unauthenticated-increments"), w)
+	check(t, terraform(t, map[string]cty.Value{"public_increments": cty.True}), w)
+}
+
+// TestRenamedCollectionsMoveTheTriggerAndFieldSettings: the path pattern, TTL and index settings follow
+// the collection names the functions are configured with.
+func TestRenamedCollectionsMoveTheTriggerAndFieldSettings(t *testing.T) {
+	schema := shared.Schema{Counters: "tally", Rollups: "totals", Dedupe: "seen"}
+	check(t, dryRun(t, "--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen"),
+		want(t, schema, "nam5"))
+	check(t, terraform(t, map[string]cty.Value{
+		"counters_collection": cty.StringVal("tally"), "rollups_collection": cty.StringVal("totals"), "dedupe_collection": cty.StringVal("seen"),
+	}), want(t, schema, "nam5"))
+}
+
+// TestDatabaseLocationDefaultsToTheRegion: without --database-location, the Firestore trigger is in the region.
+func TestDatabaseLocationDefaultsToTheRegion(t *testing.T) {
+	d, err := deploycheck.ParseDryRun(deployScript(t, "--dry-run", "--project", "p", "--region", "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, d, want(t, shared.DefaultConfig().Schema, "r"))
+	check(t, terraform(t, map[string]cty.Value{"database_location": cty.StringVal(""), "region": cty.StringVal("r")}),
+		want(t, shared.DefaultConfig().Schema, "r"))
+}
+
+// TestEnvironmentNamesAreTheCodes: both deployments can set every variable the code reads, and
+// nothing else.
+func TestEnvironmentNamesAreTheCodes(t *testing.T) {
+	declared, allowed := codeEnv(t)
+	tfNames, err := deploycheck.LocalKeys(filepath.Join(root, "terraform"), "environment_settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scriptNames := strings.Fields(deployScript(t, "--list-env"))
+	for source, names := range map[string][]string{"terraform local.environment_settings": tfNames, "deploy.sh --list-env": scriptNames} {
+		for _, name := range names {
+			if !allowed[name] {
+				t.Errorf("%s: %s is not read by the code (no Env* constant in shared/)", source, name)
+			}
+		}
+		for name := range declared {
+			if !slices.Contains(names, name) {
+				t.Errorf("%s: the code reads %s but the deployment cannot set it", source, name)
+			}
+		}
+	}
+
+	// Every optional variable given to the script reaches every function.
+	var args []string
+	for _, name := range scriptNames {
+		if name != shared.EnvProject && name != shared.EnvDatabase && !strings.HasSuffix(name, "_COLLECTION") {
+			args = append(args, "--env", name+"=1")
+		}
+	}
+	for _, f := range dryRun(t, args...).Functions {
+		for i := 1; i < len(args); i += 2 {
+			if name, _, _ := strings.Cut(args[i], "="); f.Env[name] != "1" {
+				t.Errorf("deploy.sh: %s is not deployed with %s", f.Name, args[i])
+			}
+		}
+	}
+}
+
+// TestScriptRefusesUnknownVariables: a typo in --env stops the deployment before it starts.
+func TestScriptRefusesUnknownVariables(t *testing.T) {
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", "deploy.sh"), "--dry-run", "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "MAX_DELTAS") {
+		t.Errorf("deploy.sh accepted --env MAX_DELTAS=5 (err %v): %s", err, out)
+	}
+}
+
+// TestEveryDeployedFunctionHasDistinctNames: both deployments give each entry point the same name.
+func TestEveryDeployedFunctionHasDistinctNames(t *testing.T) {
+	names := map[string]string{}
+	for _, f := range dryRun(t).Functions {
+		names[f.EntryPoint] = f.Name
+	}
+	for _, f := range terraform(t, nil).Functions {
+		if names[f.EntryPoint] != f.Name {
+			t.Errorf("%s is deployed as %q by deploy.sh and %q by Terraform", f.EntryPoint, names[f.EntryPoint], f.Name)
+		}
+	}
+}
+
+// TestUploadHoldsWhatTheBuildNeeds: .gcloudignore keeps every file the root package's build needs (go
+// list -deps) and leaves out tests, tools and deployment files. It asks gcloud what it would upload.
+func TestUploadHoldsWhatTheBuildNeeds(t *testing.T) {
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
+	}
+	list := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}`, ".")
+	list.Dir = root
+	deps, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	abs, _ := filepath.Abs(root)
+	needed := []string{"go.mod", "go.sum"}
+	for _, line := range strings.Split(strings.TrimSpace(string(deps)), "\n") {
+		fields := strings.Fields(line)
+		rel, _ := filepath.Rel(abs, fields[0])
+		for _, f := range fields[1:] {
+			needed = append(needed, filepath.ToSlash(filepath.Join(rel, f)))
+		}
+	}
+	upload := exec.Command("gcloud", "meta", "list-files-for-upload")
+	upload.Dir = root
+	out, err := upload.Output()
+	if err != nil {
+		t.Fatalf("gcloud meta list-files-for-upload: %v", err)
+	}
+	uploaded := strings.Fields(string(out))
+	for _, f := range needed {
+		if !slices.Contains(uploaded, f) {
+			t.Errorf(".gcloudignore leaves out %s, which the build needs", f)
+		}
+	}
+	for _, f := range uploaded {
+		unneeded := strings.HasSuffix(f, ".go") || slices.ContainsFunc([]string{"internal/", "cmd/", "scripts/", "terraform/", ".git"}, func(p string) bool { return strings.HasPrefix(f, p) })
+		if unneeded && !slices.Contains(needed, f) {
+			t.Errorf(".gcloudignore uploads %s, which the build does not need", f)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package deploycheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// ParseDryRun reads what scripts/deploy.sh --dry-run prints: one shell command per line, "#" lines
+// being comments.
+func ParseDryRun(output string) (Deployment, error) {
+	d := Deployment{Source: "deploy.sh --dry-run"}
+	for n, line := range strings.Split(output, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		words, err := SplitWords(line)
+		if err != nil {
+			return Deployment{}, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		if err := d.addCommand(words); err != nil {
+			return Deployment{}, fmt.Errorf("line %d (%s): %w", n+1, line, err)
+		}
+	}
+	return d, nil
+}
+
+// addCommand records what one command creates; commands the checks do not need are ignored.
+func (d *Deployment) addCommand(words []string) error {
+	args, flags := splitFlags(words)
+	field := func() string { return flags.last("--collection-group") + "." + args[len(args)-1] }
+	switch prefix := strings.Join(args[:min(len(args), 4)], " "); {
+	case strings.HasPrefix(prefix, "gcloud functions deploy "):
+		f, err := functionFromFlags(args[3], flags)
+		if err != nil {
+			return err
+		}
+		d.Functions = append(d.Functions, f)
+	case strings.HasPrefix(prefix, "gcloud pubsub topics create"):
+		d.Topics = append(d.Topics, args[len(args)-1])
+	case strings.HasPrefix(prefix, "gcloud scheduler jobs"):
+		d.SchedulerTopics = append(d.SchedulerTopics, flags.last("--topic"))
+	case strings.HasPrefix(prefix, "gcloud firestore fields ttls") && flags.has("--enable-ttl"):
+		d.TTLFields = append(d.TTLFields, field())
+	case strings.HasPrefix(prefix, "gcloud firestore indexes fields") && flags.has("--disable-indexes"):
+		d.UnindexedFields = append(d.UnindexedFields, field())
+	case args[0] == "curl":
+		return d.addFieldPatch(args[len(args)-1], flags.last("--data"))
+	}
+	return nil
+}
+
+// functionFromFlags reads one gcloud functions deploy command.
+func functionFromFlags(name string, flags flagSet) (Function, error) {
+	f := Function{
+		Name:            name,
+		EntryPoint:      flags.last("--entry-point"),
+		Runtime:         flags.last("--runtime"),
+		Topic:           flags.last("--trigger-topic"),
+		TriggerLocation: flags.last("--trigger-location"),
+		Retry:           flags.has("--retry"),
+		Public:          flags.has("--allow-unauthenticated"),
+		Env:             map[string]string{},
+	}
+	if !flags.has("--gen2") || flags.last("--source") != "." {
+		return Function{}, fmt.Errorf("function %s: want --gen2 --source=.", name)
+	}
+	if f.Topic != "" {
+		f.EventType = "google.cloud.pubsub.topic.v1.messagePublished"
+	}
+	for _, filter := range flags["--trigger-event-filters"] {
+		attr, value, _ := strings.Cut(filter, "=")
+		switch attr {
+		case "type":
+			f.EventType = value
+		case "database":
+			f.Database = value
+		}
+	}
+	for _, filter := range flags["--trigger-event-filters-path-pattern"] {
+		if attr, value, _ := strings.Cut(filter, "="); attr == "document" {
+			f.DocumentPattern = value
+		}
+	}
+	if flags.has("--trigger-http") == (f.EventType != "") {
+		return Function{}, fmt.Errorf("function %s: want exactly one of --trigger-http or an event trigger", name)
+	}
+	if vars := flags.last("--set-env-vars"); vars != "" {
+		for _, pair := range strings.Split(vars, ",") {
+			k, v, _ := strings.Cut(pair, "=")
+			f.Env[k] = v
+		}
+	}
+	return f, nil
+}
+
+// addFieldPatch records a Firestore Admin API field update (PATCH .../collectionGroups/C/fields/F).
+func (d *Deployment) addFieldPatch(rawURL, body string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("curl URL: %w", err)
+	}
+	parts := strings.Split(u.Path, "/")
+	if len(parts) < 4 || parts[len(parts)-4] != "collectionGroups" || parts[len(parts)-2] != "fields" {
+		return fmt.Errorf("curl: not a field of a collection group: %s", u.Path)
+	}
+	key := parts[len(parts)-3] + "." + parts[len(parts)-1]
+	var field struct {
+		IndexConfig struct {
+			Indexes []struct{ QueryScope, Order string }
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &field); err != nil {
+		return fmt.Errorf("curl body: %w", err)
+	}
+	for _, index := range field.IndexConfig.Indexes {
+		if index.QueryScope == "COLLECTION_GROUP" {
+			d.CollectionGroupIndexes = append(d.CollectionGroupIndexes, key)
+		}
+	}
+	return nil
+}
+
+// flagSet maps a --flag to its values, in order; a flag without a value maps to [""].
+type flagSet map[string][]string
+
+func (f flagSet) has(name string) bool { _, ok := f[name]; return ok }
+
+func (f flagSet) last(name string) string {
+	if v := f[name]; len(v) > 0 {
+		return v[len(v)-1]
+	}
+	return ""
+}
+
+// flagsWithValue are the flags of the commands read here that take a separate value word.
+var flagsWithValue = map[string]bool{"-X": true, "-H": true, "--data": true}
+
+// splitFlags separates positional arguments from --flag=value and --flag words.
+func splitFlags(words []string) ([]string, flagSet) {
+	var args []string
+	flags := flagSet{}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if !strings.HasPrefix(w, "-") {
+			args = append(args, w)
+			continue
+		}
+		name, value, _ := strings.Cut(w, "=")
+		if flagsWithValue[name] && i+1 < len(words) {
+			i++
+			value = words[i]
+		}
+		flags[name] = append(flags[name], value)
+	}
+	return args, flags
+}
+
+// SplitWords splits one shell command line into words: blanks separate words, single quotes quote
+// literally, a backslash outside quotes escapes the next character. Double quotes, variables and
+// command substitutions are not expected in the dry-run listing and are refused.
+func SplitWords(line string) ([]string, error) {
+	var words []string
+	var word strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			word.WriteByte(c)
+		case c == '\'':
+			quoted, inWord = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			word.WriteByte(line[i])
+			inWord = true
+		case c == ' ' || c == '\t':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		case strings.IndexByte("\"$`|;&<>", c) >= 0:
+			return nil, fmt.Errorf("unexpected %q at column %d: not a plain command", c, i+1)
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("unterminated single quote")
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words, nil
+}

@@ -1,0 +1,103 @@
+# The source: the repository zipped without what the build does not need (as .gcloudignore), stored
+# under a name that is its content hash, so that the same commit always yields the same object.
+data "archive_file" "source" {
+  type        = "zip"
+  source_dir  = "${path.module}/.."
+  output_path = "${path.module}/.build/source.zip"
+  excludes = [
+    ".git", ".git/**", ".ci/**", ".localstack/**", "bin/**", "cmd/**", "internal/**", "scripts/**",
+    "terraform/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
+    "firestore.rules", "firebase.json", "Makefile",
+  ]
+}
+
+resource "google_storage_bucket" "source" {
+  project                     = var.project
+  name                        = "${var.project}-counters-source"
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+
+  depends_on = [google_project_service.api]
+}
+
+resource "google_storage_bucket_object" "source" {
+  bucket = google_storage_bucket.source.name
+  name   = "source-${data.archive_file.source.output_md5}.zip"
+  source = data.archive_file.source.output_path
+}
+
+resource "google_cloudfunctions2_function" "function" {
+  for_each    = local.functions
+  project     = var.project
+  location    = var.region
+  name        = each.value.name
+  description = "Distributed counters: ${each.key}"
+
+  build_config {
+    runtime     = var.runtime
+    entry_point = each.key
+    source {
+      storage_source {
+        bucket = google_storage_bucket.source.name
+        object = google_storage_bucket_object.source.name
+      }
+    }
+  }
+
+  service_config {
+    service_account_email            = google_service_account.identity["runtime"].email
+    environment_variables            = local.environment
+    max_instance_request_concurrency = each.value.concurrency
+    available_cpu                    = each.value.cpu
+    available_memory                 = each.value.memory
+    all_traffic_on_latest_revision   = true
+  }
+
+  dynamic "event_trigger" {
+    for_each = each.value.event_type == null ? [] : [each.value]
+    content {
+      event_type            = event_trigger.value.event_type
+      trigger_region        = event_trigger.value.document == null ? var.region : local.database_location
+      pubsub_topic          = event_trigger.value.topic == null ? null : google_pubsub_topic.topic[event_trigger.value.topic].id
+      retry_policy          = event_trigger.value.retry ? "RETRY_POLICY_RETRY" : "RETRY_POLICY_DO_NOT_RETRY"
+      service_account_email = google_service_account.identity["trigger"].email
+
+      dynamic "event_filters" {
+        for_each = event_trigger.value.document == null ? {} : { database = var.database, document = event_trigger.value.document }
+        content {
+          attribute = event_filters.key
+          value     = event_filters.value
+          operator  = event_filters.key == "document" ? "match-path-pattern" : null
+        }
+      }
+    }
+  }
+
+  depends_on = [google_project_iam_member.identity_role, google_project_service.api]
+}
+
+# Who may invoke what (2nd gen functions are Cloud Run services): the trigger identity the event
+# functions; http_invokers the HTTP functions; allUsers Increment only when public_increments is on.
+locals {
+  invokers = merge(
+    { for entry_point, f in local.event_functions : "${entry_point} trigger" => {
+      entry_point = entry_point, member = "serviceAccount:${google_service_account.identity["trigger"].email}"
+    } },
+    { for pair in setproduct(keys(local.http_functions), var.http_invokers) : "${pair[0]} ${pair[1]}" => {
+      entry_point = pair[0], member = pair[1]
+    } },
+    { for entry_point, f in local.http_functions : "${entry_point} allUsers" => {
+      entry_point = entry_point, member = "allUsers"
+    } if f.public },
+  )
+}
+
+resource "google_cloud_run_service_iam_member" "invoker" {
+  for_each = local.invokers
+  project  = var.project
+  location = var.region
+  service  = google_cloudfunctions2_function.function[each.value.entry_point].service_config[0].service
+  role     = "roles/run.invoker"
+  member   = each.value.member
+}

@@ -1,0 +1,131 @@
+# The distributed counters as one Terraform module: the same system scripts/deploy.sh deploys with
+# gcloud. The consistency test (internal/deploycheck) parses these files and compares them with the
+# code's trigger table (functions.Triggers), go.mod and the environment variables shared/ reads.
+
+locals {
+  database_location = var.database_location != "" ? var.database_location : var.region
+
+  # Every entry point the code registers, with its production trigger (functions/triggers.go).
+  functions = {
+    # Group commit merges the concurrent increments one instance serves: let it serve many at once.
+    Increment = {
+      name        = "increment", event_type = null, topic = null, document = null, retry = false, public = var.public_increments
+      concurrency = var.increment_concurrency, cpu = "1", memory = "256M"
+    }
+    Count = {
+      name        = "count", event_type = null, topic = null, document = null, retry = false, public = false
+      concurrency = 1, cpu = null, memory = "256M"
+    }
+    ConfigureCounter = {
+      name        = "configure-counter", event_type = null, topic = null, document = null, retry = false, public = false
+      concurrency = 1, cpu = null, memory = "256M"
+    }
+    IncrementFromPubSub = {
+      name        = "increment-from-pubsub", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+      topic       = "counter-increments", document = null, retry = true, public = false
+      concurrency = 1, cpu = null, memory = "256M"
+    }
+    # The roll-up holds an event open for up to one roll-up interval: one instance serves many.
+    RollupOnShardWrite = {
+      name        = "rollup-on-shard-write", event_type = "google.cloud.firestore.document.v1.written"
+      topic       = null, document = "${var.counters_collection}/{counter}/shards/{shard}", retry = true, public = false
+      concurrency = var.rollup_concurrency, cpu = "1", memory = "512Mi"
+    }
+    RollupScheduled = {
+      name        = "rollup-scheduled", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+      topic       = "counter-rollup-tick", document = null, retry = false, public = false
+      concurrency = 1, cpu = null, memory = "256M"
+    }
+  }
+
+  event_functions = { for entry_point, f in local.functions : entry_point => f if f.event_type != null }
+  http_functions  = { for entry_point, f in local.functions : entry_point => f if f.event_type == null }
+
+  # Pub/Sub topics (shared/schema.go): name => what it carries.
+  topics = {
+    "counter-increments"  = "increments for IncrementFromPubSub"
+    "counter-rollup-tick" = "Cloud Scheduler's ticks for RollupScheduled"
+  }
+
+  # The functions' environment (shared/config.go); null means the code's default.
+  environment_settings = {
+    GOOGLE_CLOUD_PROJECT  = var.project
+    FIRESTORE_DATABASE    = var.database
+    COUNTERS_COLLECTION   = var.counters_collection
+    ROLLUPS_COLLECTION    = var.rollups_collection
+    DEDUPE_COLLECTION     = var.dedupe_collection
+    DEFAULT_NUM_SHARDS    = var.default_num_shards
+    MAX_DELTA             = var.max_delta
+    SHARD_COUNT_CACHE_TTL = var.shard_count_cache_ttl
+    REQUEST_TIMEOUT       = var.request_timeout
+    LOG_LEVEL             = var.log_level
+    ROLLUP_INTERVAL       = var.rollup_interval
+    ROLLUP_SWEEP_LOOKBACK = var.rollup_sweep_lookback
+    GROUP_COMMIT_INTERVAL = var.group_commit_interval
+    DEDUPE_TTL            = var.dedupe_ttl
+  }
+  environment = { for name, value in local.environment_settings : name => tostring(value) if value != null }
+
+  apis = [
+    "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com", "eventarc.googleapis.com", "pubsub.googleapis.com",
+    "cloudscheduler.googleapis.com", "firestore.googleapis.com", "firebaserules.googleapis.com",
+    "logging.googleapis.com", "iam.googleapis.com", "storage.googleapis.com",
+  ]
+}
+
+resource "google_project_service" "api" {
+  for_each           = toset(local.apis)
+  project            = var.project
+  service            = each.key
+  disable_on_destroy = false
+}
+
+# Identities: the functions run as "runtime" (Firestore only); Eventarc and Pub/Sub push call the event
+# functions as "trigger", which may invoke those (functions.tf) and nothing else.
+locals {
+  identities = {
+    runtime = { account_id = "counters-runtime", role = "roles/datastore.user", display_name = "Distributed counters: functions at runtime" }
+    trigger = { account_id = "counters-trigger", role = "roles/eventarc.eventReceiver", display_name = "Distributed counters: Eventarc and Pub/Sub push deliveries" }
+  }
+}
+
+resource "google_service_account" "identity" {
+  for_each     = local.identities
+  project      = var.project
+  account_id   = each.value.account_id
+  display_name = each.value.display_name
+}
+
+resource "google_project_iam_member" "identity_role" {
+  for_each = local.identities
+  project  = var.project
+  role     = each.value.role
+  member   = "serviceAccount:${google_service_account.identity[each.key].email}"
+}
+
+resource "google_pubsub_topic" "topic" {
+  for_each = local.topics
+  project  = var.project
+  name     = each.key
+  labels   = { system = "distributed-counters" }
+
+  depends_on = [google_project_service.api]
+}
+
+# Every minute, at least once: RollupScheduled rolls up the counters that changed. Cloud Scheduler
+# publishes with its own service agent.
+resource "google_cloud_scheduler_job" "rollup_tick" {
+  project   = var.project
+  region    = var.region
+  name      = "counter-rollup-tick"
+  schedule  = "* * * * *"
+  time_zone = "Etc/UTC"
+
+  pubsub_target {
+    topic_name = google_pubsub_topic.topic["counter-rollup-tick"].id
+    data       = base64encode("tick")
+  }
+
+  depends_on = [google_project_service.api]
+}

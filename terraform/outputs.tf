@@ -1,0 +1,29 @@
+output "function_urls" {
+  description = "URL of every HTTP function, by entry point. Callers need roles/run.invoker unless public_increments is on (Increment only)."
+  value       = { for entry_point, f in local.http_functions : entry_point => google_cloudfunctions2_function.function[entry_point].url }
+}
+
+output "increment_url" {
+  description = "URL of the Increment function."
+  value       = google_cloudfunctions2_function.function["Increment"].url
+}
+
+output "runtime_service_account" {
+  description = "Service account the functions run as (roles/datastore.user)."
+  value       = google_service_account.identity["runtime"].email
+}
+
+output "trigger_service_account" {
+  description = "Service account Eventarc and Pub/Sub push use to invoke the event functions."
+  value       = google_service_account.identity["trigger"].email
+}
+
+output "topics" {
+  description = "Pub/Sub topics: publish increments to counter-increments."
+  value       = { for name, t in google_pubsub_topic.topic : name => t.id }
+}
+
+output "source_object" {
+  description = "The deployed source archive (gs://bucket/object); redeploy an older commit to roll back."
+  value       = "gs://${google_storage_bucket.source.name}/${google_storage_bucket_object.source.name}"
+}
