@@ -2,7 +2,7 @@
 GO ?= go
 LOCALSTACK := bin/localstack
 
-.PHONY: run test build vet publish check-deploy clean
+.PHONY: run test build vet publish bench check-deploy clean
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
@@ -16,6 +16,11 @@ run: build
 ##          make publish ARGS='-key order-42 -times 3 likes:5'   (a real project: go run ./cmd/publish -project P ...)
 publish:
 	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
+
+## bench: the load harness, guide mode and group commit side by side on the local stack; report in
+##        bench/report.md and bench/report.json. Flags: make bench ARGS='-clients 64 -duration 60s -counters 1 -shards 10'
+bench: build
+	$(GO) run ./cmd/bench $(ARGS)
 
 ## vet: static checks
 vet:
@@ -36,4 +41,4 @@ check-deploy:
 	fi
 
 clean:
-	rm -rf bin .localstack
+	rm -rf bin .localstack bench

@@ -143,7 +143,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 			r.outcome = Covered
 			return
 		}
-		if next := e.nextWriteAt(current); e.now().Before(next) {
+		if next := e.nextWriteAt(current, snap); e.now().Before(next) {
 			// A roll-up was written less than an interval ago; ours comes an interval after it.
 			if err := sleepUntil(ctx, next); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
@@ -199,13 +199,18 @@ func (e *Engine) write(ctx context.Context, ref *firestore.DocumentRef, snap *fi
 	return nil
 }
 
-// nextWriteAt is the earliest time the roll-up after current may be computed: one interval after
-// current's computation, which keeps writes at most one per interval.
-func (e *Engine) nextWriteAt(current *Document) time.Time {
+// nextWriteAt is the earliest time the roll-up after current (read as snap) may be computed: one
+// interval after current was computed and after it was committed, so that neither computations nor
+// commits of one roll-up document come more often than one per interval.
+func (e *Engine) nextWriteAt(current *Document, snap *firestore.DocumentSnapshot) time.Time {
 	if current == nil {
 		return time.Time{}
 	}
-	return current.UpdatedAt.Add(e.interval)
+	last := current.UpdatedAt
+	if snap.UpdateTime.After(last) {
+		last = snap.UpdateTime
+	}
+	return last.Add(e.interval)
 }
 
 // decodeRollup reads a roll-up snapshot; nil means there is no roll-up yet.

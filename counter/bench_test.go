@@ -1,0 +1,112 @@
+//go:build unix
+
+package counter_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/testenv"
+)
+
+// benchGoroutines is about how many goroutines increment one counter at once in the benchmarks:
+// enough for group commit to have company in every interval, as a busy instance would. The exact
+// number is a multiple of GOMAXPROCS (b.SetParallelism) and is in the benchmark's name.
+const benchGoroutines = 64
+
+// benchParallelism is the b.SetParallelism that runs at least benchGoroutines goroutines, and the
+// number of goroutines it runs.
+func benchParallelism() (parallelism, goroutines int) {
+	procs := runtime.GOMAXPROCS(0)
+	parallelism = (benchGoroutines + procs - 1) / procs
+	return parallelism, parallelism * procs
+}
+
+// benchGroupCommitInterval is the group commit interval of the benchmarks: shorter than the
+// production default so that a run of -benchtime 2000x takes about a second.
+const benchGroupCommitInterval = 20 * time.Millisecond
+
+// BenchmarkIncrementGuideMode measures counter.Store.Increment with group commit off, as in the
+// Firebase guide: every increment is one write of a random shard. About benchGoroutines
+// goroutines increment one warm counter (created and its shard count cached before the timer starts) on the
+// Firestore emulator.
+//
+// ns/op is wall time per increment across all goroutines, dominated by the emulator; B/op and
+// allocs/op are this process's allocations per increment (the Firestore client and gRPC included);
+// cpu-ns/op is this process's CPU time (user + system, from getrusage) per increment; commits/inc is
+// the commits the client really made per increment, which should be 1. The commit recorder's own
+// cost (one small JSON line per commit) is included in the process's figures.
+func BenchmarkIncrementGuideMode(b *testing.B) {
+	parallelism, goroutines := benchParallelism()
+	b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+		benchmarkIncrement(b, 0, parallelism)
+	})
+}
+
+// BenchmarkIncrementGroupCommit is BenchmarkIncrementGuideMode with group commit on: the concurrent
+// increments of the counter share one shard write per interval, so commits/inc is far below 1, and
+// ns/op is bounded below by the interval divided by the increments that share it.
+func BenchmarkIncrementGroupCommit(b *testing.B) {
+	parallelism, goroutines := benchParallelism()
+	b.Run(fmt.Sprintf("interval=%s/goroutines=%d", benchGroupCommitInterval, goroutines), func(b *testing.B) {
+		benchmarkIncrement(b, benchGroupCommitInterval, parallelism)
+	})
+}
+
+// benchmarkIncrement runs b.N increments of one counter from parallelism×GOMAXPROCS goroutines
+// through a Store with the given group commit interval (0: off), reports commits/inc and cpu-ns/op,
+// and checks that the counter's exact value holds every acknowledged increment.
+func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
+	ctx := context.Background()
+	client, commits := testenv.FirestoreWithCommits(b)
+	store := counter.NewStore(client, schema, counter.Options{
+		DefaultNumShards:    10,
+		ShardCountCacheTTL:  time.Hour, // the shard count is read once, before the timer starts
+		GroupCommitInterval: interval,
+	})
+	const id = "likes"
+	if _, err := store.Configure(ctx, id, 10); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.Increment(ctx, id, 1); err != nil { // warms the client's connection
+		b.Fatal(err)
+	}
+	before := len(commits())
+	b.SetParallelism(parallelism)
+	b.ReportAllocs()
+	cpuBefore := processCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := store.Increment(ctx, id, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	cpu := processCPU(b) - cpuBefore
+	made := len(commits()) - before
+	b.ReportMetric(float64(made)/float64(b.N), "commits/inc")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	if sum, err := store.Sum(ctx, id); err != nil {
+		b.Fatal(err)
+	} else if want := int64(b.N) + 1; sum != want {
+		b.Fatalf("sum %d after %d acknowledged increments, want %d", sum, b.N+1, want)
+	}
+}
+
+// processCPU is the CPU time, user and system, that this process has used so far: every goroutine's,
+// the Firestore client's and the garbage collector's included.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

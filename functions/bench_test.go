@@ -1,0 +1,119 @@
+//go:build unix
+
+package functions_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
+)
+
+// benchGoroutines is about how many goroutines call the handler at once in BenchmarkIncrementHandler,
+// as in the counter package's benchmarks. The exact number is a multiple of GOMAXPROCS
+// (b.SetParallelism) and is in the benchmark's name.
+const benchGoroutines = 64
+
+// benchGroupCommitInterval is the group commit interval of BenchmarkIncrementHandler's group commit
+// case: shorter than the production default so that a run of -benchtime 2000x takes about a second.
+const benchGroupCommitInterval = 20 * time.Millisecond
+
+// BenchmarkIncrementHandler measures the whole Increment entry point as the platform calls it, minus
+// the network: svc.Increment serves each request into an httptest.ResponseRecorder, so the figures
+// are the handler's own (method check, strict JSON decoding, validation, counter.Store.Increment,
+// JSON answer) plus the Firestore client's, over the emulator. About benchGoroutines goroutines
+// increment one warm counter, with group commit off ("guide", one write per increment) and on.
+//
+// ns/op is wall time per request across all goroutines; B/op and allocs/op are this process's
+// allocations per request, building the request and the recorder included (a few small ones);
+// cpu-ns/op is this process's CPU time (user + system, from getrusage) per request. The handler's
+// cost without Firestore is BenchmarkDecodeAndValidate's.
+func BenchmarkIncrementHandler(b *testing.B) {
+	procs := runtime.GOMAXPROCS(0)
+	parallelism := (benchGoroutines + procs - 1) / procs
+	for _, c := range []struct {
+		name     string
+		interval time.Duration
+	}{
+		{"guide", 0},
+		{fmt.Sprintf("groupcommit/interval=%s", benchGroupCommitInterval), benchGroupCommitInterval},
+	} {
+		b.Run(fmt.Sprintf("%s/goroutines=%d", c.name, parallelism*procs), func(b *testing.B) {
+			cfg := shared.DefaultConfig()
+			cfg.GroupCommitInterval = c.interval
+			cfg.ShardCountCacheTTL = time.Hour // the shard count is read once, before the timer starts
+			svc := functions.NewService(cfg, testenv.Firestore(b), shared.NewLogger(io.Discard, slog.LevelInfo))
+			body := []byte(`{"counter":"likes","delta":1}`)
+			// Creates the counter by its first increment and caches its shard count.
+			if rec := serveIncrement(svc, body); rec.Code != http.StatusOK {
+				b.Fatalf("warm-up increment: %d %s", rec.Code, rec.Body)
+			}
+			b.SetParallelism(parallelism)
+			b.ReportAllocs()
+			cpuBefore := processCPU(b)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if rec := serveIncrement(svc, body); rec.Code != http.StatusOK {
+						b.Errorf("increment: %d %s", rec.Code, rec.Body)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64((processCPU(b) - cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkDecodeAndValidate measures what the Increment handler does before any database call:
+// method check, Content-Type check, strict JSON decoding, validation, and the JSON error answer. Its
+// request has delta 0, which validation refuses with 400, so the handler returns before it reaches
+// Firestore: the Service has no Firestore client at all (nil), so a database call would panic, and
+// the figures are the handler's CPU and allocations with zero I/O, building the request and the
+// recorder included. cpu-ns/op is this process's CPU time (user + system) per request.
+func BenchmarkDecodeAndValidate(b *testing.B) {
+	svc := functions.NewService(shared.DefaultConfig(), nil, shared.NewLogger(io.Discard, slog.LevelInfo))
+	body := []byte(`{"counter":"likes","delta":0}`)
+	if rec := serveIncrement(svc, body); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"delta"`) {
+		b.Fatalf("got %d %s, want 400 blaming delta", rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	cpuBefore := processCPU(b)
+	for b.Loop() {
+		if rec := serveIncrement(svc, body); rec.Code != http.StatusBadRequest {
+			b.Fatalf("got %d %s, want 400", rec.Code, rec.Body)
+		}
+	}
+	b.ReportMetric(float64((processCPU(b) - cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// serveIncrement serves one POST of body to svc.Increment without a network and returns the answer.
+func serveIncrement(svc *functions.Service, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/"+functions.EntryIncrement, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	svc.Increment(rec, req)
+	return rec
+}
+
+// processCPU is the CPU time, user and system, that this process has used so far: every goroutine's,
+// the Firestore client's and the garbage collector's included.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
