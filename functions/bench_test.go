@@ -72,7 +72,7 @@ func BenchmarkIncrementHandler(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64((processCPU(b) - cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((processCPU(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -96,7 +96,7 @@ func BenchmarkDecodeAndValidate(b *testing.B) {
 			b.Fatalf("got %d %s, want 400", rec.Code, rec.Body)
 		}
 	}
-	b.ReportMetric(float64((processCPU(b) - cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((processCPU(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // serveIncrement serves one POST of body to svc.Increment without a network and returns the answer.

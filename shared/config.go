@@ -84,7 +84,7 @@ func DefaultConfig() Config {
 		RequestTimeout:      10 * time.Second,
 		RollupInterval:      time.Second,
 		RollupSweepLookback: 10 * time.Minute,
-		GroupCommitInterval: 100 * time.Millisecond,
+		GroupCommitInterval: 125 * time.Millisecond,
 		DedupeTTL:           DefaultDedupeTTL,
 	}
 }

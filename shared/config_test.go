@@ -25,7 +25,7 @@ func TestDefaultConfig(t *testing.T) {
 		RequestTimeout:      10 * time.Second,
 		RollupInterval:      time.Second,
 		RollupSweepLookback: 10 * time.Minute,
-		GroupCommitInterval: 100 * time.Millisecond,
+		GroupCommitInterval: 125 * time.Millisecond,
 		DedupeTTL:           192 * time.Hour,
 	}
 	if got := DefaultConfig(); got != want {

@@ -118,7 +118,7 @@ variable "rollup_sweep_lookback" {
 }
 
 variable "group_commit_interval" {
-  description = "GROUP_COMMIT_INTERVAL: least time between two shard writes of one counter by one instance; concurrent increments share a write (Go duration; 0s writes every increment on its own, as the Firebase guide does). Null: the code's default (100ms)."
+  description = "GROUP_COMMIT_INTERVAL: least time between two shard writes of one counter by one instance; concurrent increments share a write (Go duration; 0s writes every increment on its own, as the Firebase guide does). Null: the code's default (125ms)."
   type        = string
   default     = null
 }
