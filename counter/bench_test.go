@@ -6,9 +6,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/internal/testenv"
@@ -41,6 +45,12 @@ const benchGroupCommitInterval = 20 * time.Millisecond
 // cpu-ns/op is this process's CPU time (user + system, from getrusage) per increment; commits/inc is
 // the commits the client really made per increment, which should be 1. The commit recorder's own
 // cost (one small JSON line per commit) is included in the process's figures.
+//
+// aborted/inc is the share of increments that failed with codes.Aborted: the emulator aborts a write
+// that waited too long for a shard document's lock, the client does not retry non-transactional
+// writes, and the Increment entry point answers them 503 with Retry-After. They are counted rather
+// than failing the benchmark, since this contention is what group commit avoids; any other error
+// fails it, and so does an exact value other than the sum of the acknowledged increments.
 func BenchmarkIncrementGuideMode(b *testing.B) {
 	parallelism, goroutines := benchParallelism()
 	b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
@@ -73,9 +83,11 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 	if _, err := store.Configure(ctx, id, 10); err != nil {
 		b.Fatal(err)
 	}
+	var acked, aborted atomic.Int64
 	if _, err := store.Increment(ctx, id, 1); err != nil { // warms the client's connection
 		b.Fatal(err)
 	}
+	acked.Add(1)
 	before := len(commits())
 	b.SetParallelism(parallelism)
 	b.ReportAllocs()
@@ -83,7 +95,13 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := store.Increment(ctx, id, 1); err != nil {
+			_, err := store.Increment(ctx, id, 1)
+			switch {
+			case err == nil:
+				acked.Add(1)
+			case status.Code(err) == codes.Aborted:
+				aborted.Add(1)
+			default:
 				b.Error(err)
 				return
 			}
@@ -94,10 +112,11 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 	made := len(commits()) - before
 	b.ReportMetric(float64(made)/float64(b.N), "commits/inc")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(aborted.Load())/float64(b.N), "aborted/inc")
 	if sum, err := store.Sum(ctx, id); err != nil {
 		b.Fatal(err)
-	} else if want := int64(b.N) + 1; sum != want {
-		b.Fatalf("sum %d after %d acknowledged increments, want %d", sum, b.N+1, want)
+	} else if sum != acked.Load() {
+		b.Fatalf("sum %d, want the %d acknowledged increments (%d aborted)", sum, acked.Load(), aborted.Load())
 	}
 }
 
