@@ -36,8 +36,8 @@ func benchParallelism() (parallelism, goroutines int) {
 const benchGroupCommitInterval = 20 * time.Millisecond
 
 // BenchmarkIncrementGuideMode measures counter.Store.Increment with group commit off, as in the
-// Firebase guide: every increment is one write of a random shard. About benchGoroutines
-// goroutines increment one warm counter (created and its shard count cached before the timer starts) on the
+// Firebase guide: every increment is one write of a random shard. About benchGoroutines goroutines
+// increment one warm counter (created, and its shard count cached, before the timer starts) on the
 // Firestore emulator.
 //
 // ns/op is wall time per increment across all goroutines, dominated by the emulator; B/op and
@@ -47,8 +47,8 @@ const benchGroupCommitInterval = 20 * time.Millisecond
 // cost (one small JSON line per commit) is included in the process's figures.
 //
 // aborted/inc is the share of increments that failed with codes.Aborted: the emulator aborts a write
-// that waited too long for a shard document's lock, the client does not retry non-transactional
-// writes, and the Increment entry point answers them 503 with Retry-After. They are counted rather
+// that waited too long for a shard document's lock, the Go client does not retry Aborted on a plain
+// commit, and the Increment entry point answers them 503 with Retry-After. They are counted rather
 // than failing the benchmark, since this contention is what group commit avoids; any other error
 // fails it, and so does an exact value other than the sum of the acknowledged increments.
 func BenchmarkIncrementGuideMode(b *testing.B) {
@@ -121,7 +121,8 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 }
 
 // processCPU is the CPU time, user and system, that this process has used so far: every goroutine's,
-// the Firestore client's and the garbage collector's included.
+// the Firestore client's and the garbage collector's included. It needs getrusage, hence this
+// file's unix build constraint.
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

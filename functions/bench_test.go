@@ -146,7 +146,8 @@ func (r *reusableRequest) serve(svc *functions.Service) *httptest.ResponseRecord
 }
 
 // processCPU is the CPU time, user and system, that this process has used so far: every goroutine's,
-// the Firestore client's and the garbage collector's included.
+// the Firestore client's and the garbage collector's included. It needs getrusage, hence this
+// file's unix build constraint.
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
