@@ -14,6 +14,9 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
+// maxAbortedAttempts bounds how often one shard write is sent when the database aborts it.
+const maxAbortedAttempts = 3
+
 // ErrNotFound is returned for a counter that has never been configured or incremented.
 var ErrNotFound = errors.New("counter not found")
 
@@ -89,7 +92,16 @@ func (s *Store) writeIncrement(ctx context.Context, id string, delta int64, pick
 		return 0, err
 	}
 	shard = pick(numShards)
-	if _, err := s.schema.ShardRef(s.client, id, shard).Set(ctx, shardIncrement(delta), firestore.MergeAll); err != nil {
+	ref := s.schema.ShardRef(s.client, id, shard)
+	// An Aborted commit (lock contention) was not applied, so it is safe to send again; the client
+	// library retries it only inside transactions.
+	for attempt := 1; ; attempt++ {
+		_, err = ref.Set(ctx, shardIncrement(delta), firestore.MergeAll)
+		if status.Code(err) != codes.Aborted || attempt == maxAbortedAttempts {
+			break
+		}
+	}
+	if err != nil {
 		return 0, fmt.Errorf("increment shard %d of counter %q: %w", shard, id, err)
 	}
 	return shard, nil
