@@ -17,6 +17,10 @@ const (
 	FieldCount = "count"
 	// FieldUpdatedAt is when a roll-up was computed.
 	FieldUpdatedAt = "updated_at"
+	// FieldWrites is on every shard: how many writes have touched it. Every shard write increments it
+	// by one in the same write (no extra document), so the sum over a counter's shards, taken in the same
+	// aggregation query as the count, tells how fast the counter is written across every instance.
+	FieldWrites = "writes"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
 	// FieldTouchedMinute is on every shard: the Unix minute (seconds / 60) of its last write. The
