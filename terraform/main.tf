@@ -6,35 +6,22 @@ locals {
   database_location = var.database_location != "" ? var.database_location : var.region
 
   # Every entry point the code registers, with its production trigger (functions/triggers.go).
+  # Settings (memory, cpu, ...) are in var.function_settings.
   functions = {
-    # Group commit merges the concurrent increments one instance serves: let it serve many at once.
-    Increment = {
-      name        = "increment", event_type = null, topic = null, document = null, retry = false, public = var.public_increments
-      concurrency = var.increment_concurrency, cpu = "1", memory = "256M"
-    }
-    Count = {
-      name        = "count", event_type = null, topic = null, document = null, retry = false, public = false
-      concurrency = 1, cpu = null, memory = "256M"
-    }
-    ConfigureCounter = {
-      name        = "configure-counter", event_type = null, topic = null, document = null, retry = false, public = false
-      concurrency = 1, cpu = null, memory = "256M"
-    }
+    Increment        = { name = "increment", event_type = null, topic = null, document = null, retry = false, public = var.public_increments }
+    Count            = { name = "count", event_type = null, topic = null, document = null, retry = false, public = false }
+    ConfigureCounter = { name = "configure-counter", event_type = null, topic = null, document = null, retry = false, public = false }
     IncrementFromPubSub = {
-      name        = "increment-from-pubsub", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
-      topic       = "counter-increments", document = null, retry = true, public = false
-      concurrency = 1, cpu = null, memory = "256M"
+      name  = "increment-from-pubsub", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+      topic = "counter-increments", document = null, retry = true, public = false
     }
-    # The roll-up holds an event open for up to one roll-up interval: one instance serves many.
     RollupOnShardWrite = {
-      name        = "rollup-on-shard-write", event_type = "google.cloud.firestore.document.v1.written"
-      topic       = null, document = "${var.counters_collection}/{counter}/shards/{shard}", retry = true, public = false
-      concurrency = var.rollup_concurrency, cpu = "1", memory = "512Mi"
+      name  = "rollup-on-shard-write", event_type = "google.cloud.firestore.document.v1.written"
+      topic = null, document = "${var.counters_collection}/{counter}/shards/{shard}", retry = true, public = false
     }
     RollupScheduled = {
-      name        = "rollup-scheduled", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
-      topic       = "counter-rollup-tick", document = null, retry = false, public = false
-      concurrency = 1, cpu = null, memory = "256M"
+      name  = "rollup-scheduled", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+      topic = "counter-rollup-tick", document = null, retry = false, public = false
     }
   }
 
@@ -45,6 +32,8 @@ locals {
   topics = {
     "counter-increments"  = "increments for IncrementFromPubSub"
     "counter-rollup-tick" = "Cloud Scheduler's ticks for RollupScheduled"
+    # Increments that failed var.max_delivery_attempts times are parked here (pubsub.tf).
+    "counter-increments-dead-letter" = "increments IncrementFromPubSub kept failing on"
   }
 
   # The functions' environment (shared/config.go); null means the code's default.

@@ -45,16 +45,33 @@ variable "http_invokers" {
   default     = []
 }
 
-variable "increment_concurrency" {
-  description = "Concurrent requests one Increment instance serves. Group commit merges the concurrent increments of a counter in one instance into one shard write."
-  type        = number
-  default     = 80
+# Per-function deploy settings by entry point: the same table as FUNCTION_SETTINGS in
+# scripts/deploy.sh (the consistency test compares them). cpu null is the platform's default for the
+# memory (0.167 vCPU at 256Mi); Cloud Run wants a whole vCPU for a concurrency above 1. To change one
+# value, copy the whole map. README.md, "Production limits", says why each value is what it is.
+variable "function_settings" {
+  description = "Per entry point: memory, cpu (null: the platform's default for the memory), concurrency (requests per instance), timeout_seconds and max_instances."
+  type = map(object({
+    memory          = string
+    cpu             = string
+    concurrency     = number
+    timeout_seconds = number
+    max_instances   = number
+  }))
+  default = {
+    Increment           = { memory = "256Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 100 }
+    Count               = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 10 }
+    ConfigureCounter    = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 5 }
+    IncrementFromPubSub = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 100 }
+    RollupOnShardWrite  = { memory = "512Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 20 }
+    RollupScheduled     = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 300, max_instances = 1 }
+  }
 }
 
-variable "rollup_concurrency" {
-  description = "Concurrent events one RollupOnShardWrite instance serves. The roll-up holds an event open for up to one roll-up interval while it throttles."
+variable "max_delivery_attempts" {
+  description = "Deliveries of an increment message before Pub/Sub parks it in counter-increments-dead-letter (5..100)."
   type        = number
-  default     = 80
+  default     = 10
 }
 
 variable "counters_collection" {

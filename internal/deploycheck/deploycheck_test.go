@@ -1,12 +1,15 @@
 package deploycheck_test
 
 import (
+	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -103,6 +106,17 @@ func terraform(t *testing.T, vars map[string]cty.Value) deploycheck.Deployment {
 	d, err := deploycheck.LoadTerraform(filepath.Join(root, "terraform"), all)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What the module runs on the applying machine is deploy.sh: its dry run says what it does.
+	for _, command := range d.LocalExec {
+		if len(command) < 2 || command[0] != "bash" || filepath.Base(command[1]) != "deploy.sh" {
+			t.Fatalf("terraform runs %q: the checks know only scripts/deploy.sh", command)
+		}
+		ran, err := deploycheck.ParseDryRun(deployScript(t, append(command[2:], "--dry-run")...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(d.DeadLetters, ran.DeadLetters)
 	}
 	return d
 }
@@ -204,43 +218,128 @@ func TestEveryDeployedFunctionHasDistinctNames(t *testing.T) {
 	}
 }
 
-// TestUploadHoldsWhatTheBuildNeeds: .gcloudignore keeps every file the root package's build needs (go
-// list -deps) and leaves out tests, tools and deployment files. It asks gcloud what it would upload.
-func TestUploadHoldsWhatTheBuildNeeds(t *testing.T) {
+// TestBothPathsDeployTheSameSettings: memory, CPU, concurrency, timeout and max instances of every
+// function, and the dead-letter policy, are the same table in deploy.sh and in Terraform.
+func TestBothPathsDeployTheSameSettings(t *testing.T) {
+	script, tf := dryRun(t), terraform(t, nil)
+	settings := map[string]deploycheck.Settings{}
+	for _, f := range script.Functions {
+		settings[f.EntryPoint] = f.Settings
+	}
+	for _, f := range tf.Functions {
+		if settings[f.EntryPoint] != f.Settings {
+			t.Errorf("%s: deploy.sh FUNCTION_SETTINGS %+v, terraform var.function_settings %+v", f.EntryPoint, settings[f.EntryPoint], f.Settings)
+		}
+	}
+	if !maps.Equal(script.DeadLetters, tf.DeadLetters) {
+		t.Errorf("dead letters: deploy.sh %+v, terraform %+v", script.DeadLetters, tf.DeadLetters)
+	}
+}
+
+// scriptOptions are the option combinations deploy.sh documents (--help), each on top of
+// --project p --region r.
+var scriptOptions = [][]string{
+	{},
+	{"--database-location", "nam5"},
+	{"--database", "counts", "--database-location", "eur3"},
+	{"--invoker", "serviceAccount:backend@p.iam.gserviceaccount.com", "--invoker", "user:ops@example.com"},
+	{"--allow-unauthenticated-increments"},
+	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen",
+		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
+	{"--max-delivery-attempts", "20"},
+	{"--dead-letter-only"},
+}
+
+// TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option
+// combination, identical lines once) and every gcloud command of README.md through the installed
+// gcloud's own parser: one that gcloud refuses with a usage error fails the test.
+func TestGcloudParsesEveryCommand(t *testing.T) {
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
 	}
-	list := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}`, ".")
-	list.Dir = root
-	deps, err := list.Output()
+	seen := map[string]bool{}
+	var commands [][]string
+	add := func(words []string) {
+		if key := strings.Join(words, "\x00"); !seen[key] && words[0] == "gcloud" {
+			seen[key] = true
+			commands = append(commands, words)
+		}
+	}
+	for _, options := range scriptOptions {
+		listing, err := deploycheck.Commands(deployScript(t, append([]string{"--dry-run", "--project", "p", "--region", "r"}, options...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, words := range listing {
+			add(words)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
+		t.Fatal(err)
 	}
-	abs, _ := filepath.Abs(root)
-	needed := []string{"go.mod", "go.sum"}
-	for _, line := range strings.Split(strings.TrimSpace(string(deps)), "\n") {
-		fields := strings.Fields(line)
-		rel, _ := filepath.Rel(abs, fields[0])
-		for _, f := range fields[1:] {
-			needed = append(needed, filepath.ToSlash(filepath.Join(rel, f)))
-		}
+	fromReadme, skipped := deploycheck.FencedGcloudCommands(string(readme))
+	if len(fromReadme) == 0 {
+		t.Error("README.md: no gcloud command found in its code blocks")
 	}
-	upload := exec.Command("gcloud", "meta", "list-files-for-upload")
-	upload.Dir = root
-	out, err := upload.Output()
+	for _, words := range fromReadme {
+		add(words)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	refused, err := deploycheck.GcloudParses(ctx, commands, 4)
 	if err != nil {
-		t.Fatalf("gcloud meta list-files-for-upload: %v", err)
+		t.Fatal(err)
 	}
-	uploaded := strings.Fields(string(out))
-	for _, f := range needed {
-		if !slices.Contains(uploaded, f) {
-			t.Errorf(".gcloudignore leaves out %s, which the build needs", f)
-		}
+	for _, r := range refused {
+		t.Error(r)
 	}
-	for _, f := range uploaded {
-		unneeded := strings.HasSuffix(f, ".go") || slices.ContainsFunc([]string{"internal/", "cmd/", "scripts/", "terraform/", ".git"}, func(p string) bool { return strings.HasPrefix(f, p) })
-		if unneeded && !slices.Contains(needed, f) {
-			t.Errorf(".gcloudignore uploads %s, which the build does not need", f)
-		}
+	t.Logf("gcloud parsed %d distinct commands (%d from README.md; %d README lines use the shell and were left out)",
+		len(commands), len(fromReadme), skipped)
+}
+
+// TestUploadsBuild assembles exactly what each path uploads, gcloud's (.gcloudignore, as gcloud
+// computes it) and Terraform's (the archive_file excludes, as the archive provider applies them),
+// and builds the root package there as the buildpack does. Both leave out tests, tools and
+// deployment files, and upload the same Go files.
+func TestUploadsBuild(t *testing.T) {
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	viaGcloud, err := deploycheck.GcloudUpload(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	excludes, err := deploycheck.ArchiveExcludes(filepath.Join(root, "terraform"), "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaTerraform, err := deploycheck.ArchiveUpload(root, excludes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goFiles := map[string][]string{}
+	for path, files := range map[string][]string{"gcloud": viaGcloud, "terraform": viaTerraform} {
+		t.Run(path, func(t *testing.T) {
+			for _, f := range files {
+				local := slices.ContainsFunc([]string{"cmd/", "internal/", "scripts/", "terraform/", ".git/", "bin/"}, func(p string) bool { return strings.HasPrefix(f, p) })
+				if local || strings.HasSuffix(f, "_test.go") {
+					t.Errorf("%s uploads %s, which the build does not need", path, f)
+				}
+				if strings.HasSuffix(f, ".go") || filepath.Base(f) == "go.mod" || filepath.Base(f) == "go.sum" {
+					goFiles[path] = append(goFiles[path], f)
+				}
+			}
+			if err := deploycheck.BuildUpload(ctx, root, files); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	slices.Sort(goFiles["gcloud"])
+	slices.Sort(goFiles["terraform"])
+	if !slices.Equal(goFiles["gcloud"], goFiles["terraform"]) {
+		t.Errorf("the uploads differ in Go files:\ngcloud    %q\nterraform %q", goFiles["gcloud"], goFiles["terraform"])
 	}
 }

@@ -27,7 +27,7 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 	if err != nil {
 		return Deployment{}, err
 	}
-	d := Deployment{Source: "terraform"}
+	d := Deployment{Source: "terraform", DeadLetters: map[string]DeadLetter{}}
 	project := m.ctx.Variables["var"].GetAttr("project").AsString()
 
 	// Topics first: the functions and the scheduler job refer to them.
@@ -37,6 +37,13 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 		id := cty.StringVal("projects/" + project + "/topics/" + topic)
 		return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(topic), "id": id}), err
 	})
+	if err == nil {
+		err = m.eachInstance("google_pubsub_subscription", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+			topic, err := m.str(body, ctx, "topic")
+			d.SubscribedTopics = append(d.SubscribedTopics, strings.TrimPrefix(topic, "projects/"+project+"/topics/"))
+			return cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("projects/" + project + "/subscriptions/" + name)}), err
+		})
+	}
 	if err == nil {
 		err = m.eachInstance("google_cloudfunctions2_function", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			f, err := m.function(body, ctx)
@@ -65,11 +72,47 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 		})
 	}
 	if err == nil {
+		err = m.eachInstance("terraform_data", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+			for _, p := range m.expand(body, "provisioner", ctx) {
+				command, err := m.str(p.body, p.ctx, "command")
+				if err != nil {
+					return cty.DynamicVal, err
+				}
+				d.LocalExec = append(d.LocalExec, strings.Fields(command))
+			}
+			return cty.DynamicVal, nil
+		})
+	}
+	if err == nil {
 		err = m.eachInstance("google_firestore_field", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			return cty.DynamicVal, m.field(&d, body, ctx)
 		})
 	}
 	return d, err
+}
+
+// ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
+func ArchiveExcludes(dir, name string) ([]string, error) {
+	m, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range m.blocks {
+		if b.Type != "data" || b.Labels[0] != "archive_file" || b.Labels[1] != name {
+			continue
+		}
+		v, err := m.value(b.Body, m.ctx, "excludes")
+		if err != nil || !v.IsWhollyKnown() || v.IsNull() {
+			return nil, fmt.Errorf("data.archive_file.%s excludes: %v", name, err)
+		}
+		var excludes []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			excludes = append(excludes, e.AsString())
+		}
+		return excludes, nil
+	}
+	return nil, fmt.Errorf("no data.archive_file.%s in %s", name, dir)
 }
 
 // function reads one google_cloudfunctions2_function instance.
@@ -89,6 +132,13 @@ func (m *module) function(body *hclsyntax.Body, ctx *hcl.EvalContext) (Function,
 		get(build.body, build.ctx, "runtime", &f.Runtime)
 	}
 	for _, service := range m.expand(body, "service_config", ctx) {
+		var concurrency, timeout, instances string
+		get(service.body, service.ctx, "available_memory", &f.Settings.Memory)
+		get(service.body, service.ctx, "available_cpu", &f.Settings.CPU)
+		get(service.body, service.ctx, "max_instance_request_concurrency", &concurrency)
+		get(service.body, service.ctx, "timeout_seconds", &timeout)
+		get(service.body, service.ctx, "max_instance_count", &instances)
+		f.Settings.Concurrency, f.Settings.TimeoutSeconds, f.Settings.MaxInstances = atoi(concurrency), atoi(timeout), atoi(instances)
 		env, err := m.value(service.body, service.ctx, "environment_variables")
 		if err != nil || env.IsNull() || !env.IsWhollyKnown() {
 			errs = append(errs, fmt.Errorf("environment_variables: %v", err))
@@ -194,7 +244,7 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 			"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(abs), "root": cty.StringVal(abs)}),
 		},
 		Functions: map[string]function.Function{
-			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc,
+			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc, "join": stdlib.JoinFunc,
 			"setproduct": stdlib.SetProductFunc, "lower": stdlib.LowerFunc,
 			"tostring": stdlib.MakeToFunc(cty.String), "toset": stdlib.MakeToFunc(cty.Set(cty.String)),
 		},
