@@ -287,7 +287,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	refused, err := deploycheck.GcloudParses(ctx, commands, 4)
+	refused, err := deploycheck.GcloudParses(ctx, commands)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,22 +1,32 @@
 package deploycheck
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // noAccount is what gcloud says once a command's arguments have parsed and it needs credentials.
 const noAccount = "You do not currently have an active account selected"
 
+//go:embed gcloud_batch.py
+var gcloudBatch string
+
 // GcloudParses runs every command (its words, the first being "gcloud") through the installed
-// gcloud with an empty configuration (no account, no project), parallel at a time, and returns one
-// problem per command gcloud refuses before it asks for credentials: a usage error, an unknown flag,
-// a resource argument it cannot parse. Nothing reaches Google: without an account gcloud stops there.
-func GcloudParses(ctx context.Context, commands [][]string, parallel int) ([]string, error) {
+// gcloud with an empty configuration (no account, no project) and returns one problem per command
+// gcloud refuses before it asks for credentials: a usage error, an unknown flag, a resource argument
+// it cannot parse. Nothing reaches Google: without an account gcloud stops there.
+//
+// The commands run in one gcloud process (gcloud_batch.py drives the SDK's own CLI object, as the
+// gcloud launcher does); each one that process refuses is run again on its own as `gcloud ARGS...`
+// and reported with that output, so a problem is always what the command line itself gets.
+func GcloudParses(ctx context.Context, commands [][]string) ([]string, error) {
 	config, err := os.MkdirTemp("", "gcloud-config-")
 	if err != nil {
 		return nil, fmt.Errorf("gcloud config dir: %w", err)
@@ -24,32 +34,68 @@ func GcloudParses(ctx context.Context, commands [][]string, parallel int) ([]str
 	defer os.RemoveAll(config)
 	env := append(os.Environ(), "CLOUDSDK_CONFIG="+config, "CLOUDSDK_CORE_DISABLE_PROMPTS=1",
 		"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1", "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1")
-	// gcloud writes its config dir on first use: do it once, not from every parallel run.
-	if out, err := gcloud(ctx, env, "config", "list").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("gcloud config list: %v: %s", err, out)
+	outputs, err := gcloudBatchRun(ctx, env, commands)
+	if err != nil {
+		return nil, err
 	}
-
-	problems := make([]string, len(commands))
-	sem := make(chan struct{}, max(parallel, 1))
-	var wg sync.WaitGroup
-	for i, words := range commands {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out, _ := gcloud(ctx, env, words[1:]...).CombinedOutput()
-			if !strings.Contains(string(out), noAccount) {
-				problems[i] = fmt.Sprintf("gcloud refuses %s\n%s", quoteWords(words), firstLines(string(out), 4))
-			}
-		})
-	}
-	wg.Wait()
 	var refused []string
-	for _, p := range problems {
-		if p != "" {
-			refused = append(refused, p)
+	for i, words := range commands {
+		if strings.Contains(outputs[i], noAccount) {
+			continue
+		}
+		out, _ := gcloud(ctx, env, words[1:]...).CombinedOutput()
+		if !strings.Contains(string(out), noAccount) {
+			refused = append(refused, fmt.Sprintf("gcloud refuses %s\n%s", quoteWords(words), firstLines(string(out), 4)))
 		}
 	}
 	return refused, ctx.Err()
+}
+
+// gcloudBatchRun runs commands in one process of the SDK's CLI and returns what each one wrote.
+func gcloudBatchRun(ctx context.Context, env []string, commands [][]string) ([]string, error) {
+	launcher, err := exec.LookPath("gcloud")
+	if err != nil {
+		return nil, fmt.Errorf("gcloud is not on the PATH: %w", err)
+	}
+	launcher, err = filepath.EvalSymlinks(launcher)
+	if err != nil {
+		return nil, fmt.Errorf("gcloud: %w", err)
+	}
+	sdk := filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
+	python := filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
+	if _, err := os.Stat(python); err != nil {
+		python = "python3" // what the launcher falls back to
+	}
+	args := make([][]string, len(commands))
+	for i, words := range commands {
+		args[i] = words[1:]
+	}
+	input, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("gcloud batch input: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", gcloudBatch)
+	cmd.Env = append(env, "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
+	cmd.Dir = os.TempDir()
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("gcloud batch (%s): %w\n%s", sdk, err, firstLines(stderr.String(), 10))
+	}
+	var outputs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var result struct{ Out string }
+		if err := json.Unmarshal([]byte(line), &result); err != nil {
+			return nil, fmt.Errorf("gcloud batch output %q: %w", line, err)
+		}
+		outputs = append(outputs, result.Out)
+	}
+	if len(outputs) != len(commands) {
+		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
+	}
+	return outputs, nil
 }
 
 func gcloud(ctx context.Context, env []string, args ...string) *exec.Cmd {
