@@ -76,6 +76,13 @@ resource "google_cloudfunctions2_function" "function" {
     }
   }
 
+  lifecycle {
+    precondition {
+      condition     = length(local.unknown_environment) == 0
+      error_message = "var.environment: unknown ${join(", ", local.unknown_environment)}; known: ${join(", ", local.optional_environment)}."
+    }
+  }
+
   depends_on = [google_project_iam_member.identity_role, google_project_service.api]
 }
 

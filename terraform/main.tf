@@ -36,24 +36,20 @@ locals {
     "counter-increments-dead-letter" = "increments IncrementFromPubSub kept failing on"
   }
 
-  # The functions' environment (shared/config.go); null means the code's default.
-  environment_settings = {
-    GOOGLE_CLOUD_PROJECT  = var.project
-    FIRESTORE_DATABASE    = var.database
-    COUNTERS_COLLECTION   = var.counters_collection
-    ROLLUPS_COLLECTION    = var.rollups_collection
-    DEDUPE_COLLECTION     = var.dedupe_collection
-    DEFAULT_NUM_SHARDS    = var.default_num_shards
-    MAX_DELTA             = var.max_delta
-    SHARD_COUNT_CACHE_TTL = var.shard_count_cache_ttl
-    REQUEST_TIMEOUT       = var.request_timeout
-    LOG_LEVEL             = var.log_level
-    ROLLUP_INTERVAL       = var.rollup_interval
-    ROLLUP_SWEEP_LOOKBACK = var.rollup_sweep_lookback
-    GROUP_COMMIT_INTERVAL = var.group_commit_interval
-    DEDUPE_TTL            = var.dedupe_ttl
-  }
-  environment = { for name, value in local.environment_settings : name => tostring(value) if value != null }
+  # The optional variables the functions read (shared/config.go, the Env* constants; the consistency
+  # test checks this list). var.environment may set these; a new one is one more name here.
+  optional_environment = [
+    "DEFAULT_NUM_SHARDS", "MAX_DELTA", "SHARD_COUNT_CACHE_TTL", "REQUEST_TIMEOUT", "LOG_LEVEL",
+    "ROLLUP_INTERVAL", "ROLLUP_SWEEP_LOOKBACK", "GROUP_COMMIT_INTERVAL", "DEDUPE_TTL",
+  ]
+  environment = merge(var.environment, {
+    GOOGLE_CLOUD_PROJECT = var.project
+    FIRESTORE_DATABASE   = var.database
+    COUNTERS_COLLECTION  = var.counters_collection
+    ROLLUPS_COLLECTION   = var.rollups_collection
+    DEDUPE_COLLECTION    = var.dedupe_collection
+  })
+  unknown_environment = setsubtract(keys(var.environment), local.optional_environment)
 
   apis = [
     "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",

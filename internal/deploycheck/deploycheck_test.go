@@ -21,30 +21,18 @@ import (
 // root is the repository, seen from this package's folder.
 const root = "../.."
 
-// plannedEnv are variables the deployments already expose for work in progress elsewhere, before
-// shared/config.go declares them. Once it does, the entry is redundant (the test says so); a name the
-// code ends up spelling differently still fails the reverse check (every name the code reads must be
-// configurable), so drift cannot hide here.
-var plannedEnv = map[string]string{}
-
-// codeEnv returns the names shared/ reads and the names a deployment may set.
-func codeEnv(t *testing.T) (declared, allowed map[string]bool) {
+// codeEnv returns the names of the environment variables shared/ reads (its Env* constants).
+func codeEnv(t *testing.T) map[string]bool {
 	t.Helper()
 	consts, err := deploycheck.EnvNames(filepath.Join(root, "shared"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared, allowed = map[string]bool{}, map[string]bool{}
+	names := map[string]bool{}
 	for _, name := range consts {
-		declared[name], allowed[name] = true, true
+		names[name] = true
 	}
-	for name := range plannedEnv {
-		if declared[name] {
-			t.Logf("%s is now declared in shared/: remove it from plannedEnv", name)
-		}
-		allowed[name] = true
-	}
-	return declared, allowed
+	return names
 }
 
 // want is what the code says a deployment with these settings must be.
@@ -54,10 +42,9 @@ func want(t *testing.T, schema shared.Schema, location string, public ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, allowed := codeEnv(t)
 	return deploycheck.Want{
 		Triggers: functions.Triggers(schema), Schema: schema, Runtime: runtime,
-		Database: "(default)", DatabaseLocation: location, EnvNames: allowed, Public: public,
+		Database: "(default)", DatabaseLocation: location, EnvNames: codeEnv(t), Public: public,
 	}
 }
 
@@ -158,39 +145,35 @@ func TestDatabaseLocationDefaultsToTheRegion(t *testing.T) {
 		want(t, shared.DefaultConfig().Schema, "r"))
 }
 
-// TestEnvironmentNamesAreTheCodes: both deployments can set every variable the code reads, and
-// nothing else.
+// TestEnvironmentNamesAreTheCodes: given every optional variable they know, both deployments give
+// every function exactly the variables the code reads: none missing, none the code ignores.
 func TestEnvironmentNamesAreTheCodes(t *testing.T) {
-	declared, allowed := codeEnv(t)
-	tfNames, err := deploycheck.LocalKeys(filepath.Join(root, "terraform"), "environment_settings")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scriptNames := strings.Fields(deployScript(t, "--list-env"))
-	for source, names := range map[string][]string{"terraform local.environment_settings": tfNames, "deploy.sh --list-env": scriptNames} {
-		for _, name := range names {
-			if !allowed[name] {
-				t.Errorf("%s: %s is not read by the code (no Env* constant in shared/)", source, name)
-			}
-		}
-		for name := range declared {
-			if !slices.Contains(names, name) {
-				t.Errorf("%s: the code reads %s but the deployment cannot set it", source, name)
-			}
-		}
-	}
-
-	// Every optional variable given to the script reaches every function.
+	code := slices.Sorted(maps.Keys(codeEnv(t)))
 	var args []string
-	for _, name := range scriptNames {
-		if name != shared.EnvProject && name != shared.EnvDatabase && !strings.HasSuffix(name, "_COLLECTION") {
+	for _, name := range strings.Fields(deployScript(t, "--list-env")) {
+		if name != shared.EnvProject && name != shared.EnvDatabase { // from --project and --database
 			args = append(args, "--env", name+"=1")
 		}
 	}
-	for _, f := range dryRun(t, args...).Functions {
-		for i := 1; i < len(args); i += 2 {
-			if name, _, _ := strings.Cut(args[i], "="); f.Env[name] != "1" {
-				t.Errorf("deploy.sh: %s is not deployed with %s", f.Name, args[i])
+	optional, err := deploycheck.LocalStrings(filepath.Join(root, "terraform"), "optional_environment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tfEnv := map[string]cty.Value{}
+	for _, name := range optional {
+		tfEnv[name] = cty.StringVal("1")
+	}
+	for _, d := range []deploycheck.Deployment{dryRun(t, args...), terraform(t, map[string]cty.Value{"environment": cty.MapVal(tfEnv)})} {
+		for _, f := range d.Functions {
+			for _, name := range code {
+				if _, ok := f.Env[name]; !ok {
+					t.Errorf("%s: %s: the code reads %s but the deployment cannot set it", d.Source, f.Name, name)
+				}
+			}
+			for name := range f.Env {
+				if !slices.Contains(code, name) {
+					t.Errorf("%s: %s: sets %s, which the code does not read (no Env* constant in shared/)", d.Source, f.Name, name)
+				}
 			}
 		}
 	}

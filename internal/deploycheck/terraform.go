@@ -244,7 +244,7 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 			"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(abs), "root": cty.StringVal(abs)}),
 		},
 		Functions: map[string]function.Function{
-			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc, "join": stdlib.JoinFunc,
+			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc, "join": stdlib.JoinFunc, "setsubtract": stdlib.SetSubtractFunc,
 			"setproduct": stdlib.SetProductFunc, "lower": stdlib.LowerFunc,
 			"tostring": stdlib.MakeToFunc(cty.String), "toset": stdlib.MakeToFunc(cty.Set(cty.String)),
 		},
@@ -341,31 +341,25 @@ func (m *module) evalLocals() error {
 	return nil
 }
 
-// LocalKeys returns the keys written in the object constructor of local name, without evaluating it.
-func LocalKeys(dir, name string) ([]string, error) {
+// LocalStrings returns local name of the module in dir, a list of strings, evaluated.
+func LocalStrings(dir, name string) ([]string, error) {
 	m, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range m.blocks {
-		if b.Type != "locals" || b.Body.Attributes[name] == nil {
-			continue
-		}
-		cons, ok := b.Body.Attributes[name].Expr.(*hclsyntax.ObjectConsExpr)
-		if !ok {
-			return nil, fmt.Errorf("local.%s is not an object constructor", name)
-		}
-		var keys []string
-		for _, item := range cons.Items {
-			k, diags := item.KeyExpr.Value(nil)
-			if diags.HasErrors() || k.Type() != cty.String {
-				return nil, fmt.Errorf("local.%s: a key is not a literal name", name)
-			}
-			keys = append(keys, k.AsString())
-		}
-		return keys, nil
+	v := m.ctx.Variables["local"]
+	if !v.Type().HasAttribute(name) {
+		return nil, fmt.Errorf("no local.%s in %s", name, dir)
 	}
-	return nil, fmt.Errorf("no local.%s in %s", name, dir)
+	var out []string
+	for it := v.GetAttr(name).ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.Type() != cty.String {
+			return nil, fmt.Errorf("local.%s is not a list of strings", name)
+		}
+		out = append(out, e.AsString())
+	}
+	return out, nil
 }
 
 // eachInstance calls read for every instance of every resource of type typ (one per for_each
