@@ -44,7 +44,7 @@ func want(t *testing.T, schema shared.Schema, location string, public ...string)
 	}
 	return deploycheck.Want{
 		Triggers: functions.Triggers(schema), Schema: schema, Runtime: runtime,
-		Database: "(default)", DatabaseLocation: location, EnvNames: codeEnv(t), Public: public,
+		Database: "(default)", DatabaseLocation: location, Public: public,
 	}
 }
 
@@ -188,30 +188,18 @@ func TestScriptRefusesUnknownVariables(t *testing.T) {
 	}
 }
 
-// TestEveryDeployedFunctionHasDistinctNames: both deployments give each entry point the same name.
-func TestEveryDeployedFunctionHasDistinctNames(t *testing.T) {
-	names := map[string]string{}
-	for _, f := range dryRun(t).Functions {
-		names[f.EntryPoint] = f.Name
-	}
-	for _, f := range terraform(t, nil).Functions {
-		if names[f.EntryPoint] != f.Name {
-			t.Errorf("%s is deployed as %q by deploy.sh and %q by Terraform", f.EntryPoint, names[f.EntryPoint], f.Name)
-		}
-	}
-}
-
-// TestBothPathsDeployTheSameSettings: memory, CPU, concurrency, timeout and max instances of every
-// function, and the dead-letter policy, are the same table in deploy.sh and in Terraform.
+// TestBothPathsDeployTheSameSettings: every entry point has the same function name, memory, CPU,
+// concurrency, timeout and max instances in deploy.sh (FUNCTION_SETTINGS) and in Terraform
+// (var.function_settings), and the same dead-letter policy.
 func TestBothPathsDeployTheSameSettings(t *testing.T) {
 	script, tf := dryRun(t), terraform(t, nil)
-	settings := map[string]deploycheck.Settings{}
+	byEntry := map[string]deploycheck.Function{}
 	for _, f := range script.Functions {
-		settings[f.EntryPoint] = f.Settings
+		byEntry[f.EntryPoint] = f
 	}
 	for _, f := range tf.Functions {
-		if settings[f.EntryPoint] != f.Settings {
-			t.Errorf("%s: deploy.sh FUNCTION_SETTINGS %+v, terraform var.function_settings %+v", f.EntryPoint, settings[f.EntryPoint], f.Settings)
+		if s := byEntry[f.EntryPoint]; s.Name != f.Name || s.Settings != f.Settings {
+			t.Errorf("%s: deploy.sh deploys %s with %+v, terraform %s with %+v", f.EntryPoint, s.Name, s.Settings, f.Name, f.Settings)
 		}
 	}
 	if !maps.Equal(script.DeadLetters, tf.DeadLetters) {
@@ -237,6 +225,7 @@ var scriptOptions = [][]string{
 // combination, identical lines once) and every gcloud command of README.md through the installed
 // gcloud's own parser: one that gcloud refuses with a usage error fails the test.
 func TestGcloudParsesEveryCommand(t *testing.T) {
+	t.Parallel() // both mostly wait for other processes
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
 	}
@@ -286,6 +275,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 // and builds the root package there as the buildpack does. Both leave out tests, tools and
 // deployment files, and upload the same Go files.
 func TestUploadsBuild(t *testing.T) {
+	t.Parallel() // both mostly wait for other processes
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
 	}
