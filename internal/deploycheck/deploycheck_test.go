@@ -250,7 +250,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromReadme, skipped := deploycheck.FencedGcloudCommands(string(readme))
+	fromReadme, skipped := deploycheck.MarkdownGcloudCommands(string(readme))
 	if len(fromReadme) == 0 {
 		t.Error("README.md: no gcloud command found in its code blocks")
 	}

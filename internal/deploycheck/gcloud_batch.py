@@ -1,6 +1,7 @@
 # Runs many gcloud command lines (JSON on stdin: a list of argument lists, without "gcloud") through
 # one process of the installed gcloud's own CLI, as `gcloud ARGS...` would run each: the parser, then
-# the command until it needs credentials. Prints one JSON line per command: {"out": what it wrote}.
+# the command until it needs credentials. Prints one JSON line per command: {"out": what it wrote,
+# "code": its exit status}.
 # One process instead of one per command: gcloud spends about a second of CPU starting up.
 # GCLOUD_LIB is the SDK's lib folder (that of gcloud.py, the launcher, which sets up sys.path).
 import json, os, sys, tempfile
@@ -19,13 +20,16 @@ for args in commands:
     with tempfile.TemporaryFile() as capture:
         sys.stdout.flush(); sys.stderr.flush()
         os.dup2(capture.fileno(), 1); os.dup2(capture.fileno(), 2)
+        code = 0
         try:
             cli.Execute(args)
-        except BaseException as e:  # gcloud exits on usage errors and on missing credentials
-            if not isinstance(e, SystemExit):
-                print("exception: %r" % (e,), file=sys.stderr)
+        except SystemExit as e:  # gcloud exits on usage errors and on missing credentials
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException as e:
+            code = 1
+            print("exception: %r" % (e,), file=sys.stderr)
         sys.stdout.flush(); sys.stderr.flush()
         os.dup2(saved_out, 1); os.dup2(saved_err, 2)
         capture.seek(0)
         out = capture.read().decode("utf-8", "replace")
-    os.write(saved_out, (json.dumps({"out": out}) + "\n").encode())
+    os.write(saved_out, (json.dumps({"out": out, "code": code}) + "\n").encode())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -19,40 +20,59 @@ const noAccount = "You do not currently have an active account selected"
 var gcloudBatch string
 
 // GcloudParses runs every command (its words, the first being "gcloud") through the installed
-// gcloud with an empty configuration (no account, no project) and returns one problem per command
-// gcloud refuses before it asks for credentials: a usage error, an unknown flag, a resource argument
-// it cannot parse. Nothing reaches Google: without an account gcloud stops there.
+// gcloud with an empty configuration (no account, no project), in an empty folder, and returns one
+// problem per command gcloud refuses before it asks for credentials: a usage error, an unknown flag,
+// a resource argument it cannot parse. Nothing reaches Google: without an account gcloud stops
+// there. A local command that needs no account (gcloud meta ...) passes when it succeeds.
 //
 // The commands run in one gcloud process (gcloud_batch.py drives the SDK's own CLI object, as the
 // gcloud launcher does); each one that process refuses is run again on its own as `gcloud ARGS...`
 // and reported with that output, so a problem is always what the command line itself gets.
 func GcloudParses(ctx context.Context, commands [][]string) ([]string, error) {
-	config, err := os.MkdirTemp("", "gcloud-config-")
+	tmp, err := os.MkdirTemp("", "gcloud-parse-")
 	if err != nil {
-		return nil, fmt.Errorf("gcloud config dir: %w", err)
+		return nil, fmt.Errorf("gcloud temp dir: %w", err)
 	}
-	defer os.RemoveAll(config)
+	defer os.RemoveAll(tmp)
+	config, work := filepath.Join(tmp, "config"), filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, fmt.Errorf("gcloud work dir: %w", err)
+	}
 	env := append(os.Environ(), "CLOUDSDK_CONFIG="+config, "CLOUDSDK_CORE_DISABLE_PROMPTS=1",
 		"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1", "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1")
-	outputs, err := gcloudBatchRun(ctx, env, commands)
+	results, err := gcloudBatchRun(ctx, env, work, commands)
 	if err != nil {
 		return nil, err
 	}
 	var refused []string
 	for i, words := range commands {
-		if strings.Contains(outputs[i], noAccount) {
+		if results[i].parsed() {
 			continue
 		}
-		out, _ := gcloud(ctx, env, words[1:]...).CombinedOutput()
-		if !strings.Contains(string(out), noAccount) {
-			refused = append(refused, fmt.Sprintf("gcloud refuses %s\n%s", quoteWords(words), firstLines(string(out), 4)))
+		cmd := exec.CommandContext(ctx, "gcloud", words[1:]...)
+		cmd.Env, cmd.Dir = env, work
+		out, err := cmd.CombinedOutput()
+		if r := (gcloudResult{Out: string(out), Code: cmd.ProcessState.ExitCode()}); err != nil && !r.parsed() {
+			refused = append(refused, fmt.Sprintf("gcloud refuses %s\n%s", quoteWords(words), firstLines(r.Out, 4)))
 		}
 	}
 	return refused, ctx.Err()
 }
 
-// gcloudBatchRun runs commands in one process of the SDK's CLI and returns what each one wrote.
-func gcloudBatchRun(ctx context.Context, env []string, commands [][]string) ([]string, error) {
+// gcloudResult is what one gcloud command wrote and its exit status.
+type gcloudResult struct {
+	Out  string
+	Code int
+}
+
+// parsed says whether gcloud took the command: it got as far as asking for an account, or it
+// needed none and succeeded.
+func (r gcloudResult) parsed() bool {
+	return r.Code == 0 || strings.Contains(r.Out, noAccount)
+}
+
+// gcloudBatchRun runs commands in one process of the SDK's CLI, in dir, and returns their results.
+func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
 	launcher, err := exec.LookPath("gcloud")
 	if err != nil {
 		return nil, fmt.Errorf("gcloud is not on the PATH: %w", err)
@@ -76,7 +96,7 @@ func gcloudBatchRun(ctx context.Context, env []string, commands [][]string) ([]s
 	}
 	cmd := exec.CommandContext(ctx, python, "-c", gcloudBatch)
 	cmd.Env = append(env, "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
-	cmd.Dir = os.TempDir()
+	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(input)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -84,25 +104,18 @@ func gcloudBatchRun(ctx context.Context, env []string, commands [][]string) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("gcloud batch (%s): %w\n%s", sdk, err, firstLines(stderr.String(), 10))
 	}
-	var outputs []string
+	var outputs []gcloudResult
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var result struct{ Out string }
+		var result gcloudResult
 		if err := json.Unmarshal([]byte(line), &result); err != nil {
 			return nil, fmt.Errorf("gcloud batch output %q: %w", line, err)
 		}
-		outputs = append(outputs, result.Out)
+		outputs = append(outputs, result)
 	}
 	if len(outputs) != len(commands) {
 		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
 	}
 	return outputs, nil
-}
-
-func gcloud(ctx context.Context, env []string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "gcloud", args...)
-	cmd.Env = env
-	cmd.Dir = os.TempDir() // nothing of the repository is read or uploaded
-	return cmd
 }
 
 // quoteWords prints words as a shell command line.
@@ -139,19 +152,33 @@ func Commands(listing string) ([][]string, error) {
 	return commands, nil
 }
 
-// FencedGcloudCommands returns the gcloud command lines inside the fenced code blocks of a Markdown
-// text (a line ending in a backslash continues), and how many it left out because they use the
+// inlineGcloud matches a gcloud command in a Markdown code span.
+var inlineGcloud = regexp.MustCompile("`(gcloud [^`]+)`")
+
+// MarkdownGcloudCommands returns the gcloud commands of a Markdown text: the lines of its fenced code
+// blocks that start with gcloud (a line ending in a backslash continues; a trailing " # comment" is
+// dropped) and its code spans that do. It also says how many it left out because they use the
 // shell (variables, substitutions, pipes) and so cannot be checked as written.
-func FencedGcloudCommands(markdown string) (commands [][]string, skipped int) {
+func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) {
+	add := func(line string) {
+		if words, err := SplitWords(strings.TrimSpace(line)); err == nil {
+			commands = append(commands, words)
+		} else {
+			skipped++
+		}
+	}
 	inFence := false
 	var pending string
 	for _, line := range strings.Split(markdown, "\n") {
 		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
+		switch {
+		case strings.HasPrefix(trimmed, "```"):
 			inFence, pending = !inFence, ""
 			continue
-		}
-		if !inFence {
+		case !inFence:
+			for _, m := range inlineGcloud.FindAllStringSubmatch(line, -1) {
+				add(m[1])
+			}
 			continue
 		}
 		if pending != "" {
@@ -163,12 +190,7 @@ func FencedGcloudCommands(markdown string) (commands [][]string, skipped int) {
 		}
 		pending = ""
 		if code, _, _ := strings.Cut(trimmed, " #"); strings.HasPrefix(code, "gcloud ") {
-			words, err := SplitWords(strings.TrimSpace(code))
-			if err != nil {
-				skipped++
-				continue
-			}
-			commands = append(commands, words)
+			add(code)
 		}
 	}
 	return commands, skipped
