@@ -14,11 +14,11 @@ import (
 )
 
 // module is a parsed Terraform module with its variables and locals evaluated. Resources are not
-// applied: an attribute that depends on one is unknown unless simulate gave that resource a value.
+// applied: an attribute that depends on one is unknown unless a reader of LoadTerraform gave that
+// resource a value.
 type module struct {
-	blocks    []*hclsyntax.Block
-	ctx       *hcl.EvalContext
-	resources map[string]map[string]cty.Value // type => name => value
+	blocks []*hclsyntax.Block
+	ctx    *hcl.EvalContext
 }
 
 // LoadTerraform reads the module in dir with vars overriding the variables' defaults.
@@ -30,49 +30,46 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 	d := Deployment{Source: "terraform", DeadLetters: map[string]DeadLetter{}}
 	project := m.ctx.Variables["var"].GetAttr("project").AsString()
 
-	// Topics first: the functions and the scheduler job refer to them.
-	err = m.eachInstance("google_pubsub_topic", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
-		topic, err := m.str(body, ctx, "name")
-		d.Topics = append(d.Topics, topic)
-		id := cty.StringVal("projects/" + project + "/topics/" + topic)
-		return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(topic), "id": id}), err
-	})
-	if err == nil {
-		err = m.eachInstance("google_pubsub_subscription", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+	trimTopic := func(id string) string { return strings.TrimPrefix(id, "projects/"+project+"/topics/") }
+	// Each reader records what one resource type creates and returns the value other resources see
+	// for an instance. In order: topics and subscriptions first, which the functions refer to.
+	readers := []struct {
+		typ  string
+		read func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error)
+	}{
+		{"google_pubsub_topic", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+			topic, err := m.str(body, ctx, "name")
+			d.Topics = append(d.Topics, topic)
+			id := cty.StringVal("projects/" + project + "/topics/" + topic)
+			return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(topic), "id": id}), err
+		}},
+		{"google_pubsub_subscription", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			topic, err := m.str(body, ctx, "topic")
-			d.SubscribedTopics = append(d.SubscribedTopics, strings.TrimPrefix(topic, "projects/"+project+"/topics/"))
+			d.SubscribedTopics = append(d.SubscribedTopics, trimTopic(topic))
 			return cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("projects/" + project + "/subscriptions/" + name)}), err
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_cloudfunctions2_function", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"google_cloudfunctions2_function", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			f, err := m.function(body, ctx)
 			d.Functions = append(d.Functions, f)
 			service := cty.ObjectVal(map[string]cty.Value{"service": cty.StringVal(strings.ToLower(f.Name))})
 			return cty.ObjectVal(map[string]cty.Value{
 				"name": cty.StringVal(f.Name), "url": cty.UnknownVal(cty.String), "service_config": cty.TupleVal([]cty.Value{service}),
 			}), err
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_cloud_run_service_iam_member", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"google_cloud_run_service_iam_member", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			return cty.DynamicVal, m.markPublic(&d, body, ctx)
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_cloud_scheduler_job", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"google_cloud_scheduler_job", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			for _, target := range m.expand(body, "pubsub_target", ctx) {
 				topic, err := m.str(target.body, target.ctx, "topic_name")
-				d.SchedulerTopics = append(d.SchedulerTopics, strings.TrimPrefix(topic, "projects/"+project+"/topics/"))
 				if err != nil {
 					return cty.DynamicVal, err
 				}
+				d.SchedulerTopics = append(d.SchedulerTopics, trimTopic(topic))
 			}
 			return cty.DynamicVal, nil
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("terraform_data", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"terraform_data", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			for _, p := range m.expand(body, "provisioner", ctx) {
 				command, err := m.str(p.body, p.ctx, "command")
 				if err != nil {
@@ -81,14 +78,17 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 				d.LocalExec = append(d.LocalExec, strings.Fields(command))
 			}
 			return cty.DynamicVal, nil
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_firestore_field", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"google_firestore_field", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			return cty.DynamicVal, m.field(&d, body, ctx)
-		})
+		}},
 	}
-	return d, err
+	for _, r := range readers {
+		if err := m.eachInstance(r.typ, r.read); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
 }
 
 // ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
@@ -230,7 +230,7 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 		return nil, fmt.Errorf("no .tf files in %s: %v", dir, err)
 	}
 	parser := hclparse.NewParser()
-	m := &module{resources: map[string]map[string]cty.Value{}}
+	m := &module{}
 	for _, file := range files {
 		f, diags := parser.ParseHCLFile(file)
 		if diags.HasErrors() {
