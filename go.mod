@@ -6,6 +6,7 @@ require (
 	cloud.google.com/go/firestore v1.29.2
 	cloud.google.com/go/pubsub/v2 v2.8.1
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
+	github.com/bmatcuk/doublestar/v4 v4.10.0
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/hcl/v2 v2.25.0

@@ -13,7 +13,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/api/option"
 
-	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -50,6 +49,17 @@ func init() {
 	}
 }
 
+// firestoreOptions are added to the Firestore client of instance; see UseFirestoreOptions.
+var firestoreOptions []option.ClientOption
+
+// UseFirestoreOptions adds options to the Firestore client this process's functions create on first
+// use. A binary that serves the functions outside Cloud Functions (the local stack, which records
+// commits for load reports) calls it before it serves; the deployed functions never do, so nothing
+// meant for local use is compiled into them.
+func UseFirestoreOptions(opts ...option.ClientOption) {
+	firestoreOptions = append(firestoreOptions, opts...)
+}
+
 // instance is this process's Service, built on first use from the environment.
 var instance = sync.OnceValues(func() (*Service, error) {
 	cfg, err := shared.LoadConfig()
@@ -58,34 +68,12 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	}
 	level, _ := shared.ParseLogLevel(cfg.LogLevel) // validated by LoadConfig
 	log := shared.NewLogger(os.Stdout, level)
-	var opts []option.ClientOption
-	if path := os.Getenv(commitlog.EnvPath); path != "" {
-		opt, err := recordCommits(path)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, opt)
-	}
-	client, err := shared.NewFirestoreClient(context.Background(), cfg, opts...)
+	client, err := shared.NewFirestoreClient(context.Background(), cfg, firestoreOptions...)
 	if err != nil {
 		return nil, err
 	}
 	return NewService(cfg, client, log), nil
 })
-
-// recordCommits makes the Firestore client append every commit to the file at path (local stack
-// only: load reports count what was really written).
-func recordCommits(path string) (option.ClientOption, error) {
-	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
-	if host == "" {
-		return nil, fmt.Errorf("%s is for the local stack: it needs FIRESTORE_EMULATOR_HOST", commitlog.EnvPath)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", commitlog.EnvPath, err)
-	}
-	return commitlog.NewRecorder(f).EmulatorOption(host)
-}
 
 // startupLog reports failures to build the Service, which has no logger of its own then.
 var startupLog = shared.NewLogger(os.Stderr, slog.LevelInfo)

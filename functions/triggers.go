@@ -32,6 +32,8 @@ type Trigger struct {
 	DocumentPattern string
 	// Retry says whether the platform should redeliver an event whose function failed.
 	Retry bool
+	// DeadLetterTopic, when set, is where Pub/Sub parks a message the function failed on too often.
+	DeadLetterTopic string
 }
 
 // Triggers lists every entry point with its production trigger, for the collections in schema.
@@ -40,7 +42,8 @@ func Triggers(schema shared.Schema) []Trigger {
 		{EntryPoint: EntryIncrement},
 		{EntryPoint: EntryCount},
 		{EntryPoint: EntryConfigureCounter},
-		{EntryPoint: EntryIncrementFromPubSub, EventType: EventPubSubMessagePublished, Topic: shared.TopicIncrements, Retry: true},
+		{EntryPoint: EntryIncrementFromPubSub, EventType: EventPubSubMessagePublished, Topic: shared.TopicIncrements, Retry: true,
+			DeadLetterTopic: shared.TopicIncrementsDeadLetter},
 		{EntryPoint: EntryRollupOnShardWrite, EventType: EventFirestoreDocWritten, DocumentPattern: schema.ShardPathPattern(), Retry: true},
 		{EntryPoint: EntryRollupScheduled, EventType: EventPubSubMessagePublished, Topic: shared.TopicRollupTick},
 	}

@@ -25,6 +25,11 @@ Usage: scripts/deploy.sh [options]
   --allow-unauthenticated-increments
                             make Increment public (allUsers may invoke it). Off by default: read
                             README.md, "Public increments", first
+  --max-delivery-attempts N deliveries of an increment message before it is parked in the
+                            dead-letter topic (5..100, default 10)
+  --dead-letter-only        only park the increments that keep failing: attach the dead-letter topic
+                            to the subscription Eventarc made for increment-from-pubsub (what
+                            Terraform runs after it deploys the function)
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
   -h, --help                this help
@@ -42,11 +47,28 @@ readonly OPTIONAL_ENV=(
 # Names fixed by the code (shared/schema.go): topics, fields and the shards subcollection.
 readonly TOPIC_INCREMENTS=counter-increments
 readonly TOPIC_ROLLUP_TICK=counter-rollup-tick
+# Increments that failed --max-delivery-attempts times are parked here (with a pull subscription of
+# the same name that keeps them 7 days) instead of being retried until Pub/Sub drops them.
+readonly TOPIC_DEAD_LETTER=counter-increments-dead-letter
 readonly SHARDS_COLLECTION=shards
 readonly FIELD_COUNT=count
 readonly FIELD_TOUCHED_MINUTE=touched_minute
 readonly FIELD_UPDATED_AT=updated_at
 readonly FIELD_EXPIRES_AT=expires_at
+
+# Per-function deploy settings, one row per function: name, entry point, memory, vCPU ("-": the
+# platform's default for the memory, 0.167 at 256Mi), concurrent requests per instance, timeout, most
+# instances. Cloud Run wants a whole vCPU for a concurrency above 1, and gcloud wants --memory with
+# --cpu. terraform/variables.tf, variable "function_settings", holds the same table: the consistency
+# test (internal/deploycheck) fails when they differ. README.md, "Production limits", says why.
+readonly FUNCTION_SETTINGS='
+increment              Increment            256Mi  1  80  60s   100
+count                  Count                256Mi  -  1   60s   10
+configure-counter      ConfigureCounter     256Mi  -  1   60s   5
+increment-from-pubsub  IncrementFromPubSub  256Mi  -  1   60s   100
+rollup-on-shard-write  RollupOnShardWrite   512Mi  1  80  60s   20
+rollup-scheduled       RollupScheduled      256Mi  -  1   300s  1
+'
 
 readonly RUNTIME_SA_NAME=counters-runtime
 readonly TRIGGER_SA_NAME=counters-trigger
@@ -57,6 +79,8 @@ REGION=${GOOGLE_CLOUD_REGION:-}
 DATABASE=${FIRESTORE_DATABASE:-(default)}
 DATABASE_LOCATION=${FIRESTORE_LOCATION:-}
 DRY_RUN=false
+DEAD_LETTER_ONLY=false
+MAX_DELIVERY_ATTEMPTS=10
 PUBLIC_INCREMENTS=false
 INVOKERS=()
 declare -A ENV_VALUES=()
@@ -96,6 +120,20 @@ missing() {
   ! "$@" >/dev/null 2>&1
 }
 
+# lookup VAR COMMAND... sets VAR to what COMMAND prints, for later commands. A dry run prints the
+# command instead and sets VAR to its own name, which stands in for the answer in the listing.
+lookup() {
+  local -n answer=$1
+  shift
+  if $DRY_RUN; then
+    printf '# %s is what the next command prints\n' "${!answer}"
+    quote "$@"
+    answer=${!answer}
+    return
+  fi
+  answer=$("$@")
+}
+
 # note prints a comment: to stderr normally, as a "#" line in a dry run's listing.
 note() {
   if $DRY_RUN; then printf '# %s\n' "$*"; else printf '%s\n' "$*" >&2; fi
@@ -126,6 +164,8 @@ parse_flags() {
       ;;
     --invoker) INVOKERS+=("${2:?--invoker needs a member}") && shift ;;
     --allow-unauthenticated-increments) PUBLIC_INCREMENTS=true ;;
+    --dead-letter-only) DEAD_LETTER_ONLY=true ;;
+    --max-delivery-attempts) MAX_DELIVERY_ATTEMPTS=${2:?--max-delivery-attempts needs a number} && shift ;;
     --dry-run) DRY_RUN=true ;;
     --list-env)
       printf '%s\n' GOOGLE_CLOUD_PROJECT FIRESTORE_DATABASE "${OPTIONAL_ENV[@]}"
@@ -199,11 +239,35 @@ ensure_identities() {
 
 ensure_topics() {
   local topic
-  for topic in "$TOPIC_INCREMENTS" "$TOPIC_ROLLUP_TICK"; do
+  for topic in "$TOPIC_INCREMENTS" "$TOPIC_ROLLUP_TICK" "$TOPIC_DEAD_LETTER"; do
     if missing gcloud pubsub topics describe "$topic" --project="$PROJECT"; then
       run gcloud pubsub topics create "$topic" --project="$PROJECT"
     fi
   done
+  # A topic keeps nothing by itself: this subscription holds the parked increments for inspection.
+  if missing gcloud pubsub subscriptions describe "$TOPIC_DEAD_LETTER" --project="$PROJECT"; then
+    run gcloud pubsub subscriptions create "$TOPIC_DEAD_LETTER" --project="$PROJECT" \
+      --topic="$TOPIC_DEAD_LETTER" --message-retention-duration=7d --expiration-period=never
+  fi
+}
+
+# attach_dead_letter makes Pub/Sub park an increment message after MAX_DELIVERY_ATTEMPTS failed
+# deliveries. Eventarc made the push subscription of increment-from-pubsub's trigger, so the policy
+# goes on that subscription, and Pub/Sub's service agent needs to read it and publish to the topic.
+attach_dead_letter() {
+  local TRIGGER SUBSCRIPTION PROJECT_NUMBER agent
+  lookup TRIGGER gcloud functions describe increment-from-pubsub --project="$PROJECT" --region="$REGION" \
+    --format='value(eventTrigger.trigger)'
+  lookup SUBSCRIPTION gcloud eventarc triggers describe "$TRIGGER" --project="$PROJECT" --location="$REGION" \
+    --format='value(transport.pubsub.subscription)'
+  lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
+  agent="serviceAccount:service-$PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com"
+  run gcloud pubsub topics add-iam-policy-binding "$TOPIC_DEAD_LETTER" --project="$PROJECT" \
+    --member="$agent" --role=roles/pubsub.publisher
+  run gcloud pubsub subscriptions add-iam-policy-binding "$SUBSCRIPTION" --project="$PROJECT" \
+    --member="$agent" --role=roles/pubsub.subscriber
+  run gcloud pubsub subscriptions update "$SUBSCRIPTION" --project="$PROJECT" \
+    --dead-letter-topic="projects/$PROJECT/topics/$TOPIC_DEAD_LETTER" --max-delivery-attempts="$MAX_DELIVERY_ATTEMPTS"
 }
 
 # configure_fields sets the TTL policy and the single-field index settings the design relies on.
@@ -243,13 +307,19 @@ patch_field_index() {
   printf 'Authorization: Bearer %s\n' "$(gcloud auth print-access-token)" | "${cmd[@]}" >/dev/null
 }
 
-# deploy_function NAME ENTRY_POINT TRIGGER_FLAGS... deploys one function from this folder.
+# deploy_function NAME TRIGGER_FLAGS... deploys one function from this folder, with its row of
+# FUNCTION_SETTINGS.
 deploy_function() {
-  local name=$1 entry_point=$2
-  shift 2
+  local name=$1 row fn entry_point memory cpu concurrency timeout max_instances
+  shift
+  row=$(awk -v name="$name" '$1 == name' <<<"$FUNCTION_SETTINGS")
+  read -r fn entry_point memory cpu concurrency timeout max_instances <<<"$row"
+  [[ $fn == "$name" ]] || die "no FUNCTION_SETTINGS row for $name"
+  local limits=(--memory="$memory" --concurrency="$concurrency" --timeout="$timeout" --max-instances="$max_instances")
+  [[ $cpu == - ]] || limits+=(--cpu="$cpu")
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
-    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" --quiet "$@"
+    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" "${limits[@]}" --quiet "$@"
 }
 
 deploy_functions() {
@@ -257,21 +327,18 @@ deploy_functions() {
   local private=--no-allow-unauthenticated increment_access=--no-allow-unauthenticated
   $PUBLIC_INCREMENTS && increment_access=--allow-unauthenticated
 
-  # Group commit merges the concurrent increments one instance serves: let it serve many at once.
-  deploy_function increment Increment --trigger-http "$increment_access" --concurrency=80 --cpu=1
-  deploy_function count Count --trigger-http "$private"
-  deploy_function configure-counter ConfigureCounter --trigger-http "$private"
-  deploy_function increment-from-pubsub IncrementFromPubSub "${event[@]}" \
-    --trigger-topic="$TOPIC_INCREMENTS" --retry
-  # The Firestore trigger lives where the database is. The roll-up holds an event open for up to one
-  # roll-up interval while it throttles, so one instance serves many events at once.
-  deploy_function rollup-on-shard-write RollupOnShardWrite \
+  deploy_function increment --trigger-http "$increment_access"
+  deploy_function count --trigger-http "$private"
+  deploy_function configure-counter --trigger-http "$private"
+  deploy_function increment-from-pubsub "${event[@]}" --trigger-topic="$TOPIC_INCREMENTS" --retry
+  # The Firestore trigger lives where the database is.
+  deploy_function rollup-on-shard-write \
     --trigger-location="$DATABASE_LOCATION" --trigger-service-account="$TRIGGER_SA" \
     --trigger-event-filters=type=google.cloud.firestore.document.v1.written \
     --trigger-event-filters=database="$DATABASE" \
     --trigger-event-filters-path-pattern=document="$COUNTERS_COLLECTION/{counter}/$SHARDS_COLLECTION/{shard}" \
-    --retry --concurrency=80 --cpu=1 --memory=512Mi
-  deploy_function rollup-scheduled RollupScheduled "${event[@]}" --trigger-topic="$TOPIC_ROLLUP_TICK"
+    --retry
+  deploy_function rollup-scheduled "${event[@]}" --trigger-topic="$TOPIC_ROLLUP_TICK"
 }
 
 grant_invokers() {
@@ -325,12 +392,17 @@ main() {
     if [[ -n ${ENV_VALUES[$name]:-} ]]; then ENV_VARS+=",$name=${ENV_VALUES[$name]}"; fi
   done
 
+  if $DEAD_LETTER_ONLY; then
+    attach_dead_letter
+    return
+  fi
   enable_apis
   ensure_database
   ensure_identities
   ensure_topics
   configure_fields
   deploy_functions
+  attach_dead_letter
   grant_invokers
   ensure_scheduler_job
   print_urls

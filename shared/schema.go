@@ -51,6 +51,9 @@ const (
 	TopicIncrements = "counter-increments"
 	// TopicRollupTick carries Cloud Scheduler's ticks for RollupScheduled.
 	TopicRollupTick = "counter-rollup-tick"
+	// TopicIncrementsDeadLetter parks the messages of TopicIncrements that IncrementFromPubSub failed on
+	// too often (a deployment setting: the code never reads it).
+	TopicIncrementsDeadLetter = "counter-increments-dead-letter"
 )
 
 // UnixMinute is the value of FieldTouchedMinute for a write at t.

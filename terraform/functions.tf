@@ -6,7 +6,7 @@ data "archive_file" "source" {
   output_path = "${path.module}/.build/source.zip"
   excludes = [
     ".git", ".git/**", ".ci/**", ".localstack/**", "bin/**", "cmd/**", "internal/**", "scripts/**",
-    "terraform/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
+    "terraform/**", "publisher/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
     "firestore.rules", "firebase.json", "Makefile",
   ]
 }
@@ -48,9 +48,11 @@ resource "google_cloudfunctions2_function" "function" {
   service_config {
     service_account_email            = google_service_account.identity["runtime"].email
     environment_variables            = local.environment
-    max_instance_request_concurrency = each.value.concurrency
-    available_cpu                    = each.value.cpu
-    available_memory                 = each.value.memory
+    available_memory                 = var.function_settings[each.key].memory
+    available_cpu                    = var.function_settings[each.key].cpu
+    max_instance_request_concurrency = var.function_settings[each.key].concurrency
+    timeout_seconds                  = var.function_settings[each.key].timeout_seconds
+    max_instance_count               = var.function_settings[each.key].max_instances
     all_traffic_on_latest_revision   = true
   }
 
@@ -71,6 +73,13 @@ resource "google_cloudfunctions2_function" "function" {
           operator  = event_filters.key == "document" ? "match-path-pattern" : null
         }
       }
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(local.unknown_environment) == 0
+      error_message = "var.environment: unknown ${join(", ", local.unknown_environment)}; known: ${join(", ", local.optional_environment)}."
     }
   }
 

@@ -6,35 +6,22 @@ locals {
   database_location = var.database_location != "" ? var.database_location : var.region
 
   # Every entry point the code registers, with its production trigger (functions/triggers.go).
+  # Settings (memory, cpu, ...) are in var.function_settings.
   functions = {
-    # Group commit merges the concurrent increments one instance serves: let it serve many at once.
-    Increment = {
-      name        = "increment", event_type = null, topic = null, document = null, retry = false, public = var.public_increments
-      concurrency = var.increment_concurrency, cpu = "1", memory = "256M"
-    }
-    Count = {
-      name        = "count", event_type = null, topic = null, document = null, retry = false, public = false
-      concurrency = 1, cpu = null, memory = "256M"
-    }
-    ConfigureCounter = {
-      name        = "configure-counter", event_type = null, topic = null, document = null, retry = false, public = false
-      concurrency = 1, cpu = null, memory = "256M"
-    }
+    Increment        = { name = "increment", event_type = null, topic = null, document = null, retry = false, public = var.public_increments }
+    Count            = { name = "count", event_type = null, topic = null, document = null, retry = false, public = false }
+    ConfigureCounter = { name = "configure-counter", event_type = null, topic = null, document = null, retry = false, public = false }
     IncrementFromPubSub = {
-      name        = "increment-from-pubsub", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
-      topic       = "counter-increments", document = null, retry = true, public = false
-      concurrency = 1, cpu = null, memory = "256M"
+      name  = "increment-from-pubsub", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+      topic = "counter-increments", document = null, retry = true, public = false
     }
-    # The roll-up holds an event open for up to one roll-up interval: one instance serves many.
     RollupOnShardWrite = {
-      name        = "rollup-on-shard-write", event_type = "google.cloud.firestore.document.v1.written"
-      topic       = null, document = "${var.counters_collection}/{counter}/shards/{shard}", retry = true, public = false
-      concurrency = var.rollup_concurrency, cpu = "1", memory = "512Mi"
+      name  = "rollup-on-shard-write", event_type = "google.cloud.firestore.document.v1.written"
+      topic = null, document = "${var.counters_collection}/{counter}/shards/{shard}", retry = true, public = false
     }
     RollupScheduled = {
-      name        = "rollup-scheduled", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
-      topic       = "counter-rollup-tick", document = null, retry = false, public = false
-      concurrency = 1, cpu = null, memory = "256M"
+      name  = "rollup-scheduled", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+      topic = "counter-rollup-tick", document = null, retry = false, public = false
     }
   }
 
@@ -45,26 +32,24 @@ locals {
   topics = {
     "counter-increments"  = "increments for IncrementFromPubSub"
     "counter-rollup-tick" = "Cloud Scheduler's ticks for RollupScheduled"
+    # Increments that failed var.max_delivery_attempts times are parked here (pubsub.tf).
+    "counter-increments-dead-letter" = "increments IncrementFromPubSub kept failing on"
   }
 
-  # The functions' environment (shared/config.go); null means the code's default.
-  environment_settings = {
-    GOOGLE_CLOUD_PROJECT  = var.project
-    FIRESTORE_DATABASE    = var.database
-    COUNTERS_COLLECTION   = var.counters_collection
-    ROLLUPS_COLLECTION    = var.rollups_collection
-    DEDUPE_COLLECTION     = var.dedupe_collection
-    DEFAULT_NUM_SHARDS    = var.default_num_shards
-    MAX_DELTA             = var.max_delta
-    SHARD_COUNT_CACHE_TTL = var.shard_count_cache_ttl
-    REQUEST_TIMEOUT       = var.request_timeout
-    LOG_LEVEL             = var.log_level
-    ROLLUP_INTERVAL       = var.rollup_interval
-    ROLLUP_SWEEP_LOOKBACK = var.rollup_sweep_lookback
-    GROUP_COMMIT_INTERVAL = var.group_commit_interval
-    DEDUPE_TTL            = var.dedupe_ttl
-  }
-  environment = { for name, value in local.environment_settings : name => tostring(value) if value != null }
+  # The optional variables the functions read (shared/config.go, the Env* constants; the consistency
+  # test checks this list). var.environment may set these; a new one is one more name here.
+  optional_environment = [
+    "DEFAULT_NUM_SHARDS", "MAX_DELTA", "SHARD_COUNT_CACHE_TTL", "REQUEST_TIMEOUT", "LOG_LEVEL",
+    "ROLLUP_INTERVAL", "ROLLUP_SWEEP_LOOKBACK", "GROUP_COMMIT_INTERVAL", "DEDUPE_TTL",
+  ]
+  environment = merge(var.environment, {
+    GOOGLE_CLOUD_PROJECT = var.project
+    FIRESTORE_DATABASE   = var.database
+    COUNTERS_COLLECTION  = var.counters_collection
+    ROLLUPS_COLLECTION   = var.rollups_collection
+    DEDUPE_COLLECTION    = var.dedupe_collection
+  })
+  unknown_environment = setsubtract(keys(var.environment), local.optional_environment)
 
   apis = [
     "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",

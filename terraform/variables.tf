@@ -45,16 +45,33 @@ variable "http_invokers" {
   default     = []
 }
 
-variable "increment_concurrency" {
-  description = "Concurrent requests one Increment instance serves. Group commit merges the concurrent increments of a counter in one instance into one shard write."
-  type        = number
-  default     = 80
+# Per-function deploy settings by entry point: the same table as FUNCTION_SETTINGS in
+# scripts/deploy.sh (the consistency test compares them). cpu null is the platform's default for the
+# memory (0.167 vCPU at 256Mi); Cloud Run wants a whole vCPU for a concurrency above 1. To change one
+# value, copy the whole map. README.md, "Production limits", says why each value is what it is.
+variable "function_settings" {
+  description = "Per entry point: memory, cpu (null: the platform's default for the memory), concurrency (requests per instance), timeout_seconds and max_instances."
+  type = map(object({
+    memory          = string
+    cpu             = string
+    concurrency     = number
+    timeout_seconds = number
+    max_instances   = number
+  }))
+  default = {
+    Increment           = { memory = "256Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 100 }
+    Count               = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 10 }
+    ConfigureCounter    = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 5 }
+    IncrementFromPubSub = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 100 }
+    RollupOnShardWrite  = { memory = "512Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 20 }
+    RollupScheduled     = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 300, max_instances = 1 }
+  }
 }
 
-variable "rollup_concurrency" {
-  description = "Concurrent events one RollupOnShardWrite instance serves. The roll-up holds an event open for up to one roll-up interval while it throttles."
+variable "max_delivery_attempts" {
+  description = "Deliveries of an increment message before Pub/Sub parks it in counter-increments-dead-letter (5..100)."
   type        = number
-  default     = 80
+  default     = 10
 }
 
 variable "counters_collection" {
@@ -75,56 +92,8 @@ variable "dedupe_collection" {
   default     = "counter_dedupe"
 }
 
-variable "default_num_shards" {
-  description = "DEFAULT_NUM_SHARDS: shard count of a counter created by its first increment (1..1000). Null: the code's default (10)."
-  type        = number
-  default     = null
-}
-
-variable "max_delta" {
-  description = "MAX_DELTA: largest magnitude of one increment. Null: the code's default (1000000)."
-  type        = number
-  default     = null
-}
-
-variable "shard_count_cache_ttl" {
-  description = "SHARD_COUNT_CACHE_TTL: how long an instance trusts a cached shard count (Go duration). Null: the code's default (30s)."
-  type        = string
-  default     = null
-}
-
-variable "request_timeout" {
-  description = "REQUEST_TIMEOUT: bound on one request's database work (Go duration). Null: the code's default (10s)."
-  type        = string
-  default     = null
-}
-
-variable "log_level" {
-  description = "LOG_LEVEL: DEBUG, INFO, WARNING or ERROR. Null: the code's default (INFO)."
-  type        = string
-  default     = null
-}
-
-variable "rollup_interval" {
-  description = "ROLLUP_INTERVAL: at most one roll-up write per counter per interval (Go duration). Null: the code's default (1s)."
-  type        = string
-  default     = null
-}
-
-variable "rollup_sweep_lookback" {
-  description = "ROLLUP_SWEEP_LOOKBACK: how far back the scheduled sweep looks for written shards (Go duration, at least 2m). Null: the code's default (10m)."
-  type        = string
-  default     = null
-}
-
-variable "group_commit_interval" {
-  description = "GROUP_COMMIT_INTERVAL: least time between two shard writes of one counter by one instance; concurrent increments share a write (Go duration; 0s writes every increment on its own, as the Firebase guide does). Null: the code's default (125ms)."
-  type        = string
-  default     = null
-}
-
-variable "dedupe_ttl" {
-  description = "DEDUPE_TTL: how long a keyed increment's dedupe record is kept (Go duration). Null: the code's default (about 8 days)."
-  type        = string
-  default     = null
+variable "environment" {
+  description = "Optional environment variables of the functions (README.md, \"Configuration\"), e.g. { MAX_DELTA = \"100\", ROLLUP_INTERVAL = \"2s\" }; a name not given keeps the code's default. The collection names have variables of their own."
+  type        = map(string)
+  default     = {}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
 	_ "github.com/shardcount/counters" // registers every function, as the deployed root package does
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/localstack"
 )
 
@@ -65,8 +67,16 @@ func main() {
 // serveFunctions is the child process that serves every registered function, as Cloud Functions
 // does, bound to loopback (LOCAL_ONLY=true) on $PORT. Pub/Sub-triggered functions are also served
 // below /<EntryPoint>/, where the emulator's push subscriptions deliver with the topic in the path
-// (see localstack.RegisterPushPaths).
+// (see localstack.RegisterPushPaths). With COMMIT_LOG set (the load harness), the functions' Firestore
+// client records every commit to that file.
 func serveFunctions() error {
+	recordCommits, err := commitlog.OptionFromEnv()
+	if err != nil {
+		return err
+	}
+	if recordCommits != nil {
+		functions.UseFirestoreOptions(recordCommits)
+	}
 	if err := localstack.RegisterPushPaths(context.Background()); err != nil {
 		return err
 	}

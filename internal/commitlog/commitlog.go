@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,25 @@ func (r *Recorder) EmulatorOption(host string) (option.ClientOption, error) {
 		return nil, fmt.Errorf("connect to the Firestore emulator at %s: %w", host, err)
 	}
 	return option.WithGRPCConn(conn), nil
+}
+
+// OptionFromEnv returns the Firestore client option that records every commit to the file $COMMIT_LOG
+// (EnvPath) names, appending, or nil when the variable is unset. It needs FIRESTORE_EMULATOR_HOST:
+// the commit log is for the local stack and the load harness, never for a deployment.
+func OptionFromEnv() (option.ClientOption, error) {
+	path := os.Getenv(EnvPath)
+	if path == "" {
+		return nil, nil
+	}
+	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	if host == "" {
+		return nil, fmt.Errorf("%s is for the local stack: it needs FIRESTORE_EMULATOR_HOST", EnvPath)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvPath, err)
+	}
+	return NewRecorder(f).EmulatorOption(host)
 }
 
 // emulatorOwner authenticates as the emulator's owner, as the Firestore client does for the emulator:

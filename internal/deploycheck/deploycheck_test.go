@@ -1,12 +1,15 @@
 package deploycheck_test
 
 import (
+	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -18,30 +21,18 @@ import (
 // root is the repository, seen from this package's folder.
 const root = "../.."
 
-// plannedEnv are variables the deployments already expose for work in progress elsewhere, before
-// shared/config.go declares them. Once it does, the entry is redundant (the test says so); a name the
-// code ends up spelling differently still fails the reverse check (every name the code reads must be
-// configurable), so drift cannot hide here.
-var plannedEnv = map[string]string{}
-
-// codeEnv returns the names shared/ reads and the names a deployment may set.
-func codeEnv(t *testing.T) (declared, allowed map[string]bool) {
+// codeEnv returns the names of the environment variables shared/ reads (its Env* constants).
+func codeEnv(t *testing.T) map[string]bool {
 	t.Helper()
 	consts, err := deploycheck.EnvNames(filepath.Join(root, "shared"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared, allowed = map[string]bool{}, map[string]bool{}
+	names := map[string]bool{}
 	for _, name := range consts {
-		declared[name], allowed[name] = true, true
+		names[name] = true
 	}
-	for name := range plannedEnv {
-		if declared[name] {
-			t.Logf("%s is now declared in shared/: remove it from plannedEnv", name)
-		}
-		allowed[name] = true
-	}
-	return declared, allowed
+	return names
 }
 
 // want is what the code says a deployment with these settings must be.
@@ -51,10 +42,9 @@ func want(t *testing.T, schema shared.Schema, location string, public ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, allowed := codeEnv(t)
 	return deploycheck.Want{
 		Triggers: functions.Triggers(schema), Schema: schema, Runtime: runtime,
-		Database: "(default)", DatabaseLocation: location, EnvNames: allowed, Public: public,
+		Database: "(default)", DatabaseLocation: location, Public: public,
 	}
 }
 
@@ -104,6 +94,17 @@ func terraform(t *testing.T, vars map[string]cty.Value) deploycheck.Deployment {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the module runs on the applying machine is deploy.sh: its dry run says what it does.
+	for _, command := range d.LocalExec {
+		if len(command) < 2 || command[0] != "bash" || filepath.Base(command[1]) != "deploy.sh" {
+			t.Fatalf("terraform runs %q: the checks know only scripts/deploy.sh", command)
+		}
+		ran, err := deploycheck.ParseDryRun(deployScript(t, append(command[2:], "--dry-run")...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(d.DeadLetters, ran.DeadLetters)
+	}
 	return d
 }
 
@@ -144,39 +145,35 @@ func TestDatabaseLocationDefaultsToTheRegion(t *testing.T) {
 		want(t, shared.DefaultConfig().Schema, "r"))
 }
 
-// TestEnvironmentNamesAreTheCodes: both deployments can set every variable the code reads, and
-// nothing else.
+// TestEnvironmentNamesAreTheCodes: given every optional variable they know, both deployments give
+// every function exactly the variables the code reads: none missing, none the code ignores.
 func TestEnvironmentNamesAreTheCodes(t *testing.T) {
-	declared, allowed := codeEnv(t)
-	tfNames, err := deploycheck.LocalKeys(filepath.Join(root, "terraform"), "environment_settings")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scriptNames := strings.Fields(deployScript(t, "--list-env"))
-	for source, names := range map[string][]string{"terraform local.environment_settings": tfNames, "deploy.sh --list-env": scriptNames} {
-		for _, name := range names {
-			if !allowed[name] {
-				t.Errorf("%s: %s is not read by the code (no Env* constant in shared/)", source, name)
-			}
-		}
-		for name := range declared {
-			if !slices.Contains(names, name) {
-				t.Errorf("%s: the code reads %s but the deployment cannot set it", source, name)
-			}
-		}
-	}
-
-	// Every optional variable given to the script reaches every function.
+	code := slices.Sorted(maps.Keys(codeEnv(t)))
 	var args []string
-	for _, name := range scriptNames {
-		if name != shared.EnvProject && name != shared.EnvDatabase && !strings.HasSuffix(name, "_COLLECTION") {
+	for _, name := range strings.Fields(deployScript(t, "--list-env")) {
+		if name != shared.EnvProject && name != shared.EnvDatabase { // from --project and --database
 			args = append(args, "--env", name+"=1")
 		}
 	}
-	for _, f := range dryRun(t, args...).Functions {
-		for i := 1; i < len(args); i += 2 {
-			if name, _, _ := strings.Cut(args[i], "="); f.Env[name] != "1" {
-				t.Errorf("deploy.sh: %s is not deployed with %s", f.Name, args[i])
+	optional, err := deploycheck.LocalStrings(filepath.Join(root, "terraform"), "optional_environment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tfEnv := map[string]cty.Value{}
+	for _, name := range optional {
+		tfEnv[name] = cty.StringVal("1")
+	}
+	for _, d := range []deploycheck.Deployment{dryRun(t, args...), terraform(t, map[string]cty.Value{"environment": cty.MapVal(tfEnv)})} {
+		for _, f := range d.Functions {
+			for _, name := range code {
+				if _, ok := f.Env[name]; !ok {
+					t.Errorf("%s: %s: the code reads %s but the deployment cannot set it", d.Source, f.Name, name)
+				}
+			}
+			for name := range f.Env {
+				if !slices.Contains(code, name) {
+					t.Errorf("%s: %s: sets %s, which the code does not read (no Env* constant in shared/)", d.Source, f.Name, name)
+				}
 			}
 		}
 	}
@@ -191,56 +188,131 @@ func TestScriptRefusesUnknownVariables(t *testing.T) {
 	}
 }
 
-// TestEveryDeployedFunctionHasDistinctNames: both deployments give each entry point the same name.
-func TestEveryDeployedFunctionHasDistinctNames(t *testing.T) {
-	names := map[string]string{}
-	for _, f := range dryRun(t).Functions {
-		names[f.EntryPoint] = f.Name
+// TestBothPathsDeployTheSameSettings: every entry point has the same function name, memory, CPU,
+// concurrency, timeout and max instances in deploy.sh (FUNCTION_SETTINGS) and in Terraform
+// (var.function_settings), and the same dead-letter policy.
+func TestBothPathsDeployTheSameSettings(t *testing.T) {
+	script, tf := dryRun(t), terraform(t, nil)
+	byEntry := map[string]deploycheck.Function{}
+	for _, f := range script.Functions {
+		byEntry[f.EntryPoint] = f
 	}
-	for _, f := range terraform(t, nil).Functions {
-		if names[f.EntryPoint] != f.Name {
-			t.Errorf("%s is deployed as %q by deploy.sh and %q by Terraform", f.EntryPoint, names[f.EntryPoint], f.Name)
+	for _, f := range tf.Functions {
+		if s := byEntry[f.EntryPoint]; s.Name != f.Name || s.Settings != f.Settings {
+			t.Errorf("%s: deploy.sh deploys %s with %+v, terraform %s with %+v", f.EntryPoint, s.Name, s.Settings, f.Name, f.Settings)
 		}
+	}
+	if !maps.Equal(script.DeadLetters, tf.DeadLetters) {
+		t.Errorf("dead letters: deploy.sh %+v, terraform %+v", script.DeadLetters, tf.DeadLetters)
 	}
 }
 
-// TestUploadHoldsWhatTheBuildNeeds: .gcloudignore keeps every file the root package's build needs (go
-// list -deps) and leaves out tests, tools and deployment files. It asks gcloud what it would upload.
-func TestUploadHoldsWhatTheBuildNeeds(t *testing.T) {
+// scriptOptions are the option combinations deploy.sh documents (--help), each on top of
+// --project p --region r.
+var scriptOptions = [][]string{
+	{},
+	{"--database-location", "nam5"},
+	{"--database", "counts", "--database-location", "eur3"},
+	{"--invoker", "serviceAccount:backend@p.iam.gserviceaccount.com", "--invoker", "user:ops@example.com"},
+	{"--allow-unauthenticated-increments"},
+	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen",
+		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
+	{"--max-delivery-attempts", "20"},
+	{"--dead-letter-only"},
+}
+
+// TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option
+// combination, identical lines once) and every gcloud command of README.md through the installed
+// gcloud's own parser: one that gcloud refuses with a usage error fails the test.
+func TestGcloudParsesEveryCommand(t *testing.T) {
+	t.Parallel() // both mostly wait for other processes
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
 	}
-	list := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}`, ".")
-	list.Dir = root
-	deps, err := list.Output()
+	seen := map[string]bool{}
+	var commands [][]string
+	add := func(words []string) {
+		if key := strings.Join(words, "\x00"); !seen[key] && words[0] == "gcloud" {
+			seen[key] = true
+			commands = append(commands, words)
+		}
+	}
+	for _, options := range scriptOptions {
+		listing, err := deploycheck.Commands(deployScript(t, append([]string{"--dry-run", "--project", "p", "--region", "r"}, options...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, words := range listing {
+			add(words)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
+		t.Fatal(err)
 	}
-	abs, _ := filepath.Abs(root)
-	needed := []string{"go.mod", "go.sum"}
-	for _, line := range strings.Split(strings.TrimSpace(string(deps)), "\n") {
-		fields := strings.Fields(line)
-		rel, _ := filepath.Rel(abs, fields[0])
-		for _, f := range fields[1:] {
-			needed = append(needed, filepath.ToSlash(filepath.Join(rel, f)))
-		}
+	fromReadme, skipped := deploycheck.MarkdownGcloudCommands(string(readme))
+	if len(fromReadme) == 0 {
+		t.Error("README.md: no gcloud command found in its code blocks")
 	}
-	upload := exec.Command("gcloud", "meta", "list-files-for-upload")
-	upload.Dir = root
-	out, err := upload.Output()
+	for _, words := range fromReadme {
+		add(words)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	refused, err := deploycheck.GcloudParses(ctx, commands)
 	if err != nil {
-		t.Fatalf("gcloud meta list-files-for-upload: %v", err)
+		t.Fatal(err)
 	}
-	uploaded := strings.Fields(string(out))
-	for _, f := range needed {
-		if !slices.Contains(uploaded, f) {
-			t.Errorf(".gcloudignore leaves out %s, which the build needs", f)
-		}
+	for _, r := range refused {
+		t.Error(r)
 	}
-	for _, f := range uploaded {
-		unneeded := strings.HasSuffix(f, ".go") || slices.ContainsFunc([]string{"internal/", "cmd/", "scripts/", "terraform/", ".git"}, func(p string) bool { return strings.HasPrefix(f, p) })
-		if unneeded && !slices.Contains(needed, f) {
-			t.Errorf(".gcloudignore uploads %s, which the build does not need", f)
-		}
+	t.Logf("gcloud parsed %d distinct commands (%d from README.md; %d README lines use the shell and were left out)",
+		len(commands), len(fromReadme), skipped)
+}
+
+// TestUploadsBuild assembles exactly what each path uploads, gcloud's (.gcloudignore, as gcloud
+// computes it) and Terraform's (the archive_file excludes, as the archive provider applies them),
+// and builds the root package there as the buildpack does. Both leave out tests, tools and
+// deployment files, and upload the same Go files.
+func TestUploadsBuild(t *testing.T) {
+	t.Parallel() // both mostly wait for other processes
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	viaGcloud, err := deploycheck.GcloudUpload(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	excludes, err := deploycheck.ArchiveExcludes(filepath.Join(root, "terraform"), "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaTerraform, err := deploycheck.ArchiveUpload(root, excludes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goFiles := map[string][]string{}
+	for path, files := range map[string][]string{"gcloud": viaGcloud, "terraform": viaTerraform} {
+		t.Run(path, func(t *testing.T) {
+			for _, f := range files {
+				local := slices.ContainsFunc([]string{"cmd/", "internal/", "scripts/", "terraform/", ".git/", "bin/"}, func(p string) bool { return strings.HasPrefix(f, p) })
+				if local || strings.HasSuffix(f, "_test.go") {
+					t.Errorf("%s uploads %s, which the build does not need", path, f)
+				}
+				if strings.HasSuffix(f, ".go") || filepath.Base(f) == "go.mod" || filepath.Base(f) == "go.sum" {
+					goFiles[path] = append(goFiles[path], f)
+				}
+			}
+			if err := deploycheck.BuildUpload(ctx, root, files); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	slices.Sort(goFiles["gcloud"])
+	slices.Sort(goFiles["terraform"])
+	if !slices.Equal(goFiles["gcloud"], goFiles["terraform"]) {
+		t.Errorf("the uploads differ in Go files:\ngcloud    %q\nterraform %q", goFiles["gcloud"], goFiles["terraform"])
 	}
 }

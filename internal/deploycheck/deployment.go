@@ -1,11 +1,15 @@
-// Package deploycheck reads the two deployments of the system, the gcloud commands that
-// scripts/deploy.sh --dry-run prints and the Terraform module in terraform/, into one model
-// (Deployment), and checks that model against the code: the trigger table (functions.Triggers), the
-// runtime go.mod asks for and the environment variables shared/ reads. It works offline: no gcloud
-// call, no provider registry.
+// Package deploycheck checks the two deployments of the system, the gcloud commands that
+// scripts/deploy.sh --dry-run prints and the Terraform module in terraform/, offline:
+//   - against the code and each other: both are read into one model (Deployment) and compared with
+//     the trigger table (functions.Triggers), the runtime go.mod asks for and the environment
+//     variables shared/ reads (Check), and with each other's per-function settings;
+//   - with the real tools: the installed gcloud parses every command (GcloudParses), the files each
+//     path uploads are built as the buildpack builds them (GcloudUpload, ArchiveUpload, BuildUpload),
+//     and the module is checked against the real providers' schema (CheckModuleSchema).
 package deploycheck
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -44,6 +48,31 @@ type Function struct {
 	Public bool
 	// Env is the environment it is deployed with.
 	Env map[string]string
+	// Settings are its memory, CPU and limits.
+	Settings Settings
+}
+
+// Settings are one function's deploy settings: the FUNCTION_SETTINGS table of scripts/deploy.sh and
+// var.function_settings of the Terraform module.
+type Settings struct {
+	// Memory is e.g. 256Mi.
+	Memory string
+	// CPU is the vCPU count, "" for the platform's default for the memory.
+	CPU string
+	// Concurrency is the most requests one instance serves at once.
+	Concurrency int
+	// TimeoutSeconds bounds one request or event.
+	TimeoutSeconds int
+	// MaxInstances is the most instances the function scales out to.
+	MaxInstances int
+}
+
+// DeadLetter is a dead-letter policy.
+type DeadLetter struct {
+	// Topic is the dead-letter topic's short name.
+	Topic string
+	// MaxDeliveryAttempts is how many deliveries fail before a message is parked.
+	MaxDeliveryAttempts int
 }
 
 // Deployment is what one deployment creates, in the terms the checks need.
@@ -62,6 +91,12 @@ type Deployment struct {
 	CollectionGroupIndexes []string
 	// UnindexedFields lists "collection.field" of every field exempt from all indexing.
 	UnindexedFields []string
+	// SubscribedTopics lists the topics the deployment creates a subscription on.
+	SubscribedTopics []string
+	// DeadLetters maps a function's name to the dead-letter policy of its trigger's subscription.
+	DeadLetters map[string]DeadLetter
+	// LocalExec lists the commands (as words) a Terraform module runs on the machine that applies it.
+	LocalExec [][]string
 }
 
 // Want is what the code says a deployment must be.
@@ -74,8 +109,6 @@ type Want struct {
 	Runtime string
 	// Database and DatabaseLocation are the database the deployment targets.
 	Database, DatabaseLocation string
-	// EnvNames are the environment variable names a deployment may set.
-	EnvNames map[string]bool
 	// Public lists the entry points that must be public; every other one must be private.
 	Public []string
 }
@@ -92,8 +125,13 @@ func Check(d Deployment, w Want) []string {
 	}
 	codeTopics := map[string]bool{}
 	for _, t := range w.Triggers {
-		if t.Topic != "" {
-			codeTopics[t.Topic] = true
+		for _, topic := range []string{t.Topic, t.DeadLetterTopic} {
+			if topic != "" {
+				codeTopics[topic] = true
+			}
+		}
+		if t.DeadLetterTopic != "" && !slices.Contains(d.SubscribedTopics, t.DeadLetterTopic) {
+			bad("no subscription keeps the messages parked in %s", t.DeadLetterTopic)
 		}
 		deployed := byEntry[t.EntryPoint]
 		delete(byEntry, t.EntryPoint)
@@ -101,7 +139,7 @@ func Check(d Deployment, w Want) []string {
 			bad("entry point %s is deployed %d times, want once", t.EntryPoint, len(deployed))
 			continue
 		}
-		problems = append(problems, checkFunction(d.Source, deployed[0], t, w)...)
+		problems = append(problems, checkFunction(d.Source, deployed[0], d.DeadLetters[deployed[0].Name], t, w)...)
 	}
 	for entry := range byEntry {
 		bad("entry point %q is deployed but the code has no such entry point (functions.Triggers)", entry)
@@ -133,7 +171,7 @@ func Check(d Deployment, w Want) []string {
 }
 
 // checkFunction compares one deployed function with its trigger in the code.
-func checkFunction(source string, f Function, t functions.Trigger, w Want) []string {
+func checkFunction(source string, f Function, deadLetter DeadLetter, t functions.Trigger, w Want) []string {
 	var problems []string
 	bad := func(format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("%s: %s (%s): ", source, t.EntryPoint, f.Name)+fmt.Sprintf(format, args...))
@@ -148,17 +186,41 @@ func checkFunction(source string, f Function, t functions.Trigger, w Want) []str
 	differ("topic", f.Topic, t.Topic)
 	differ("document path pattern", f.DocumentPattern, t.DocumentPattern)
 	differ("retry", f.Retry, t.Retry)
+	differ("dead-letter topic", deadLetter.Topic, t.DeadLetterTopic)
+	if t.DeadLetterTopic != "" && (deadLetter.MaxDeliveryAttempts < 5 || deadLetter.MaxDeliveryAttempts > 100) {
+		bad("max delivery attempts %d: Pub/Sub allows 5 to 100", deadLetter.MaxDeliveryAttempts)
+	}
+	for _, p := range f.Settings.platformProblems(t.EventType != "") {
+		bad("%s", p)
+	}
 	differ("public", f.Public, slices.Contains(w.Public, t.EntryPoint))
 	if t.DocumentPattern != "" {
 		differ("database filter", f.Database, w.Database)
 		differ("trigger location", f.TriggerLocation, w.DatabaseLocation)
 	}
-	for name := range f.Env {
-		if !w.EnvNames[name] {
-			bad("sets environment variable %s, which the code does not read", name)
-		}
-	}
 	differ("FIRESTORE_DATABASE", f.Env[shared.EnvDatabase], w.Database)
+	return problems
+}
+
+// platformProblems lists the settings Cloud Functions (2nd gen) refuses or that leave a limit unset.
+func (s Settings) platformProblems(event bool) []string {
+	var problems []string
+	if s.Memory == "" {
+		problems = append(problems, "no memory: gcloud refuses --cpu without --memory, and the compute estimate needs it")
+	}
+	if cpu, err := strconv.ParseFloat(cmp.Or(s.CPU, "0"), 64); err != nil || (s.Concurrency > 1 && cpu < 1) {
+		problems = append(problems, fmt.Sprintf("concurrency %d with cpu %q: Cloud Run serves more than one request at a time only with at least 1 vCPU", s.Concurrency, s.CPU))
+	}
+	maxTimeout := 3600 // HTTP functions
+	if event {
+		maxTimeout = 540
+	}
+	if s.TimeoutSeconds < 1 || s.TimeoutSeconds > maxTimeout {
+		problems = append(problems, fmt.Sprintf("timeout %ds: give one explicitly, 1 to %d s", s.TimeoutSeconds, maxTimeout))
+	}
+	if s.MaxInstances < 1 || s.Concurrency < 1 {
+		problems = append(problems, fmt.Sprintf("max instances %d, concurrency %d: give both explicitly", s.MaxInstances, s.Concurrency))
+	}
 	return problems
 }
 

@@ -4,31 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ParseDryRun reads what scripts/deploy.sh --dry-run prints: one shell command per line, "#" lines
 // being comments.
 func ParseDryRun(output string) (Deployment, error) {
-	d := Deployment{Source: "deploy.sh --dry-run"}
-	for n, line := range strings.Split(output, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		words, err := SplitWords(line)
-		if err != nil {
-			return Deployment{}, fmt.Errorf("line %d: %w", n+1, err)
-		}
-		if err := d.addCommand(words); err != nil {
-			return Deployment{}, fmt.Errorf("line %d (%s): %w", n+1, line, err)
+	d := Deployment{Source: "deploy.sh --dry-run", DeadLetters: map[string]DeadLetter{}}
+	commands, err := Commands(output)
+	if err != nil {
+		return Deployment{}, err
+	}
+	var triggerOf string // the function whose trigger the last describe looked up
+	for _, words := range commands {
+		if err := d.addCommand(words, &triggerOf); err != nil {
+			return Deployment{}, fmt.Errorf("%s: %w", quoteWords(words), err)
 		}
 	}
 	return d, nil
 }
 
 // addCommand records what one command creates; commands the checks do not need are ignored.
-func (d *Deployment) addCommand(words []string) error {
+// triggerOf carries the function whose Eventarc trigger a describe command looked up to the
+// subscription update that follows.
+func (d *Deployment) addCommand(words []string, triggerOf *string) error {
 	args, flags := splitFlags(words)
 	field := func() string { return flags.last("--collection-group") + "." + args[len(args)-1] }
 	switch prefix := strings.Join(args[:min(len(args), 4)], " "); {
@@ -40,6 +41,17 @@ func (d *Deployment) addCommand(words []string) error {
 		d.Functions = append(d.Functions, f)
 	case strings.HasPrefix(prefix, "gcloud pubsub topics create"):
 		d.Topics = append(d.Topics, args[len(args)-1])
+	case strings.HasPrefix(prefix, "gcloud pubsub subscriptions create"):
+		d.SubscribedTopics = append(d.SubscribedTopics, flags.last("--topic"))
+	case strings.HasPrefix(prefix, "gcloud functions describe ") && strings.Contains(flags.last("--format"), "eventTrigger.trigger"):
+		*triggerOf = args[3]
+	case strings.HasPrefix(prefix, "gcloud pubsub subscriptions update") && flags.has("--dead-letter-topic"):
+		attempts, err := strconv.Atoi(flags.last("--max-delivery-attempts"))
+		if err != nil || *triggerOf == "" {
+			return fmt.Errorf("want --max-delivery-attempts=N, after a lookup of the function's trigger: %v", err)
+		}
+		_, topic, _ := strings.Cut(flags.last("--dead-letter-topic"), "/topics/")
+		d.DeadLetters[*triggerOf] = DeadLetter{Topic: topic, MaxDeliveryAttempts: attempts}
 	case strings.HasPrefix(prefix, "gcloud scheduler jobs"):
 		d.SchedulerTopics = append(d.SchedulerTopics, flags.last("--topic"))
 	case strings.HasPrefix(prefix, "gcloud firestore fields ttls") && flags.has("--enable-ttl"):
@@ -54,7 +66,15 @@ func (d *Deployment) addCommand(words []string) error {
 
 // functionFromFlags reads one gcloud functions deploy command.
 func functionFromFlags(name string, flags flagSet) (Function, error) {
+	timeout, err := time.ParseDuration(flags.last("--timeout"))
+	if err != nil {
+		return Function{}, fmt.Errorf("function %s: --timeout: %w", name, err)
+	}
 	f := Function{
+		Settings: Settings{
+			Memory: flags.last("--memory"), CPU: flags.last("--cpu"), TimeoutSeconds: int(timeout.Seconds()),
+			Concurrency: atoi(flags.last("--concurrency")), MaxInstances: atoi(flags.last("--max-instances")),
+		},
 		Name:            name,
 		EntryPoint:      flags.last("--entry-point"),
 		Runtime:         flags.last("--runtime"),
@@ -94,6 +114,12 @@ func functionFromFlags(name string, flags flagSet) (Function, error) {
 		}
 	}
 	return f, nil
+}
+
+// atoi is strconv.Atoi with 0 for what is not a number: the checks then say the setting is missing.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // addFieldPatch records a Firestore Admin API field update (PATCH .../collectionGroups/C/fields/F).

@@ -14,11 +14,11 @@ import (
 )
 
 // module is a parsed Terraform module with its variables and locals evaluated. Resources are not
-// applied: an attribute that depends on one is unknown unless simulate gave that resource a value.
+// applied: an attribute that depends on one is unknown unless a reader of LoadTerraform gave that
+// resource a value.
 type module struct {
-	blocks    []*hclsyntax.Block
-	ctx       *hcl.EvalContext
-	resources map[string]map[string]cty.Value // type => name => value
+	blocks []*hclsyntax.Block
+	ctx    *hcl.EvalContext
 }
 
 // LoadTerraform reads the module in dir with vars overriding the variables' defaults.
@@ -27,49 +27,92 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 	if err != nil {
 		return Deployment{}, err
 	}
-	d := Deployment{Source: "terraform"}
+	d := Deployment{Source: "terraform", DeadLetters: map[string]DeadLetter{}}
 	project := m.ctx.Variables["var"].GetAttr("project").AsString()
 
-	// Topics first: the functions and the scheduler job refer to them.
-	err = m.eachInstance("google_pubsub_topic", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
-		topic, err := m.str(body, ctx, "name")
-		d.Topics = append(d.Topics, topic)
-		id := cty.StringVal("projects/" + project + "/topics/" + topic)
-		return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(topic), "id": id}), err
-	})
-	if err == nil {
-		err = m.eachInstance("google_cloudfunctions2_function", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+	trimTopic := func(id string) string { return strings.TrimPrefix(id, "projects/"+project+"/topics/") }
+	// Each reader records what one resource type creates and returns the value other resources see
+	// for an instance. In order: topics and subscriptions first, which the functions refer to.
+	readers := []struct {
+		typ  string
+		read func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error)
+	}{
+		{"google_pubsub_topic", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+			topic, err := m.str(body, ctx, "name")
+			d.Topics = append(d.Topics, topic)
+			id := cty.StringVal("projects/" + project + "/topics/" + topic)
+			return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(topic), "id": id}), err
+		}},
+		{"google_pubsub_subscription", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+			topic, err := m.str(body, ctx, "topic")
+			d.SubscribedTopics = append(d.SubscribedTopics, trimTopic(topic))
+			return cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("projects/" + project + "/subscriptions/" + name)}), err
+		}},
+		{"google_cloudfunctions2_function", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			f, err := m.function(body, ctx)
 			d.Functions = append(d.Functions, f)
 			service := cty.ObjectVal(map[string]cty.Value{"service": cty.StringVal(strings.ToLower(f.Name))})
 			return cty.ObjectVal(map[string]cty.Value{
 				"name": cty.StringVal(f.Name), "url": cty.UnknownVal(cty.String), "service_config": cty.TupleVal([]cty.Value{service}),
 			}), err
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_cloud_run_service_iam_member", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"google_cloud_run_service_iam_member", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			return cty.DynamicVal, m.markPublic(&d, body, ctx)
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_cloud_scheduler_job", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"google_cloud_scheduler_job", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			for _, target := range m.expand(body, "pubsub_target", ctx) {
 				topic, err := m.str(target.body, target.ctx, "topic_name")
-				d.SchedulerTopics = append(d.SchedulerTopics, strings.TrimPrefix(topic, "projects/"+project+"/topics/"))
 				if err != nil {
 					return cty.DynamicVal, err
 				}
+				d.SchedulerTopics = append(d.SchedulerTopics, trimTopic(topic))
 			}
 			return cty.DynamicVal, nil
-		})
-	}
-	if err == nil {
-		err = m.eachInstance("google_firestore_field", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+		}},
+		{"terraform_data", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
+			for _, p := range m.expand(body, "provisioner", ctx) {
+				command, err := m.str(p.body, p.ctx, "command")
+				if err != nil {
+					return cty.DynamicVal, err
+				}
+				d.LocalExec = append(d.LocalExec, strings.Fields(command))
+			}
+			return cty.DynamicVal, nil
+		}},
+		{"google_firestore_field", func(name string, body *hclsyntax.Body, ctx *hcl.EvalContext) (cty.Value, error) {
 			return cty.DynamicVal, m.field(&d, body, ctx)
-		})
+		}},
 	}
-	return d, err
+	for _, r := range readers {
+		if err := m.eachInstance(r.typ, r.read); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
+func ArchiveExcludes(dir, name string) ([]string, error) {
+	m, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range m.blocks {
+		if b.Type != "data" || b.Labels[0] != "archive_file" || b.Labels[1] != name {
+			continue
+		}
+		v, err := m.value(b.Body, m.ctx, "excludes")
+		if err != nil || !v.IsWhollyKnown() || v.IsNull() {
+			return nil, fmt.Errorf("data.archive_file.%s excludes: %v", name, err)
+		}
+		var excludes []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			excludes = append(excludes, e.AsString())
+		}
+		return excludes, nil
+	}
+	return nil, fmt.Errorf("no data.archive_file.%s in %s", name, dir)
 }
 
 // function reads one google_cloudfunctions2_function instance.
@@ -89,6 +132,13 @@ func (m *module) function(body *hclsyntax.Body, ctx *hcl.EvalContext) (Function,
 		get(build.body, build.ctx, "runtime", &f.Runtime)
 	}
 	for _, service := range m.expand(body, "service_config", ctx) {
+		var concurrency, timeout, instances string
+		get(service.body, service.ctx, "available_memory", &f.Settings.Memory)
+		get(service.body, service.ctx, "available_cpu", &f.Settings.CPU)
+		get(service.body, service.ctx, "max_instance_request_concurrency", &concurrency)
+		get(service.body, service.ctx, "timeout_seconds", &timeout)
+		get(service.body, service.ctx, "max_instance_count", &instances)
+		f.Settings.Concurrency, f.Settings.TimeoutSeconds, f.Settings.MaxInstances = atoi(concurrency), atoi(timeout), atoi(instances)
 		env, err := m.value(service.body, service.ctx, "environment_variables")
 		if err != nil || env.IsNull() || !env.IsWhollyKnown() {
 			errs = append(errs, fmt.Errorf("environment_variables: %v", err))
@@ -180,7 +230,7 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 		return nil, fmt.Errorf("no .tf files in %s: %v", dir, err)
 	}
 	parser := hclparse.NewParser()
-	m := &module{resources: map[string]map[string]cty.Value{}}
+	m := &module{}
 	for _, file := range files {
 		f, diags := parser.ParseHCLFile(file)
 		if diags.HasErrors() {
@@ -194,7 +244,7 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 			"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(abs), "root": cty.StringVal(abs)}),
 		},
 		Functions: map[string]function.Function{
-			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc,
+			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc, "join": stdlib.JoinFunc, "setsubtract": stdlib.SetSubtractFunc,
 			"setproduct": stdlib.SetProductFunc, "lower": stdlib.LowerFunc,
 			"tostring": stdlib.MakeToFunc(cty.String), "toset": stdlib.MakeToFunc(cty.Set(cty.String)),
 		},
@@ -291,31 +341,25 @@ func (m *module) evalLocals() error {
 	return nil
 }
 
-// LocalKeys returns the keys written in the object constructor of local name, without evaluating it.
-func LocalKeys(dir, name string) ([]string, error) {
+// LocalStrings returns local name of the module in dir, a list of strings, evaluated.
+func LocalStrings(dir, name string) ([]string, error) {
 	m, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range m.blocks {
-		if b.Type != "locals" || b.Body.Attributes[name] == nil {
-			continue
-		}
-		cons, ok := b.Body.Attributes[name].Expr.(*hclsyntax.ObjectConsExpr)
-		if !ok {
-			return nil, fmt.Errorf("local.%s is not an object constructor", name)
-		}
-		var keys []string
-		for _, item := range cons.Items {
-			k, diags := item.KeyExpr.Value(nil)
-			if diags.HasErrors() || k.Type() != cty.String {
-				return nil, fmt.Errorf("local.%s: a key is not a literal name", name)
-			}
-			keys = append(keys, k.AsString())
-		}
-		return keys, nil
+	v := m.ctx.Variables["local"]
+	if !v.Type().HasAttribute(name) {
+		return nil, fmt.Errorf("no local.%s in %s", name, dir)
 	}
-	return nil, fmt.Errorf("no local.%s in %s", name, dir)
+	var out []string
+	for it := v.GetAttr(name).ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.Type() != cty.String {
+			return nil, fmt.Errorf("local.%s is not a list of strings", name)
+		}
+		out = append(out, e.AsString())
+	}
+	return out, nil
 }
 
 // eachInstance calls read for every instance of every resource of type typ (one per for_each

@@ -1,0 +1,197 @@
+package deploycheck
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// noAccount is what gcloud says once a command's arguments have parsed and it needs credentials.
+const noAccount = "You do not currently have an active account selected"
+
+//go:embed gcloud_batch.py
+var gcloudBatch string
+
+// GcloudParses runs every command (its words, the first being "gcloud") through the installed
+// gcloud with an empty configuration (no account, no project), in an empty folder, and returns one
+// problem per command gcloud refuses before it asks for credentials: a usage error, an unknown flag,
+// a resource argument it cannot parse. Nothing reaches Google: without an account gcloud stops
+// there. A local command that needs no account (gcloud meta ...) passes when it succeeds.
+//
+// The commands run in one gcloud process (gcloud_batch.py drives the SDK's own CLI object, as the
+// gcloud launcher does); each one that process refuses is run again on its own as `gcloud ARGS...`
+// and reported with that output, so a problem is always what the command line itself gets.
+func GcloudParses(ctx context.Context, commands [][]string) ([]string, error) {
+	tmp, err := os.MkdirTemp("", "gcloud-parse-")
+	if err != nil {
+		return nil, fmt.Errorf("gcloud temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	config, work := filepath.Join(tmp, "config"), filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, fmt.Errorf("gcloud work dir: %w", err)
+	}
+	env := append(os.Environ(), "CLOUDSDK_CONFIG="+config, "CLOUDSDK_CORE_DISABLE_PROMPTS=1",
+		"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1", "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1")
+	results, err := gcloudBatchRun(ctx, env, work, commands)
+	if err != nil {
+		return nil, err
+	}
+	var refused []string
+	for i, words := range commands {
+		if results[i].parsed() {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "gcloud", words[1:]...)
+		cmd.Env, cmd.Dir = env, work
+		out, err := cmd.CombinedOutput()
+		if r := (gcloudResult{Out: string(out), Code: cmd.ProcessState.ExitCode()}); err != nil && !r.parsed() {
+			refused = append(refused, fmt.Sprintf("gcloud refuses %s\n%s", quoteWords(words), firstLines(r.Out, 4)))
+		}
+	}
+	return refused, ctx.Err()
+}
+
+// gcloudResult is what one gcloud command wrote and its exit status.
+type gcloudResult struct {
+	Out  string
+	Code int
+}
+
+// parsed says whether gcloud took the command: it got as far as asking for an account, or it
+// needed none and succeeded.
+func (r gcloudResult) parsed() bool {
+	return r.Code == 0 || strings.Contains(r.Out, noAccount)
+}
+
+// gcloudBatchRun runs commands in one process of the SDK's CLI, in dir, and returns their results.
+func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
+	launcher, err := exec.LookPath("gcloud")
+	if err != nil {
+		return nil, fmt.Errorf("gcloud is not on the PATH: %w", err)
+	}
+	launcher, err = filepath.EvalSymlinks(launcher)
+	if err != nil {
+		return nil, fmt.Errorf("gcloud: %w", err)
+	}
+	sdk := filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
+	python := filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
+	if _, err := os.Stat(python); err != nil {
+		python = "python3" // what the launcher falls back to
+	}
+	args := make([][]string, len(commands))
+	for i, words := range commands {
+		args[i] = words[1:]
+	}
+	input, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("gcloud batch input: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", gcloudBatch)
+	cmd.Env = append(env, "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("gcloud batch (%s): %w\n%s", sdk, err, firstLines(stderr.String(), 10))
+	}
+	var outputs []gcloudResult
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var result gcloudResult
+		if err := json.Unmarshal([]byte(line), &result); err != nil {
+			return nil, fmt.Errorf("gcloud batch output %q: %w", line, err)
+		}
+		outputs = append(outputs, result)
+	}
+	if len(outputs) != len(commands) {
+		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
+	}
+	return outputs, nil
+}
+
+// quoteWords prints words as a shell command line.
+func quoteWords(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = w
+		if w == "" || strings.ContainsAny(w, " '\"$*(){}|;&<>") {
+			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(strings.TrimSpace(s), "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+// Commands returns the commands of a dry-run listing as words, skipping "#" comments and blank lines.
+func Commands(listing string) ([][]string, error) {
+	var commands [][]string
+	for n, line := range strings.Split(listing, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		words, err := SplitWords(line)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		commands = append(commands, words)
+	}
+	return commands, nil
+}
+
+// inlineGcloud matches a gcloud command in a Markdown code span.
+var inlineGcloud = regexp.MustCompile("`(gcloud [^`]+)`")
+
+// MarkdownGcloudCommands returns the gcloud commands of a Markdown text: the lines of its fenced code
+// blocks that start with gcloud (a line ending in a backslash continues; a trailing " # comment" is
+// dropped) and its code spans that do. It also says how many it left out because they use the
+// shell (variables, substitutions, pipes) and so cannot be checked as written.
+func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) {
+	add := func(line string) {
+		if words, err := SplitWords(strings.TrimSpace(line)); err == nil {
+			commands = append(commands, words)
+		} else {
+			skipped++
+		}
+	}
+	inFence := false
+	var pending string
+	for _, line := range strings.Split(markdown, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "```"):
+			inFence, pending = !inFence, ""
+			continue
+		case !inFence:
+			for _, m := range inlineGcloud.FindAllStringSubmatch(line, -1) {
+				add(m[1])
+			}
+			continue
+		}
+		if pending != "" {
+			trimmed = pending + " " + trimmed
+		}
+		if cont, ok := strings.CutSuffix(trimmed, `\`); ok {
+			pending = strings.TrimSpace(cont)
+			continue
+		}
+		pending = ""
+		if code, _, _ := strings.Cut(trimmed, " #"); strings.HasPrefix(code, "gcloud ") {
+			add(code)
+		}
+	}
+	return commands, skipped
+}

@@ -1,0 +1,233 @@
+package deploycheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// ProviderSchemas is the output of `terraform providers schema -json`, or the part of it a module
+// uses: per provider address, the provider's own block and its resource and data source schemas.
+type ProviderSchemas struct {
+	FormatVersion string                     `json:"format_version"`
+	Providers     map[string]*ProviderSchema `json:"provider_schemas"`
+}
+
+// ProviderSchema is one provider's schema.
+type ProviderSchema struct {
+	Provider    *TypeSchema            `json:"provider,omitempty"`
+	Resources   map[string]*TypeSchema `json:"resource_schemas,omitempty"`
+	DataSources map[string]*TypeSchema `json:"data_source_schemas,omitempty"`
+}
+
+// TypeSchema is the schema of one resource type, data source or provider configuration.
+type TypeSchema struct {
+	Version int          `json:"version"`
+	Block   *BlockSchema `json:"block"`
+}
+
+// BlockSchema lists a block's attributes and nested block types.
+type BlockSchema struct {
+	Attributes map[string]*AttributeSchema `json:"attributes,omitempty"`
+	BlockTypes map[string]*NestedBlock     `json:"block_types,omitempty"`
+}
+
+// AttributeSchema says how an attribute may be set. Types and descriptions are left out: the check
+// is about names and presence, and Terraform converts values.
+type AttributeSchema struct {
+	Required   bool `json:"required,omitempty"`
+	Optional   bool `json:"optional,omitempty"`
+	Computed   bool `json:"computed,omitempty"`
+	Deprecated bool `json:"deprecated,omitempty"`
+}
+
+// NestedBlock is a nested block type.
+type NestedBlock struct {
+	NestingMode string       `json:"nesting_mode"`
+	MinItems    int          `json:"min_items,omitempty"`
+	MaxItems    int          `json:"max_items,omitempty"`
+	Block       *BlockSchema `json:"block"`
+}
+
+// metaArguments are what Terraform itself reads in a resource or data block, for any type.
+var metaArguments = []string{"count", "for_each", "depends_on", "provider", "lifecycle", "provisioner", "connection"}
+
+// moduleBlock is a top-level block of a module that a provider schema governs.
+type moduleBlock struct {
+	kind, typ, name string // kind: resource, data or provider
+	body            *hclsyntax.Body
+}
+
+// parseModuleBlocks reads the resource, data and provider blocks of every .tf file of dir.
+func parseModuleBlocks(dir string) ([]moduleBlock, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no .tf files in %s: %v", dir, err)
+	}
+	parser := hclparse.NewParser()
+	var blocks []moduleBlock
+	for _, file := range files {
+		f, diags := parser.ParseHCLFile(file)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("parse %s: %w", file, diags)
+		}
+		for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+			switch b.Type {
+			case "resource", "data":
+				blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[1], b.Body})
+			case "provider":
+				blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[0], b.Body})
+			}
+		}
+	}
+	return blocks, nil
+}
+
+// lookup finds the schema of a module block in any of the providers.
+func (s *ProviderSchemas) lookup(b moduleBlock) *TypeSchema {
+	for addr, p := range s.Providers {
+		switch b.kind {
+		case "resource":
+			if t := p.Resources[b.typ]; t != nil {
+				return t
+			}
+		case "data":
+			if t := p.DataSources[b.typ]; t != nil {
+				return t
+			}
+		case "provider":
+			if strings.HasSuffix(addr, "/"+b.typ) {
+				return p.Provider
+			}
+		}
+	}
+	return nil
+}
+
+// CheckModuleSchema checks every resource, data source and provider block of the module in dir
+// against the providers' schemas: each attribute set is one the schema has and lets a module set
+// (not computed-only), each required attribute is set, each nested block (static or dynamic) is a
+// block type of the schema, recursively. It lists every departure.
+func CheckModuleSchema(dir string, schemas *ProviderSchemas) ([]string, error) {
+	blocks, err := parseModuleBlocks(dir)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for _, b := range blocks {
+		where := b.kind + " " + b.typ + "." + b.name
+		t := schemas.lookup(b)
+		if t == nil || t.Block == nil {
+			problems = append(problems, fmt.Sprintf("%s: no such %s type in the provider schema", where, b.kind))
+			continue
+		}
+		ignore := metaArguments
+		if b.kind == "provider" {
+			ignore = []string{"alias"}
+		}
+		problems = append(problems, checkBlock(where, b.body, t.Block, ignore)...)
+	}
+	return problems, nil
+}
+
+// checkBlock checks one block body against its schema.
+func checkBlock(where string, body *hclsyntax.Body, schema *BlockSchema, ignore []string) []string {
+	var problems []string
+	for name := range body.Attributes {
+		a := schema.Attributes[name]
+		switch {
+		case slices.Contains(ignore, name):
+		case a == nil:
+			problems = append(problems, fmt.Sprintf("%s: unsupported argument %q", where, name))
+		case a.Computed && !a.Optional && !a.Required:
+			problems = append(problems, fmt.Sprintf("%s: %q is computed by the provider and cannot be set", where, name))
+		}
+	}
+	for _, name := range sortedKeys(schema.Attributes) {
+		if schema.Attributes[name].Required && body.Attributes[name] == nil {
+			problems = append(problems, fmt.Sprintf("%s: the required argument %q is missing", where, name))
+		}
+	}
+	counts := map[string]int{}
+	for _, nested := range body.Blocks {
+		typ, content := nested.Type, nested.Body
+		if typ == "dynamic" {
+			typ = nested.Labels[0]
+			content = nil
+			for _, c := range nested.Body.Blocks {
+				if c.Type == "content" {
+					content = c.Body
+				}
+			}
+		}
+		if slices.Contains(ignore, typ) {
+			continue
+		}
+		nb := schema.BlockTypes[typ]
+		if nb == nil {
+			problems = append(problems, fmt.Sprintf("%s: blocks of type %q are not expected here", where, typ))
+			continue
+		}
+		if nested.Type != "dynamic" {
+			counts[typ]++
+		}
+		if content != nil {
+			problems = append(problems, checkBlock(where+"."+typ, content, nb.Block, nil)...)
+		}
+	}
+	for _, typ := range sortedKeys(schema.BlockTypes) {
+		nb, dynamic := schema.BlockTypes[typ], hasDynamic(body, typ)
+		if !dynamic && counts[typ] < nb.MinItems {
+			problems = append(problems, fmt.Sprintf("%s: at least %d %q block(s) required, got %d", where, nb.MinItems, typ, counts[typ]))
+		}
+		if nb.MaxItems > 0 && counts[typ] > nb.MaxItems {
+			problems = append(problems, fmt.Sprintf("%s: at most %d %q block(s) allowed, got %d", where, nb.MaxItems, typ, counts[typ]))
+		}
+	}
+	return problems
+}
+
+func hasDynamic(body *hclsyntax.Body, typ string) bool {
+	return slices.ContainsFunc(body.Blocks, func(b *hclsyntax.Block) bool { return b.Type == "dynamic" && b.Labels[0] == typ })
+}
+
+// SchemaSubset keeps of full (the output of `terraform providers schema -json`) the provider
+// blocks, resource types and data sources the module in dir uses, whole, so that the check can run
+// without the providers. It drops attribute types and descriptions (see AttributeSchema).
+func SchemaSubset(full []byte, dir string) ([]byte, error) {
+	var all ProviderSchemas
+	if err := json.Unmarshal(full, &all); err != nil {
+		return nil, fmt.Errorf("provider schema: %w", err)
+	}
+	blocks, err := parseModuleBlocks(dir)
+	if err != nil {
+		return nil, err
+	}
+	subset := ProviderSchemas{FormatVersion: all.FormatVersion, Providers: map[string]*ProviderSchema{}}
+	for addr, p := range all.Providers {
+		kept := &ProviderSchema{Resources: map[string]*TypeSchema{}, DataSources: map[string]*TypeSchema{}}
+		for _, b := range blocks {
+			switch {
+			case b.kind == "resource" && p.Resources[b.typ] != nil:
+				kept.Resources[b.typ] = p.Resources[b.typ]
+			case b.kind == "data" && p.DataSources[b.typ] != nil:
+				kept.DataSources[b.typ] = p.DataSources[b.typ]
+			case b.kind == "provider" && strings.HasSuffix(addr, "/"+b.typ):
+				kept.Provider = p.Provider
+			}
+		}
+		if kept.Provider != nil || len(kept.Resources) > 0 || len(kept.DataSources) > 0 {
+			subset.Providers[addr] = kept
+		}
+	}
+	out, err := json.MarshalIndent(subset, "", " ")
+	if err != nil {
+		return nil, fmt.Errorf("provider schema subset: %w", err)
+	}
+	return append(out, '\n'), nil
+}
