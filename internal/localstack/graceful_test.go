@@ -151,6 +151,6 @@ func TestServeFunctionsStopsGracefullyOnSIGTERM(t *testing.T) {
 	if !strings.Contains(logs.String(), "every accepted request answered") {
 		t.Errorf("the functions process did not log a complete graceful stop:\n%s", logs.String())
 	}
-	t.Logf("%d increments waiting in groups of a 30 s interval at SIGTERM: %d acknowledged (written at once), %d refused with 503; exit 0 %s after SIGTERM",
-		len(counters)*perCounter, waited, refused, stopped.Round(time.Millisecond))
+	t.Logf("%d increments waiting in groups of a 30 s interval at SIGTERM: %d acknowledged (written at once), %d refused with 503; exited (%v) %s after SIGTERM",
+		len(counters)*perCounter, waited, refused, exitErr, stopped.Round(time.Millisecond))
 }
