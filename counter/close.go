@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // ErrClosed is the error of an increment refused because the Store is closing: it was not applied,
@@ -30,15 +32,8 @@ func (g *groupCommitter) close(ctx context.Context) error {
 		close(g.flush)
 	}
 	g.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		g.loops.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("write pending group commits: %w", ctx.Err())
+	if err := shared.Wait(ctx, &g.loops); err != nil {
+		return fmt.Errorf("write pending group commits: %w", err)
 	}
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // Graceful stop. Cloud Run stops an instance with SIGTERM and kills it 10 s later. The Functions
@@ -56,17 +58,10 @@ func (g *requestGate) refuse() {
 
 // wait returns once every admitted request is answered, or when ctx ends.
 func (g *requestGate) wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		g.active.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("requests still unanswered: %w", ctx.Err())
+	if err := shared.Wait(ctx, &g.active); err != nil {
+		return fmt.Errorf("requests still unanswered: %w", err)
 	}
+	return nil
 }
 
 // gated serves h through the gate: a request that arrives once the process is stopping gets 503 with

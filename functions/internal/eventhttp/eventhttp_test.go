@@ -125,20 +125,15 @@ func TestPushEnvelopeKeepsTheMessage(t *testing.T) {
 	req := post("/f/projects/p/topics/t", map[string]string{"Content-Type": "application/json"},
 		`{"message":{"data":"eyJjb3VudGVyIjoibGlrZXMifQ==","attributes":{"idempotency_key":"k1"},"messageId":"7","publishTime":"2026-11-21T06:00:00Z"},"subscription":"projects/p/subscriptions/s"}`)
 	_, got, _ := serve(t, req, nil)
-	var data struct {
-		Message struct {
-			Data       []byte            `json:"data"`
-			Attributes map[string]string `json:"attributes"`
-			MessageID  string            `json:"messageId"`
-		} `json:"message"`
-		Subscription string `json:"subscription"`
-	}
+	var data map[string]any
 	if err := got.event.DataAs(&data); err != nil {
 		t.Fatal(err)
 	}
-	if string(data.Message.Data) != `{"counter":"likes"}` || data.Message.Attributes["idempotency_key"] != "k1" ||
-		data.Message.MessageID != "7" || data.Subscription != "projects/p/subscriptions/s" {
-		t.Errorf("message data %+v", data)
+	msg, _ := data["message"].(map[string]any)
+	attrs, _ := msg["attributes"].(map[string]any)
+	if msg["data"] != "eyJjb3VudGVyIjoibGlrZXMifQ==" || attrs["idempotency_key"] != "k1" || msg["messageId"] != "7" ||
+		data["subscription"] != "projects/p/subscriptions/s" {
+		t.Errorf("event data %v, want the envelope's message and subscription", data)
 	}
 	if want := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC); !got.event.Time().Equal(want) {
 		t.Errorf("event time %s, want the publish time %s", got.event.Time(), want)
