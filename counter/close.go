@@ -12,9 +12,10 @@ import (
 // so sending it again (to another instance) is safe.
 var ErrClosed = errors.New("the counter store is closing; the increment was not applied")
 
-// Close stops the Store taking increments, for a graceful stop: new increments fail with ErrClosed,
-// every increment waiting in a group commit is written now, without waiting out the interval, and
-// Close returns once each of them has its outcome, or when ctx ends.
+// Close stops the Store taking increments, for a graceful stop: later Increment calls fail with
+// ErrClosed, every increment waiting in a group commit is written now, without waiting out the
+// interval, and Close returns once each of them has its outcome, or when ctx ends. Keyed increments
+// (ApplyOnce) are not grouped: those under way finish on their own.
 func (s *Store) Close(ctx context.Context) error {
 	s.closed.Store(true)
 	if s.groups == nil {
