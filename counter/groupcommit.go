@@ -34,6 +34,9 @@ type groupCommitter struct {
 
 	mu     sync.Mutex
 	groups map[string]*counterGroup
+	closed bool           // set by close: no new increments
+	flush  chan struct{}  // closed by close: write what is pending without waiting out intervals
+	loops  sync.WaitGroup // running commit loops
 }
 
 // counterGroup is one counter's queue of increments waiting for their write.
@@ -54,17 +57,23 @@ type groupOutcome struct {
 }
 
 func newGroupCommitter(store *Store, interval time.Duration) *groupCommitter {
-	return &groupCommitter{store: store, interval: interval, offset: rand.IntN(maxShardRotation), groups: make(map[string]*counterGroup)}
+	return &groupCommitter{store: store, interval: interval, offset: rand.IntN(maxShardRotation),
+		groups: make(map[string]*counterGroup), flush: make(chan struct{})}
 }
 
 // add queues delta for counter id and returns when the write holding it committed or failed.
 func (g *groupCommitter) add(ctx context.Context, id string, delta int64) (int, error) {
 	inc := pendingIncrement{delta: delta, done: make(chan groupOutcome, 1)}
 	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return 0, fmt.Errorf("increment counter %q: %w", id, ErrClosed)
+	}
 	group, running := g.groups[id]
 	if !running {
 		group = &counterGroup{}
 		g.groups[id] = group
+		g.loops.Add(1)
 	}
 	group.pending = append(group.pending, inc)
 	g.mu.Unlock()
@@ -82,11 +91,16 @@ func (g *groupCommitter) add(ctx context.Context, id string, delta int64) (int, 
 
 // commitLoop writes counter id's queued increments, one write per interval, until none are left.
 func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
+	defer g.loops.Done()
 	for {
 		g.mu.Lock()
-		wait := time.Until(group.lastCommit.Add(g.interval))
+		wait := time.NewTimer(time.Until(group.lastCommit.Add(g.interval)))
 		g.mu.Unlock()
-		time.Sleep(wait) // no-op when the last write is an interval old
+		select { // at once when the last write is an interval old, or when the store closes
+		case <-wait.C:
+		case <-g.flush:
+			wait.Stop()
+		}
 
 		g.mu.Lock()
 		n := min(len(group.pending), maxGroupSize)

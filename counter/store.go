@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -29,6 +30,7 @@ type Store struct {
 	pickShard        func(numShards int) int
 	groups           *groupCommitter // nil: one write per increment
 	dedupeTTL        time.Duration
+	closed           atomic.Bool // set by Close
 }
 
 // Options tune a Store.
@@ -70,6 +72,9 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 // instance share one shard write, at most one per interval; otherwise every increment is one write
 // to a random shard, as in the Firebase guide.
 func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard int, err error) {
+	if s.closed.Load() {
+		return 0, fmt.Errorf("increment counter %q: %w", id, ErrClosed)
+	}
 	if s.groups != nil {
 		return s.groups.add(ctx, id, delta)
 	}

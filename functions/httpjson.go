@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/shardcount/counters/shared"
@@ -67,10 +68,17 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	return shared.DecodeJSONObject(body, dst, "the body")
 }
 
-// writeJSON answers with status and v as JSON.
+// writeJSON answers with status and v as JSON, with its Content-Length, so that the answer is
+// complete on the wire once flushed (a stopping process exits right after its last answer).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	body = append(body, '\n')
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing else to do
+	_, _ = w.Write(body) // the client may be gone; nothing else to do
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
-	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/shared"
@@ -25,27 +24,28 @@ var CloudEventEntryPoints = []string{EntryIncrementFromPubSub, EntryRollupOnShar
 // EntryPoints lists every registered entry point.
 var EntryPoints = slices.Concat(HTTPEntryPoints, CloudEventEntryPoints)
 
-// cloudEventFunctions are the CloudEvent entry points by name.
-var cloudEventFunctions = map[string]func(context.Context, event.Event) error{
-	EntryIncrementFromPubSub: lazyCloudEvent((*Service).IncrementFromPubSub),
-	EntryRollupOnShardWrite:  lazyCloudEvent((*Service).RollupOnShardWrite),
-	EntryRollupScheduled:     lazyCloudEvent((*Service).RollupScheduled),
+// handlers are the entry points' handlers by name, as registered. The CloudEvent entry points are
+// registered as HTTP functions that decode their event themselves (see cloudEvent).
+var handlers = map[string]http.HandlerFunc{
+	EntryIncrement:           lazyHTTP((*Service).Increment),
+	EntryCount:               lazyHTTP((*Service).Count),
+	EntryConfigureCounter:    lazyHTTP((*Service).ConfigureCounter),
+	EntryIncrementFromPubSub: lazyHTTP(cloudEvent((*Service).IncrementFromPubSub)),
+	EntryRollupOnShardWrite:  lazyHTTP(cloudEvent((*Service).RollupOnShardWrite)),
+	EntryRollupScheduled:     lazyHTTP(cloudEvent((*Service).RollupScheduled)),
 }
 
-// CloudEventFunction returns the function registered as the CloudEvent entry point name, for servers
-// that must also serve it at another path (the local stack's Pub/Sub push endpoints).
-func CloudEventFunction(name string) (func(context.Context, event.Event) error, bool) {
-	fn, ok := cloudEventFunctions[name]
-	return fn, ok
+// Handler returns the handler registered as entry point name, for servers that must also serve it at
+// another path (the local stack's Pub/Sub push endpoints).
+func Handler(name string) (http.HandlerFunc, bool) {
+	h, ok := handlers[name]
+	return h, ok
 }
 
 // init only registers: every deployed function runs every init, so clients are made on first use.
 func init() {
-	ff.HTTP(EntryIncrement, lazyHTTP((*Service).Increment))
-	ff.HTTP(EntryCount, lazyHTTP((*Service).Count))
-	ff.HTTP(EntryConfigureCounter, lazyHTTP((*Service).ConfigureCounter))
-	for _, name := range CloudEventEntryPoints {
-		ff.CloudEvent(name, cloudEventFunctions[name])
+	for _, name := range EntryPoints {
+		ff.HTTP(name, handlers[name])
 	}
 }
 
@@ -72,7 +72,9 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewService(cfg, client, log), nil
+	s := NewService(cfg, client, log)
+	stopOnSIGTERM(s)
+	return s, nil
 })
 
 // startupLog reports failures to build the Service, which has no logger of its own then.
@@ -87,27 +89,16 @@ func startedInstance(ctx context.Context) (*Service, error) {
 	return s, err
 }
 
-// lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use.
+// lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use and
+// passes through the gate of the graceful stop. A misconfigured function answers 500, so events are
+// redelivered once the configuration is fixed.
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return gated(func(w http.ResponseWriter, r *http.Request) {
 		s, err := startedInstance(r.Context())
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the function is misconfigured; its logs say how"})
 			return
 		}
 		method(s, w, r)
-	}
-}
-
-// lazyCloudEvent adapts a Service method to a CloudEvent function that builds the Service on first
-// use. A misconfigured function fails the event, so the platform redelivers it once the
-// configuration is fixed.
-func lazyCloudEvent(method func(*Service, context.Context, event.Event) error) func(context.Context, event.Event) error {
-	return func(ctx context.Context, e event.Event) error {
-		s, err := startedInstance(ctx)
-		if err != nil {
-			return fmt.Errorf("function cannot start: %w", err)
-		}
-		return method(s, ctx, e)
-	}
+	})
 }

@@ -45,7 +45,8 @@ func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *
 const retryAfterSeconds = "1"
 
 // writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
-// unknown counter, 503 for transient database failures, 500 for the rest. Internal details are logged,
+// unknown counter, 503 for transient database failures and increments refused by a stopping
+// instance, 500 for the rest. Internal details are logged,
 // never sent.
 func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
 	var (
@@ -62,6 +63,9 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it with ConfigureCounter or by incrementing it", Field: "counter"})
+	case errors.Is(err, counter.ErrClosed):
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; the increment was not applied; retry after " + retryAfterSeconds + " s"})
 	case shared.IsRetryable(err):
 		s.log.WarnContext(r.Context(), "transient database failure", "error", err.Error(), "path", r.URL.Path)
 		w.Header().Set("Retry-After", retryAfterSeconds)

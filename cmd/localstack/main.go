@@ -31,6 +31,15 @@ import (
 func main() {
 	// If whatever started us (make, a shell) dies, stop as on SIGTERM rather than orphan the emulators.
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0)
+	if len(os.Args) > 1 && os.Args[1] == localstack.ServeFunctionsCommand {
+		// SIGTERM is the functions' own, as in production: a graceful stop once they serve (see
+		// package functions), the default exit before.
+		if err := serveFunctions(); err != nil {
+			fmt.Fprintln(os.Stderr, "localstack:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -41,8 +50,6 @@ func main() {
 		if opts, err = localstack.OptionsFromEnv(); err == nil {
 			err = localstack.Run(ctx, opts, os.Stdout)
 		}
-	case os.Args[1] == localstack.ServeFunctionsCommand:
-		err = serveFunctions()
 	case os.Args[1] == "exec" && len(os.Args) > 3 && os.Args[2] == "--":
 		var (
 			opts localstack.Options

@@ -42,26 +42,26 @@ func pubsubTriggers() []functions.Trigger {
 func TopicName(project, topic string) string { return "projects/" + project + "/topics/" + topic }
 
 // PushEndpoint is where a push subscription of topicName delivers to entryPoint: the function's path,
-// then the topic's name. The Functions Framework turns a push envelope into a messagePublished
-// CloudEvent whose source it reads from the projects/P/topics/T part of the path; RegisterPushPaths
-// makes the function answer there.
+// then the topic's name. The function turns a push envelope into a messagePublished CloudEvent whose
+// source it reads from the projects/P/topics/T part of the path; RegisterPushPaths makes the function
+// answer there.
 func PushEndpoint(functionsURL, entryPoint, topicName string) string {
 	return functionsURL + "/" + entryPoint + "/" + topicName
 }
 
 // RegisterPushPaths also serves every registered Pub/Sub-triggered function at the subtree
 // /<EntryPoint>/, so that it answers at its PushEndpoint. With FUNCTION_TARGET unset the Functions
-// Framework serves a function at exactly /<EntryPoint>, where a push would be converted with an empty
-// topic in the event source; a push to /<EntryPoint>/projects/P/topics/T would get 404. Cloud Run and
-// Cloud Functions deliver to the one function of the service, so production needs none of this. Call
-// it before starting the framework's server.
+// Framework serves a function at exactly /<EntryPoint>, where a push would get an empty topic in the
+// event source; a push to /<EntryPoint>/projects/P/topics/T would get 404. Cloud Run and Cloud
+// Functions deliver to the one function of the service, so production needs none of this. Call it
+// before starting the framework's server.
 func RegisterPushPaths(ctx context.Context) error {
 	for _, t := range pubsubTriggers() {
-		fn, ok := functions.CloudEventFunction(t.EntryPoint)
+		h, ok := functions.Handler(t.EntryPoint)
 		if !ok {
 			continue // not implemented yet: nothing to serve
 		}
-		if err := funcframework.RegisterCloudEventFunctionContext(ctx, "/"+t.EntryPoint+"/", fn); err != nil {
+		if err := funcframework.RegisterHTTPFunctionContext(ctx, "/"+t.EntryPoint+"/", h); err != nil {
 			return fmt.Errorf("serve %s at its push path: %w", t.EntryPoint, err)
 		}
 	}

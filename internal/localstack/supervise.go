@@ -15,6 +15,10 @@ import (
 // restartDelay is the pause before a crashed functions process is started again.
 const restartDelay = time.Second
 
+// stopGrace is how long the functions process has between SIGTERM and SIGKILL when the stack stops:
+// Cloud Run's 10 s, in which it writes its pending increments and answers its requests.
+const stopGrace = 10 * time.Second
+
 // supervisor keeps the functions process running, as the platform would: a process that dies (a crash,
 // or a kill in a crash-safety test) is started again.
 type supervisor struct {
@@ -40,7 +44,7 @@ func superviseFunctions(ctx context.Context, argv, env []string, out io.Writer) 
 				go func() { exited <- cmd.Wait() }()
 				select {
 				case <-ctx.Done():
-					emulators.StopGroup(cmd.Process.Pid, 5*time.Second)
+					emulators.StopGroup(cmd.Process.Pid, stopGrace)
 					<-exited
 					return
 				case err := <-exited:

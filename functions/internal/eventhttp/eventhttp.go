@@ -1,0 +1,153 @@
+// Package eventhttp serves CloudEvent functions as plain HTTP handlers: each request's event is
+// decoded and handled in the request's own goroutine.
+//
+// The Functions Framework serves CloudEvent functions through cloudevents/sdk-go's HTTP receiver,
+// which hands every request across one shared unbuffered channel to a goroutine started per
+// request. When a caller cancels a request before that goroutine picked a message up, the goroutine
+// leaves and another request's send is orphaned; from then on each delivery waits for the next one
+// to arrive (cloudevents/sdk-go issues #1224 and #1332). Decoding in the request's goroutine
+// (cehttp.NewMessage and binding.ToEvent) has nothing to pair up, so it cannot wedge.
+//
+// The wire formats are production's: binary-mode CloudEvents (ce-* headers, the data as body, as
+// Eventarc sends Firestore and Pub/Sub events), structured mode (application/cloudevents+json), and
+// the Pub/Sub push envelope, which the local stack's push subscriptions send and which becomes the
+// google.cloud.pubsub.topic.v1.messagePublished event Eventarc would deliver.
+package eventhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+)
+
+// MaxBodyBytes bounds a delivery's body: a Pub/Sub message is at most 10 MB (about 13.4 MB in
+// base64), a Firestore event carries two documents of at most 1 MiB each.
+const MaxBodyBytes = 16 << 20
+
+// EventPubSubMessagePublished is the CloudEvent type of a Pub/Sub message.
+const EventPubSubMessagePublished = "google.cloud.pubsub.topic.v1.messagePublished"
+
+// Func is a CloudEvent function: nil acknowledges the event, an error asks for its redelivery.
+type Func func(context.Context, event.Event) error
+
+// Handler serves fn over HTTP. It answers 200 when fn returns nil and 500 when fn fails, so the
+// platform redelivers. A delivery that can never become an event (not a CloudEvent, an invalid one,
+// a body over MaxBodyBytes) is acknowledged with 200 and logged at ERROR on log: redelivering it
+// would only repeat the failure. Methods other than POST get 405.
+func Handler(fn Func, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			answer(w, http.StatusMethodNotAllowed, "CloudEvents are delivered with POST")
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			acknowledgeUndecodable(w, r, log, fmt.Errorf("the body is larger than %d bytes", MaxBodyBytes))
+			return
+		case err != nil:
+			// The sender went away mid-body; it will deliver again.
+			answer(w, http.StatusBadRequest, "the body could not be read")
+			return
+		}
+		e, err := Decode(r, body)
+		if err != nil {
+			acknowledgeUndecodable(w, r, log, err)
+			return
+		}
+		if err := fn(r.Context(), *e); err != nil {
+			answer(w, http.StatusInternalServerError, "the event was not handled; deliver it again")
+			return
+		}
+		answer(w, http.StatusOK, "")
+	})
+}
+
+// Decode reads the CloudEvent of a request whose body was already read: binary or structured mode,
+// or a Pub/Sub push envelope.
+func Decode(r *http.Request, body []byte) (*event.Event, error) {
+	if r.Header.Get("Ce-Id") == "" && !strings.Contains(r.Header.Get("Content-Type"), "cloudevents") {
+		return fromPushEnvelope(r.URL.Path, body)
+	}
+	e, err := binding.ToEvent(r.Context(), cehttp.NewMessage(r.Header, io.NopCloser(bytes.NewReader(body))))
+	if err != nil {
+		return nil, fmt.Errorf("decode CloudEvent: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid CloudEvent: %w", err)
+	}
+	return e, nil
+}
+
+// pushEnvelope is the body of a Pub/Sub push delivery.
+type pushEnvelope struct {
+	Message *struct {
+		MessageID   string    `json:"messageId"`
+		PublishTime time.Time `json:"publishTime"`
+	} `json:"message"`
+	Subscription string `json:"subscription"`
+}
+
+// topicInPath finds the topic a push subscription names in its endpoint's path.
+var topicInPath = regexp.MustCompile(`projects/[^/?]+/topics/[^/?]+`)
+
+// fromPushEnvelope makes the messagePublished event of a Pub/Sub push envelope: its data is the
+// envelope itself ({"message": {...}, "subscription": "..."}), as in the event Eventarc delivers; its
+// ID is the message ID and its source the topic named in the path, as the Functions Framework does.
+func fromPushEnvelope(path string, body []byte) (*event.Event, error) {
+	var env pushEnvelope
+	if err := json.Unmarshal(body, &env); err != nil || env.Message == nil {
+		return nil, fmt.Errorf("the request is neither a CloudEvent nor a Pub/Sub push envelope (no ce-id header, Content-Type not CloudEvents, body without a message)")
+	}
+	topic := topicInPath.FindString(path)
+	if topic == "" {
+		return nil, fmt.Errorf("a Pub/Sub push envelope must be delivered to a path naming its topic (.../projects/P/topics/T), not %q", path)
+	}
+	e := event.New()
+	e.SetID(env.Message.MessageID)
+	e.SetSource("//pubsub.googleapis.com/" + topic)
+	e.SetType(EventPubSubMessagePublished)
+	if !env.Message.PublishTime.IsZero() {
+		e.SetTime(env.Message.PublishTime)
+	}
+	if err := e.SetData(event.ApplicationJSON, json.RawMessage(body)); err != nil {
+		return nil, fmt.Errorf("push envelope: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("push envelope: %w", err)
+	}
+	return &e, nil
+}
+
+// acknowledgeUndecodable answers a delivery that can never be handled with 200, and says why at ERROR.
+func acknowledgeUndecodable(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	log.ErrorContext(r.Context(), "delivery is not a usable CloudEvent; acknowledged without handling it",
+		"path", r.URL.Path, "content_type", r.Header.Get("Content-Type"), "ce_id", r.Header.Get("Ce-Id"), "reason", err.Error())
+	answer(w, http.StatusOK, "")
+}
+
+// answer writes status and a one-line text body with its Content-Length, so that the answer is
+// complete on the wire once flushed, even if the process exits right after.
+func answer(w http.ResponseWriter, status int, msg string) {
+	if msg != "" {
+		msg += "\n"
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", fmt.Sprint(len(msg)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg)
+}

@@ -1,0 +1,117 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Graceful stop. Cloud Run stops an instance with SIGTERM and kills it 10 s later. The Functions
+// Framework's generated main serves with http.ListenAndServe and handles no signal, so without this
+// SIGTERM ends the process at once: increments waiting in a group commit are never written and their
+// callers lose the connection, not knowing whether they counted. So the first request of a process
+// (init only registers) starts a handler that, on SIGTERM, refuses new requests (503, certainly not
+// applied), writes the pending group commits at once, waits until every accepted request is
+// answered, and exits.
+
+// stopGrace bounds the graceful stop: within Cloud Run's 10 s, with room to exit.
+const stopGrace = 8 * time.Second
+
+// requestGate tracks the requests a process has accepted, and refuses new ones once it stops.
+type requestGate struct {
+	mu       sync.Mutex
+	stopping bool
+	active   sync.WaitGroup
+}
+
+// gate is this process's requestGate: the registered entry points pass through it.
+var gate requestGate
+
+// enter admits a request, or returns false once the process is stopping.
+func (g *requestGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopping {
+		return false
+	}
+	g.active.Add(1)
+	return true
+}
+
+// leave marks an admitted request answered.
+func (g *requestGate) leave() { g.active.Done() }
+
+// refuse makes enter refuse every later request.
+func (g *requestGate) refuse() {
+	g.mu.Lock()
+	g.stopping = true
+	g.mu.Unlock()
+}
+
+// wait returns once every admitted request is answered, or when ctx ends.
+func (g *requestGate) wait(ctx context.Context) error {
+	if err := shared.Wait(ctx, &g.active); err != nil {
+		return fmt.Errorf("requests still unanswered: %w", err)
+	}
+	return nil
+}
+
+// gated serves h through the gate: a request that arrives once the process is stopping gets 503 with
+// Retry-After (nothing was done, so retrying elsewhere is safe); an admitted one counts as answered
+// once its answer is flushed to the connection, since the process may exit right after.
+func gated(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !gate.enter() {
+			w.Header().Set("Retry-After", retryAfterSeconds)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfterSeconds + " s"})
+			return
+		}
+		defer gate.leave()
+		h(w, r)
+		_ = http.NewResponseController(w).Flush()
+	}
+}
+
+// Shutdown drains the Service for a graceful stop: new increments are refused (503, not applied) and
+// the increments waiting in group commits are written now; it returns when each has its outcome, or
+// when ctx ends. It does not close the Firestore client, which its caller owns.
+func (s *Service) Shutdown(ctx context.Context) error {
+	if err := s.counters.Close(ctx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+// stopOnSIGTERM makes SIGTERM stop this process gracefully (see stop) and exit.
+func stopOnSIGTERM(s *Service) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		os.Exit(stop(s, stopGrace))
+	}()
+}
+
+// stop refuses new requests, drains s and waits for the accepted requests' answers, within grace;
+// it returns the process's exit code: 0 when every accepted request was answered.
+func stop(s *Service, grace time.Duration) int {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	start := time.Now()
+	s.log.InfoContext(ctx, "SIGTERM: stopping; new requests are refused, pending increments written")
+	gate.refuse()
+	if err := errors.Join(s.Shutdown(ctx), gate.wait(ctx)); err != nil {
+		s.log.ErrorContext(ctx, "graceful stop incomplete; exiting anyway", "error", err.Error(), "elapsed", time.Since(start).String())
+		return 1
+	}
+	s.log.InfoContext(ctx, "stopped: every accepted request answered", "elapsed", time.Since(start).String())
+	return 0
+}
