@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
