@@ -13,7 +13,7 @@ const (
 	panelHeight = 220
 	plotLeft    = 70
 	plotRight   = 170 // room for the legend
-	plotTop     = 40
+	plotTop     = 56
 	panelGap    = 50
 )
 

@@ -320,6 +320,9 @@ func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) err
 			fmt.Fprintf(&b, "- %s: %.2f\n", name, rep.Ratios[name])
 		}
 	}
+	if len(rep.Runs) > 1 {
+		writeSideBySide(&b, rep.Runs)
+	}
 	for i, r := range rep.Runs {
 		fmt.Fprintf(&b, "\n### Timeline: %s\n\n", r.Name)
 		if plotFile != nil {
@@ -332,4 +335,28 @@ func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSideBySide renders the runs' timelines in one table, a column per run, each cell
+// "acknowledged/s, hottest document writes in that second, over the last 10 s, shards".
+func writeSideBySide(b *strings.Builder, runs []Run) {
+	b.WriteString("\n### Side by side, second by second\n\nEach cell: acknowledged/s · hottest document writes in that second · its writes/s over the last 10 s · shards.\n\n| s |")
+	seconds := 0
+	for _, r := range runs {
+		fmt.Fprintf(b, " %s |", r.Name)
+		seconds = max(seconds, len(r.Timeline))
+	}
+	fmt.Fprintf(b, "\n|---|%s\n", strings.Repeat("---|", len(runs)))
+	for i := range seconds {
+		fmt.Fprintf(b, "| %d |", i)
+		for _, r := range runs {
+			if i >= len(r.Timeline) {
+				b.WriteString(" |")
+				continue
+			}
+			s := r.Timeline[i]
+			fmt.Fprintf(b, " %d · %.0f · %.1f · %d |", s.Acknowledged, s.Hottest1s, s.Hottest10s, s.Shards)
+		}
+		b.WriteString("\n")
+	}
 }
