@@ -110,11 +110,12 @@ func TestFaultsKeyedClientsCountExactly(t *testing.T) {
 }
 
 // TestPubSubBurstIsCountedOnce publishes a burst to the stack's Pub/Sub emulator, some messages twice
-// with the same idempotency key: the exact count must take in every published increment once.
+// with the same idempotency key, pushed to 2 instances through the balancer: the exact count must take
+// in every published increment once.
 func TestPubSubBurstIsCountedOnce(t *testing.T) {
 	o := testOptions(t)
 	o.counters, o.republishFraction = 2, 0.2
-	run, err := runPlan(context.Background(), o, plan{via: "pubsub", mode: "group-commit", instances: 1})
+	run, err := runPlan(context.Background(), o, plan{via: "pubsub", mode: "group-commit", instances: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
