@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,11 +17,7 @@ import (
 func TestThreeInstancesShareTheLoadAndCountExactly(t *testing.T) {
 	o := testOptions(t)
 	o.clients, o.counters = 24, 2
-	run, err := runPlan(context.Background(), o, plan{via: "http", mode: "group-commit", instances: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s; answers %v; per instance %v", run.ExactCheck, run.Answers, run.RequestsPerInstance)
+	run := runForTest(t, o, plan{via: "http", mode: "group-commit", instances: 3})
 	if !run.ExactCheckPass || run.Outcomes.Exact != run.Acknowledged || run.Acknowledged == 0 {
 		t.Errorf("exact count: %s (exact %d, acknowledged %d): with no faults they must be equal", run.ExactCheck, run.Outcomes.Exact, run.Acknowledged)
 	}
@@ -96,11 +91,7 @@ func TestFaultsKeyedClientsCountExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := runPlan(context.Background(), o, plan{via: "http", mode: "group-commit", instances: 2, faults: spec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s; answers %v; faults %+v", run.ExactCheck, run.Answers, run.Faults)
+	run := runForTest(t, o, plan{via: "http", mode: "group-commit", instances: 2, faults: spec})
 	if run.Faults == nil || run.Faults.Resets+run.Faults.DroppedResponses == 0 {
 		t.Fatalf("no fault was injected: %+v", run.Faults)
 	}
@@ -115,11 +106,7 @@ func TestFaultsKeyedClientsCountExactly(t *testing.T) {
 func TestPubSubBurstIsCountedOnce(t *testing.T) {
 	o := testOptions(t)
 	o.counters, o.republishFraction = 2, 0.2
-	run, err := runPlan(context.Background(), o, plan{via: "pubsub", mode: "group-commit", instances: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s; answers %v; drained in %s", run.ExactCheck, run.Answers, run.Drain)
+	run := runForTest(t, o, plan{via: "pubsub", mode: "group-commit", instances: 2})
 	if run.Acknowledged != int64(o.messages) || run.Answers["republished (same key)"] == 0 {
 		t.Errorf("published %d of %d messages, %d republished", run.Acknowledged, o.messages, run.Answers["republished (same key)"])
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -14,11 +13,7 @@ import (
 func TestKillingTheFunctionsLosesNoAcknowledgedIncrement(t *testing.T) {
 	o := testOptions(t)
 	o.clients, o.duration, o.counters, o.shards, o.killAt, o.keyedFraction = 32, 6*time.Second, 2, 5, 2*time.Second, 0.5
-	run, err := runPlan(context.Background(), o, plan{via: "http", mode: "group-commit", instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s; answers %v", run.ExactCheck, run.Answers)
+	run := runForTest(t, o, plan{via: "http", mode: "group-commit", instances: 1})
 	if !run.Killed || run.Retries+run.Unknown == 0 {
 		t.Fatalf("no increment was retried or left unknown: the functions process was not killed mid-run (%s, answers %v)", run.ExactCheck, run.Answers)
 	}

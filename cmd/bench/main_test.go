@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/internal/loadreport"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -37,4 +39,15 @@ func testOptions(t *testing.T) options {
 	testenv.FirestoreEmulatorHost(t)
 	return options{clients: 16, duration: 4 * time.Second, counters: 1, shards: 5, localstack: localstackBinary,
 		messages: 300, drainTimeout: 2 * time.Minute}
+}
+
+// runForTest runs p and logs what the report would say about it.
+func runForTest(t *testing.T, o options, p plan) loadreport.Run {
+	t.Helper()
+	run, err := runPlan(context.Background(), o, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s; answers %v; per instance %v; faults %+v; drained in %s", run.Name, run.ExactCheck, run.Answers, run.RequestsPerInstance, run.Faults, run.Drain)
+	return run
 }

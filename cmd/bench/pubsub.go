@@ -27,10 +27,6 @@ func publishLoad(ctx context.Context, o options, s *stack, ids []string, w *watc
 	obs := &observed{outcomes: make([]loadreport.Outcomes, len(ids)), answers: map[string]int64{}, start: time.Now()}
 	t := newTally(obs, w)
 	w.start(obs.start, t)
-	var pace time.Duration
-	if o.rate > 0 {
-		pace = time.Duration(float64(o.clients) / o.rate * float64(time.Second))
-	}
 	next := make(chan int)
 	go func() {
 		defer close(next)
@@ -41,12 +37,9 @@ func publishLoad(ctx context.Context, o options, s *stack, ids []string, w *watc
 	var wg sync.WaitGroup
 	for range o.clients {
 		wg.Go(func() {
-			due := time.Now()
+			pace := newPacer(o)
 			for i := range next {
-				if pace > 0 {
-					due = due.Add(pace)
-					time.Sleep(time.Until(due))
-				}
+				pace.wait()
 				k := i % len(ids)
 				t.offer()
 				began := time.Now()

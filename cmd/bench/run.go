@@ -322,21 +322,14 @@ func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher
 	w.start(obs.start, t)
 	stop := obs.start.Add(o.duration)
 	giveUp := stop.Add(requestTimeout)
-	var pace time.Duration
-	if o.rate > 0 {
-		pace = time.Duration(float64(o.clients) / o.rate * float64(time.Second))
-	}
 	keyed := int(o.keyedFraction*float64(o.clients) + 0.5)
 	var wg sync.WaitGroup
 	for c := range o.clients {
 		cl := &incrementClient{url: s.functionsURL + "/Increment", keyed: c < keyed, answer: t.answer}
 		wg.Go(func() {
-			next := time.Now()
+			pace := newPacer(o)
 			for i := c; time.Now().Before(stop); i++ {
-				if pace > 0 {
-					next = next.Add(pace)
-					time.Sleep(time.Until(next))
-				}
+				pace.wait()
 				k := i % len(ids)
 				t.offer()
 				began := time.Now()
@@ -349,4 +342,27 @@ func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher
 	obs.end = time.Now()
 	w.loadEnded()
 	return obs
+}
+
+// pacer spaces one client's increments so that all clients together offer o.rate per second (no
+// spacing when o.rate is 0).
+type pacer struct {
+	every time.Duration
+	next  time.Time
+}
+
+func newPacer(o options) *pacer {
+	p := &pacer{next: time.Now()}
+	if o.rate > 0 {
+		p.every = time.Duration(float64(o.clients) / o.rate * float64(time.Second))
+	}
+	return p
+}
+
+// wait sleeps until the client's next increment is due.
+func (p *pacer) wait() {
+	if p.every > 0 {
+		p.next = p.next.Add(p.every)
+		time.Sleep(time.Until(p.next))
+	}
 }

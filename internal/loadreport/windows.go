@@ -51,35 +51,27 @@ func (w WriteRates) windowLength(window int) int { return max(1, min(window, w.S
 // (sliding by one second) among the documents for which keep is true (nil keeps all), and that rate.
 // A run shorter than the window is one window. Ties go to the first document in path order.
 func (w WriteRates) Hottest(window int, keep func(doc string) bool) DocRate {
-	n := w.windowLength(window)
 	var best DocRate
-	for doc, counts := range w.PerSecond {
-		if keep != nil && !keep(doc) {
-			continue
+	w.trailing(window, keep, func(doc string, _ int, full bool, rate float64) {
+		if full && (rate > best.WritesPerSecond || (rate == best.WritesPerSecond && rate > 0 && doc < best.Document)) {
+			best = DocRate{Document: doc, WritesPerSecond: rate}
 		}
-		sum := 0
-		for i, c := range counts {
-			sum += c
-			if i >= n {
-				sum -= counts[i-n]
-			}
-			if i < n-1 {
-				continue
-			}
-			rate := float64(sum) / float64(n)
-			if rate > best.WritesPerSecond || (rate == best.WritesPerSecond && rate > 0 && doc < best.Document) {
-				best = DocRate{Document: doc, WritesPerSecond: rate}
-			}
-		}
-	}
+	})
 	return best
 }
 
 // HottestEachSecond is, for every second i, the highest write rate of any kept document over the
 // window of window seconds that ends with second i (shorter at the start of the run).
 func (w WriteRates) HottestEachSecond(window int, keep func(doc string) bool) []float64 {
-	n := w.windowLength(window)
 	out := make([]float64, w.Seconds)
+	w.trailing(window, keep, func(_ string, i int, _ bool, rate float64) { out[i] = max(out[i], rate) })
+	return out
+}
+
+// trailing calls visit for every kept document and second i with the document's write rate over the
+// window that ends with second i; full says whether the window is whole (not cut by the run's start).
+func (w WriteRates) trailing(window int, keep func(doc string) bool, visit func(doc string, i int, full bool, rate float64)) {
+	n := w.windowLength(window)
 	for doc, counts := range w.PerSecond {
 		if keep != nil && !keep(doc) {
 			continue
@@ -90,8 +82,7 @@ func (w WriteRates) HottestEachSecond(window int, keep func(doc string) bool) []
 			if i >= n {
 				sum -= counts[i-n]
 			}
-			out[i] = max(out[i], float64(sum)/float64(min(i+1, n)))
+			visit(doc, i, i >= n-1, float64(sum)/float64(min(i+1, n)))
 		}
 	}
-	return out
 }
