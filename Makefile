@@ -28,7 +28,7 @@ bench: build
 ifeq ($(strip $(ARGS)),)
 	@status=0; \
 	$(BENCH) -out bench/modes -duration 30s || status=1; \
-	$(BENCH) -out bench/instances -modes group-commit -instances 1,4,8,16 -clients 400 -rate 2000 -duration 30s || status=1; \
+	$(BENCH) -out bench/instances -modes group-commit -instances 1,4,8,16 -clients 800 -rate 2000 -duration 30s || status=1; \
 	$(BENCH) -out bench/faults -modes group-commit -instances 2 -duration 20s -keyed-fraction 0.5 -faults 'none;reset=0.02;drop=0.02' || status=1; \
 	$(BENCH) -out bench/ingest -via http,pubsub -modes group-commit -duration 10s -messages 3000 || status=1; \
 	if [ $$status -ne 0 ]; then echo "make bench: an exact count check failed (see the reports' \"exact count check\" row)"; fi; \
