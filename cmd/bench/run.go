@@ -163,14 +163,24 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	}
 	run.Killed = w.killed
 
-	// The exact counts, then how long after the last answer the roll-ups showed them.
-	for i, id := range ids {
-		if obs.outcomes[i].Exact, err = exactCount(s.functionsURL, id); err != nil {
-			return run, err
+	// The exact counts, then how long after the last answer the roll-ups showed them; then the exact
+	// counts again for the check, in case an increment whose client gave up was applied meanwhile.
+	readExact := func() error {
+		for i, id := range ids {
+			if obs.outcomes[i].Exact, err = exactCount(s.functionsURL, id); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if err := readExact(); err != nil {
+		return run, err
 	}
 	run.TrailingEdge = waitRollups(ctx, client, ids, obs)
 	settled := time.Now()
+	if err := readExact(); err != nil {
+		return run, err
+	}
 	w.stop(settled)
 	run.End, run.Settings["logs"] = settled, logDir
 
