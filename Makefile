@@ -1,6 +1,7 @@
 # The two commands a newcomer needs: `make run` (the whole system on the emulators) and `make test`.
 GO ?= go
 LOCALSTACK := bin/localstack
+BENCH := bin/bench
 
 .PHONY: run test build vet publish bench check-deploy clean
 
@@ -17,10 +18,24 @@ run: build
 publish:
 	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
 
-## bench: the load harness, guide mode and group commit side by side on the local stack; report in
-##        bench/report.md and bench/report.json. Flags: make bench ARGS='-clients 64 -duration 60s -counters 1 -shards 10'
+## bench: the load harness on the local stack (see README, Performance). Without ARGS, the default
+##        comparison set (about 12 minutes), each report in bench/<name>/report.md (with plots):
+##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered), faults (a fault
+##        proxy between the functions and Firestore), ingest (HTTP vs Pub/Sub). With ARGS, one
+##        invocation: make bench ARGS='-modes group-commit -instances 4 -duration 30s'
 bench: build
-	$(GO) run ./cmd/bench $(ARGS)
+	$(GO) build -o $(BENCH) ./cmd/bench
+ifeq ($(strip $(ARGS)),)
+	@status=0; \
+	$(BENCH) -out bench/modes -duration 30s || status=1; \
+	$(BENCH) -out bench/instances -modes group-commit -instances 1,4,8,16 -clients 800 -rate 2000 -duration 30s || status=1; \
+	$(BENCH) -out bench/faults -modes group-commit -instances 2 -duration 20s -keyed-fraction 0.5 -faults 'none;reset=0.02;drop=0.02' || status=1; \
+	$(BENCH) -out bench/ingest -via http,pubsub -modes group-commit -duration 10s -messages 3000 || status=1; \
+	if [ $$status -ne 0 ]; then echo "make bench: an exact count check failed (see the reports' \"exact count check\" row)"; fi; \
+	exit $$status
+else
+	$(BENCH) $(ARGS)
+endif
 
 ## vet: static checks
 vet:

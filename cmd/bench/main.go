@@ -1,15 +1,26 @@
-// Command bench is the load harness: it starts the local stack (bin/localstack) once per mode, drives
-// it over HTTP with C concurrent clients for D seconds on K counters, shows live progress, and writes
-// a JSON and a Markdown report with the modes side by side: throughput, latency, Firestore commits and
-// documents written per 1,000 increments (from the commits the functions really made), the hottest
-// document's writes per second, roll-up staleness and write rate, and whether every acknowledged
-// increment is in the exact count.
+// Command bench is the load harness: it starts the local stack (bin/localstack) once per run, drives
+// it with C concurrent clients for D seconds on N counters (over HTTP, or by publishing to Pub/Sub),
+// shows live progress, and writes a JSON and a Markdown report with the runs side by side:
+// throughput, latency, Firestore commits and documents written per 1,000 increments (from the commits
+// the functions really made), the hottest document's writes per second over 1 s and 10 s windows,
+// roll-up staleness and write rate, a per-second timeline with an SVG plot per run, and whether the
+// exact count is what the clients were told.
 //
 //	go run ./cmd/bench -clients 64 -duration 60s -counters 1 -shards 10
-//	go run ./cmd/bench -kill-at 10s   # crash check: SIGKILL the functions process mid-run
+//	go run ./cmd/bench -modes group-commit -instances 1,4,8,16 -rate 2000 -clients 400
+//	go run ./cmd/bench -modes group-commit -instances 2 -faults 'none;reset=0.02;drop=0.02' -keyed-fraction 0.5
+//	go run ./cmd/bench -via pubsub -messages 3000
+//	go run ./cmd/bench -kill-at 10s   # crash check: SIGKILL a functions process mid-run
 //
-// Modes: "guide" writes every increment to a random shard (GROUP_COMMIT_INTERVAL=0), as the Firebase
-// guide's sample does; "group-commit" is the project's default.
+// Runs are every combination of -via, -modes, -instances and -faults. Modes: "guide" writes every
+// increment to a random shard (GROUP_COMMIT_INTERVAL=0), as the Firebase guide's sample does;
+// "group-commit" is the project's default.
+//
+// Clients behave as real clients should: a 503 (certainly not applied) is retried after Retry-After;
+// an unknown outcome (any other 5xx, or the connection lost after the request was sent) is retried
+// only by keyed clients (-keyed-fraction), with the same Idempotency-Key. The exact check then
+// requires acknowledged <= exact <= acknowledged + unknown for every counter, and exact ==
+// acknowledged when no fault or crash was injected; the command exits 2 when a run fails it.
 package main
 
 import (
@@ -18,36 +29,50 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/loadreport"
 )
 
 func main() {
 	var o options
-	flag.IntVar(&o.clients, "clients", 64, "concurrent clients")
-	flag.DurationVar(&o.duration, "duration", 60*time.Second, "how long clients send increments")
+	flag.IntVar(&o.clients, "clients", 64, "concurrent clients (HTTP) or publishers (Pub/Sub)")
+	flag.DurationVar(&o.duration, "duration", 60*time.Second, "how long HTTP clients send increments")
 	flag.IntVar(&o.counters, "counters", 1, "counters the clients spread over")
-	flag.IntVar(&o.shards, "shards", 10, "shards per counter")
+	flag.IntVar(&o.shards, "shards", 10, "shards per counter (ConfigureCounter before the load)")
 	flag.Float64Var(&o.rate, "rate", 0, "offered increments per second over all clients (0: as fast as answers come)")
-	modes := flag.String("modes", "guide,group-commit", "comma-separated modes to run side by side: guide, group-commit")
 	flag.StringVar(&o.groupInterval, "group-interval", "", "GROUP_COMMIT_INTERVAL of the group-commit mode (default: the code's)")
-	flag.DurationVar(&o.killAt, "kill-at", 0, "crash check: SIGKILL the functions process this long into each run (0: never)")
+	flag.DurationVar(&o.killAt, "kill-at", 0, "crash check: SIGKILL a functions process this long into each run (0: never)")
 	flag.StringVar(&o.localstack, "localstack", "bin/localstack", "the local stack binary (make build)")
-	out := flag.String("out", "bench", "directory for report.json and report.md")
+	flag.Float64Var(&o.keyedFraction, "keyed-fraction", 0, "fraction of HTTP clients that send an Idempotency-Key and retry unknown outcomes with it")
+	flag.IntVar(&o.messages, "messages", 3000, "Pub/Sub: increments published in the burst")
+	flag.Float64Var(&o.republishFraction, "republish-fraction", 0.05, "Pub/Sub: fraction of messages published twice with the same idempotency key")
+	flag.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "Pub/Sub: how long to wait for the published increments to be counted")
+	vias := flag.String("via", "http", "comma-separated ways increments arrive: http, pubsub")
+	modes := flag.String("modes", "guide,group-commit", "comma-separated modes: guide, group-commit")
+	instances := flag.String("instances", "1", "comma-separated numbers of functions processes behind the stack's balancer, e.g. 1,4,8,16")
+	faults := flag.String("faults", "", "semicolon-separated fault settings of a proxy between the functions and Firestore, one run each: "+
+		"none, or comma-separated reset=RATE, drop=RATE, delay=DURATION, match=BYTES (e.g. 'none;reset=0.02;drop=0.02')")
+	out := flag.String("out", "bench", "directory for report.json, report.md and the plots")
 	flag.Parse()
 
-	rep := loadreport.Report{Command: "go run ./cmd/bench " + strings.Join(os.Args[1:], " ")}
-	ok := true
-	for _, mode := range strings.Split(*modes, ",") {
-		run, err := runMode(context.Background(), o, mode)
+	plans, err := plansOf(*vias, *modes, *instances, *faults)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	rep := loadreport.Report{Command: "go run ./cmd/bench " + shellWords(os.Args[1:])}
+	for _, p := range plans {
+		run, err := runPlan(context.Background(), o, p)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", mode, err)
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", p.name(), err)
 			os.Exit(1)
 		}
-		ok = ok && run.ExactCheckPass
 		rep.Runs = append(rep.Runs, run)
 	}
 	rep.Compare()
@@ -55,15 +80,97 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if err := rep.WriteMarkdown(os.Stdout); err != nil {
+	if err := rep.WriteMarkdown(os.Stdout, nil); err != nil {
 		os.Exit(1)
 	}
-	if !ok {
-		fmt.Fprintln(os.Stderr, "bench: an acknowledged increment is missing from the exact count")
+	if !rep.Passed() {
+		fmt.Fprintln(os.Stderr, "bench: FAIL: an exact count differs from what the clients were told (see \"exact count check\")")
 		os.Exit(2)
 	}
 }
 
+// plansOf is every combination of the list flags, in the order given.
+func plansOf(vias, modes, instances, faults string) ([]plan, error) {
+	var ks []int
+	for _, s := range strings.Split(instances, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("-instances %q: want numbers of 1 or more, e.g. 1,4,8", instances)
+		}
+		ks = append(ks, k)
+	}
+	specs := []*faultSpec{nil}
+	if faults != "" {
+		specs = nil
+		for _, text := range strings.Split(faults, ";") {
+			spec, err := parseFaults(strings.TrimSpace(text))
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, spec)
+		}
+	}
+	var plans []plan
+	for _, via := range strings.Split(vias, ",") {
+		if via != "http" && via != "pubsub" {
+			return nil, fmt.Errorf("-via %q: use http, pubsub or both", via)
+		}
+		for _, mode := range strings.Split(modes, ",") {
+			for _, k := range ks {
+				for _, spec := range specs {
+					plans = append(plans, plan{via: via, mode: mode, instances: k, faults: spec})
+				}
+			}
+		}
+	}
+	return plans, nil
+}
+
+// faultSpec is one -faults setting.
+type faultSpec struct {
+	text   string
+	faults faultproxy.Faults
+}
+
+// parseFaults reads "none" or "reset=0.02,drop=0.01,delay=2ms,match=/shards/".
+func parseFaults(text string) (*faultSpec, error) {
+	spec := &faultSpec{text: text}
+	if text == "none" {
+		return spec, nil
+	}
+	for _, part := range strings.Split(text, ",") {
+		name, value, _ := strings.Cut(part, "=")
+		var err error
+		switch name {
+		case "reset":
+			spec.faults.ResetRate, err = parseRate(value)
+		case "drop":
+			spec.faults.DropResponseRate, err = parseRate(value)
+		case "delay":
+			spec.faults.Delay, err = time.ParseDuration(value)
+		case "match":
+			spec.faults.Match = []byte(value)
+		default:
+			err = fmt.Errorf("unknown fault %q", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-faults %q: %w (want none, or reset=RATE,drop=RATE,delay=DURATION,match=BYTES)", text, err)
+		}
+	}
+	return spec, nil
+}
+
+// parseRate reads a probability.
+func parseRate(s string) (float64, error) {
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || r < 0 || r > 1 {
+		return 0, fmt.Errorf("rate %q is not a probability between 0 and 1", s)
+	}
+	return r, nil
+}
+
+// writeReport writes report.json, report.md and a plot per run (SVG, and PNG when rsvg-convert is
+// installed) to dir.
 func writeReport(dir string, rep *loadreport.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report directory: %w", err)
@@ -75,10 +182,50 @@ func writeReport(dir string, rep *loadreport.Report) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	plotName := func(i int) string { return fmt.Sprintf("run-%d.svg", i+1) }
+	for i, run := range rep.Runs {
+		if err := writePlot(filepath.Join(dir, plotName(i)), run); err != nil {
+			return err
+		}
+	}
 	md, err := os.Create(filepath.Join(dir, "report.md"))
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	defer md.Close()
-	return rep.WriteMarkdown(md)
+	return rep.WriteMarkdown(md, plotName)
+}
+
+// writePlot writes run's plot as SVG at path and, if rsvg-convert is on the PATH, as PNG beside it.
+func writePlot(path string, run loadreport.Run) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write plot: %w", err)
+	}
+	if err := run.WritePlot(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write plot: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write plot: %w", err)
+	}
+	if converter, err := exec.LookPath("rsvg-convert"); err == nil {
+		png := strings.TrimSuffix(path, ".svg") + ".png"
+		if out, err := exec.Command(converter, "-o", png, path).CombinedOutput(); err != nil {
+			return fmt.Errorf("render %s: %v: %s", png, err, out)
+		}
+	}
+	return nil
+}
+
+// shellWords joins args as a shell command line, quoting those the shell would split or expand.
+func shellWords(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = a
+		if a == "" || strings.ContainsAny(a, " \t;'\"$&|<>*?()[]{}`\\!#~") {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
 }

@@ -9,18 +9,18 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/internal/commitlog"
+	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/loadreport"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
 )
 
-// options are the harness's flags.
+// options are the harness's flags that apply to every run.
 type options struct {
 	clients       int
 	duration      time.Duration
@@ -30,6 +30,33 @@ type options struct {
 	groupInterval string
 	killAt        time.Duration
 	localstack    string
+	// keyedFraction of the HTTP clients send an Idempotency-Key and retry unknown outcomes with it.
+	keyedFraction float64
+	// messages is the Pub/Sub burst: how many increments are published.
+	messages int
+	// republishFraction of published messages are published once more with the same key, as a
+	// publisher whose acknowledgement was lost does.
+	republishFraction float64
+	// drainTimeout bounds the wait for Pub/Sub increments to be counted.
+	drainTimeout time.Duration
+}
+
+// plan is one run: how increments arrive, the functions' mode, how many instances, which faults.
+type plan struct {
+	via       string
+	mode      string
+	instances int
+	// faults is nil for no fault proxy; "none" is a proxy that injects nothing.
+	faults *faultSpec
+}
+
+// name is the run's column title in the report.
+func (p plan) name() string {
+	n := fmt.Sprintf("%s %s K=%d", p.via, p.mode, p.instances)
+	if p.faults != nil {
+		n += " faults=" + p.faults.text
+	}
+	return n
 }
 
 // modeEnv is the functions' environment of each mode.
@@ -46,30 +73,63 @@ func modeEnv(o options, mode string) ([]string, error) {
 	return nil, fmt.Errorf("unknown mode %q: use guide or group-commit", mode)
 }
 
-var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+// requestTimeout is how long a client waits for an answer before it takes the outcome as unknown.
+const requestTimeout = 30 * time.Second
 
-// runMode starts a stack for mode, loads it and measures it.
-func runMode(ctx context.Context, o options, mode string) (loadreport.Run, error) {
-	run := loadreport.Run{Mode: mode, Settings: map[string]string{
+var httpClient = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+
+// observed is what a run's load saw, whichever way increments arrived.
+type observed struct {
+	outcomes   []loadreport.Outcomes // per counter; Exact is filled after the load
+	offered    int64
+	retries    int64
+	answers    map[string]int64
+	latencies  []time.Duration
+	start, end time.Time // when the load started and when the last increment was answered
+	drain      time.Duration
+}
+
+// runPlan starts a stack for p, loads it and measures it.
+func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
+	run := loadreport.Run{Name: p.name(), Mode: p.mode, Via: p.via, Instances: p.instances, Settings: map[string]string{
 		"clients": fmt.Sprint(o.clients), "duration": o.duration.String(), "counters": fmt.Sprint(o.counters),
 		"shards": fmt.Sprint(o.shards), "offered_rate": fmt.Sprint(o.rate), "kill_at": o.killAt.String(),
+		"keyed_fraction": fmt.Sprint(o.keyedFraction),
 	}}
-	env, err := modeEnv(o, mode)
+	if p.via == "pubsub" {
+		run.Settings["messages"], run.Settings["republish_fraction"] = fmt.Sprint(o.messages), fmt.Sprint(o.republishFraction)
+	}
+	env, err := modeEnv(o, p.mode)
 	if err != nil {
 		return run, err
 	}
 	run.Settings["env"] = fmt.Sprint(env)
-	logDir, err := os.MkdirTemp("", "bench-"+mode+"-")
+	logDir, err := os.MkdirTemp("", "bench-"+p.mode+"-")
 	if err != nil {
 		return run, err
 	}
-	fmt.Fprintf(os.Stderr, "%s: starting the local stack (logs in %s)\n", mode, logDir)
-	s, err := startStack(o.localstack, "bench-"+mode, logDir, env...)
+	fmt.Fprintf(os.Stderr, "%s: starting the local stack (logs in %s)\n", run.Name, logDir)
+	cfg := stackConfig{binary: o.localstack, project: "bench-" + p.mode, logDir: logDir, instances: p.instances, env: env}
+	var proxy *faultproxy.Proxy
+	if p.faults != nil {
+		cfg.functionsFirestore = func(emulator string) (string, error) {
+			// No faults until the counters are configured: the harness's own set-up must not fail.
+			proxy, err = faultproxy.Start(emulator, faultproxy.Faults{})
+			if err != nil {
+				return "", err
+			}
+			return proxy.Addr(), nil
+		}
+	}
+	s, err := startStack(cfg)
+	if proxy != nil {
+		defer proxy.Close()
+	}
 	if err != nil {
 		return run, err
 	}
 	defer s.stop()
-	os.Setenv("FIRESTORE_EMULATOR_HOST", s.firestore) // the harness reads roll-ups from the same emulator
+	os.Setenv("FIRESTORE_EMULATOR_HOST", s.firestore) // the harness reads the emulator directly, never through the proxy
 	client, err := firestore.NewClient(ctx, s.project)
 	if err != nil {
 		return run, err
@@ -83,49 +143,51 @@ func runMode(ctx context.Context, o options, mode string) (loadreport.Run, error
 			return run, err
 		}
 	}
-
-	l := newLoad(o, s, ids)
-	start := time.Now()
-	l.run(client)
-	end := time.Now()
-	run.Duration = end.Sub(start)
-
-	// Trailing edge: how long after the last acknowledged increment the roll-ups were all exact.
-	schema := shared.DefaultConfig().Schema
-	store := rollup.NewStore(client, schema)
-	for i, id := range ids {
-		deadline := time.Now().Add(time.Minute)
-		for {
-			d, err := store.Get(ctx, id)
-			if err == nil && d != nil && d.Count >= l.acked[i].Load() && d.Count <= l.attempted[i].Load() {
-				run.TrailingEdge = max(run.TrailingEdge, time.Since(end))
-				break
-			}
-			if time.Now().After(deadline) {
-				run.TrailingEdge = -1
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	w := newWatcher(o, s, client, ids, p.via == "pubsub")
+	if proxy != nil {
+		proxy.SetFaults(p.faults.faults)
 	}
+	var obs *observed
+	if p.via == "pubsub" {
+		obs, err = publishLoad(ctx, o, s, ids, w)
+	} else {
+		obs = httpLoad(ctx, o, s, ids, w)
+	}
+	if proxy != nil {
+		proxy.SetFaults(faultproxy.Faults{})
+		c := proxy.Counts()
+		run.Faults = &loadreport.FaultCounts{Spec: p.faults.text, Connections: c.Connections, Resets: c.Resets, DroppedResponses: c.DroppedResponses}
+	}
+	if err != nil {
+		return run, err
+	}
+	run.Killed = w.killed
+
+	// The exact counts, then how long after the last answer the roll-ups showed them; then the exact
+	// counts again for the check, in case an increment whose client gave up was applied meanwhile.
+	readExact := func() error {
+		for i, id := range ids {
+			if obs.outcomes[i].Exact, err = exactCount(s.functionsURL, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := readExact(); err != nil {
+		return run, err
+	}
+	run.TrailingEdge = waitRollups(ctx, client, ids, obs)
 	settled := time.Now()
-
-	l.fill(&run)
-	run.ExactCheckPass = true
-	for i, id := range ids {
-		exact, err := exactCount(s.functionsURL, id)
-		if err != nil {
-			return run, err
-		}
-		run.ExactCount += exact
-		acked, attempted := l.acked[i].Load(), l.attempted[i].Load()
-		// Every acknowledged increment must be counted; an unanswered one (a crash) may or may not be.
-		if exact < acked || exact > attempted {
-			run.ExactCheckPass = false
-		}
+	if err := readExact(); err != nil {
+		return run, err
 	}
-	run.ExactCheck = fmt.Sprintf("exact %d, acknowledged %d, sent %d", run.ExactCount, run.Acknowledged, run.Acknowledged+run.Failed)
+	w.stop(settled)
+	run.End, run.Settings["logs"] = settled, logDir
 
+	fill(&run, obs, w, p.faults != nil || o.killAt > 0)
+	if run.RequestsPerInstance, err = s.instanceRequests(); err != nil {
+		return run, err
+	}
 	f, err := os.Open(s.commitLog)
 	if err != nil {
 		return run, fmt.Errorf("commit log: %w", err)
@@ -135,117 +197,51 @@ func runMode(ctx context.Context, o options, mode string) (loadreport.Run, error
 	if err != nil {
 		return run, err
 	}
-	run.CountCommits(commits, start, settled, schema.Rollups+"/", "/"+shared.ShardsCollection+"/", o.counters)
+	schema := shared.DefaultConfig().Schema
+	run.CountCommits(commits, obs.start, settled, schema.Rollups+"/", "/"+shared.ShardsCollection+"/", o.counters)
 	return run, nil
 }
 
-// load is one run's clients and what they observed.
-type load struct {
-	o         options
-	s         *stack
-	ids       []string
-	acked     []atomic.Int64
-	attempted []atomic.Int64
-	failed    atomic.Int64
-
-	mu        sync.Mutex
-	latencies []time.Duration
-	ages      []time.Duration
-}
-
-func newLoad(o options, s *stack, ids []string) *load {
-	return &load{o: o, s: s, ids: ids, acked: make([]atomic.Int64, len(ids)), attempted: make([]atomic.Int64, len(ids))}
-}
-
-// run drives the clients for the duration, samples roll-up ages, prints progress each second, and
-// kills the functions process once if asked.
-func (l *load) run(client *firestore.Client) {
-	stop := time.Now().Add(l.o.duration)
-	var wg sync.WaitGroup
-	var pace time.Duration
-	if l.o.rate > 0 {
-		pace = time.Duration(float64(l.o.clients) / l.o.rate * float64(time.Second))
-	}
-	for c := range l.o.clients {
-		wg.Go(func() {
-			next := time.Now()
-			for i := c; time.Now().Before(stop); i++ {
-				if pace > 0 {
-					next = next.Add(pace)
-					time.Sleep(time.Until(next))
-				}
-				k := i % len(l.ids)
-				l.attempted[k].Add(1)
-				began := time.Now()
-				if err := post(l.s.functionsURL+"/Increment", map[string]any{"counter": l.ids[k]}); err != nil {
-					l.failed.Add(1)
-					continue
-				}
-				l.acked[k].Add(1)
-				l.mu.Lock()
-				l.latencies = append(l.latencies, time.Since(began))
-				l.mu.Unlock()
-			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
-	start := time.Now()
-	sample := time.NewTicker(200 * time.Millisecond)
-	defer sample.Stop()
-	lastProgress, killed := start, false
+// waitRollups waits (up to a minute) until every counter's roll-up shows its exact count, and returns
+// how long after the load's last answer that was, or -1 if it never was.
+func waitRollups(ctx context.Context, client *firestore.Client, ids []string, obs *observed) time.Duration {
 	store := rollup.NewStore(client, shared.DefaultConfig().Schema)
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-sample.C:
-			for _, id := range l.ids {
-				if d, err := store.Get(context.Background(), id); err == nil && d != nil {
-					l.mu.Lock()
-					l.ages = append(l.ages, now.Sub(d.UpdatedAt))
-					l.mu.Unlock()
-				}
+	var edge time.Duration
+	for i, id := range ids {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if d, err := store.Get(ctx, id); err == nil && d != nil && d.Count == obs.outcomes[i].Exact {
+				edge = max(edge, time.Since(obs.end))
+				break
 			}
-			if l.o.killAt > 0 && !killed && now.Sub(start) >= l.o.killAt {
-				killed = true
-				err := l.s.killFunctions()
-				fmt.Fprintf(os.Stderr, "  killed the functions process at %s (err: %v)\n", now.Sub(start).Round(time.Second), err)
+			if time.Now().After(deadline) {
+				return -1
 			}
-			if now.Sub(lastProgress) >= time.Second {
-				lastProgress = now
-				l.progress(now.Sub(start))
-			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	return edge
 }
 
-// progress prints one line of live figures.
-func (l *load) progress(elapsed time.Duration) {
-	var acked int64
-	for i := range l.acked {
-		acked += l.acked[i].Load()
+// fill copies what the load observed into run and checks every counter's exact count.
+func fill(run *loadreport.Run, obs *observed, w *watcher, disturbed bool) {
+	run.Start, run.Duration = obs.start, obs.end.Sub(obs.start)
+	run.Offered, run.Retries, run.Answers, run.Drain = obs.offered, obs.retries, obs.answers, obs.drain
+	run.Outcomes, run.ExactCheckPass, run.ExactCheck = loadreport.CheckAll(obs.outcomes, disturbed)
+	run.Acknowledged, run.Unknown = run.Outcomes.Acknowledged, run.Outcomes.Unknown
+	run.NotApplied = run.Offered - run.Acknowledged - run.Unknown
+	switch {
+	case obs.drain > 0:
+		run.IncrementsPerSecond = float64(run.Acknowledged) / obs.drain.Seconds()
+	case run.Duration > 0:
+		run.IncrementsPerSecond = float64(run.Acknowledged) / run.Duration.Seconds()
 	}
-	l.mu.Lock()
-	recent := l.latencies[max(0, len(l.latencies)-2000):]
-	p50, p99 := loadreport.Percentile(recent, 0.5), loadreport.Percentile(recent, 0.99)
-	l.mu.Unlock()
-	fmt.Fprintf(os.Stderr, "  %3.0fs  acknowledged %7d (%5.0f/s)  failed %d  latency p50 %s p99 %s\n",
-		elapsed.Seconds(), acked, float64(acked)/elapsed.Seconds(), l.failed.Load(), p50.Round(time.Millisecond), p99.Round(time.Millisecond))
-}
-
-// fill copies the load's figures into run.
-func (l *load) fill(run *loadreport.Run) {
-	for i := range l.acked {
-		run.Acknowledged += l.acked[i].Load()
+	run.LatencyP50, run.LatencyP99, run.LatencyMax = loadreport.Percentile(obs.latencies, 0.5), loadreport.Percentile(obs.latencies, 0.99), loadreport.Percentile(obs.latencies, 1)
+	run.StalenessP50, run.StalenessP99, run.StalenessMax = loadreport.Percentile(w.ages, 0.5), loadreport.Percentile(w.ages, 0.99), loadreport.Percentile(w.ages, 1)
+	run.Timeline = w.seconds
+	for _, s := range w.seconds {
+		run.FinalShards = s.Shards
 	}
-	run.Failed = l.failed.Load()
-	run.IncrementsPerSecond = float64(run.Acknowledged) / run.Duration.Seconds()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	run.LatencyP50, run.LatencyP99, run.LatencyMax = loadreport.Percentile(l.latencies, 0.5), loadreport.Percentile(l.latencies, 0.99), loadreport.Percentile(l.latencies, 1)
-	run.StalenessP50, run.StalenessP99, run.StalenessMax = loadreport.Percentile(l.ages, 0.5), loadreport.Percentile(l.ages, 0.99), loadreport.Percentile(l.ages, 1)
 }
 
 // post sends v as JSON and fails unless the answer is 2xx.
@@ -270,9 +266,113 @@ func exactCount(functionsURL, id string) (int64, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("count %s: %s %s", id, resp.Status, msg)
+	}
 	var a struct{ Count int64 }
 	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
 		return 0, fmt.Errorf("count %s: %w", id, err)
 	}
 	return a.Count, nil
+}
+
+// tally is the outcome counts shared by a load's clients.
+type tally struct {
+	mu      sync.Mutex
+	obs     *observed
+	watcher *watcher
+}
+
+func newTally(obs *observed, w *watcher) *tally {
+	return &tally{obs: obs, watcher: w}
+}
+
+// answer counts one attempt's answer.
+func (t *tally) answer(kind string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.obs.answers[kind]++
+}
+
+// offer counts one increment started now.
+func (t *tally) offer() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.obs.offered++
+	t.watcher.offered(time.Now())
+}
+
+// done counts how counter k's increment ended.
+func (t *tally) done(k int, out outcome, retries int, latency time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.obs.retries += int64(retries)
+	switch out {
+	case applied:
+		t.obs.outcomes[k].Acknowledged++
+		t.obs.latencies = append(t.obs.latencies, latency)
+		t.watcher.acknowledged(time.Now())
+	case unknown:
+		t.obs.outcomes[k].Unknown++
+	}
+}
+
+// recentLatencies are the last n acknowledged latencies, for progress lines.
+func (t *tally) recentLatencies(n int) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]time.Duration(nil), t.obs.latencies[max(0, len(t.obs.latencies)-n):]...)
+}
+
+// httpLoad drives Increment with o.clients clients for o.duration and waits for their last answers.
+func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher) *observed {
+	obs := &observed{outcomes: make([]loadreport.Outcomes, len(ids)), answers: map[string]int64{}, start: time.Now()}
+	t := newTally(obs, w)
+	w.start(obs.start, t)
+	stop := obs.start.Add(o.duration)
+	giveUp := stop.Add(requestTimeout)
+	keyed := int(o.keyedFraction*float64(o.clients) + 0.5)
+	var wg sync.WaitGroup
+	for c := range o.clients {
+		cl := &incrementClient{url: s.functionsURL + "/Increment", keyed: c < keyed, answer: t.answer}
+		wg.Go(func() {
+			pace := newPacer(o)
+			for i := c; time.Now().Before(stop); i++ {
+				pace.wait()
+				k := i % len(ids)
+				t.offer()
+				began := time.Now()
+				out, retries := cl.increment(ctx, ids[k], giveUp)
+				t.done(k, out, retries, time.Since(began))
+			}
+		})
+	}
+	wg.Wait()
+	obs.end = time.Now()
+	w.loadEnded()
+	return obs
+}
+
+// pacer spaces one client's increments so that all clients together offer o.rate per second (no
+// spacing when o.rate is 0).
+type pacer struct {
+	every time.Duration
+	next  time.Time
+}
+
+func newPacer(o options) *pacer {
+	p := &pacer{next: time.Now()}
+	if o.rate > 0 {
+		p.every = time.Duration(float64(o.clients) / o.rate * float64(time.Second))
+	}
+	return p
+}
+
+// wait sleeps until the client's next increment is due.
+func (p *pacer) wait() {
+	if p.every > 0 {
+		p.next = p.next.Add(p.every)
+		time.Sleep(time.Until(p.next))
+	}
 }

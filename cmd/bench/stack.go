@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shardcount/counters/internal/commitlog"
+	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/localstack"
 )
 
 // stack is a running bin/localstack process with its ports and commit log.
@@ -19,34 +25,55 @@ type stack struct {
 	cmd          *exec.Cmd
 	functionsURL string
 	firestore    string
+	pubsub       string
 	project      string
 	commitLog    string
 	exited       chan error
 }
 
-// startStack runs the local stack on free ports with extra environment and waits for its ready line.
-func startStack(binary, project, logDir string, extraEnv ...string) (*stack, error) {
+// stackConfig says how to run the local stack.
+type stackConfig struct {
+	binary, project, logDir string
+	// instances is how many functions processes serve the functions behind the stack's balancer.
+	instances int
+	// functionsFirestore, when set, returns the Firestore address the functions use, given the
+	// emulator's (e.g. a fault proxy in front of it).
+	functionsFirestore func(emulator string) (string, error)
+	// env is extra environment of the functions, e.g. the mode's settings.
+	env []string
+}
+
+// startStack runs the local stack on free ports and waits for its ready line.
+func startStack(c stackConfig) (*stack, error) {
 	ports := make([]string, 3)
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := emulators.FreeHostPort()
 		if err != nil {
 			return nil, err
 		}
-		_, ports[i], _ = net.SplitHostPort(l.Addr().String())
-		l.Close()
+		_, ports[i], _ = net.SplitHostPort(addr)
 	}
 	s := &stack{
 		functionsURL: "http://127.0.0.1:" + ports[0],
 		firestore:    "127.0.0.1:" + ports[1],
-		project:      project,
-		commitLog:    filepath.Join(logDir, "commits.jsonl"),
+		pubsub:       "127.0.0.1:" + ports[2],
+		project:      c.project,
+		commitLog:    filepath.Join(c.logDir, "commits.jsonl"),
 		exited:       make(chan error, 1),
 	}
-	s.cmd = exec.Command(binary)
-	s.cmd.Env = append(os.Environ(), "PORT="+ports[0], "FIRESTORE_PORT="+ports[1], "PUBSUB_PORT="+ports[2],
-		"GOOGLE_CLOUD_PROJECT="+project, "LOCALSTACK_LOGS="+logDir, "COMMIT_LOG="+s.commitLog)
-	s.cmd.Env = append(s.cmd.Env, extraEnv...)
-	logs, err := os.Create(filepath.Join(logDir, "stack.log"))
+	env := append(os.Environ(), "PORT="+ports[0], "FIRESTORE_PORT="+ports[1], "PUBSUB_PORT="+ports[2],
+		"GOOGLE_CLOUD_PROJECT="+c.project, "LOCALSTACK_LOGS="+c.logDir, commitlog.EnvPath+"="+s.commitLog,
+		"LOCALSTACK_INSTANCES="+strconv.Itoa(max(1, c.instances)))
+	if c.functionsFirestore != nil {
+		addr, err := c.functionsFirestore(s.firestore)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "LOCALSTACK_FUNCTIONS_FIRESTORE="+addr)
+	}
+	s.cmd = exec.Command(c.binary)
+	s.cmd.Env = append(env, c.env...)
+	logs, err := os.Create(filepath.Join(c.logDir, "stack.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +83,7 @@ func startStack(binary, project, logDir string, extraEnv ...string) (*stack, err
 		return nil, err
 	}
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s (run `make build` first): %w", binary, err)
+		return nil, fmt.Errorf("start %s (run `make build` first): %w", c.binary, err)
 	}
 	ready := make(chan struct{})
 	go func() {
@@ -93,8 +120,8 @@ func (s *stack) stop() {
 	}
 }
 
-// killFunctions sends SIGKILL to the stack's functions process, as a crash would; the stack's
-// supervisor starts it again.
+// killFunctions sends SIGKILL to one of the stack's functions processes, as a crash would; the
+// stack's supervisor starts it again.
 func (s *stack) killFunctions() error {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, stat := range stats {
@@ -114,4 +141,26 @@ func (s *stack) killFunctions() error {
 		}
 	}
 	return fmt.Errorf("no functions process under the local stack (pid %d)", s.cmd.Process.Pid)
+}
+
+// instanceRequests is how many requests each functions instance served, from the stack's balancer;
+// nil with one instance (no balancer).
+func (s *stack) instanceRequests() ([]int64, error) {
+	resp, err := httpClient.Get(s.functionsURL + localstack.InstancesPath)
+	if err != nil {
+		return nil, fmt.Errorf("instance stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil
+	}
+	var stats []localstack.InstanceStats
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		return nil, fmt.Errorf("instance stats: %w", err)
+	}
+	served := make([]int64, len(stats))
+	for i, st := range stats {
+		served[i] = st.Served
+	}
+	return served, nil
 }

@@ -9,7 +9,9 @@
 //
 // Environment: PORT (8080), GOOGLE_CLOUD_PROJECT (demo-counters), FIRESTORE_PORT (8081),
 // PUBSUB_PORT (8085), LOCALSTACK_LOGS (directory for emulator logs, .localstack), LOCALSTACK_TICK
-// (how often the stand-in for Cloud Scheduler ticks RollupScheduled, 1m).
+// (how often the stand-in for Cloud Scheduler ticks RollupScheduled, 1m), LOCALSTACK_INSTANCES (how
+// many functions processes serve behind a least-outstanding-requests balancer on PORT, 1),
+// LOCALSTACK_FUNCTIONS_FIRESTORE (the Firestore address the functions use, if not the emulator's).
 package main
 
 import (

@@ -1,6 +1,6 @@
-// Package loadreport turns what a load run observed (acknowledged increments and their latencies,
-// roll-up ages, the commits the functions really made) into the figures of a load report, and
-// renders reports as JSON and Markdown.
+// Package loadreport turns what a load run observed (the outcomes clients were told and their
+// latencies, roll-up ages, a per-second timeline, the commits the functions really made) into the
+// figures of a load report, and renders reports as JSON, Markdown and SVG plots.
 package loadreport
 
 import (
@@ -13,44 +13,108 @@ import (
 	"github.com/shardcount/counters/internal/commitlog"
 )
 
-// Run is one mode's load run as measured.
+// Run is one configuration's load run as measured.
 type Run struct {
-	// Mode names the configuration, e.g. "guide" or "group-commit".
+	// Name says what was run, e.g. "http group-commit K=4 drop=0.02".
+	Name string `json:"name"`
+	// Mode names the configuration of the functions, e.g. "guide" or "group-commit".
 	Mode string `json:"mode"`
+	// Via is how increments arrived: "http" or "pubsub".
+	Via string `json:"via"`
+	// Instances is how many functions processes served the load.
+	Instances int `json:"instances"`
 	// Settings describes the load and the configuration.
 	Settings map[string]string `json:"settings"`
-	// Duration is how long clients sent increments.
+	// Start is when the load started and End when the roll-ups had settled after it: the span the
+	// timeline and the commit figures cover.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Duration is how long clients sent increments (Pub/Sub: until the burst was counted).
 	Duration time.Duration `json:"duration_ns"`
-	// Acknowledged and Failed count answered increments (deltas are all 1).
+
+	// Offered is how many increments clients set out to apply (each counts once, however often it
+	// was retried); Acknowledged, Unknown and NotApplied are how they ended: answered as applied,
+	// outcome unknown, certainly not applied (given up after 503s, or refused).
+	Offered      int64 `json:"offered"`
 	Acknowledged int64 `json:"acknowledged"`
-	Failed       int64 `json:"failed"`
-	// IncrementsPerSecond is Acknowledged / Duration.
+	Unknown      int64 `json:"unknown"`
+	NotApplied   int64 `json:"not_applied"`
+	// Retries is how many attempts clients made beyond each increment's first.
+	Retries int64 `json:"retries"`
+	// Answers counts every attempt's answer by kind ("200", "503", "504", "sent, connection lost", ...).
+	Answers map[string]int64 `json:"answers"`
+	// IncrementsPerSecond is Acknowledged / Duration (HTTP), or messages counted per second until the
+	// exact count reached what was published (Pub/Sub).
 	IncrementsPerSecond float64 `json:"increments_per_second"`
-	// Latency of acknowledged increments.
+	// Drain is, for Pub/Sub, the time from the first publish until the exact count reached what was
+	// published (0 if it never did).
+	Drain time.Duration `json:"drain_ns,omitempty"`
+	// Latency of acknowledged increments, from the first attempt to the answer that applied it.
 	LatencyP50 time.Duration `json:"latency_p50_ns"`
 	LatencyP99 time.Duration `json:"latency_p99_ns"`
 	LatencyMax time.Duration `json:"latency_max_ns"`
+
 	// CommitsPer1000 and DocumentsPer1000 are Firestore commits and documents written per 1,000
 	// acknowledged increments, from the commit log.
 	CommitsPer1000   float64 `json:"commits_per_1000"`
 	DocumentsPer1000 float64 `json:"documents_per_1000"`
-	// HottestDocument and HottestWritesPerSecond: the document written most often in one 1-second
-	// window, and how often.
-	HottestDocument        string `json:"hottest_document"`
-	HottestWritesPerSecond int    `json:"hottest_writes_per_second"`
-	// HottestShardWritesPerSecond is the same over shard documents only.
-	HottestShardWritesPerSecond int `json:"hottest_shard_writes_per_second"`
+	// Hottest documents: over 1-second and 10-second windows, any document, shards, and roll-ups.
+	Hottest1s       DocRate `json:"hottest_1s"`
+	Hottest10s      DocRate `json:"hottest_10s"`
+	HottestShard1s  DocRate `json:"hottest_shard_1s"`
+	HottestShard10s DocRate `json:"hottest_shard_10s"`
+	HottestRollup1s DocRate `json:"hottest_rollup_1s"`
+	// HottestRollup10s is the roll-up written most over 10-second windows.
+	HottestRollup10s DocRate `json:"hottest_rollup_10s"`
 	// RollupWritesPerSecond is roll-up document writes per second of the run, per counter.
 	RollupWritesPerSecond float64 `json:"rollup_writes_per_second"`
 	// Staleness of the roll-up (now - updated_at) sampled during the load, and the time from the
 	// last acknowledged increment until the roll-up was exact.
-	StalenessP50   time.Duration `json:"staleness_p50_ns"`
-	StalenessP99   time.Duration `json:"staleness_p99_ns"`
-	StalenessMax   time.Duration `json:"staleness_max_ns"`
-	TrailingEdge   time.Duration `json:"trailing_edge_ns"`
-	ExactCount     int64         `json:"exact_count"`
-	ExactCheck     string        `json:"exact_check"`
-	ExactCheckPass bool          `json:"exact_check_pass"`
+	StalenessP50 time.Duration `json:"staleness_p50_ns"`
+	StalenessP99 time.Duration `json:"staleness_p99_ns"`
+	StalenessMax time.Duration `json:"staleness_max_ns"`
+	TrailingEdge time.Duration `json:"trailing_edge_ns"`
+	// FinalShards is the largest num_shards of the run's counters at the end.
+	FinalShards int `json:"final_shards"`
+	// RequestsPerInstance is how many requests each functions instance served (several instances).
+	RequestsPerInstance []int64 `json:"requests_per_instance,omitempty"`
+	// Faults are what the fault proxy did, when there was one.
+	Faults *FaultCounts `json:"faults,omitempty"`
+	// Killed says whether a functions process was killed during the run.
+	Killed bool `json:"killed"`
+
+	// Outcomes total the counters' exact counts and outcomes; ExactCheck explains them.
+	Outcomes       Outcomes `json:"outcomes"`
+	ExactCheck     string   `json:"exact_check"`
+	ExactCheckPass bool     `json:"exact_check_pass"`
+
+	// Timeline is the run second by second.
+	Timeline []Second `json:"timeline"`
+}
+
+// FaultCounts are the fault proxy's counts during the load.
+type FaultCounts struct {
+	// Spec is the faults asked for, e.g. "reset=0.02,drop=0.01".
+	Spec             string `json:"spec"`
+	Connections      int64  `json:"connections"`
+	Resets           int64  `json:"resets"`
+	DroppedResponses int64  `json:"dropped_responses"`
+}
+
+// Second is one second of a run's timeline.
+type Second struct {
+	// T is the second's index from the start of the load.
+	T int `json:"t"`
+	// Offered is increments started (HTTP) or messages published (Pub/Sub) in this second.
+	Offered int64 `json:"offered"`
+	// Acknowledged is increments acknowledged (HTTP) or counted in the exact count (Pub/Sub).
+	Acknowledged int64 `json:"acknowledged"`
+	// Shards is the largest num_shards among the counters, read from counters/{id} this second.
+	Shards int `json:"shards"`
+	// Hottest1s is the most writes any document took in this second; Hottest10s the highest rate
+	// of any document over the 10 seconds that end with it.
+	Hottest1s  float64 `json:"hottest_1s"`
+	Hottest10s float64 `json:"hottest_10s"`
 }
 
 // Percentile is the p-th percentile (0..1) of ds, 0 when empty.
@@ -63,38 +127,36 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// CountCommits fills the commit figures of r from the commits made between from and to.
+// CountCommits fills the commit figures of r from the commits made between from and to, and the
+// hottest-document columns of its timeline (which must already span the run).
 func (r *Run) CountCommits(commits []commitlog.Commit, from, to time.Time, rollupsPrefix, shardsMarker string, counters int) {
-	perWindow := map[string]map[int64]int{} // document -> 1-second window -> writes
 	var nCommits, nDocs, rollupWrites int
 	for _, c := range commits {
-		if c.Time.Before(from) || c.Time.After(to) {
+		if c.Time.Before(from) || !c.Time.Before(to) {
 			continue
 		}
 		nCommits++
+		nDocs += len(c.Docs)
 		for _, d := range c.Docs {
-			nDocs++
 			if strings.HasPrefix(d, rollupsPrefix) {
 				rollupWrites++
 			}
-			if perWindow[d] == nil {
-				perWindow[d] = map[int64]int{}
-			}
-			perWindow[d][c.Time.Unix()]++
 		}
 	}
 	if r.Acknowledged > 0 {
 		r.CommitsPer1000 = 1000 * float64(nCommits) / float64(r.Acknowledged)
 		r.DocumentsPer1000 = 1000 * float64(nDocs) / float64(r.Acknowledged)
 	}
-	for doc, windows := range perWindow {
-		for _, n := range windows {
-			if n > r.HottestWritesPerSecond || (n == r.HottestWritesPerSecond && doc < r.HottestDocument) {
-				r.HottestWritesPerSecond, r.HottestDocument = n, doc
-			}
-			if strings.Contains(doc, shardsMarker) && n > r.HottestShardWritesPerSecond {
-				r.HottestShardWritesPerSecond = n
-			}
+	rates := NewWriteRates(commits, from, to)
+	isShard := func(d string) bool { return strings.Contains(d, shardsMarker) }
+	isRollup := func(d string) bool { return strings.HasPrefix(d, rollupsPrefix) }
+	r.Hottest1s, r.Hottest10s = rates.Hottest(1, nil), rates.Hottest(10, nil)
+	r.HottestShard1s, r.HottestShard10s = rates.Hottest(1, isShard), rates.Hottest(10, isShard)
+	r.HottestRollup1s, r.HottestRollup10s = rates.Hottest(1, isRollup), rates.Hottest(10, isRollup)
+	each1s, each10s := rates.HottestEachSecond(1, nil), rates.HottestEachSecond(10, nil)
+	for i := range r.Timeline {
+		if i < len(each1s) {
+			r.Timeline[i].Hottest1s, r.Timeline[i].Hottest10s = each1s[i], each10s[i]
 		}
 	}
 	if span := to.Sub(from).Seconds(); span > 0 && counters > 0 {
@@ -106,13 +168,13 @@ func (r *Run) CountCommits(commits []commitlog.Commit, from, to time.Time, rollu
 type Report struct {
 	// Command reproduces the run.
 	Command string `json:"command"`
-	// Runs are the modes, guide mode first.
+	// Runs are the configurations, in the order they ran.
 	Runs []Run `json:"runs"`
 	// Ratios compare the last run with the first.
 	Ratios map[string]float64 `json:"ratios"`
 }
 
-// Compare fills Ratios: the first run (the guide's approach) over the last.
+// Compare fills Ratios: the first run (e.g. the guide's approach) over the last.
 func (rep *Report) Compare() {
 	if len(rep.Runs) < 2 {
 		return
@@ -128,43 +190,118 @@ func (rep *Report) Compare() {
 		"documents_written_fewer_x":    ratio(base.DocumentsPer1000, cur.DocumentsPer1000),
 		"commits_fewer_x":              ratio(base.CommitsPer1000, cur.CommitsPer1000),
 		"throughput_x":                 ratio(cur.IncrementsPerSecond, base.IncrementsPerSecond),
-		"hottest_shard_writes_fewer_x": ratio(float64(base.HottestShardWritesPerSecond), float64(cur.HottestShardWritesPerSecond)),
+		"hottest_shard_writes_fewer_x": ratio(base.HottestShard1s.WritesPerSecond, cur.HottestShard1s.WritesPerSecond),
 		"latency_p99_x":                ratio(float64(cur.LatencyP99), float64(base.LatencyP99)),
 	}
 }
 
-// WriteMarkdown renders the report as a Markdown table, one column per run.
-func (rep *Report) WriteMarkdown(w io.Writer) error {
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-	rows := []struct {
-		name string
-		cell func(Run) string
-	}{
-		{"increments acknowledged", func(r Run) string { return fmt.Sprint(r.Acknowledged) }},
-		{"increments failed", func(r Run) string { return fmt.Sprint(r.Failed) }},
-		{"acknowledged increments/s", func(r Run) string { return fmt.Sprintf("%.0f", r.IncrementsPerSecond) }},
-		{"latency p50 / p99 / max", func(r Run) string {
-			return ms(r.LatencyP50) + " / " + ms(r.LatencyP99) + " / " + ms(r.LatencyMax)
-		}},
-		{"Firestore commits per 1,000 increments", func(r Run) string { return fmt.Sprintf("%.1f", r.CommitsPer1000) }},
-		{"documents written per 1,000 increments", func(r Run) string { return fmt.Sprintf("%.1f", r.DocumentsPer1000) }},
-		{"hottest shard, writes/s (max over 1 s windows)", func(r Run) string { return fmt.Sprint(r.HottestShardWritesPerSecond) }},
-		{"hottest document, writes/s", func(r Run) string { return fmt.Sprintf("%d (%s)", r.HottestWritesPerSecond, r.HottestDocument) }},
-		{"roll-up writes/s per counter", func(r Run) string { return fmt.Sprintf("%.2f", r.RollupWritesPerSecond) }},
-		{"roll-up staleness p50 / p99 / max", func(r Run) string {
-			return ms(r.StalenessP50) + " / " + ms(r.StalenessP99) + " / " + ms(r.StalenessMax)
-		}},
-		{"roll-up exact after the load stopped", func(r Run) string { return ms(r.TrailingEdge) }},
-		{"exact vs acknowledged", func(r Run) string {
-			mark := "FAIL"
-			if r.ExactCheckPass {
-				mark = "ok"
-			}
-			return mark + ": " + r.ExactCheck
-		}},
+// Passed says whether every run's exact check passed.
+func (rep *Report) Passed() bool {
+	for _, r := range rep.Runs {
+		if !r.ExactCheckPass {
+			return false
+		}
 	}
+	return true
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// rate formats a document's rate with its path.
+func rate(d DocRate) string {
+	if d.Document == "" {
+		return "0"
+	}
+	return fmt.Sprintf("%.1f (%s)", d.WritesPerSecond, d.Document)
+}
+
+// rows are the Markdown table's rows: a name and a cell per run.
+var rows = []struct {
+	name string
+	cell func(Run) string
+}{
+	{"increments offered / acknowledged", func(r Run) string { return fmt.Sprintf("%d / %d", r.Offered, r.Acknowledged) }},
+	{"unknown outcome / certainly not applied", func(r Run) string { return fmt.Sprintf("%d / %d", r.Unknown, r.NotApplied) }},
+	{"retries (attempts after the first)", func(r Run) string { return fmt.Sprint(r.Retries) }},
+	{"answers", func(r Run) string { return answers(r.Answers) }},
+	{"acknowledged increments/s (Pub/Sub: drained messages/s)", func(r Run) string {
+		if r.Drain > 0 {
+			return fmt.Sprintf("%.0f (drained in %.1f s)", r.IncrementsPerSecond, r.Drain.Seconds())
+		}
+		return fmt.Sprintf("%.0f", r.IncrementsPerSecond)
+	}},
+	{"latency p50 / p99 / max", func(r Run) string { return ms(r.LatencyP50) + " / " + ms(r.LatencyP99) + " / " + ms(r.LatencyMax) }},
+	{"Firestore commits per 1,000 increments", func(r Run) string { return fmt.Sprintf("%.1f", r.CommitsPer1000) }},
+	{"documents written per 1,000 increments", func(r Run) string { return fmt.Sprintf("%.1f", r.DocumentsPer1000) }},
+	{"hottest document, writes/s, 1 s window", func(r Run) string { return rate(r.Hottest1s) }},
+	{"hottest document, writes/s, 10 s window", func(r Run) string { return rate(r.Hottest10s) }},
+	{"hottest shard, writes/s, 1 s / 10 s window", func(r Run) string {
+		return fmt.Sprintf("%.1f / %.1f", r.HottestShard1s.WritesPerSecond, r.HottestShard10s.WritesPerSecond)
+	}},
+	{"hottest roll-up, writes/s, 1 s / 10 s window", func(r Run) string {
+		return fmt.Sprintf("%.1f / %.1f", r.HottestRollup1s.WritesPerSecond, r.HottestRollup10s.WritesPerSecond)
+	}},
+	{"roll-up writes/s per counter (mean)", func(r Run) string { return fmt.Sprintf("%.2f", r.RollupWritesPerSecond) }},
+	{"roll-up staleness p50 / p99 / max", func(r Run) string {
+		return ms(r.StalenessP50) + " / " + ms(r.StalenessP99) + " / " + ms(r.StalenessMax)
+	}},
+	{"roll-up exact after the load stopped", func(r Run) string {
+		if r.TrailingEdge < 0 {
+			return "not within 1 min"
+		}
+		return ms(r.TrailingEdge)
+	}},
+	{"shard count at the end (largest)", func(r Run) string { return fmt.Sprint(r.FinalShards) }},
+	{"requests per instance (every function)", func(r Run) string {
+		if len(r.RequestsPerInstance) == 0 {
+			return "-"
+		}
+		return strings.Trim(fmt.Sprint(r.RequestsPerInstance), "[]")
+	}},
+	{"faults: connections / resets / dropped responses", func(r Run) string {
+		if r.Faults == nil {
+			return "no proxy"
+		}
+		return fmt.Sprintf("%d / %d / %d", r.Faults.Connections, r.Faults.Resets, r.Faults.DroppedResponses)
+	}},
+	{"exact count check", func(r Run) string {
+		mark := "FAIL"
+		if r.ExactCheckPass {
+			mark = "ok"
+		}
+		return mark + ": " + r.ExactCheck
+	}},
+}
+
+// answers renders answer counts, most frequent first.
+func answers(m map[string]int64) string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		if m[a] != m[b] {
+			return int(m[b] - m[a])
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteMarkdown renders the report: a table with one column per run, the ratios, and each run's
+// timeline (with its plot, plotFile(i) relative to the report, when plotFile is not nil).
+func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Command: `%s`\n\n| | %s |\n|---|%s\n", rep.Command, strings.Join(modes(rep.Runs), " | "), strings.Repeat("---|", len(rep.Runs)))
+	names := make([]string, len(rep.Runs))
+	for i, r := range rep.Runs {
+		names[i] = r.Name
+	}
+	fmt.Fprintf(&b, "Command: `%s`\n\n| | %s |\n|---|%s\n", rep.Command, strings.Join(names, " | "), strings.Repeat("---|", len(rep.Runs)))
 	for _, row := range rows {
 		cells := make([]string, len(rep.Runs))
 		for i, r := range rep.Runs {
@@ -178,19 +315,48 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			names = append(names, name)
 		}
 		slices.Sort(names)
-		b.WriteString("\nRatios (" + rep.Runs[0].Mode + " vs " + rep.Runs[len(rep.Runs)-1].Mode + "):\n\n")
+		b.WriteString("\nRatios (" + rep.Runs[0].Name + " vs " + rep.Runs[len(rep.Runs)-1].Name + "):\n\n")
 		for _, name := range names {
 			fmt.Fprintf(&b, "- %s: %.2f\n", name, rep.Ratios[name])
+		}
+	}
+	if len(rep.Runs) > 1 {
+		writeSideBySide(&b, rep.Runs)
+	}
+	for i, r := range rep.Runs {
+		fmt.Fprintf(&b, "\n### Timeline: %s\n\n", r.Name)
+		if plotFile != nil {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, plotFile(i))
+		}
+		b.WriteString("| s | offered/s | acknowledged/s | shards | hottest doc writes, 1 s | hottest doc writes/s, 10 s |\n|---|---|---|---|---|---|\n")
+		for _, s := range r.Timeline {
+			fmt.Fprintf(&b, "| %d | %d | %d | %d | %.0f | %.1f |\n", s.T, s.Offered, s.Acknowledged, s.Shards, s.Hottest1s, s.Hottest10s)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func modes(runs []Run) []string {
-	m := make([]string, len(runs))
-	for i, r := range runs {
-		m[i] = r.Mode
+// writeSideBySide renders the runs' timelines in one table, a column per run, each cell
+// "acknowledged/s, hottest document writes in that second, over the last 10 s, shards".
+func writeSideBySide(b *strings.Builder, runs []Run) {
+	b.WriteString("\n### Side by side, second by second\n\nEach cell: acknowledged/s · hottest document writes in that second · its writes/s over the last 10 s · shards.\n\n| s |")
+	seconds := 0
+	for _, r := range runs {
+		fmt.Fprintf(b, " %s |", r.Name)
+		seconds = max(seconds, len(r.Timeline))
 	}
-	return m
+	fmt.Fprintf(b, "\n|---|%s\n", strings.Repeat("---|", len(runs)))
+	for i := range seconds {
+		fmt.Fprintf(b, "| %d |", i)
+		for _, r := range runs {
+			if i >= len(r.Timeline) {
+				b.WriteString(" |")
+				continue
+			}
+			s := r.Timeline[i]
+			fmt.Fprintf(b, " %d · %.0f · %.1f · %d |", s.Acknowledged, s.Hottest1s, s.Hottest10s, s.Shards)
+		}
+		b.WriteString("\n")
+	}
 }

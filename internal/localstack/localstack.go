@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,10 +39,18 @@ type Options struct {
 	LogDir string
 	// SchedulerPeriod is how often the stand-in for Cloud Scheduler ticks RollupScheduled.
 	SchedulerPeriod time.Duration
+	// Instances is how many functions processes serve the functions. With more than one, each
+	// listens on a port of its own and a Balancer on FunctionsPort spreads requests, events and
+	// Pub/Sub pushes over them, as Cloud Run does over the instances of a service.
+	Instances int
+	// FunctionsFirestore, when set, is the Firestore address the functions processes use instead of
+	// the emulator's own (e.g. a fault-injecting proxy in front of it).
+	FunctionsFirestore string
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS and
-// LOCALSTACK_TICK, with the defaults of the README.
+// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS,
+// LOCALSTACK_TICK, LOCALSTACK_INSTANCES and LOCALSTACK_FUNCTIONS_FIRESTORE, with the defaults of the
+// README.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -53,13 +63,19 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil || tick <= 0 {
 		return Options{}, fmt.Errorf("LOCALSTACK_TICK=%q: must be a positive Go duration such as 1m or 10s", os.Getenv("LOCALSTACK_TICK"))
 	}
+	instances, err := strconv.Atoi(env("LOCALSTACK_INSTANCES", "1"))
+	if err != nil || instances < 1 {
+		return Options{}, fmt.Errorf("LOCALSTACK_INSTANCES=%q: must be a whole number of functions processes, 1 or more", os.Getenv("LOCALSTACK_INSTANCES"))
+	}
 	return Options{
-		Project:         env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
-		FunctionsPort:   env("PORT", "8080"),
-		FirestorePort:   env("FIRESTORE_PORT", "8081"),
-		PubSubPort:      env("PUBSUB_PORT", "8085"),
-		LogDir:          env("LOCALSTACK_LOGS", ".localstack"),
-		SchedulerPeriod: tick,
+		Project:            env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
+		FunctionsPort:      env("PORT", "8080"),
+		FirestorePort:      env("FIRESTORE_PORT", "8081"),
+		PubSubPort:         env("PUBSUB_PORT", "8085"),
+		LogDir:             env("LOCALSTACK_LOGS", ".localstack"),
+		SchedulerPeriod:    tick,
+		Instances:          instances,
+		FunctionsFirestore: os.Getenv("LOCALSTACK_FUNCTIONS_FIRESTORE"),
 	}, nil
 }
 
@@ -128,7 +144,10 @@ type Stack struct {
 	// Events delivers the Firestore emulator's document events to the functions.
 	Events *EventBridge
 
-	functions     *supervisor
+	// Balancer spreads requests over the functions processes when there are several (else nil).
+	Balancer *Balancer
+
+	functions     []*supervisor
 	stopScheduler func()
 }
 
@@ -158,15 +177,8 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, triggers); err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the localstack binary: %w", err)
-	}
-	env := append(os.Environ(), s.Env()...)
-	env = append(env, "PORT="+o.FunctionsPort, "LOCAL_ONLY=true")
-	s.functions = superviseFunctions(ctx, []string{self, ServeFunctionsCommand}, env, out)
-	if err := waitHTTP(ctx, s.FunctionsURL+"/"+functions.EntryCount, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("functions: %w", err)
+	if err := s.startFunctions(ctx, out); err != nil {
+		return nil, err
 	}
 	if err := s.wirePubSub(ctx); err != nil {
 		return nil, err
@@ -192,11 +204,56 @@ func (s *Stack) Stop() {
 	if s.stopScheduler != nil {
 		s.stopScheduler()
 	}
-	if s.functions != nil {
-		s.functions.stop()
+	for _, f := range s.functions {
+		f.stop()
+	}
+	if s.Balancer != nil {
+		s.Balancer.stop()
 	}
 	s.Events.stop()
 	s.Emulators.Stop()
+}
+
+// startFunctions starts the functions processes, and the balancer in front of them when there are
+// several, and waits until every one answers.
+func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
+	o := s.Options
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the localstack binary: %w", err)
+	}
+	env := append(os.Environ(), s.Env()...)
+	env = append(env, "LOCAL_ONLY=true")
+	if o.FunctionsFirestore != "" { // the last of duplicate variables wins
+		env = append(env, s.Emulators.Firestore.Kind.HostEnv+"="+o.FunctionsFirestore)
+	}
+	ports := []string{o.FunctionsPort}
+	if o.Instances > 1 {
+		ports = make([]string, o.Instances)
+		for i := range ports {
+			addr, err := emulators.FreeHostPort()
+			if err != nil {
+				return err
+			}
+			_, ports[i], _ = net.SplitHostPort(addr)
+		}
+	}
+	urls := make([]string, len(ports))
+	for i, port := range ports {
+		urls[i] = "http://" + loopback(port)
+		s.functions = append(s.functions, superviseFunctions(ctx, []string{self, ServeFunctionsCommand}, slices.Concat(env, []string{"PORT=" + port}), out))
+	}
+	for _, u := range urls {
+		if err := waitHTTP(ctx, u+"/"+functions.EntryCount, 60*time.Second); err != nil {
+			return fmt.Errorf("functions: %w", err)
+		}
+	}
+	if o.Instances > 1 {
+		if s.Balancer, err = startBalancer(loopback(o.FunctionsPort), urls, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loopback is the IPv4 loopback address with port.
@@ -214,8 +271,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range functions.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s pubsub=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, s.Emulators.Firestore.HostPort, s.Emulators.PubSub.HostPort, strings.Join(urls, " "), o.LogDir)
+	fmt.Fprintf(out, "ready project=%s firestore=%s pubsub=%s instances=%d functions: %s (emulator logs in %s; Ctrl-C stops)\n",
+		o.Project, s.Emulators.Firestore.HostPort, s.Emulators.PubSub.HostPort, len(s.functions), strings.Join(urls, " "), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil

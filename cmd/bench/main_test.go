@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/internal/loadreport"
+	"github.com/shardcount/counters/internal/testenv"
+)
+
+// localstackBinary is the local stack built once for this package's tests.
+var localstackBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bench-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	localstackBinary = filepath.Join(dir, "localstack")
+	if out, err := exec.Command("go", "build", "-o", localstackBinary, "github.com/shardcount/counters/cmd/localstack").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build localstack: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testOptions are short-run options on the package's local stack binary. Each run starts its own
+// stack (and emulators); the emulators must be installed, as `make test` makes sure.
+func testOptions(t *testing.T) options {
+	t.Helper()
+	testenv.FirestoreEmulatorHost(t)
+	return options{clients: 16, duration: 4 * time.Second, counters: 1, shards: 5, localstack: localstackBinary,
+		messages: 300, drainTimeout: 2 * time.Minute}
+}
+
+// runForTest runs p and logs what the report would say about it.
+func runForTest(t *testing.T, o options, p plan) loadreport.Run {
+	t.Helper()
+	run, err := runPlan(context.Background(), o, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s; answers %v; per instance %v; faults %+v; drained in %s", run.Name, run.ExactCheck, run.Answers, run.RequestsPerInstance, run.Faults, run.Drain)
+	return run
+}
