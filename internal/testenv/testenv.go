@@ -40,8 +40,14 @@ func NewProjectID() string {
 // Firestore returns a client of the Firestore emulator on a fresh project, closed when the test ends.
 func Firestore(t testing.TB) *firestore.Client {
 	t.Helper()
+	return FirestoreOf(t, NewProjectID())
+}
+
+// FirestoreOf returns a client of the Firestore emulator on project, closed when the test ends.
+func FirestoreOf(t testing.TB, project string) *firestore.Client {
+	t.Helper()
 	FirestoreEmulatorHost(t)
-	client, err := firestore.NewClient(context.Background(), NewProjectID())
+	client, err := firestore.NewClient(context.Background(), project)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
@@ -158,6 +164,14 @@ func UniqueID(prefix string) string {
 // those so far.
 func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
+	return FirestoreThrough(t, FirestoreEmulatorHost(t), NewProjectID())
+}
+
+// FirestoreThrough is a client of project on the emulator reached at host (the emulator itself, or
+// a fault proxy in front of it), with every successful commit recorded: commits returns those so far.
+func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Client, commits func() []commitlog.Commit) {
+	t.Helper()
+	FirestoreEmulatorHost(t)
 	var (
 		mu  sync.Mutex
 		buf bytes.Buffer
@@ -167,11 +181,11 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 		defer mu.Unlock()
 		return buf.Write(p)
 	}))
-	opt, err := rec.EmulatorOption(FirestoreEmulatorHost(t))
+	opt, err := rec.EmulatorOption(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err = firestore.NewClient(context.Background(), NewProjectID(), opt)
+	client, err = firestore.NewClient(context.Background(), project, opt)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}

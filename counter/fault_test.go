@@ -1,0 +1,74 @@
+package counter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/faultproxy"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
+)
+
+// dropNextResponse makes proxy lose the answer to the next request chunk that contains match (the
+// request reaches the emulator and applies), then forward everything again.
+func dropNextResponse(t *testing.T, proxy *faultproxy.Proxy, match string) {
+	t.Helper()
+	before := proxy.Counts().DroppedResponses
+	proxy.SetFaults(faultproxy.Faults{DropResponseRate: 1, Match: []byte(match)})
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for proxy.Counts().DroppedResponses == before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		proxy.SetFaults(faultproxy.Faults{})
+	}()
+}
+
+// TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement shows the breach and the fix
+// through a real network fault: the proxy loses the answer to a commit that the emulator applied.
+// The Firestore client library sends the commit again (it retries Commit on Unavailable). A raw
+// shard increment, as the Firebase guide writes it, is then applied twice although its caller was
+// told it succeeded once; the Store's increment, whose commit creates a write record, is applied
+// once and answered as applied.
+func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *testing.T) {
+	ctx := context.Background()
+	project := testenv.NewProjectID()
+	proxy, err := faultproxy.Start(testenv.FirestoreEmulatorHost(t), faultproxy.Faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	client, _ := testenv.FirestoreThrough(t, proxy.Addr(), project)
+	direct := testenv.FirestoreOf(t, project)
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1, ShardCountCacheTTL: time.Minute, DedupeTTL: time.Hour})
+	exact := counter.NewStore(direct, schema, counter.Options{DefaultNumShards: 1})
+	for _, id := range []string{"raw", "store"} {
+		if _, err := store.Configure(ctx, id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dropNextResponse(t, proxy, "/shards/")
+	_, err = schema.ShardRef(client, "raw", 0).Set(ctx, map[string]any{shared.FieldCount: firestore.Increment(1)}, firestore.MergeAll)
+	if err != nil {
+		t.Fatalf("raw increment: %v (the client library should have retried it)", err)
+	}
+	if got, err := exact.Sum(ctx, "raw"); err != nil || got < 2 {
+		t.Fatalf("raw = %d (%v) after one acknowledged increment whose response was lost; want the breach (>= 2) shown", got, err)
+	}
+
+	dropNextResponse(t, proxy, "/shards/")
+	if _, err := store.Increment(ctx, "store", 1); err != nil {
+		t.Fatalf("store increment: %v, want applied", err)
+	}
+	if got, err := exact.Sum(ctx, "store"); err != nil || got != 1 {
+		t.Errorf("store = %d (%v) after one acknowledged increment whose response was lost, want exactly 1", got, err)
+	}
+	if n := proxy.Counts().DroppedResponses; n < 2 {
+		t.Errorf("the proxy dropped %d responses, want one per case", n)
+	}
+}
