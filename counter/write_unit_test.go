@@ -224,13 +224,17 @@ func TestAmbiguousCommitIsSettledByFencing(t *testing.T) {
 		wantDesc string
 	}{
 		{"fence applies: not applied", &fakePlans{commits: []error{unavailable}},
-			func(r entryResult) bool { return errors.Is(r.err, ErrNotApplied) && !errors.Is(r.err, ErrOutcomeUnknown) }, 1, "ErrNotApplied"},
+			func(r entryResult) bool {
+				return errors.Is(r.err, ErrNotApplied) && !errors.Is(r.err, ErrOutcomeUnknown)
+			}, 1, "ErrNotApplied"},
 		{"fence finds the write: applied", &fakePlans{commits: []error{unavailable}, fences: []error{exists}, inspects: []inspection{{write: writeApplied}}},
 			func(r entryResult) bool { return r.err == nil && r.outcome.Applied[0].Shard == 7 }, 1, "applied"},
 		{"fence finds its own earlier attempt: not applied", &fakePlans{commits: []error{unavailable}, fences: []error{exists}, inspects: []inspection{{write: writeFenced}}},
 			func(r entryResult) bool { return errors.Is(r.err, ErrNotApplied) }, 1, "ErrNotApplied"},
 		{"fence fails: unknown", &fakePlans{commits: []error{unavailable}, fences: []error{unavailable}},
-			func(r entryResult) bool { return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied) }, 1, "ErrOutcomeUnknown"},
+			func(r entryResult) bool {
+				return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied)
+			}, 1, "ErrOutcomeUnknown"},
 		{"library re-sent an applied commit: applied, no fence", &fakePlans{commits: []error{exists}, inspects: []inspection{{write: writeApplied}}},
 			func(r entryResult) bool { return r.err == nil }, 1, "applied"},
 		{"contention: fenced, then sent again with a new write ID", &fakePlans{commits: []error{status.Error(codes.Aborted, "contention"), nil}},
