@@ -36,14 +36,8 @@ func dropNextResponse(t *testing.T, proxy *faultproxy.Proxy, match string) {
 // once and answered as applied.
 func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *testing.T) {
 	ctx := context.Background()
-	project := testenv.NewProjectID()
-	proxy, err := faultproxy.Start(testenv.FirestoreEmulatorHost(t), faultproxy.Faults{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	client, _ := testenv.FirestoreThrough(t, proxy.Addr(), project)
-	direct := testenv.FirestoreOf(t, project)
+	db := testenv.FirestoreBehindFaultProxy(t)
+	proxy, client, direct := db.Proxy, db.Client, db.Direct
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1, ShardCountCacheTTL: time.Minute, DedupeTTL: time.Hour})
 	exact := counter.NewStore(direct, schema, counter.Options{DefaultNumShards: 1})
 	for _, id := range []string{"raw", "store"} {
@@ -53,7 +47,7 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 	}
 
 	dropNextResponse(t, proxy, "/shards/")
-	_, err = schema.ShardRef(client, "raw", 0).Set(ctx, map[string]any{shared.FieldCount: firestore.Increment(1)}, firestore.MergeAll)
+	_, err := schema.ShardRef(client, "raw", 0).Set(ctx, map[string]any{shared.FieldCount: firestore.Increment(1)}, firestore.MergeAll)
 	if err != nil {
 		t.Fatalf("raw increment: %v (the client library should have retried it)", err)
 	}

@@ -72,19 +72,14 @@ func TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			project := testenv.NewProjectID()
-			proxy, err := faultproxy.Start(testenv.FirestoreEmulatorHost(t), faultproxy.Faults{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = proxy.Close() })
-			client, commits := testenv.FirestoreThrough(t, proxy.Addr(), project)
+			db := testenv.FirestoreBehindFaultProxy(t)
+			proxy, commits := db.Proxy, db.Commits
 			cfg := shared.DefaultConfig()
 			if tc.requestTimeout > 0 {
 				cfg.RequestTimeout = tc.requestTimeout
 			}
-			srv := newTestServerWithClient(t, cfg, client)
-			exact := counter.NewStore(testenv.FirestoreOf(t, project), shared.DefaultConfig().Schema, counter.Options{})
+			srv := newTestServerWithClient(t, cfg, db.Client)
+			exact := counter.NewStore(db.Direct, shared.DefaultConfig().Schema, counter.Options{})
 			srv.increment(t, "keyed", 1) // create both counters before the faults
 			srv.increment(t, "plain", 1)
 			before := len(commits())

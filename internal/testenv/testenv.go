@@ -18,6 +18,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/shardcount/counters/internal/commitlog"
+	"github.com/shardcount/counters/internal/faultproxy"
 )
 
 // FirestoreEmulatorHost returns the emulator's address, failing the test when there is none.
@@ -199,6 +200,33 @@ func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Cli
 		}
 		return c
 	}
+}
+
+// FaultyFirestore is a fresh emulator project reached two ways: through a fault proxy (forwarding
+// untouched until the test sets faults) with every confirmed commit recorded, and directly, to read
+// the truth.
+type FaultyFirestore struct {
+	// Proxy stands between Client and the emulator.
+	Proxy *faultproxy.Proxy
+	// Client reaches the emulator through Proxy.
+	Client *firestore.Client
+	// Commits returns the commits Client made whose answers reached it.
+	Commits func() []commitlog.Commit
+	// Direct reaches the same project without the proxy.
+	Direct *firestore.Client
+}
+
+// FirestoreBehindFaultProxy starts a fault proxy in front of the emulator, stopped when the test ends.
+func FirestoreBehindFaultProxy(t testing.TB) FaultyFirestore {
+	t.Helper()
+	project := NewProjectID()
+	proxy, err := faultproxy.Start(FirestoreEmulatorHost(t), faultproxy.Faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	client, commits := FirestoreThrough(t, proxy.Addr(), project)
+	return FaultyFirestore{Proxy: proxy, Client: client, Commits: commits, Direct: FirestoreOf(t, project)}
 }
 
 // writerFunc is an io.Writer from a function.
