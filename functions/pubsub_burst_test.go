@@ -23,16 +23,13 @@ const (
 	envBurstMessages = "PUBSUB_BURST_MESSAGES" // messages published (default 2000)
 	envBurstCounters = "PUBSUB_BURST_COUNTERS" // counters they are spread over (default 1)
 	envBurstPlain    = "PUBSUB_BURST_PLAIN"    // "true": one plain delivery each, no duplicates or poison
+	envBurstInFlight = "PUBSUB_BURST_IN_FLIGHT" // deliveries in flight (default 80: one instance at concurrency 80)
 )
 
-// burstInFlight is how many deliveries the burst keeps in flight: one instance of IncrementFromPubSub
-// deployed at concurrency 80.
-const burstInFlight = 80
-
-// pushConcurrently subscribes to topic and delivers its messages to endpoint with burstInFlight
-// requests at once, as production push does (the emulator's own push sends one at a time; see
+// pushConcurrently subscribes to topic and delivers its messages to endpoint with inFlight requests
+// at once, as production push does (the emulator's own push sends one at a time; see
 // localstack.Push), until the test ends.
-func (s *stackPubSub) pushConcurrently(t *testing.T, topic, id, endpoint string) {
+func (s *stackPubSub) pushConcurrently(t *testing.T, topic, id, endpoint string, inFlight int) {
 	t.Helper()
 	name := "projects/" + s.env.Project + "/subscriptions/" + id + "-" + s.prefix
 	_, err := s.client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
@@ -43,7 +40,7 @@ func (s *stackPubSub) pushConcurrently(t *testing.T, topic, id, endpoint string)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- localstack.Push(ctx, s.client, name, endpoint, burstInFlight) }()
+	go func() { done <- localstack.Push(ctx, s.client, name, endpoint, inFlight) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -79,13 +76,14 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 	messages := envInt(t, envBurstMessages, 2000)
 	counters := envInt(t, envBurstCounters, 1)
 	plain := os.Getenv(envBurstPlain) == "true"
+	inFlight := envInt(t, envBurstInFlight, 80)
 	topic := s.newTopic(t)
 	proxy := newPushProxy(t, s.env.FunctionsURL)
 	endpoint := pushEndpoint(proxy.copiesURL(2), topic)
 	if plain {
 		endpoint = pushEndpoint(s.env.FunctionsURL, topic)
 	}
-	s.pushConcurrently(t, topic, "burst", endpoint)
+	s.pushConcurrently(t, topic, "burst", endpoint, inFlight)
 	counterID := func(i int) string { return fmt.Sprintf("%s-burst-%d", s.prefix, i%counters) }
 
 	expected := map[string]int64{}
@@ -141,9 +139,9 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 			hottest = max(hottest, int(w))
 		}
 	}
-	report := fmt.Sprintf("%d messages (%d published, plain %v) for %d counter(s): drained in %s (publishing took %s), %.0f messages/s; "+
+	report := fmt.Sprintf("%d messages (%d published, plain %v, %d in flight) for %d counter(s): drained in %s (publishing took %s), %.0f messages/s; "+
 		"%d shard writes = %.3f per message; busiest shard %d writes",
-		messages, len(msgs), plain, counters, elapsed.Round(time.Millisecond), published.Round(time.Millisecond),
+		messages, len(msgs), plain, inFlight, counters, elapsed.Round(time.Millisecond), published.Round(time.Millisecond),
 		float64(messages)/elapsed.Seconds(), shardWrites, float64(shardWrites)/float64(messages), hottest)
 	if path := os.Getenv(commitlog.EnvPath); path != "" {
 		report += "; " + commitFigures(t, path, s.prefix+"-burst-", start, messages)

@@ -44,7 +44,9 @@ func Push(ctx context.Context, client *pubsub.Client, subscription, endpoint str
 		var env pushEnvelope
 		env.Message.Data, env.Message.Attributes, env.Message.MessageID, env.Message.PublishTime = m.Data, m.Attributes, m.ID, m.PublishTime
 		env.Subscription = subscription
-		if deliver(ctx, httpClient, endpoint, env) {
+		// A delivery runs to its answer or its timeout, as production push does: it is never cut
+		// short by the receiver's own bookkeeping.
+		if deliver(context.WithoutCancel(ctx), httpClient, endpoint, env) {
 			m.Ack()
 			return
 		}
