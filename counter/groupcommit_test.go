@@ -72,6 +72,27 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 			t.Errorf("commit %v, want one shard write and one write record", c.Docs)
 		}
 	}
+	// Every shard write counts itself, and the counter says when it was last written.
+	shardDocs, err := schema.ShardsRef(client, "likes").Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes int64
+	for _, d := range shardDocs {
+		n, _ := d.DataAt(shared.FieldWrites)
+		w, _ := n.(int64)
+		writes += w
+	}
+	if writes != int64(len(made)) {
+		t.Errorf("shards count %d writes, the client made %d commits", writes, len(made))
+	}
+	counterDoc, err := schema.CounterRef(client, "likes").Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := counterDoc.DataAt(shared.FieldTouchedMinute); m == nil || m.(int64) < shared.UnixMinute(start) {
+		t.Errorf("counter touched_minute = %v, want at least %d", m, shared.UnixMinute(start))
+	}
 	t.Logf("400 increments in %d commits over %s", len(made), elapsed.Round(time.Millisecond))
 }
 
