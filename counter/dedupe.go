@@ -130,6 +130,7 @@ func dedupeRecord(k keyedWrite, writeID string, now, expiresAt time.Time) map[st
 // dedupeRecordData is a dedupe record as read back.
 type dedupeRecordData struct {
 	Fingerprint string `firestore:"fingerprint"`
+	Write       string `firestore:"write"`
 	Applied     []struct {
 		Counter string `firestore:"counter"`
 		Delta   int64  `firestore:"delta"`

@@ -37,7 +37,9 @@ func (f *firestorePlans) writeRef(plan *commitPlan) *firestore.DocumentRef {
 func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
 	minute := shared.UnixMinute(plan.now)
 	b := f.client.Batch()
-	b.Create(f.writeRef(plan), writeRecord(plan, false))
+	if plan.writeRecord {
+		b.Create(f.writeRef(plan), writeRecord(plan, false))
+	}
 	for _, k := range plan.keyed {
 		b.Create(f.schema.DedupeRef(f.client, k.key.recordID()), dedupeRecord(k, plan.writeID, plan.now, plan.now.Add(f.dedupeTTL)))
 	}
@@ -72,7 +74,8 @@ func (f *firestorePlans) fence(ctx context.Context, plan *commitPlan) error {
 }
 
 // inspect reads, in one request, the plan's write record, its dedupe records and the counters it
-// creates.
+// creates. A dedupe record carrying the plan's write ID means the plan applied; one carrying another
+// is a duplicate.
 func (f *firestorePlans) inspect(ctx context.Context, plan *commitPlan) (inspection, error) {
 	refs := []*firestore.DocumentRef{f.writeRef(plan)}
 	for _, k := range plan.keyed {
@@ -107,6 +110,10 @@ func (f *firestorePlans) inspect(ctx context.Context, plan *commitPlan) (inspect
 		if err := snap.DataTo(&rec); err != nil {
 			return inspection{}, fmt.Errorf("decode dedupe record of key %s %q: %w", plan.keyed[k].key.Source, plan.keyed[k].key.ID, err)
 		}
+		if rec.Write == plan.writeID {
+			in.write = writeApplied
+			continue
+		}
 		in.duplicates[k] = rec
 	}
 	for n, id := range created {
@@ -114,10 +121,13 @@ func (f *firestorePlans) inspect(ctx context.Context, plan *commitPlan) (inspect
 			in.existing = append(in.existing, id)
 		}
 	}
+	if in.write == writeApplied { // the plan's own documents are not in its way
+		in.duplicates, in.existing = nil, nil
+	}
 	return in, nil
 }
 
-// writeRecord is the document that marks a commit (or its fence) as written.
+// writeRecord is the document that marks a commit holding unkeyed increments (or its fence) as written.
 func writeRecord(plan *commitPlan, fence bool) map[string]any {
 	return map[string]any{
 		shared.FieldDedupeSource: writeRecordSource,

@@ -14,12 +14,21 @@ import (
 )
 
 // Every shard write (a group of increments, a guide-mode increment, a keyed HTTP increment, a Pub/Sub
-// message) is one atomic commit that also creates a write record with a fresh random ID. The client
-// library re-sends a commit whose answer it lost (apiv1 retries Commit on Unavailable), and a shard
-// increment is not idempotent; the write record is: a commit that had already applied fails the
-// second time with AlreadyExists on its own write record, and reading that record says "applied".
-// An ambiguous failure is never answered "not applied" on a guess: it is settled by a fence, a lone
-// Create of the same write record, after which the original commit can never apply.
+// message) is one atomic commit with a fresh random write ID that makes it safe to send again. The
+// client library re-sends a commit whose answer it lost (apiv1 retries Commit on Unavailable), and a
+// shard increment is not idempotent; a commit that creates a document named or marked by its write ID
+// is: if it had already applied, the second attempt fails with AlreadyExists, and reading the document
+// says "applied".
+//
+// A commit holding an unkeyed increment creates a write record named by the write ID. An ambiguous
+// failure is never answered "not applied" on a guess: it is settled by a fence, a lone Create of the
+// same write record, after which the original commit can never apply.
+//
+// A commit of keyed increments only needs no write record: each dedupe record it creates carries the
+// write ID, and every attempt, and every later delivery of the same keys, creates the same dedupe
+// records, so at most one of them ever applies. An ambiguous failure is settled by sending the same
+// commit once more: applied, or AlreadyExists on records carrying our write ID (applied), or a
+// duplicate found, or, failing that, unknown (the keys make any later retry safe).
 
 // Bounds of one write. They hold whatever the caller's context says: a write in flight is seen
 // through, so that its callers learn its outcome.
@@ -79,9 +88,11 @@ type keyedWrite struct {
 // commitPlan is the content of one atomic commit.
 type commitPlan struct {
 	writeID string
-	now     time.Time
-	shards  []shardWrite
-	keyed   []keyedWrite
+	// writeRecord: the commit creates the write record writeID, because it holds an unkeyed increment.
+	writeRecord bool
+	now         time.Time
+	shards      []shardWrite
+	keyed       []keyedWrite
 	// keyedOf maps a keyed entry's index in its batch to its dedupe record's index in keyed.
 	keyedOf map[int]int
 }
@@ -104,12 +115,13 @@ type inspection struct {
 	existing []string
 }
 
-// planStore does the database work of a write: the real one is Firestore (planStore in
-// firestore_plans.go); tests inject failures.
+// planStore does the database work of a write: the real one is Firestore (firestorePlans); tests
+// inject failures.
 type planStore interface {
-	// commit applies the plan atomically, with its write record.
+	// commit applies the plan atomically.
 	commit(ctx context.Context, plan *commitPlan) error
-	// inspect reads the plan's write record and the documents the plan creates.
+	// inspect reads the documents the plan creates: its write record (or, without one, the write ID
+	// on its dedupe records) tells whether it applied.
 	inspect(ctx context.Context, plan *commitPlan) (inspection, error)
 	// fence creates the plan's write record alone, marked as a fence.
 	fence(ctx context.Context, plan *commitPlan) error
@@ -150,8 +162,12 @@ func (s *Store) apply(ctx context.Context, plan *commitPlan) commitResult {
 	return s.settle(ctx, plan, err)
 }
 
-// settle finds out whether a commit that failed with cause applied, by fencing its write record.
+// settle finds out whether a commit that failed with cause applied: by fencing its write record, or,
+// for a commit of keyed increments only, by sending it once more.
 func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commitResult {
+	if !plan.writeRecord {
+		return s.resend(ctx, plan, cause)
+	}
 	ferr := s.plans.fence(ctx, plan)
 	if ferr == nil {
 		return commitResult{err: notApplied(cause)} // the commit can never apply now
@@ -169,6 +185,27 @@ func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commi
 		}
 	}
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; settling it failed: %w", cause, ferr))}
+}
+
+// resend sends a commit of keyed increments only once more after it failed with cause: every attempt
+// creates the same dedupe records, so at most one applies.
+func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commitResult {
+	err := s.plans.commit(ctx, plan)
+	if err == nil {
+		return commitResult{applied: true}
+	}
+	if status.Code(err) == codes.AlreadyExists {
+		in, ierr := s.plans.inspect(ctx, plan)
+		switch {
+		case ierr != nil:
+			err = ierr
+		case in.write == writeApplied:
+			return commitResult{applied: true}
+		case len(in.duplicates) > 0 || len(in.existing) > 0:
+			return commitResult{conflicts: in, err: notApplied(err)}
+		}
+	}
+	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; sending it again failed: %w", cause, err))}
 }
 
 // writeEntries writes a batch of entries in one commit, or in a few when some must be taken out
@@ -285,6 +322,7 @@ func (s *Store) plan(ctx context.Context, batch []entry, live []int) (*commitPla
 	p := &commitPlan{writeID: newWriteID(), now: s.now(), keyedOf: make(map[int]int)}
 	index := make(map[string]int)
 	for _, i := range live {
+		p.writeRecord = p.writeRecord || batch[i].key == nil
 		for _, inc := range batch[i].incs {
 			if n, ok := index[inc.Counter]; ok {
 				p.shards[n].delta += inc.Delta

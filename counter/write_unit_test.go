@@ -304,3 +304,37 @@ func TestDuplicateKeysInAGroupNeverBlockTheOthers(t *testing.T) {
 		t.Errorf("key new with another delta: %+v, want ErrKeyReused", r)
 	}
 }
+
+// TestAmbiguousKeyedCommitIsSettledBySendingItAgain: a commit of keyed increments only has no write
+// record to fence: it is sent once more (its dedupe records make that safe). Applied, or found applied
+// by its write ID on its dedupe records, it is answered applied; failing again, unknown.
+func TestAmbiguousKeyedCommitIsSettledBySendingItAgain(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "connection reset")
+	exists := status.Error(codes.AlreadyExists, "exists")
+	for _, tc := range []struct {
+		name  string
+		plans *fakePlans
+		want  func(entryResult) bool
+	}{
+		{"sent again: applied", &fakePlans{commits: []error{unavailable, nil}},
+			func(r entryResult) bool { return r.err == nil && !r.outcome.Duplicate }},
+		{"sent again, finds its own records: applied", &fakePlans{commits: []error{unavailable, exists}, inspects: []inspection{{write: writeApplied}}},
+			func(r entryResult) bool { return r.err == nil && !r.outcome.Duplicate }},
+		{"sent again, fails again: unknown", &fakePlans{commits: []error{unavailable, unavailable}},
+			func(r entryResult) bool { return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFakeStore(tc.plans)
+			r := s.writeEntries(context.Background(), []entry{keyed("c", 1, "k1"), keyed("c", 2, "k2")})[0]
+			if !tc.want(r) {
+				t.Errorf("result %+v (%v)", r, r.err)
+			}
+			if tc.plans.fenced != 0 {
+				t.Errorf("%d fences of a commit without a write record", tc.plans.fenced)
+			}
+			if len(tc.plans.committed) != 2 || tc.plans.committed[0].writeID != tc.plans.committed[1].writeID || tc.plans.committed[0].writeRecord {
+				t.Errorf("commits %d, want the same keyed commit (same write ID, no write record) sent twice", len(tc.plans.committed))
+			}
+		})
+	}
+}
