@@ -148,7 +148,9 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 	}
 	t.Log(report)
 
-	if shardWrites == 0 || float64(shardWrites) > 0.25*float64(messages) {
+	// Sharing needs several messages of a counter in flight at once: asserted for the one-counter
+	// burst; spread over many counters (a measurement), it is only reported.
+	if counters == 1 && (shardWrites == 0 || float64(shardWrites) > 0.25*float64(messages)) {
 		t.Errorf("%d shard writes for %d messages: want shared writes, far fewer than one per message", shardWrites, messages)
 	}
 	if window := max(10*time.Second, elapsed); float64(hottest) > window.Seconds() {
