@@ -146,20 +146,31 @@ func (s *Store) apply(ctx context.Context, plan *commitPlan) commitResult {
 	if err == nil {
 		return commitResult{applied: true}
 	}
-	if status.Code(err) == codes.AlreadyExists {
-		in, ierr := s.plans.inspect(ctx, plan)
-		switch {
-		case ierr != nil:
-			// Cannot tell which document was in the way: settle it with a fence.
-		case in.write == writeApplied:
-			return commitResult{applied: true} // an earlier attempt of this commit applied
-		case len(in.duplicates) > 0 || len(in.existing) > 0:
-			// Every attempt of this commit creates these documents, which exist without our write
-			// record: none applied, and none ever can.
-			return commitResult{conflicts: in, err: notApplied(err)}
-		}
+	if r, ok := s.readBack(ctx, plan, err); ok {
+		return r
 	}
 	return s.settle(ctx, plan, err)
+}
+
+// readBack decides a commit that failed with AlreadyExists from the documents it creates: applied
+// (an earlier attempt of it did), or not applied because documents created by others are in its
+// way. ok is false when it cannot tell (another error, or nothing in the way after all).
+func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ commitResult, ok bool) {
+	if status.Code(err) != codes.AlreadyExists {
+		return commitResult{}, false
+	}
+	in, ierr := s.plans.inspect(ctx, plan)
+	switch {
+	case ierr != nil:
+		return commitResult{}, false
+	case in.write == writeApplied:
+		return commitResult{applied: true}, true
+	case len(in.duplicates) > 0 || len(in.existing) > 0:
+		// Every attempt of this commit creates these documents, which exist without our write ID:
+		// none applied, and none ever can.
+		return commitResult{conflicts: in, err: notApplied(err)}, true
+	}
+	return commitResult{}, false
 }
 
 // settle finds out whether a commit that failed with cause applied: by fencing its write record, or,
@@ -194,16 +205,8 @@ func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commi
 	if err == nil {
 		return commitResult{applied: true}
 	}
-	if status.Code(err) == codes.AlreadyExists {
-		in, ierr := s.plans.inspect(ctx, plan)
-		switch {
-		case ierr != nil:
-			err = ierr
-		case in.write == writeApplied:
-			return commitResult{applied: true}
-		case len(in.duplicates) > 0 || len(in.existing) > 0:
-			return commitResult{conflicts: in, err: notApplied(err)}
-		}
+	if r, ok := s.readBack(ctx, plan, err); ok {
+		return r
 	}
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; sending it again failed: %w", cause, err))}
 }

@@ -213,16 +213,22 @@ func TestCloseGivesUpWhenItsContextEnds(t *testing.T) {
 // TestAmbiguousCommitIsSettledByFencing: a commit that fails ambiguously is settled by fencing its
 // write record: a fence that applies proves "not applied"; a fence that finds the commit's record
 // proves "applied"; a fence that cannot be written leaves the outcome unknown. Never a guess.
+// settleCase is a scripted failure of a commit and the result it must end in.
+type settleCase struct {
+	name     string
+	plans    *fakePlans
+	want     func(entryResult) bool
+	commits  int
+	wantDesc string
+}
+
+var (
+	unavailable = status.Error(codes.Unavailable, "connection reset")
+	exists      = status.Error(codes.AlreadyExists, "exists")
+)
+
 func TestAmbiguousCommitIsSettledByFencing(t *testing.T) {
-	unavailable := status.Error(codes.Unavailable, "connection reset")
-	exists := status.Error(codes.AlreadyExists, "exists")
-	for _, tc := range []struct {
-		name     string
-		plans    *fakePlans
-		want     func(entryResult) bool
-		commits  int
-		wantDesc string
-	}{
+	for _, tc := range []settleCase{
 		{"fence applies: not applied", &fakePlans{commits: []error{unavailable}},
 			func(r entryResult) bool {
 				return errors.Is(r.err, ErrNotApplied) && !errors.Is(r.err, ErrOutcomeUnknown)
@@ -309,19 +315,15 @@ func TestDuplicateKeysInAGroupNeverBlockTheOthers(t *testing.T) {
 // record to fence: it is sent once more (its dedupe records make that safe). Applied, or found applied
 // by its write ID on its dedupe records, it is answered applied; failing again, unknown.
 func TestAmbiguousKeyedCommitIsSettledBySendingItAgain(t *testing.T) {
-	unavailable := status.Error(codes.Unavailable, "connection reset")
-	exists := status.Error(codes.AlreadyExists, "exists")
-	for _, tc := range []struct {
-		name  string
-		plans *fakePlans
-		want  func(entryResult) bool
-	}{
-		{"sent again: applied", &fakePlans{commits: []error{unavailable, nil}},
-			func(r entryResult) bool { return r.err == nil && !r.outcome.Duplicate }},
-		{"sent again, finds its own records: applied", &fakePlans{commits: []error{unavailable, exists}, inspects: []inspection{{write: writeApplied}}},
-			func(r entryResult) bool { return r.err == nil && !r.outcome.Duplicate }},
-		{"sent again, fails again: unknown", &fakePlans{commits: []error{unavailable, unavailable}},
-			func(r entryResult) bool { return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied) }},
+	applied := func(r entryResult) bool { return r.err == nil && !r.outcome.Duplicate }
+	for _, tc := range []settleCase{
+		{name: "sent again: applied", plans: &fakePlans{commits: []error{unavailable, nil}}, want: applied},
+		{name: "sent again, finds its own records: applied", want: applied,
+			plans: &fakePlans{commits: []error{unavailable, exists}, inspects: []inspection{{write: writeApplied}}}},
+		{name: "sent again, fails again: unknown", plans: &fakePlans{commits: []error{unavailable, unavailable}},
+			want: func(r entryResult) bool {
+				return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied)
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeStore(tc.plans)
