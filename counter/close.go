@@ -2,39 +2,78 @@ package counter
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/shardcount/counters/shared"
+	"sync"
 )
 
-// ErrClosed is the error of an increment refused because the Store is closing: it was not applied,
-// so sending it again (to another instance) is safe.
-var ErrClosed = errors.New("the counter store is closing; the increment was not applied")
-
-// Close stops the Store taking increments, for a graceful stop: later Increment calls fail with
-// ErrClosed, every increment waiting in a group commit is written now, without waiting out the
-// interval, and Close returns once each of them has its outcome, or when ctx ends. Keyed increments
-// (ApplyOnce) are not grouped: those under way finish on their own.
+// Close stops the Store taking increments and sees the ones it holds through: from now on Increment
+// and ApplyOnce fail with ErrClosed (and ErrNotApplied), every group writes what it holds without
+// waiting for its interval, and Close returns when every increment that was taken has its outcome,
+// or with ctx's error when ctx ends first (Cloud Run allows 10 s after SIGTERM). Reads keep working.
 func (s *Store) Close(ctx context.Context) error {
-	s.closed.Store(true)
-	if s.groups == nil {
-		return nil
+	s.life.close()
+	if s.groups != nil {
+		s.groups.flush()
 	}
-	return s.groups.close(ctx)
+	select {
+	case <-s.life.drained():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close counter store: increments still waiting for their writes: %w", ctx.Err())
+	}
 }
 
-// close refuses new increments, makes the commit loops write what is pending at once, and waits for
-// them to finish.
-func (g *groupCommitter) close(ctx context.Context) error {
-	g.mu.Lock()
-	if !g.closed {
-		g.closed = true
-		close(g.flush)
+// lifecycle counts the writes under way and refuses new ones once closed. Its zero value is open.
+type lifecycle struct {
+	mu     sync.Mutex
+	closed bool
+	active int
+	done   chan struct{} // closed when closed and no write is under way
+}
+
+// enter admits a write, unless the store is closed.
+func (l *lifecycle) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
 	}
-	g.mu.Unlock()
-	if err := shared.Wait(ctx, &g.loops); err != nil {
-		return fmt.Errorf("write pending group commits: %w", err)
+	l.active++
+	return true
+}
+
+// leave ends a write admitted by enter.
+func (l *lifecycle) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active--
+	l.signal()
+}
+
+// close refuses every later write.
+func (l *lifecycle) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		l.done = make(chan struct{})
+		l.signal()
 	}
-	return nil
+}
+
+// drained is closed once the store is closed and every admitted write has ended.
+func (l *lifecycle) drained() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+func (l *lifecycle) signal() {
+	if l.closed && l.active == 0 {
+		select {
+		case <-l.done:
+		default:
+			close(l.done)
+		}
+	}
 }

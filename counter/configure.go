@@ -51,7 +51,7 @@ func (s *Store) Configure(ctx context.Context, id string, numShards int) (Config
 		// Zeroed shards exist for every shard ID in use, as in the guide, so that its clients, which
 		// update (not set) a random shard, keep working. Increment(0) never overwrites a count.
 		for n := cfg.PreviousNumShards; n < numShards; n++ {
-			if err := tx.Set(s.schema.ShardRef(s.client, id, n), shardIncrement(0), firestore.MergeAll); err != nil {
+			if err := tx.Set(s.schema.ShardRef(s.client, id, n), zeroShard(), firestore.MergeAll); err != nil {
 				return err
 			}
 		}
@@ -62,4 +62,9 @@ func (s *Store) Configure(ctx context.Context, id string, numShards int) (Config
 	}
 	s.shardCounts.put(id, numShards)
 	return cfg, nil
+}
+
+// zeroShard makes a shard exist without changing its count or its write count.
+func zeroShard() map[string]any {
+	return map[string]any{shared.FieldCount: firestore.Increment(0), shared.FieldWrites: firestore.Increment(0)}
 }

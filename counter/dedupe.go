@@ -9,10 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/shardcount/counters/shared"
 )
 
@@ -32,14 +28,23 @@ const (
 type Key struct {
 	// Source scopes ID.
 	Source Source
+	// Caller, when not empty, scopes ID to the verified identity that sent it, so that one caller
+	// can neither consume nor replay another's key. Empty means unscoped.
+	Caller string
 	// ID is the key as the caller gave it; any string is allowed (it is hashed into a document ID).
 	ID string
 }
 
 // recordID is the document ID of the key's dedupe record: a hash, so that any key is a valid
-// document ID and record IDs spread evenly over Firestore's key space (no hot range).
+// document ID and record IDs spread evenly over Firestore's key space (no hot range). Unscoped keys
+// hash as they always did; a caller is length-prefixed after a different separator, so no scoped key
+// hashes like an unscoped one or like another caller's.
 func (k Key) recordID() string {
-	sum := sha256.Sum256([]byte(string(k.Source) + "\x00" + k.ID))
+	s := string(k.Source) + "\x00" + k.ID
+	if k.Caller != "" {
+		s = fmt.Sprintf("%s\x01%d:%s%s", k.Source, len(k.Caller), k.Caller, k.ID)
+	}
+	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -68,14 +73,18 @@ type Outcome struct {
 	Duplicate bool
 }
 
-// ApplyOnce applies incs exactly once per key: one write-only transaction creates the key's dedupe
-// record (expiring after Options.DedupeTTL, through Firestore's TTL policy) and increments one random shard of
-// each distinct counter by the sum of its deltas. Counters that do not exist are created with the
-// default shard count in the same transaction. Either everything is written or nothing is.
+// ApplyOnce applies incs exactly once per key: one atomic commit creates the key's dedupe record
+// (expiring after Options.DedupeTTL, through Firestore's TTL policy) and increments one random shard
+// of each distinct counter by the sum of its deltas. Counters that do not exist are created with the
+// default shard count in the same commit. Either everything is written or nothing is. With group
+// commit on, the increments of a single-counter key share their commit (and shard write) with the
+// other increments of that counter in this instance; a key over several counters is a commit of its
+// own.
 //
 // When the key's record exists already, nothing is written and the Outcome is the first
 // application's, with Duplicate set; if incs differ from the first application's, the error wraps
-// ErrKeyReused. Other errors are Firestore's (see shared.IsRetryable).
+// ErrKeyReused. Any other error wraps ErrNotApplied or ErrOutcomeUnknown; a keyed increment whose
+// outcome is unknown is safe to send again.
 func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment) (Outcome, error) {
 	if len(incs) == 0 || len(incs) > shared.MaxBatchIncrements {
 		return Outcome{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), shared.MaxBatchIncrements)
@@ -84,92 +93,44 @@ func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment)
 	if err != nil {
 		return Outcome{}, err
 	}
-	recordRef := s.schema.DedupeRef(s.client, key.recordID())
-	merged := mergeByCounter(incs)
-	// Each retry follows an AlreadyExists of a counter this call meant to create, so it knows one more
-	// existing counter: len(merged) retries are enough.
-	for attempt := 0; ; attempt++ {
-		outcome, created, err := s.applyKeyed(ctx, recordRef, key, fingerprint, merged)
-		if err == nil {
-			for _, id := range created {
-				s.shardCounts.put(id, s.defaultNumShards)
-			}
-			return outcome, nil
-		}
-		if status.Code(err) != codes.AlreadyExists {
-			return Outcome{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, err)
-		}
-		// Either the dedupe record exists (the key was applied, maybe a moment ago by a concurrent
-		// delivery) or another request created one of the counters this call meant to create.
-		snap, err := recordRef.Get(ctx)
-		switch {
-		case err == nil:
-			return duplicateOutcome(snap, key, fingerprint)
-		case status.Code(err) != codes.NotFound:
-			return Outcome{}, fmt.Errorf("apply key %s %q: read its dedupe record: %w", key.Source, key.ID, err)
-		case len(created) == 0 || attempt >= len(merged):
-			return Outcome{}, fmt.Errorf("apply key %s %q: a document already exists, but not its dedupe record", key.Source, key.ID)
-		}
+	r := s.write(ctx, entry{incs: mergeByCounter(incs), key: &key, fingerprint: fingerprint})
+	if r.err != nil && !errors.Is(r.err, ErrKeyReused) {
+		return Outcome{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, r.err)
 	}
+	return r.outcome, r.err
 }
 
-// applyKeyed runs the transaction of ApplyOnce once. created lists the counters it created.
-func (s *Store) applyKeyed(ctx context.Context, recordRef *firestore.DocumentRef, key Key, fingerprint string,
-	merged []shared.Increment) (outcome Outcome, created []string, err error) {
-	applied := make([]AppliedIncrement, len(merged))
-	for i, inc := range merged {
-		numShards, err := s.numShards(ctx, inc.Counter)
-		if errors.Is(err, ErrNotFound) {
-			numShards = s.defaultNumShards
-			created = append(created, inc.Counter)
-		} else if err != nil {
-			return Outcome{}, nil, err
-		}
-		applied[i] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: s.pickShard(numShards)}
-	}
-	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		if err := tx.Create(recordRef, dedupeRecord(key, fingerprint, applied, time.Now().Add(s.dedupeTTL))); err != nil {
-			return err
-		}
-		for _, id := range created {
-			if err := tx.Create(s.schema.CounterRef(s.client, id), map[string]any{shared.FieldNumShards: s.defaultNumShards}); err != nil {
-				return err
-			}
-		}
-		for _, a := range applied {
-			if err := tx.Set(s.schema.ShardRef(s.client, a.Counter, a.Shard), shardIncrement(a.Delta), firestore.MergeAll); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return Outcome{Applied: applied}, created, err
-}
-
-// dedupeRecord is the document that marks key as applied: what a retry must answer, how to recognise
-// a key reused for other increments, and when Firestore's TTL policy may delete it.
-func dedupeRecord(key Key, fingerprint string, applied []AppliedIncrement, expiresAt time.Time) map[string]any {
-	entries := make([]map[string]any, len(applied))
-	for i, a := range applied {
+// dedupeRecord is the document that marks a key as applied: what a retry must answer, how to
+// recognise a key reused for other increments, the write that applied it, and when Firestore's TTL
+// policy may delete it.
+func dedupeRecord(k keyedWrite, writeID string, now, expiresAt time.Time) map[string]any {
+	entries := make([]map[string]any, len(k.applied))
+	for i, a := range k.applied {
 		entries[i] = map[string]any{
 			shared.FieldAppliedCounter: a.Counter,
 			shared.FieldAppliedDelta:   a.Delta,
 			shared.FieldAppliedShard:   a.Shard,
 		}
 	}
-	return map[string]any{
-		shared.FieldDedupeSource:      string(key.Source),
-		shared.FieldDedupeKey:         key.ID,
-		shared.FieldDedupeFingerprint: fingerprint,
+	rec := map[string]any{
+		shared.FieldDedupeSource:      string(k.key.Source),
+		shared.FieldDedupeKey:         k.key.ID,
+		shared.FieldDedupeFingerprint: k.fingerprint,
 		shared.FieldDedupeApplied:     entries,
-		shared.FieldCreatedAt:         firestore.ServerTimestamp,
+		shared.FieldDedupeWrite:       writeID,
+		shared.FieldCreatedAt:         now, // not a server timestamp: no field transform per record
 		shared.FieldExpiresAt:         expiresAt,
 	}
+	if k.key.Caller != "" {
+		rec[shared.FieldDedupeCaller] = k.key.Caller
+	}
+	return rec
 }
 
 // dedupeRecordData is a dedupe record as read back.
 type dedupeRecordData struct {
 	Fingerprint string `firestore:"fingerprint"`
+	Write       string `firestore:"write"`
 	Applied     []struct {
 		Counter string `firestore:"counter"`
 		Delta   int64  `firestore:"delta"`
@@ -178,11 +139,7 @@ type dedupeRecordData struct {
 }
 
 // duplicateOutcome is the Outcome of a key whose dedupe record exists: what the first application did.
-func duplicateOutcome(snap *firestore.DocumentSnapshot, key Key, fingerprint string) (Outcome, error) {
-	var rec dedupeRecordData
-	if err := snap.DataTo(&rec); err != nil {
-		return Outcome{}, fmt.Errorf("apply key %s %q: decode its dedupe record: %w", key.Source, key.ID, err)
-	}
+func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Outcome, error) {
 	outcome := Outcome{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied))}
 	for i, a := range rec.Applied {
 		outcome.Applied[i] = AppliedIncrement{Counter: a.Counter, Delta: a.Delta, Shard: a.Shard}

@@ -36,9 +36,11 @@ func sum(t *testing.T, s *counter.Store, id string) int64 {
 	return n
 }
 
+// dedupeRecords lists the dedupe records of keys (not the write records that share their collection).
 func dedupeRecords(t *testing.T, client *firestore.Client) []*firestore.DocumentSnapshot {
 	t.Helper()
-	docs, err := client.Collection(shared.DefaultConfig().Schema.Dedupe).Documents(context.Background()).GetAll()
+	docs, err := client.Collection(shared.DefaultConfig().Schema.Dedupe).
+		Where(shared.FieldDedupeSource, "!=", "write").Documents(context.Background()).GetAll()
 	if err != nil {
 		t.Fatal(err)
 	}

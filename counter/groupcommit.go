@@ -3,7 +3,7 @@ package counter
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -12,121 +12,161 @@ import (
 // magnitude (shared.ParseConfig's bound on MAX_DELTA), 512 of them cannot overflow an int64.
 const maxGroupSize = 512
 
-// maxShardRotation bounds the random offset of an instance in the shard rotation; any value above
-// the largest shard count spreads instances evenly.
-const maxShardRotation = 1 << 20
+// maxKeyedPerGroup bounds the keyed entries in one write: each adds a dedupe record to the commit,
+// which stays within Firestore's historical 500 writes per commit with the write record, the shard
+// and the counter on top.
+const maxKeyedPerGroup = 450
 
-// groupCommitTimeout bounds one group write: its callers may all have given up, so no request
-// context can bound it.
-const groupCommitTimeout = 30 * time.Second
+// groupWriteTimeout bounds the reads a group write makes before it commits (a counter's shard
+// count); the commit and what settles it have bounds of their own (write.go).
+const groupWriteTimeout = commitTimeout
+
+// clock is the time source of the group committer; tests drive a fake one.
+type clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// systemClock is the real clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// batchWriter writes a batch of entries of one counter in one commit (or a few, when duplicates are
+// taken out) and returns each entry's result, in order.
+type batchWriter func(ctx context.Context, batch []entry) []entryResult
 
 // groupCommitter merges the concurrent increments of each counter in this instance into one shard
 // write, at most one per interval per counter. A write goes out at once when the counter's previous
 // one is an interval old, so a lone increment waits for nothing; under load, the increments that
 // arrive while the counter waits out its interval share the next write. Each increment is answered
-// only when the write holding it has committed, and a failed write fails exactly the increments it
-// held. Writes rotate over the shards by the clock, so with N shards each shard sees at most one
-// write per N-1 intervals from an instance, even across idle gaps.
+// only when the write holding it has an outcome, and a failed write fails exactly the increments it
+// held. An increment whose caller gives up before its write is sent is taken out of its group, so
+// "not applied" is true; one whose write is in flight waits for that write's outcome.
 type groupCommitter struct {
-	store    *Store
 	interval time.Duration
-	offset   int // this instance's place in the rotation, so instances spread over the shards
+	clock    clock
+	write    batchWriter
 
 	mu     sync.Mutex
 	groups map[string]*counterGroup
-	closed bool           // set by close: no new increments
-	flush  chan struct{}  // closed by close: write what is pending without waiting out intervals
-	loops  sync.WaitGroup // running commit loops
+	// flushing is closed by flush: every group writes what it holds without waiting.
+	flushing  chan struct{}
+	flushOnce sync.Once
 }
 
 // counterGroup is one counter's queue of increments waiting for their write.
 type counterGroup struct {
-	pending    []pendingIncrement
+	pending    []*pendingEntry
 	lastCommit time.Time
 }
 
-// pendingIncrement is one caller's increment and where its outcome goes.
-type pendingIncrement struct {
-	delta int64
-	done  chan groupOutcome
+// pendingEntry is one caller's entry and where its result goes.
+type pendingEntry struct {
+	entry entry
+	done  chan entryResult
 }
 
-type groupOutcome struct {
-	shard int
-	err   error
+func newGroupCommitter(interval time.Duration, c clock, write batchWriter) *groupCommitter {
+	return &groupCommitter{interval: interval, clock: c, write: write, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
 }
 
-func newGroupCommitter(store *Store, interval time.Duration) *groupCommitter {
-	return &groupCommitter{store: store, interval: interval, offset: rand.IntN(maxShardRotation),
-		groups: make(map[string]*counterGroup), flush: make(chan struct{})}
-}
-
-// add queues delta for counter id and returns when the write holding it committed or failed.
-func (g *groupCommitter) add(ctx context.Context, id string, delta int64) (int, error) {
-	inc := pendingIncrement{delta: delta, done: make(chan groupOutcome, 1)}
+// add queues e for counter id and returns its result once the write holding it has an outcome, or
+// "not applied" when ctx ends before its write was sent.
+func (g *groupCommitter) add(ctx context.Context, id string, e entry) entryResult {
+	p := &pendingEntry{entry: e, done: make(chan entryResult, 1)}
 	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return 0, fmt.Errorf("increment counter %q: %w", id, ErrClosed)
-	}
 	group, running := g.groups[id]
 	if !running {
 		group = &counterGroup{}
 		g.groups[id] = group
-		g.loops.Add(1)
 	}
-	group.pending = append(group.pending, inc)
+	group.pending = append(group.pending, p)
 	g.mu.Unlock()
 	if !running {
 		go g.commitLoop(id, group)
 	}
 	select {
-	case out := <-inc.done:
-		return out.shard, out.err
+	case r := <-p.done:
+		return r
 	case <-ctx.Done():
-		// The increment stays queued and may still commit: like any write whose answer was lost.
-		return 0, fmt.Errorf("increment counter %q: %w", id, ctx.Err())
+		if g.takeOut(group, p) {
+			return entryResult{err: notApplied(fmt.Errorf("gave up waiting for the group write of counter %q: %w", id, ctx.Err()))}
+		}
+		// The write holding it is in flight: its outcome comes within the write's own bounds.
+		return <-p.done
 	}
+}
+
+// takeOut removes p from its group if its write has not been sent, and reports whether it did.
+func (g *groupCommitter) takeOut(group *counterGroup, p *pendingEntry) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(group.pending, p)
+	if i < 0 {
+		return false
+	}
+	group.pending = slices.Delete(group.pending, i, i+1)
+	return true
+}
+
+// flush makes every group write what it holds now, and every later write go out at once.
+func (g *groupCommitter) flush() {
+	g.flushOnce.Do(func() { close(g.flushing) })
 }
 
 // commitLoop writes counter id's queued increments, one write per interval, until none are left.
 func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
-	defer g.loops.Done()
 	for {
 		g.mu.Lock()
-		wait := time.NewTimer(time.Until(group.lastCommit.Add(g.interval)))
+		wait := group.lastCommit.Add(g.interval).Sub(g.clock.Now())
 		g.mu.Unlock()
-		select { // at once when the last write is an interval old, or when the store closes
-		case <-wait.C:
-		case <-g.flush:
-			wait.Stop()
+		if wait > 0 {
+			select {
+			case <-g.clock.After(wait):
+			case <-g.flushing:
+			}
 		}
 
 		g.mu.Lock()
-		n := min(len(group.pending), maxGroupSize)
-		if n == 0 {
+		batch := takeBatch(group)
+		if len(batch) == 0 {
 			// An interval has passed since the last write, so a new loop may write at once.
 			delete(g.groups, id)
 			g.mu.Unlock()
 			return
 		}
-		batch := group.pending[:n:n]
-		group.pending = group.pending[n:]
-		group.lastCommit = time.Now()
-		// Writes of a counter are an interval apart, so each falls in its own interval slot of the
-		// clock; the slot picks the shard.
-		slot := int(group.lastCommit.UnixNano()/int64(g.interval)) + g.offset
+		group.lastCommit = g.clock.Now()
 		g.mu.Unlock()
 
-		var sum int64
-		for _, inc := range batch {
-			sum += inc.delta
+		entries := make([]entry, len(batch))
+		for i, p := range batch {
+			entries[i] = p.entry
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), groupCommitTimeout)
-		shard, err := g.store.writeIncrement(ctx, id, sum, func(numShards int) int { return slot % numShards })
+		ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
+		results := g.write(ctx, entries)
 		cancel()
-		for _, inc := range batch {
-			inc.done <- groupOutcome{shard: shard, err: err}
+		for i, p := range batch {
+			p.done <- results[i]
 		}
 	}
+}
+
+// takeBatch takes the next write's entries off the front of group's queue: at most maxGroupSize,
+// and at most maxKeyedPerGroup keyed ones.
+func takeBatch(group *counterGroup) []*pendingEntry {
+	n, keyed := 0, 0
+	for n < len(group.pending) && n < maxGroupSize {
+		if group.pending[n].entry.key != nil {
+			if keyed == maxKeyedPerGroup {
+				break
+			}
+			keyed++
+		}
+		n++
+	}
+	batch := slices.Clone(group.pending[:n])
+	group.pending = slices.Delete(group.pending, 0, n)
+	return batch
 }

@@ -17,7 +17,8 @@ var schema = shared.DefaultConfig().Schema
 
 // TestGroupCommitSharesWritesAndLosesNothing: 400 concurrent increments of one counter, in waves,
 // through one instance with group commit; every acknowledged increment is in the exact value, and the
-// commits the client really made are at most one per interval.
+// commits the client really made are at most one per interval, each one shard write and its write
+// record (and, once a minute, the counter's touched_minute).
 func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	client, commits := testenv.FirestoreWithCommits(t)
@@ -55,15 +56,42 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	if budget := int(elapsed/interval) + 1; len(made) > budget {
 		t.Errorf("%d commits for 400 increments in %s, over one per %s (%d)", len(made), elapsed, interval, budget)
 	}
-	shards := map[string]bool{}
 	for _, c := range made {
-		if len(c.Docs) != 1 || !strings.HasPrefix(c.Docs[0], "counters/likes/shards/") {
-			t.Errorf("commit %v, want one shard write", c.Docs)
+		var shardWrites, writeRecords int
+		for _, doc := range c.Docs {
+			switch {
+			case strings.HasPrefix(doc, "counters/likes/shards/"):
+				shardWrites++
+			case strings.HasPrefix(doc, schema.Dedupe+"/write-"):
+				writeRecords++
+			case doc != "counters/likes":
+				t.Errorf("commit %v writes %s", c.Docs, doc)
+			}
 		}
-		shards[c.Docs[0]] = true
+		if shardWrites != 1 || writeRecords != 1 {
+			t.Errorf("commit %v, want one shard write and one write record", c.Docs)
+		}
 	}
-	if len(shards) != len(made) {
-		t.Errorf("%d commits went to only %d shards: writes should rotate over the shards", len(made), len(shards))
+	// Every shard write counts itself, and the counter says when it was last written.
+	shardDocs, err := schema.ShardsRef(client, "likes").Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes int64
+	for _, d := range shardDocs {
+		n, _ := d.DataAt(shared.FieldWrites)
+		w, _ := n.(int64)
+		writes += w
+	}
+	if writes != int64(len(made)) {
+		t.Errorf("shards count %d writes, the client made %d commits", writes, len(made))
+	}
+	counterDoc, err := schema.CounterRef(client, "likes").Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := counterDoc.DataAt(shared.FieldTouchedMinute); m == nil || m.(int64) < shared.UnixMinute(start) {
+		t.Errorf("counter touched_minute = %v, want at least %d", m, shared.UnixMinute(start))
 	}
 	t.Logf("400 increments in %d commits over %s", len(made), elapsed.Round(time.Millisecond))
 }

@@ -48,3 +48,10 @@ func (c *shardCountCache) put(id string, numShards int) {
 	}
 	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.now().Add(c.ttl)}
 }
+
+// forget drops a counter's cached shard count, so the next write reads it again.
+func (c *shardCountCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/shardcount/counters/shared"
 )
-
-// maxAbortedAttempts bounds how often one shard write is sent when the database aborts it.
-const maxAbortedAttempts = 3
 
 // ErrNotFound is returned for a counter that has never been configured or incremented.
 var ErrNotFound = errors.New("counter not found")
@@ -27,10 +23,14 @@ type Store struct {
 	schema           shared.Schema
 	defaultNumShards int
 	shardCounts      *shardCountCache
-	pickShard        func(numShards int) int
-	groups           *groupCommitter // nil: one write per increment
-	dedupeTTL        time.Duration
-	closed           atomic.Bool // set by Close
+	// pickShard chooses the shard of every write: uniformly at random, so that instances never
+	// fall into step on one shard.
+	pickShard func(numShards int) int
+	groups    *groupCommitter // nil: one write per increment
+	plans     planStore
+	now       func() time.Time
+	touched   *touchTracker
+	life      lifecycle
 }
 
 // Options tune a Store.
@@ -55,10 +55,12 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		defaultNumShards: opts.DefaultNumShards,
 		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, time.Now),
 		pickShard:        rand.IntN,
-		dedupeTTL:        opts.DedupeTTL,
+		plans:            &firestorePlans{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL},
+		now:              time.Now,
+		touched:          newTouchTracker(),
 	}
 	if opts.GroupCommitInterval > 0 {
-		s.groups = newGroupCommitter(s, opts.GroupCommitInterval)
+		s.groups = newGroupCommitter(opts.GroupCommitInterval, systemClock{}, s.writeEntries)
 	}
 	return s
 }
@@ -70,73 +72,28 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 //
 // With group commit on (Options.GroupCommitInterval), concurrent increments of one counter in this
 // instance share one shard write, at most one per interval; otherwise every increment is one write
-// to a random shard, as in the Firebase guide.
+// to a random shard, as in the Firebase guide. Either way the write is safe to retry (see write.go):
+// an error wraps ErrNotApplied when the increment certainly was not applied, ErrOutcomeUnknown when
+// nobody can tell.
 func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard int, err error) {
-	if s.closed.Load() {
-		return 0, fmt.Errorf("increment counter %q: %w", id, ErrClosed)
+	r := s.write(ctx, entry{incs: []shared.Increment{{Counter: id, Delta: delta}}})
+	if r.err != nil {
+		return 0, fmt.Errorf("increment counter %q: %w", id, r.err)
 	}
-	if s.groups != nil {
-		return s.groups.add(ctx, id, delta)
-	}
-	return s.writeIncrement(ctx, id, delta, s.pickShard)
+	return r.outcome.Applied[0].Shard, nil
 }
 
-// writeIncrement adds delta to shard pick(numShards) of counter id in one write, creating the
-// counter if needed.
-func (s *Store) writeIncrement(ctx context.Context, id string, delta int64, pick func(numShards int) int) (shard int, err error) {
-	numShards, err := s.numShards(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		shard, err = s.createByIncrement(ctx, id, delta, pick)
-		if status.Code(err) != codes.AlreadyExists {
-			return shard, err
-		}
-		// Another request created it first: increment it like any existing counter.
-		numShards, err = s.numShards(ctx, id)
+// write applies e through its counter's group when group commit is on and e touches one counter, or
+// in a commit of its own.
+func (s *Store) write(ctx context.Context, e entry) entryResult {
+	if !s.life.enter() {
+		return entryResult{err: notApplied(ErrClosed)}
 	}
-	if err != nil {
-		return 0, err
+	defer s.life.leave()
+	if s.groups != nil && len(e.incs) == 1 {
+		return s.groups.add(ctx, e.incs[0].Counter, e)
 	}
-	shard = pick(numShards)
-	ref := s.schema.ShardRef(s.client, id, shard)
-	// An Aborted commit (lock contention) was not applied, so it is safe to send again; the client
-	// library retries it only inside transactions.
-	for attempt := 1; ; attempt++ {
-		_, err = ref.Set(ctx, shardIncrement(delta), firestore.MergeAll)
-		if status.Code(err) != codes.Aborted || attempt == maxAbortedAttempts {
-			break
-		}
-	}
-	if err != nil {
-		return 0, fmt.Errorf("increment shard %d of counter %q: %w", shard, id, err)
-	}
-	return shard, nil
-}
-
-// shardIncrement is the server-side increment of a shard; it creates the shard document if needed.
-// It also stamps the shard with the current minute, which the scheduled roll-up uses to find the
-// counters that changed without reading the ones that did not.
-func shardIncrement(delta int64) map[string]any {
-	return map[string]any{
-		shared.FieldCount:         firestore.Increment(delta),
-		shared.FieldTouchedMinute: shared.UnixMinute(time.Now()),
-	}
-}
-
-// createByIncrement creates counter id with the default shard count and applies its first increment,
-// atomically. It fails with codes.AlreadyExists when the counter exists.
-func (s *Store) createByIncrement(ctx context.Context, id string, delta int64, pick func(numShards int) int) (int, error) {
-	shard := pick(s.defaultNumShards)
-	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		if err := tx.Create(s.schema.CounterRef(s.client, id), map[string]any{shared.FieldNumShards: s.defaultNumShards}); err != nil {
-			return err
-		}
-		return tx.Set(s.schema.ShardRef(s.client, id, shard), shardIncrement(delta), firestore.MergeAll)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("create counter %q by its first increment: %w", id, err)
-	}
-	s.shardCounts.put(id, s.defaultNumShards)
-	return shard, nil
+	return s.writeEntries(ctx, []entry{e})[0]
 }
 
 // numShards returns the shard count of counter id, from the cache when it is fresh.

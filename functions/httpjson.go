@@ -26,10 +26,12 @@ type requestError struct {
 
 func (e *requestError) Error() string { return e.message }
 
-// errorBody is the JSON body of every 4xx and 5xx answer.
+// errorBody is the JSON body of every 4xx and 5xx answer. Outcome, on failed increments, says
+// whether the increment was applied: "not_applied" or "unknown".
 type errorBody struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
+	Error   string `json:"error"`
+	Field   string `json:"field,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // checkMethod accepts the request's method if it is one of allowed, or returns a 405 answer.

@@ -72,7 +72,7 @@ func TestIncrementIdempotencyKeyReusedForAnotherIncrementIs422(t *testing.T) {
 		t.Errorf("likes = %d, want 1", got)
 	}
 	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 3 { // counter, one shard, one record
-		t.Errorf("documents %v, want the counter, one shard and one dedupe record", paths)
+		t.Errorf("documents %v, want the counter, one shard and one dedupe record (a keyed commit needs no write record)", paths)
 	}
 }
 

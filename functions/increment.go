@@ -33,6 +33,9 @@ const headerReplayed = "Idempotent-Replayed"
 // key with a different increment is refused with 422, as the IETF Idempotency-Key draft advises: the
 // key was spent on another request, and applying or ignoring this one silently would both be wrong.
 // There is no 409 "still in progress": the dedupe record and the increment are one atomic write.
+//
+// Every answer is true: 200 means counted exactly once; 503 (with Retry-After) means certainly not
+// applied; 504 means the outcome is unknown, and only a retry with the same Idempotency-Key is safe.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {

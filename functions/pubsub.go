@@ -40,6 +40,10 @@ func (e *poisonError) Error() string { return e.reason }
 // present, replaces the message ID as the dedupe key. Each key is applied exactly once, a batch all
 // or nothing; a redelivery is acknowledged without counting again.
 //
+// Messages of one counter share the commit of their counter's group with the other increments this
+// instance holds (counter.Store.ApplyOnce); each is acknowledged only once that commit, holding its
+// dedupe record, committed.
+//
 // A message that can never succeed (bad JSON, an invalid counter ID or delta, an over-long batch, a key
 // reused for other increments) is acknowledged (nil) and logged at ERROR with its message ID and the
 // reason. A transient database failure returns an error, so Pub/Sub redelivers the message.
@@ -63,8 +67,10 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	case status.Code(err) == codes.InvalidArgument:
 		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
 	case err != nil:
-		s.log.WarnContext(ctx, "increments not applied; Pub/Sub will redeliver the message",
-			"message_id", msgID, "error", err.Error(), "retryable", shared.IsRetryable(err))
+		// Not applied, or unknown: either way the redelivery is safe, its dedupe record settles it.
+		s.log.WarnContext(ctx, "increments not confirmed; Pub/Sub will redeliver the message",
+			"message_id", msgID, "error", err.Error(), "retryable", shared.IsRetryable(err),
+			"outcome_unknown", errors.Is(err, counter.ErrOutcomeUnknown))
 		return fmt.Errorf("message %s: %w", msgID, err)
 	case out.Duplicate:
 		s.log.InfoContext(ctx, "duplicate delivery acknowledged; already applied", "message_id", msgID, "key", key.ID)

@@ -44,9 +44,17 @@ func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *
 // retryAfterSeconds is the Retry-After of a 503: Firestore's transient failures clear in about that.
 const retryAfterSeconds = "1"
 
+// Outcomes of a failed increment, in the "outcome" field of the answer.
+const (
+	// outcomeNotApplied: the increment was certainly not applied; sending it again is safe.
+	outcomeNotApplied = "not_applied"
+	// outcomeUnknown: the increment may or may not have been applied.
+	outcomeUnknown = "unknown"
+)
+
 // writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
-// unknown counter, 503 for transient database failures and increments refused by a stopping
-// instance, 500 for the rest. Internal details are logged,
+// unknown counter, 504 when an increment's outcome is unknown, 503 for transient failures (of an
+// increment: only when it was certainly not applied), 500 for the rest. Internal details are logged,
 // never sent.
 func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
 	var (
@@ -63,16 +71,27 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it with ConfigureCounter or by incrementing it", Field: "counter"})
-	case errors.Is(err, counter.ErrClosed):
+	case errors.Is(err, counter.ErrOutcomeUnknown):
+		// Cloud Run answers 504 to a request that timed out, also an unknown outcome.
+		s.log.ErrorContext(r.Context(), "increment outcome unknown", "error", err.Error(), "path", r.URL.Path)
+		writeJSON(w, http.StatusGatewayTimeout, errorBody{Outcome: outcomeUnknown,
+			Error: "the database did not confirm the increment and it may or may not have been applied; " +
+				"retry only with the same " + shared.HeaderIdempotencyKey + " header, which applies it at most once"})
+	case errors.Is(err, counter.ErrClosed) || shared.IsRetryable(err):
+		s.log.WarnContext(r.Context(), "transient failure", "error", err.Error(), "path", r.URL.Path)
 		w.Header().Set("Retry-After", retryAfterSeconds)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; the increment was not applied; retry after " + retryAfterSeconds + " s"})
-	case shared.IsRetryable(err):
-		s.log.WarnContext(r.Context(), "transient database failure", "error", err.Error(), "path", r.URL.Path)
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "the database is busy or unavailable; retry after " + retryAfterSeconds + " s"})
+		body := errorBody{Error: "the database is busy or unavailable; retry after " + retryAfterSeconds + " s"}
+		if errors.Is(err, counter.ErrNotApplied) {
+			body = errorBody{Outcome: outcomeNotApplied, Error: "not applied: the database is busy or unavailable, or this instance is stopping; retry after " + retryAfterSeconds + " s"}
+		}
+		writeJSON(w, http.StatusServiceUnavailable, body)
 	default:
 		s.log.ErrorContext(r.Context(), "request failed", "error", err.Error(), "path", r.URL.Path)
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
+		body := errorBody{Error: "internal error"}
+		if errors.Is(err, counter.ErrNotApplied) {
+			body.Outcome = outcomeNotApplied
+		}
+		writeJSON(w, http.StatusInternalServerError, body)
 	}
 }
 

@@ -65,7 +65,7 @@ readonly FUNCTION_SETTINGS='
 increment              Increment            256Mi  1  80  60s   100
 count                  Count                256Mi  -  1   60s   10
 configure-counter      ConfigureCounter     256Mi  -  1   60s   5
-increment-from-pubsub  IncrementFromPubSub  256Mi  -  1   60s   100
+increment-from-pubsub  IncrementFromPubSub  256Mi  1  80  60s   100
 rollup-on-shard-write  RollupOnShardWrite   512Mi  1  80  60s   20
 rollup-scheduled       RollupScheduled      256Mi  -  1   300s  1
 '

@@ -23,8 +23,9 @@ const (
 	FieldWrites = "writes"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
-	// FieldTouchedMinute is on every shard: the Unix minute (seconds / 60) of its last write. The
-	// scheduled roll-up finds changed counters with one collection-group query on it; a value that
+	// FieldTouchedMinute is the Unix minute (seconds / 60) of a recent write. Every shard write sets
+	// it on its shard; on counters/{id}, the first write of a counter by an instance in a minute sets
+	// it in the same commit, so a sweep finds changed counters with one read per counter. A value that
 	// changes once a minute, not a timestamp, keeps the index free of a hot, ever-increasing range.
 	FieldTouchedMinute = "touched_minute"
 	// FieldExpiresAt is on every dedupe record: Firestore's TTL policy deletes the record after it.
@@ -38,6 +39,14 @@ const (
 	FieldDedupeFingerprint = "fingerprint"
 	FieldDedupeApplied     = "applied"
 	FieldCreatedAt         = "created_at"
+	// FieldDedupeWrite is on every dedupe record: the ID of the write record of the commit that
+	// applied the key. FieldDedupeCaller is on records of caller-scoped keys: the verified caller.
+	FieldDedupeWrite  = "write"
+	FieldDedupeCaller = "caller"
+	// FieldWriteFence is on every write record (a document of the dedupe collection whose ID starts
+	// with "write-" and whose source is "write"): true when it is a fence, created alone to make
+	// sure the commit that would have created it never applies; false when that commit applied.
+	FieldWriteFence = "fence"
 	// FieldAppliedCounter, FieldAppliedDelta and FieldAppliedShard are the fields of each entry of
 	// FieldDedupeApplied.
 	FieldAppliedCounter = "counter"

@@ -179,6 +179,9 @@ func (p *Proxy) forwardRequests(l *link) {
 				p.resets.Add(1)
 				return
 			case eligible && roll < f.ResetRate+f.DropResponseRate:
+				// Counted before the request goes (forwardResponses closes the link as soon as the
+				// server answers), so a client that sees its connection end also sees the count.
+				p.drops.Add(1)
 				l.dropping.Store(true)
 				if _, err := l.server.Write(chunk); err != nil {
 					return
@@ -187,7 +190,6 @@ func (p *Proxy) forwardRequests(l *link) {
 				case <-l.answered:
 				case <-time.After(dropWait):
 				}
-				p.drops.Add(1)
 				return
 			}
 			if _, err := l.server.Write(chunk); err != nil {

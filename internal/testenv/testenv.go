@@ -18,6 +18,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/shardcount/counters/internal/commitlog"
+	"github.com/shardcount/counters/internal/faultproxy"
 )
 
 // FirestoreEmulatorHost returns the emulator's address, failing the test when there is none.
@@ -40,8 +41,14 @@ func NewProjectID() string {
 // Firestore returns a client of the Firestore emulator on a fresh project, closed when the test ends.
 func Firestore(t testing.TB) *firestore.Client {
 	t.Helper()
+	return FirestoreOf(t, NewProjectID())
+}
+
+// FirestoreOf returns a client of the Firestore emulator on project, closed when the test ends.
+func FirestoreOf(t testing.TB, project string) *firestore.Client {
+	t.Helper()
 	FirestoreEmulatorHost(t)
-	client, err := firestore.NewClient(context.Background(), NewProjectID())
+	client, err := firestore.NewClient(context.Background(), project)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
@@ -158,6 +165,14 @@ func UniqueID(prefix string) string {
 // those so far.
 func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
+	return FirestoreThrough(t, FirestoreEmulatorHost(t), NewProjectID())
+}
+
+// FirestoreThrough is a client of project on the emulator reached at host (the emulator itself, or
+// a fault proxy in front of it), with every successful commit recorded: commits returns those so far.
+func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Client, commits func() []commitlog.Commit) {
+	t.Helper()
+	FirestoreEmulatorHost(t)
 	var (
 		mu  sync.Mutex
 		buf bytes.Buffer
@@ -167,11 +182,11 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 		defer mu.Unlock()
 		return buf.Write(p)
 	}))
-	opt, err := rec.EmulatorOption(FirestoreEmulatorHost(t))
+	opt, err := rec.EmulatorOption(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err = firestore.NewClient(context.Background(), NewProjectID(), opt)
+	client, err = firestore.NewClient(context.Background(), project, opt)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
@@ -185,6 +200,33 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 		}
 		return c
 	}
+}
+
+// FaultyFirestore is a fresh emulator project reached two ways: through a fault proxy (forwarding
+// untouched until the test sets faults) with every confirmed commit recorded, and directly, to read
+// the truth.
+type FaultyFirestore struct {
+	// Proxy stands between Client and the emulator.
+	Proxy *faultproxy.Proxy
+	// Client reaches the emulator through Proxy.
+	Client *firestore.Client
+	// Commits returns the commits Client made whose answers reached it.
+	Commits func() []commitlog.Commit
+	// Direct reaches the same project without the proxy.
+	Direct *firestore.Client
+}
+
+// FirestoreBehindFaultProxy starts a fault proxy in front of the emulator, stopped when the test ends.
+func FirestoreBehindFaultProxy(t testing.TB) FaultyFirestore {
+	t.Helper()
+	project := NewProjectID()
+	proxy, err := faultproxy.Start(FirestoreEmulatorHost(t), faultproxy.Faults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	client, commits := FirestoreThrough(t, proxy.Addr(), project)
+	return FaultyFirestore{Proxy: proxy, Client: client, Commits: commits, Direct: FirestoreOf(t, project)}
 }
 
 // writerFunc is an io.Writer from a function.
