@@ -37,10 +37,13 @@ type Options struct {
 	LogDir string
 	// SchedulerPeriod is how often the stand-in for Cloud Scheduler ticks RollupScheduled.
 	SchedulerPeriod time.Duration
+	// RulesFile is the Firestore security rules file loaded into the emulator, as production's
+	// rules are deployed (an absolute path).
+	RulesFile string
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS and
-// LOCALSTACK_TICK, with the defaults of the README.
+// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS,
+// LOCALSTACK_TICK and FIRESTORE_RULES, with the defaults of the README.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -53,7 +56,12 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil || tick <= 0 {
 		return Options{}, fmt.Errorf("LOCALSTACK_TICK=%q: must be a positive Go duration such as 1m or 10s", os.Getenv("LOCALSTACK_TICK"))
 	}
+	rules, err := filepath.Abs(env("FIRESTORE_RULES", "firestore.rules"))
+	if err != nil {
+		return Options{}, fmt.Errorf("FIRESTORE_RULES: %w", err)
+	}
 	return Options{
+		RulesFile:       rules,
 		Project:         env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
 		FunctionsPort:   env("PORT", "8080"),
 		FirestorePort:   env("FIRESTORE_PORT", "8081"),
@@ -154,6 +162,9 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 			s.Stop()
 		}
 	}()
+	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
+		return nil, err
+	}
 	triggers := functions.Triggers(cfg.Schema)
 	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, triggers); err != nil {
 		return nil, err
@@ -178,11 +189,12 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 }
 
 // Env is the environment of a client of the stack: the emulators' addresses, the project,
-// LOCALSTACK_FUNCTIONS_URL (the functions' base URL) and LOCALSTACK_EVENTS_STATS_URL (the event
-// bridge's counts).
+// LOCALSTACK_FUNCTIONS_URL (the functions' base URL), LOCALSTACK_EVENTS_STATS_URL (the event
+// bridge's counts) and LOCALSTACK_RULES_FILE (the security rules the stack loaded).
 func (s *Stack) Env() []string {
 	return append(s.Emulators.Env(),
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
+		emulators.EnvRulesFile+"="+s.Options.RulesFile,
 		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
 		"LOCALSTACK_EVENTS_STATS_URL=http://"+s.Events.Addr()+"/stats")
 }
@@ -214,8 +226,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range functions.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s pubsub=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, s.Emulators.Firestore.HostPort, s.Emulators.PubSub.HostPort, strings.Join(urls, " "), o.LogDir)
+	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
+		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, strings.Join(urls, " "), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil

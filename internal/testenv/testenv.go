@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/shardcount/counters/internal/commitlog"
+	"github.com/shardcount/counters/internal/emulators"
 )
 
 // FirestoreEmulatorHost returns the emulator's address, failing the test when there is none.
@@ -37,11 +39,27 @@ func NewProjectID() string {
 	return "test-" + hex.EncodeToString(b)
 }
 
-// Firestore returns a client of the Firestore emulator on a fresh project, closed when the test ends.
+// Project returns a fresh project ID with the stack's security rules (LOCALSTACK_RULES_FILE) loaded
+// into the emulator for it, so client SDKs meet production's rules there too.
+func Project(t testing.TB) string {
+	t.Helper()
+	host := FirestoreEmulatorHost(t)
+	rules := os.Getenv(emulators.EnvRulesFile)
+	if rules == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which loads the security rules", emulators.EnvRulesFile)
+	}
+	project := NewProjectID()
+	if err := emulators.LoadRulesFile(context.Background(), host, project, rules); err != nil {
+		t.Fatal(err)
+	}
+	return project
+}
+
+// Firestore returns a client of the Firestore emulator on a fresh project (with the stack's security
+// rules loaded), closed when the test ends.
 func Firestore(t testing.TB) *firestore.Client {
 	t.Helper()
-	FirestoreEmulatorHost(t)
-	client, err := firestore.NewClient(context.Background(), NewProjectID())
+	client, err := firestore.NewClient(context.Background(), Project(t))
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
@@ -171,7 +189,7 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err = firestore.NewClient(context.Background(), NewProjectID(), opt)
+	client, err = firestore.NewClient(context.Background(), Project(t), opt)
 	if err != nil {
 		t.Fatalf("firestore client: %v", err)
 	}
@@ -191,3 +209,18 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// ClientGetStatus reads the document at docPath (relative to the database) of project as an
+// unauthenticated Firebase client does, through the emulator's REST API without the admin "owner"
+// credential, so the project's security rules decide: it returns the HTTP status (200, 404 or, when
+// the rules deny the read, 403).
+func ClientGetStatus(t testing.TB, project, docPath string) int {
+	t.Helper()
+	u := "http://" + FirestoreEmulatorHost(t) + "/v1/projects/" + project + "/databases/(default)/documents/" + docPath
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("client read of %s: %v", docPath, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
