@@ -19,6 +19,11 @@ const (
 	FieldUpdatedAt = "updated_at"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
+	// CallersCollection is the subcollection of a counter that holds, per verified caller (document
+	// ID: a hash of the caller), what that caller added in total, for PER_CALLER_LIMIT.
+	CallersCollection = "callers"
+	// FieldNet is a caller document's total: the sum of that caller's counted deltas.
+	FieldNet = "net"
 	// FieldTouchedMinute is on every shard: the Unix minute (seconds / 60) of its last write. The
 	// scheduled roll-up finds changed counters with one collection-group query on it; a value that
 	// changes once a minute, not a timestamp, keeps the index free of a hot, ever-increasing range.
@@ -34,6 +39,8 @@ const (
 	FieldDedupeFingerprint = "fingerprint"
 	FieldDedupeApplied     = "applied"
 	FieldCreatedAt         = "created_at"
+	// FieldDedupeCaller is the verified caller who sent a dedupe record's key, empty when none was.
+	FieldDedupeCaller = "caller"
 	// FieldAppliedCounter, FieldAppliedDelta and FieldAppliedShard are the fields of each entry of
 	// FieldDedupeApplied.
 	FieldAppliedCounter = "counter"
@@ -75,6 +82,11 @@ func (s Schema) ShardsRef(c *firestore.Client, id string) *firestore.CollectionR
 // ShardRef is counters/{id}/shards/{n}; shard IDs are decimal strings as in the guide.
 func (s Schema) ShardRef(c *firestore.Client, id string, n int) *firestore.DocumentRef {
 	return s.ShardsRef(c, id).Doc(strconv.Itoa(n))
+}
+
+// CallerRef is {counters}/{id}/callers/{callerDocID}.
+func (s Schema) CallerRef(c *firestore.Client, id, callerDocID string) *firestore.DocumentRef {
+	return s.CounterRef(c, id).Collection(CallersCollection).Doc(callerDocID)
 }
 
 // RollupRef is rollups/{id}.
