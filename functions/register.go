@@ -70,7 +70,7 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewService(cfg, client, log), nil
+	return NewService(cfg, client, log).requireCallersFromConfig(context.Background())
 })
 
 // recordCommits makes the Firestore client append every commit to the file at path (local stack

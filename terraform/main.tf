@@ -63,6 +63,9 @@ locals {
     ROLLUP_SWEEP_LOOKBACK = var.rollup_sweep_lookback
     GROUP_COMMIT_INTERVAL = var.group_commit_interval
     DEDUPE_TTL            = var.dedupe_ttl
+    REQUIRE_ID_TOKEN      = var.require_id_token
+    REQUIRE_APP_CHECK     = var.require_app_check
+    PER_CALLER_LIMIT      = var.per_caller_limit
   }
   environment = { for name, value in local.environment_settings : name => tostring(value) if value != null }
 

@@ -123,6 +123,24 @@ variable "group_commit_interval" {
   default     = null
 }
 
+variable "require_id_token" {
+  description = "REQUIRE_ID_TOKEN: Increment accepts only requests with a valid Firebase Auth ID token (Authorization: Bearer); the user scopes Idempotency-Keys. Null: the code's default (false)."
+  type        = bool
+  default     = null
+}
+
+variable "require_app_check" {
+  description = "REQUIRE_APP_CHECK: Increment accepts only requests with a valid Firebase App Check token (X-Firebase-AppCheck). Null: the code's default (false)."
+  type        = bool
+  default     = null
+}
+
+variable "per_caller_limit" {
+  description = "PER_CALLER_LIMIT: each signed-in user's total on each counter stays within [0, limit] (1: one like per user); needs require_id_token. Null: the code's default (0, no limit)."
+  type        = number
+  default     = null
+}
+
 variable "dedupe_ttl" {
   description = "DEDUPE_TTL: how long a keyed increment's dedupe record is kept (Go duration). Null: the code's default (about 8 days)."
   type        = string

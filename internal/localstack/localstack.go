@@ -31,8 +31,11 @@ const emulatorStartTimeout = 90 * time.Second
 type Options struct {
 	// Project is the Google Cloud project ID the emulators and functions use.
 	Project string
-	// FunctionsPort, FirestorePort and PubSubPort are loopback ports.
-	FunctionsPort, FirestorePort, PubSubPort string
+	// FunctionsPort, FirestorePort, PubSubPort and AuthPort (the Firebase Auth emulator) are
+	// loopback ports.
+	FunctionsPort, FirestorePort, PubSubPort, AuthPort string
+	// WebDir is the npm project (web/) whose node_modules hold firebase-tools and the example app.
+	WebDir string
 	// LogDir receives the emulators' logs.
 	LogDir string
 	// SchedulerPeriod is how often the stand-in for Cloud Scheduler ticks RollupScheduled.
@@ -42,8 +45,8 @@ type Options struct {
 	RulesFile string
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS,
-// LOCALSTACK_TICK and FIRESTORE_RULES, with the defaults of the README.
+// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT,
+// LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES and LOCALSTACK_WEB, with the defaults of the README.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -60,8 +63,14 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("FIRESTORE_RULES: %w", err)
 	}
+	web, err := filepath.Abs(env("LOCALSTACK_WEB", "web"))
+	if err != nil {
+		return Options{}, fmt.Errorf("LOCALSTACK_WEB: %w", err)
+	}
 	return Options{
 		RulesFile:       rules,
+		WebDir:          web,
+		AuthPort:        env("AUTH_PORT", "9099"),
 		Project:         env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
 		FunctionsPort:   env("PORT", "8080"),
 		FirestorePort:   env("FIRESTORE_PORT", "8081"),
@@ -71,14 +80,15 @@ func OptionsFromEnv() (Options, error) {
 	}, nil
 }
 
-// Emulators are the running Firestore and Pub/Sub emulators.
+// Emulators are the running Firestore, Pub/Sub and Firebase Auth emulators.
 type Emulators struct {
-	Firestore, PubSub *emulators.Emulator
+	Firestore, PubSub, Auth *emulators.Emulator
 }
 
-// StartEmulators starts both emulators in parallel, logging to files in logDir. firestoreArgs are
+// StartEmulators starts the emulators in parallel, logging to files in o.LogDir. firestoreArgs are
 // extra arguments of the Firestore emulator.
-func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr string, firestoreArgs ...string) (*Emulators, error) {
+func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*Emulators, error) {
+	logDir := o.LogDir
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator log directory: %w", err)
 	}
@@ -95,13 +105,23 @@ func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr strin
 		e            Emulators
 		wg           sync.WaitGroup
 		fsErr, psErr error
+		authErr      error
 	)
 	wg.Go(func() {
-		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), firestoreAddr, "firestore.log")
+		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), loopback(o.FirestorePort), "firestore.log")
 	})
-	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), pubsubAddr, "pubsub.log") })
+	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
+	wg.Go(func() {
+		logs, err := os.Create(filepath.Join(logDir, "auth.log"))
+		if err != nil {
+			authErr = fmt.Errorf("auth emulator log: %w", err)
+			return
+		}
+		defer logs.Close()
+		e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, emulatorStartTimeout)
+	})
 	wg.Wait()
-	if err := errors.Join(fsErr, psErr); err != nil {
+	if err := errors.Join(fsErr, psErr, authErr); err != nil {
 		e.Stop()
 		return nil, err
 	}
@@ -113,12 +133,13 @@ func (e *Emulators) Env() []string {
 	return []string{
 		e.Firestore.Kind.HostEnv + "=" + e.Firestore.HostPort,
 		e.PubSub.Kind.HostEnv + "=" + e.PubSub.HostPort,
+		e.Auth.Kind.HostEnv + "=" + e.Auth.HostPort,
 	}
 }
 
 // Stop stops whichever emulators are running.
 func (e *Emulators) Stop() {
-	for _, em := range []*emulators.Emulator{e.Firestore, e.PubSub} {
+	for _, em := range []*emulators.Emulator{e.Firestore, e.PubSub, e.Auth} {
 		if em != nil {
 			em.Stop()
 		}
@@ -151,7 +172,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	emus, err := StartEmulators(ctx, o.LogDir, loopback(o.FirestorePort), loopback(o.PubSubPort), "--functions_emulator="+bridge.Addr())
+	emus, err := StartEmulators(ctx, o, "--functions_emulator="+bridge.Addr())
 	if err != nil {
 		bridge.stop()
 		return nil, err
@@ -226,8 +247,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range functions.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, strings.Join(urls, " "), o.LogDir)
+	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
+		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, s.Emulators.Auth.HostPort, strings.Join(urls, " "), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil
@@ -237,7 +258,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 // LOCALSTACK_FUNCTIONS_LOG, the file that receives the functions' logs), stops the stack, and returns
 // argv's exit code. Tests run this way share one stack.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
-	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort} {
+	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort} {
 		addr, err := emulators.FreeHostPort()
 		if err != nil {
 			return 0, err

@@ -46,10 +46,11 @@ func freePort(t *testing.T) string {
 func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
 	bin := buildLocalstack(t)
-	port, fsPort, psPort := freePort(t), freePort(t), freePort(t)
+	port, fsPort, psPort, authPort := freePort(t), freePort(t), freePort(t), freePort(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
-		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "FIRESTORE_RULES="+os.Getenv(emulators.EnvRulesFile))
+		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "FIRESTORE_RULES="+os.Getenv(emulators.EnvRulesFile),
+		"AUTH_PORT="+authPort, "LOCALSTACK_WEB="+filepath.Join("..", "..", "web"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 			t.Errorf("emulator processes left behind on port %s: %v", p, left)
 		}
 	}
-	for _, p := range []string{port, fsPort, psPort} {
+	for _, p := range []string{port, fsPort, psPort, authPort} {
 		l, err := net.Listen("tcp", "127.0.0.1:"+p)
 		if err != nil {
 			t.Errorf("port %s still in use after stop: %v", p, err)
