@@ -91,5 +91,9 @@ func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, calle
 	if out.Duplicate {
 		w.Header().Set(headerReplayed, "true")
 	}
-	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted}, nil
+	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted}
+	if key == nil {
+		resp.AcknowledgedAt = now()
+	}
+	return http.StatusOK, resp, nil
 }

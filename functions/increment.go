@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
@@ -23,6 +24,11 @@ type incrementResponse struct {
 	// Counted is set under PER_CALLER_LIMIT: false when the caller's total would have left the limit,
 	// so nothing was added (shard is then -1).
 	Counted *bool `json:"counted,omitempty"`
+	// AcknowledgedAt is when the function answered, after the increment's write committed: a roll-up
+	// whose updated_at is later includes it, which is how apps show their own pending increments
+	// until the roll-up covers them, never twice. Keyed answers leave it out: a retry repeats the
+	// first answer byte for byte.
+	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
 }
 
 // headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
@@ -85,7 +91,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard}, nil
+	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard, AcknowledgedAt: now()}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
@@ -128,4 +134,10 @@ func keyReusedError(first string) error {
 		message: fmt.Sprintf("this %s was already used %s; nothing was changed; send a new key for a new increment",
 			shared.HeaderIdempotencyKey, first),
 	}
+}
+
+// now is the current time for AcknowledgedAt.
+func now() *time.Time {
+	t := time.Now().UTC()
+	return &t
 }
