@@ -26,7 +26,7 @@ type stack struct {
 
 // startStack runs the local stack on free ports with extra environment and waits for its ready line.
 func startStack(binary, project, logDir string, extraEnv ...string) (*stack, error) {
-	ports := make([]string, 3)
+	ports := make([]string, 4)
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -44,6 +44,7 @@ func startStack(binary, project, logDir string, extraEnv ...string) (*stack, err
 	}
 	s.cmd = exec.Command(binary)
 	s.cmd.Env = append(os.Environ(), "PORT="+ports[0], "FIRESTORE_PORT="+ports[1], "PUBSUB_PORT="+ports[2],
+		"APP_PORT="+ports[3], "LOCALSTACK_AUTH=false",
 		"GOOGLE_CLOUD_PROJECT="+project, "LOCALSTACK_LOGS="+logDir, "COMMIT_LOG="+s.commitLog)
 	s.cmd.Env = append(s.cmd.Env, extraEnv...)
 	logs, err := os.Create(filepath.Join(logDir, "stack.log"))

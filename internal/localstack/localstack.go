@@ -34,6 +34,10 @@ type Options struct {
 	// FunctionsPort, FirestorePort, PubSubPort and AuthPort (the Firebase Auth emulator) are
 	// loopback ports.
 	FunctionsPort, FirestorePort, PubSubPort, AuthPort string
+	// AppPort is the loopback port of the live example app.
+	AppPort string
+	// NoAuth leaves the Firebase Auth emulator out (LOCALSTACK_AUTH=false), e.g. for load runs.
+	NoAuth bool
 	// WebDir is the npm project (web/) whose node_modules hold firebase-tools and the example app.
 	WebDir string
 	// LogDir receives the emulators' logs.
@@ -45,8 +49,9 @@ type Options struct {
 	RulesFile string
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT,
-// LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES and LOCALSTACK_WEB, with the defaults of the README.
+// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT, APP_PORT,
+// LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES, LOCALSTACK_WEB and LOCALSTACK_AUTH, with the
+// defaults of the README.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -59,11 +64,11 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil || tick <= 0 {
 		return Options{}, fmt.Errorf("LOCALSTACK_TICK=%q: must be a positive Go duration such as 1m or 10s", os.Getenv("LOCALSTACK_TICK"))
 	}
-	rules, err := filepath.Abs(env("FIRESTORE_RULES", "firestore.rules"))
+	rules, err := repoPath(os.Getenv("FIRESTORE_RULES"), "firestore.rules")
 	if err != nil {
 		return Options{}, fmt.Errorf("FIRESTORE_RULES: %w", err)
 	}
-	web, err := filepath.Abs(env("LOCALSTACK_WEB", "web"))
+	web, err := repoPath(os.Getenv("LOCALSTACK_WEB"), "web")
 	if err != nil {
 		return Options{}, fmt.Errorf("LOCALSTACK_WEB: %w", err)
 	}
@@ -71,6 +76,8 @@ func OptionsFromEnv() (Options, error) {
 		RulesFile:       rules,
 		WebDir:          web,
 		AuthPort:        env("AUTH_PORT", "9099"),
+		AppPort:         env("APP_PORT", "8000"),
+		NoAuth:          os.Getenv("LOCALSTACK_AUTH") == "false",
 		Project:         env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
 		FunctionsPort:   env("PORT", "8080"),
 		FirestorePort:   env("FIRESTORE_PORT", "8081"),
@@ -78,6 +85,29 @@ func OptionsFromEnv() (Options, error) {
 		LogDir:          env("LOCALSTACK_LOGS", ".localstack"),
 		SchedulerPeriod: tick,
 	}, nil
+}
+
+// repoPath is the absolute path of value, or when value is empty, of name in the repository that
+// holds the working directory (the nearest parent with go.mod and name), so the stack finds its files
+// from any package directory a test runs in.
+func repoPath(value, name string) (string, error) {
+	if value != "" {
+		return filepath.Abs(value)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		_, errMod := os.Stat(filepath.Join(d, "go.mod"))
+		_, errName := os.Stat(filepath.Join(d, name))
+		if errMod == nil && errName == nil {
+			return filepath.Join(d, name), nil
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, name), nil
+		}
+	}
 }
 
 // Emulators are the running Firestore, Pub/Sub and Firebase Auth emulators.
@@ -112,13 +142,17 @@ func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*E
 	})
 	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
 	wg.Go(func() {
+		if o.NoAuth {
+			return
+		}
 		logs, err := os.Create(filepath.Join(logDir, "auth.log"))
 		if err != nil {
 			authErr = fmt.Errorf("auth emulator log: %w", err)
 			return
 		}
 		defer logs.Close()
-		e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, emulatorStartTimeout)
+		// Node loads firebase-tools slowly on a busy machine: allow it twice an emulator's time.
+		e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, 2*emulatorStartTimeout)
 	})
 	wg.Wait()
 	if err := errors.Join(fsErr, psErr, authErr); err != nil {
@@ -130,11 +164,22 @@ func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*E
 
 // Env is the environment that points client libraries at the emulators.
 func (e *Emulators) Env() []string {
-	return []string{
+	env := []string{
 		e.Firestore.Kind.HostEnv + "=" + e.Firestore.HostPort,
 		e.PubSub.Kind.HostEnv + "=" + e.PubSub.HostPort,
-		e.Auth.Kind.HostEnv + "=" + e.Auth.HostPort,
 	}
+	if e.Auth != nil {
+		env = append(env, e.Auth.Kind.HostEnv+"="+e.Auth.HostPort)
+	}
+	return env
+}
+
+// authAddr is the Auth emulator's address, or "off".
+func (e *Emulators) authAddr() string {
+	if e.Auth == nil {
+		return "off"
+	}
+	return e.Auth.HostPort
 }
 
 // Stop stops whichever emulators are running.
@@ -156,6 +201,8 @@ type Stack struct {
 	FunctionsURL string
 	// Events delivers the Firestore emulator's document events to the functions.
 	Events *EventBridge
+	// App serves the live example app.
+	App *appServer
 
 	functions     *supervisor
 	stopScheduler func()
@@ -206,14 +253,22 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if s.stopScheduler, err = s.startScheduler(ctx, o.SchedulerPeriod, out); err != nil {
 		return nil, err
 	}
+	if s.App, err = startAppServer(s, loopback(o.AppPort)); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Env is the environment of a client of the stack: the emulators' addresses, the project,
 // LOCALSTACK_FUNCTIONS_URL (the functions' base URL), LOCALSTACK_EVENTS_STATS_URL (the event
-// bridge's counts) and LOCALSTACK_RULES_FILE (the security rules the stack loaded).
+// bridge's counts), LOCALSTACK_RULES_FILE (the security rules the stack loaded) and
+// LOCALSTACK_APP_URL (the live example app).
 func (s *Stack) Env() []string {
-	return append(s.Emulators.Env(),
+	env := s.Emulators.Env()
+	if s.App != nil {
+		env = append(env, "LOCALSTACK_APP_URL="+s.App.URL())
+	}
+	return append(env,
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
 		emulators.EnvRulesFile+"="+s.Options.RulesFile,
 		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
@@ -222,6 +277,9 @@ func (s *Stack) Env() []string {
 
 // Stop stops everything the stack started.
 func (s *Stack) Stop() {
+	if s.App != nil {
+		s.App.stop()
+	}
 	if s.stopScheduler != nil {
 		s.stopScheduler()
 	}
@@ -247,8 +305,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range functions.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s functions: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, s.Emulators.Auth.HostPort, strings.Join(urls, " "), o.LogDir)
+	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",
+		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, s.Emulators.authAddr(),
+		strings.Join(urls, " "), s.App.URL(), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil
@@ -258,7 +317,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 // LOCALSTACK_FUNCTIONS_LOG, the file that receives the functions' logs), stops the stack, and returns
 // argv's exit code. Tests run this way share one stack.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
-	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort} {
+	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort, &o.AppPort} {
 		addr, err := emulators.FreeHostPort()
 		if err != nil {
 			return 0, err

@@ -46,11 +46,10 @@ func freePort(t *testing.T) string {
 func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
 	bin := buildLocalstack(t)
-	port, fsPort, psPort, authPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	port, fsPort, psPort, authPort, appPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
-		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "FIRESTORE_RULES="+os.Getenv(emulators.EnvRulesFile),
-		"AUTH_PORT="+authPort, "LOCALSTACK_WEB="+filepath.Join("..", "..", "web"))
+		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +83,9 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 
 	if !strings.Contains(line, "security rules from "+os.Getenv(emulators.EnvRulesFile)+" loaded") {
 		t.Errorf("ready line does not say the security rules are loaded: %s", line)
+	}
+	if !strings.Contains(line, "example app: http://127.0.0.1:"+appPort+"/") {
+		t.Errorf("ready line does not say where the example app is: %s", line)
 	}
 
 	for range 3 {
@@ -129,7 +131,7 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 			t.Errorf("emulator processes left behind on port %s: %v", p, left)
 		}
 	}
-	for _, p := range []string{port, fsPort, psPort, authPort} {
+	for _, p := range []string{port, fsPort, psPort, authPort, appPort} {
 		l, err := net.Listen("tcp", "127.0.0.1:"+p)
 		if err != nil {
 			t.Errorf("port %s still in use after stop: %v", p, err)
