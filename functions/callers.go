@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
@@ -79,8 +80,10 @@ func bearerToken(r *http.Request) (string, error) {
 	return strings.TrimSpace(token), nil
 }
 
-// incrementLimited applies inc for caller within PER_CALLER_LIMIT, once per key when keyed.
-func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, caller string, key *counter.Key, inc shared.Increment) (int, any, error) {
+// incrementLimited applies inc, received at received, for caller within PER_CALLER_LIMIT, once per key
+// when keyed.
+func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, caller string, key *counter.Key, inc shared.Increment,
+	received time.Time) (int, any, error) {
 	out, err := s.counters.IncrementLimited(r.Context(), caller, s.cfg.PerCallerLimit, inc, key)
 	if errors.Is(err, counter.ErrKeyReused) {
 		return 0, nil, keyReusedError("for another increment")
@@ -93,7 +96,7 @@ func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, calle
 	}
 	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted}
 	if key == nil {
-		resp.AcknowledgedAt = now()
+		resp.ReceivedAt = &received
 	}
 	return http.StatusOK, resp, nil
 }

@@ -24,11 +24,12 @@ type incrementResponse struct {
 	// Counted is set under PER_CALLER_LIMIT: false when the caller's total would have left the limit,
 	// so nothing was added (shard is then -1).
 	Counted *bool `json:"counted,omitempty"`
-	// AcknowledgedAt is when the function answered, after the increment's write committed: a roll-up
-	// whose updated_at is later includes it, which is how apps show their own pending increments
-	// until the roll-up covers them, never twice. Keyed answers leave it out: a retry repeats the
-	// first answer byte for byte.
-	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
+	// ReceivedAt is when the function received the increment, before its write: apps show their own
+	// increment until a roll-up with a later updated_at arrives, and then only the roll-up, so it is
+	// never shown twice (such a roll-up may, rarely, predate the write's commit by up to a group-commit
+	// interval: the increment then shows again with the roll-up the write triggers). Keyed answers
+	// leave it out: a retry repeats the first answer byte for byte.
+	ReceivedAt *time.Time `json:"received_at,omitempty"`
 }
 
 // headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
@@ -50,6 +51,7 @@ const headerReplayed = "Idempotent-Replayed"
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	received := time.Now().UTC()
 	if err := checkMethod(r, http.MethodPost); err != nil {
 		return 0, nil, err
 	}
@@ -82,7 +84,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 		if keyed {
 			limitedKey = &scoped
 		}
-		return s.incrementLimited(w, r, caller, limitedKey, inc)
+		return s.incrementLimited(w, r, caller, limitedKey, inc, received)
 	}
 	if keyed {
 		return s.incrementOnce(w, r, scoped, inc)
@@ -91,7 +93,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard, AcknowledgedAt: now()}, nil
+	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard, ReceivedAt: &received}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
@@ -134,10 +136,4 @@ func keyReusedError(first string) error {
 		message: fmt.Sprintf("this %s was already used %s; nothing was changed; send a new key for a new increment",
 			shared.HeaderIdempotencyKey, first),
 	}
-}
-
-// now is the current time for AcknowledgedAt.
-func now() *time.Time {
-	t := time.Now().UTC()
-	return &t
 }

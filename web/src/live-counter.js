@@ -2,13 +2,14 @@
 // listener) plus this user's own increments that the roll-up does not include yet, so a click shows
 // at once and is never counted twice.
 //
-// When does the roll-up include an increment? Increment answers with acknowledged_at, a time after
-// its write committed; the roll-up's updated_at is when its sum was computed, and a sum computed after
-// a commit includes it. So an acknowledged increment is dropped from "pending" as soon as a roll-up
-// with updated_at later than its acknowledged_at is seen. The roll-up engine writes such a roll-up
-// soon after every shard write (it recomputes unless the roll-up was computed at least 100 ms after
-// the write). As a last resort, an acknowledged increment not covered after maxPendingMs is dropped:
-// a brief undercount rather than a lasting double count.
+// When does the roll-up include an increment? Increment answers with received_at, when the function
+// received it, before its write; a roll-up's updated_at is when its sum was computed. An answered
+// increment stops showing as pending once a roll-up with updated_at later than its received_at is
+// seen: from then on only the roll-up counts it, so it is never shown twice. Such a roll-up includes
+// the increment unless it was computed while the write was still waiting (at most a group-commit
+// interval): then the like is briefly not shown, and comes back with the roll-up that its own write
+// triggers (the engine recomputes after every shard write). As a last resort, an answered increment
+// that no roll-up settled within maxPendingMs stops showing as pending.
 
 /** Microseconds since the epoch of an RFC 3339 time with up to nanosecond digits. */
 export function rfc3339Micros(text) {
@@ -29,7 +30,7 @@ export class LiveCounter {
     this.maxPendingMs = maxPendingMs;
     /** @type {{count: number, updatedAtMicros: number} | null} */
     this.rollup = null;
-    /** @type {{delta: number, ackedAtMicros: number | null, ackedAtMs: number | null}[]} */
+    /** @type {{delta: number, receivedAtMicros: number | null, answeredAtMs: number | null}[]} */
     this.pending = [];
   }
 
@@ -41,19 +42,19 @@ export class LiveCounter {
 
   /** The user clicked: the increment shows at once, as pending. Returns its entry. */
   begin(delta) {
-    const entry = { delta, ackedAtMicros: null, ackedAtMs: null };
+    const entry = { delta, receivedAtMicros: null, answeredAtMs: null };
     this.pending.push(entry);
     return entry;
   }
 
-  /** Increment answered 200 with acknowledged_at (RFC 3339); counted false means nothing was added. */
-  acknowledge(entry, acknowledgedAt, counted = true, nowMs = Date.now()) {
+  /** Increment answered 200 with received_at (RFC 3339); counted false means nothing was added. */
+  acknowledge(entry, receivedAt, counted = true, nowMs = Date.now()) {
     if (!counted) {
       this.fail(entry);
       return;
     }
-    entry.ackedAtMicros = rfc3339Micros(acknowledgedAt);
-    entry.ackedAtMs = nowMs;
+    entry.receivedAtMicros = rfc3339Micros(receivedAt);
+    entry.answeredAtMs = nowMs;
     if (this.#covered(entry)) this.fail(entry);
   }
 
@@ -62,9 +63,9 @@ export class LiveCounter {
     this.pending = this.pending.filter((p) => p !== entry);
   }
 
-  /** Drops acknowledged increments that no roll-up covered within maxPendingMs. */
+  /** Drops answered increments that no roll-up settled within maxPendingMs. */
   expire(nowMs = Date.now()) {
-    this.pending = this.pending.filter((p) => p.ackedAtMs === null || nowMs - p.ackedAtMs < this.maxPendingMs);
+    this.pending = this.pending.filter((p) => p.answeredAtMs === null || nowMs - p.answeredAtMs < this.maxPendingMs);
   }
 
   /** The sum of this user's increments not yet in the roll-up. */
@@ -84,6 +85,6 @@ export class LiveCounter {
   }
 
   #covered(entry) {
-    return entry.ackedAtMicros !== null && this.rollup !== null && this.rollup.updatedAtMicros > entry.ackedAtMicros;
+    return entry.receivedAtMicros !== null && this.rollup !== null && this.rollup.updatedAtMicros > entry.receivedAtMicros;
   }
 }

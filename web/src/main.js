@@ -76,7 +76,7 @@ function card(db, cfg, id) {
       });
       const body = await resp.json();
       if (!resp.ok) throw new Error(body.error || `HTTP ${resp.status}`);
-      live.acknowledge(entry, body.acknowledged_at, body.counted ?? true);
+      live.acknowledge(entry, body.received_at, body.counted ?? true);
       $('.error').textContent = '';
     } catch (err) {
       live.fail(entry);

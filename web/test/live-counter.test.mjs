@@ -1,5 +1,5 @@
-// Unit tests of the latency compensation: own increments show until a roll-up computed after their
-// acknowledgement arrives, and never twice.
+// Unit tests of the latency compensation: own increments show until a roll-up computed after the
+// function received them arrives, and never twice.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LiveCounter, rfc3339Micros } from '../src/live-counter.js';
@@ -20,10 +20,10 @@ test('a pending like shows until a later roll-up covers it, then counts once', (
   c.applyRollup(11, at('2026-01-01T00:00:00.500Z')); // includes our write, but we have no ack yet
   assert.equal(c.value, 12, 'in flight: still pending (the ack decides)');
   c.acknowledge(like, '2026-01-01T00:00:00.400Z');
-  assert.equal(c.value, 11, 'the roll-up computed after the ack covers it: not counted twice');
+  assert.equal(c.value, 11, 'the roll-up computed after the function received it counts it: not twice');
 });
 
-test('a roll-up computed before the acknowledgement does not settle it', () => {
+test('a roll-up computed before the function received the like does not settle it', () => {
   const c = new LiveCounter();
   const like = c.begin(1);
   c.acknowledge(like, '2026-01-01T00:00:01.000001Z');
