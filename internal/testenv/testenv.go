@@ -39,11 +39,18 @@ func NewProjectID() string {
 	return "test-" + hex.EncodeToString(b)
 }
 
+// stackFirestoreHost is the stack's Firestore emulator as the test binary started: tests that point
+// FIRESTORE_EMULATOR_HOST elsewhere (at a dead port, say) still get their project's rules loaded.
+var stackFirestoreHost = os.Getenv("FIRESTORE_EMULATOR_HOST")
+
 // Project returns a fresh project ID with the stack's security rules (LOCALSTACK_RULES_FILE) loaded
 // into the emulator for it, so client SDKs meet production's rules there too.
 func Project(t testing.TB) string {
 	t.Helper()
-	host := FirestoreEmulatorHost(t)
+	host := stackFirestoreHost
+	if host == "" {
+		host = FirestoreEmulatorHost(t)
+	}
 	rules := os.Getenv(emulators.EnvRulesFile)
 	if rules == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, which loads the security rules", emulators.EnvRulesFile)

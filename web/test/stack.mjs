@@ -61,8 +61,11 @@ export async function loadRules(path) {
   if (!resp.ok) throw new Error(`load rules ${path}: HTTP ${resp.status} ${await resp.text()}`);
 }
 
-/** Resolves with the first value of next() (a promise factory) that satisfies ok, within ms. */
-export async function eventually(what, next, ok, ms = 30_000) {
+/**
+ * Resolves with the first value of next() (a promise factory) that satisfies ok, within ms (roll-ups
+ * come about a second after a write, much later on a machine busy with other load).
+ */
+export async function eventually(what, next, ok, ms = 90_000) {
   const deadline = Date.now() + ms;
   let last;
   while (Date.now() < deadline) {
