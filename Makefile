@@ -2,7 +2,8 @@
 GO ?= go
 LOCALSTACK := bin/localstack
 # The app side (web/): firebase-tools (the Auth emulator), the Firebase JS SDK, the example app's
-# bundle and the browser test's driver, installed from web/package-lock.json.
+# bundle and the browser test's driver, installed from web/package-lock.json. --ignore-scripts: none of
+# them needs its install script here (re2's would try to download or compile an optional binary).
 WEB_DEPS := web/node_modules/.package-lock.json
 WEB_APP := web/dist/app.js
 
@@ -21,7 +22,7 @@ run: build $(WEB_APP)
 web: $(WEB_APP)
 
 $(WEB_DEPS): web/package.json web/package-lock.json
-	npm ci --prefix web --no-audit --no-fund
+	npm ci --prefix web --ignore-scripts --no-audit --no-fund
 	@touch $@
 
 $(WEB_APP): $(WEB_DEPS) web/build.mjs $(wildcard web/src/*.js)
