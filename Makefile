@@ -2,16 +2,32 @@
 GO ?= go
 LOCALSTACK := bin/localstack
 BENCH := bin/bench
+# The app side (web/): firebase-tools (the Auth emulator), the Firebase JS SDK, the example app's
+# bundle and the browser test's driver, installed from web/package-lock.json. --ignore-scripts: none of
+# them needs its install script here (re2's would try to download or compile an optional binary).
+WEB_DEPS := web/node_modules/.package-lock.json
+WEB_APP := web/dist/app.js
 
-.PHONY: run test build vet publish bench check-deploy clean
+.PHONY: run test build vet publish bench check-deploy clean web
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
 	$(GO) build -o $(LOCALSTACK) ./cmd/localstack
 
-## run: run every function at http://127.0.0.1:$${PORT:-8080}/<EntryPoint> on the Firestore and Pub/Sub emulators
-run: build
+## run: run every function at http://127.0.0.1:$${PORT:-8080}/<EntryPoint> on the Firestore, Pub/Sub and
+##      Firebase Auth emulators, with firestore.rules loaded, and the live example app at http://127.0.0.1:$${APP_PORT:-8000}/
+run: build $(WEB_APP)
 	$(LOCALSTACK)
+
+## web: install web/'s npm packages (npm ci) and build the example app's bundle
+web: $(WEB_APP)
+
+$(WEB_DEPS): web/package.json web/package-lock.json
+	npm ci --prefix web --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+$(WEB_APP): $(WEB_DEPS) web/build.mjs $(wildcard web/src/*.js)
+	npm run --prefix web build
 
 ## publish: publish increments to the local stack's topic (the Pub/Sub emulator of `make run`), e.g.
 ##          make publish ARGS='-key order-42 -times 3 likes:5'   (a real project: go run ./cmd/publish -project P ...)
@@ -23,7 +39,7 @@ publish:
 ##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered), faults (a fault
 ##        proxy between the functions and Firestore), ingest (HTTP vs Pub/Sub). With ARGS, one
 ##        invocation: make bench ARGS='-modes group-commit -instances 4 -duration 30s'
-bench: build
+bench: build $(WEB_APP)
 	$(GO) build -o $(BENCH) ./cmd/bench
 ifeq ($(strip $(ARGS)),)
 	@status=0; \
@@ -41,8 +57,9 @@ endif
 vet:
 	$(GO) vet ./...
 
-## test: go vet, then every test against real emulators started once for the run
-test: vet build
+## test: go vet, then every test against real emulators started once for the run (the JS SDK and
+##       browser tests in web/test run inside it, from internal/webtest)
+test: vet build $(WEB_APP)
 	$(LOCALSTACK) exec -- $(GO) test -count=1 -timeout 45m ./...
 
 ## check-deploy: shellcheck the scripts; terraform fmt -check when a terraform binary is on PATH
@@ -56,4 +73,4 @@ check-deploy:
 	fi
 
 clean:
-	rm -rf bin .localstack bench
+	rm -rf bin .localstack bench web/dist web/test-results

@@ -28,23 +28,24 @@ const (
 type Key struct {
 	// Source scopes ID.
 	Source Source
-	// Caller, when not empty, scopes ID to the verified identity that sent it, so that one caller
-	// can neither consume nor replay another's key. Empty means unscoped.
+	// Caller scopes ID too: the verified identity of whoever sent the key (e.g. a Firebase user ID),
+	// so one caller can neither consume nor replay another's key. Empty means nobody was verified
+	// (public increments, Pub/Sub): the key is shared by everyone who can send it.
 	Caller string
 	// ID is the key as the caller gave it; any string is allowed (it is hashed into a document ID).
 	ID string
 }
 
 // recordID is the document ID of the key's dedupe record: a hash, so that any key is a valid
-// document ID and record IDs spread evenly over Firestore's key space (no hot range). Unscoped keys
-// hash as they always did; a caller is length-prefixed after a different separator, so no scoped key
-// hashes like an unscoped one or like another caller's.
+// document ID and record IDs spread evenly over Firestore's key space (no hot range). A key without
+// a caller hashes as it always did; a caller is length-prefixed behind another separator, so no
+// public key's text can name a caller's record.
 func (k Key) recordID() string {
-	s := string(k.Source) + "\x00" + k.ID
+	material := string(k.Source) + "\x00" + k.ID
 	if k.Caller != "" {
-		s = fmt.Sprintf("%s\x01%d:%s%s", k.Source, len(k.Caller), k.Caller, k.ID)
+		material = fmt.Sprintf("%s\x01%d:%s\x00%s", k.Source, len(k.Caller), k.Caller, k.ID)
 	}
-	sum := sha256.Sum256([]byte(s))
+	sum := sha256.Sum256([]byte(material))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -31,6 +31,7 @@ type Store struct {
 	now       func() time.Time
 	touched   *touchTracker
 	life      lifecycle
+	dedupeTTL time.Duration // of the dedupe records a limited increment writes in its own transaction
 }
 
 // Options tune a Store.
@@ -58,6 +59,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		plans:            &firestorePlans{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL},
 		now:              time.Now,
 		touched:          newTouchTracker(),
+		dedupeTTL:        opts.DedupeTTL,
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(opts.GroupCommitInterval, systemClock{}, s.writeEntries)

@@ -63,6 +63,13 @@ func (s *testServer) do(t testing.TB, method, path, contentType string, body []b
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return s.send(t, req)
+}
+
+// send sends req and decodes its JSON answer.
+func (s *testServer) send(t testing.TB, req *http.Request) answer {
+	t.Helper()
+	method, path := req.Method, req.URL.RequestURI()
 	resp, err := s.Client().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

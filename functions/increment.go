@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
@@ -20,6 +21,15 @@ type incrementResponse struct {
 	Counter string `json:"counter"`
 	Delta   int64  `json:"delta"`
 	Shard   int    `json:"shard"`
+	// Counted is set under PER_CALLER_LIMIT: false when the caller's total would have left the limit,
+	// so nothing was added (shard is then -1).
+	Counted *bool `json:"counted,omitempty"`
+	// ReceivedAt is when the function received the increment, before its write: apps show their own
+	// increment until a roll-up with a later updated_at arrives, and then only the roll-up, so it is
+	// never shown twice (such a roll-up may, rarely, predate the write's commit by up to a group-commit
+	// interval: the increment then shows again with the roll-up the write triggers). Keyed answers
+	// leave it out: a retry repeats the first answer byte for byte.
+	ReceivedAt *time.Time `json:"received_at,omitempty"`
 }
 
 // headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
@@ -36,10 +46,20 @@ const headerReplayed = "Idempotent-Replayed"
 //
 // Every answer is true: 200 means counted exactly once; 503 (with Retry-After) means certainly not
 // applied; 504 means the outcome is unknown, and only a retry with the same Idempotency-Key is safe.
+//
+// With REQUIRE_ID_TOKEN and/or REQUIRE_APP_CHECK (off by default) only verified callers may increment
+// (401 for a missing or invalid ID token, 403 for a missing or invalid App Check token); the verified
+// caller scopes Idempotency-Keys, so one caller cannot consume or replay another's, and
+// PER_CALLER_LIMIT bounds each user's total per counter (the answer says "counted").
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	received := time.Now().UTC()
 	if err := checkMethod(r, http.MethodPost); err != nil {
+		return 0, nil, err
+	}
+	caller, err := s.verifiedCaller(w, r)
+	if err != nil {
 		return 0, nil, err
 	}
 	var req incrementRequest
@@ -60,14 +80,23 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	inc := shared.Increment{Counter: req.Counter, Delta: delta}
+	scoped := counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
+	if s.cfg.PerCallerLimit > 0 {
+		var limitedKey *counter.Key
+		if keyed {
+			limitedKey = &scoped
+		}
+		return s.incrementLimited(w, r, caller, limitedKey, inc, received)
+	}
 	if keyed {
-		return s.incrementOnce(w, r, key, shared.Increment{Counter: req.Counter, Delta: delta})
+		return s.incrementOnce(w, r, scoped, inc)
 	}
 	shard, err := s.counters.Increment(r.Context(), req.Counter, delta)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard}, nil
+	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard, ReceivedAt: &received}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
@@ -83,17 +112,13 @@ func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
 		Message: fmt.Sprintf("send one %s header, got %d", shared.HeaderIdempotencyKey, len(values))}
 }
 
-// incrementOnce applies inc once for key and answers as the key's first request was answered.
-func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key string, inc shared.Increment) (int, any, error) {
-	out, err := s.counters.ApplyOnce(r.Context(), counter.Key{Source: counter.SourceHTTP, ID: key}, []shared.Increment{inc})
+// incrementOnce applies inc once for key (scoped to its verified caller, if any) and answers as the
+// key's first request was answered.
+func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key counter.Key, inc shared.Increment) (int, any, error) {
+	out, err := s.counters.ApplyOnce(r.Context(), key, []shared.Increment{inc})
 	if errors.Is(err, counter.ErrKeyReused) && len(out.Applied) == 1 {
 		first := out.Applied[0]
-		return 0, nil, &requestError{
-			status: http.StatusUnprocessableEntity,
-			field:  shared.HeaderIdempotencyKey,
-			message: fmt.Sprintf("this %s was already used to add %d to counter %q; nothing was changed; send a new key for a new increment",
-				shared.HeaderIdempotencyKey, first.Delta, first.Counter),
-		}
+		return 0, nil, keyReusedError(fmt.Sprintf("to add %d to counter %q", first.Delta, first.Counter))
 	}
 	if err != nil {
 		return 0, nil, err
@@ -103,4 +128,15 @@ func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key stri
 	}
 	first := out.Applied[0]
 	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard}, nil
+}
+
+// keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on
+// what).
+func keyReusedError(first string) error {
+	return &requestError{
+		status: http.StatusUnprocessableEntity,
+		field:  shared.HeaderIdempotencyKey,
+		message: fmt.Sprintf("this %s was already used %s; nothing was changed; send a new key for a new increment",
+			shared.HeaderIdempotencyKey, first),
+	}
 }

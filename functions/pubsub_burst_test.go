@@ -20,9 +20,9 @@ import (
 // Environment knobs that scale TestPubSubBurstSharesShardWritesAndCountsOnce into a measurement
 // (README, Performance): the defaults are what `make test` runs.
 const (
-	envBurstMessages = "PUBSUB_BURST_MESSAGES" // messages published (default 2000)
-	envBurstCounters = "PUBSUB_BURST_COUNTERS" // counters they are spread over (default 1)
-	envBurstPlain    = "PUBSUB_BURST_PLAIN"    // "true": one plain delivery each, no duplicates or poison
+	envBurstMessages = "PUBSUB_BURST_MESSAGES"  // messages published (default 2000)
+	envBurstCounters = "PUBSUB_BURST_COUNTERS"  // counters they are spread over (default 1)
+	envBurstPlain    = "PUBSUB_BURST_PLAIN"     // "true": one plain delivery each, no duplicates or poison
 	envBurstInFlight = "PUBSUB_BURST_IN_FLIGHT" // deliveries in flight (default 80: one instance at concurrency 80)
 )
 

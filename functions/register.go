@@ -71,7 +71,10 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := NewService(cfg, client, log)
+	s, err := NewService(cfg, client, log).requireCallersFromConfig(context.Background())
+	if err != nil {
+		return nil, err
+	}
 	stopOnSIGTERM(s)
 	return s, nil
 })

@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
@@ -22,6 +23,7 @@ type Service struct {
 	rollups  *rollup.Store
 	engine   *rollup.Engine
 	log      *slog.Logger
+	callers  *callerauth.Verifier // nil: callers are not verified
 }
 
 // NewService wires the entry points to a Firestore client.

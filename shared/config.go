@@ -24,6 +24,9 @@ const (
 	EnvRollupLookback     = "ROLLUP_SWEEP_LOOKBACK"
 	EnvGroupCommit        = "GROUP_COMMIT_INTERVAL"
 	EnvDedupeTTL          = "DEDUPE_TTL"
+	EnvRequireIDToken     = "REQUIRE_ID_TOKEN"
+	EnvRequireAppCheck    = "REQUIRE_APP_CHECK"
+	EnvPerCallerLimit     = "PER_CALLER_LIMIT"
 )
 
 // Config is the functions' configuration, read once from the environment.
@@ -58,7 +61,19 @@ type Config struct {
 	// remembered: its dedupe record expires then and Firestore's TTL policy deletes it. It must outlast
 	// every redelivery and client retry; the default is a day more than Pub/Sub's 7-day retention.
 	DedupeTTL time.Duration
+	// RequireIDToken makes Increment accept only requests with a valid Firebase Auth ID token
+	// (Authorization: Bearer): the user it names is the verified caller. Off by default.
+	RequireIDToken bool
+	// RequireAppCheck makes Increment accept only requests with a valid Firebase App Check token
+	// (X-Firebase-AppCheck): they come from the project's genuine apps. Off by default.
+	RequireAppCheck bool
+	// PerCallerLimit, when positive, holds each verified user's total on each counter within
+	// [0, PerCallerLimit] (1: one like per user, an unlike takes it back). It needs RequireIDToken.
+	PerCallerLimit int64
 }
+
+// VerifiesCallers says whether Increment checks any token.
+func (c Config) VerifiesCallers() bool { return c.RequireIDToken || c.RequireAppCheck }
 
 // MaxDeltaLimit is the largest MAX_DELTA: 2^53 keeps every delta exact in JavaScript clients that read
 // the JSON answers.
@@ -116,6 +131,18 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 		}
 		set(n)
 	}
+	boolean := func(name string, dst *bool) {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: must be true or false", name, v))
+			return
+		}
+		*dst = b
+	}
 	duration := func(name string, lo time.Duration, dst *time.Duration) {
 		v, ok := lookup(name)
 		if !ok || v == "" {
@@ -143,6 +170,12 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 	duration(EnvRollupLookback, 2*time.Minute, &c.RollupSweepLookback)
 	duration(EnvGroupCommit, 0, &c.GroupCommitInterval)
 	duration(EnvDedupeTTL, MinDedupeTTL, &c.DedupeTTL)
+	boolean(EnvRequireIDToken, &c.RequireIDToken)
+	boolean(EnvRequireAppCheck, &c.RequireAppCheck)
+	integer(EnvPerCallerLimit, 0, MaxDeltaLimit, func(n int64) { c.PerCallerLimit = n })
+	if c.PerCallerLimit > 0 && !c.RequireIDToken {
+		errs = append(errs, fmt.Errorf("%s=%d needs %s=true: the limit is per signed-in user", EnvPerCallerLimit, c.PerCallerLimit, EnvRequireIDToken))
+	}
 
 	collections := []struct{ env, id string }{
 		{EnvCountersCollection, c.Schema.Counters},

@@ -23,6 +23,11 @@ const (
 	FieldWrites = "writes"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
+	// CallersCollection is the subcollection of a counter that holds, per verified caller (document
+	// ID: a hash of the caller), what that caller added in total, for PER_CALLER_LIMIT.
+	CallersCollection = "callers"
+	// FieldNet is a caller document's total: the sum of that caller's counted deltas.
+	FieldNet = "net"
 	// FieldTouchedMinute is the Unix minute (seconds / 60) of a recent write. Every shard write sets
 	// it on its shard; on counters/{id}, the first write of a counter by an instance in a minute sets
 	// it in the same commit, so a sweep finds changed counters with one read per counter. A value that
@@ -91,6 +96,11 @@ func (s Schema) ShardsRef(c *firestore.Client, id string) *firestore.CollectionR
 // ShardRef is counters/{id}/shards/{n}; shard IDs are decimal strings as in the guide.
 func (s Schema) ShardRef(c *firestore.Client, id string, n int) *firestore.DocumentRef {
 	return s.ShardsRef(c, id).Doc(strconv.Itoa(n))
+}
+
+// CallerRef is {counters}/{id}/callers/{callerDocID}.
+func (s Schema) CallerRef(c *firestore.Client, id, callerDocID string) *firestore.DocumentRef {
+	return s.CounterRef(c, id).Collection(CallersCollection).Doc(callerDocID)
 }
 
 // RollupRef is rollups/{id}.

@@ -41,6 +41,7 @@ locals {
   optional_environment = [
     "DEFAULT_NUM_SHARDS", "MAX_DELTA", "SHARD_COUNT_CACHE_TTL", "REQUEST_TIMEOUT", "LOG_LEVEL",
     "ROLLUP_INTERVAL", "ROLLUP_SWEEP_LOOKBACK", "GROUP_COMMIT_INTERVAL", "DEDUPE_TTL",
+    "REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "PER_CALLER_LIMIT",
   ]
   environment = merge(var.environment, {
     GOOGLE_CLOUD_PROJECT = var.project

@@ -45,7 +45,7 @@ type stackConfig struct {
 
 // startStack runs the local stack on free ports and waits for its ready line.
 func startStack(c stackConfig) (*stack, error) {
-	ports := make([]string, 3)
+	ports := make([]string, 4)
 	for i := range ports {
 		addr, err := emulators.FreeHostPort()
 		if err != nil {
@@ -62,6 +62,7 @@ func startStack(c stackConfig) (*stack, error) {
 		exited:       make(chan error, 1),
 	}
 	env := append(os.Environ(), "PORT="+ports[0], "FIRESTORE_PORT="+ports[1], "PUBSUB_PORT="+ports[2],
+		"APP_PORT="+ports[3], "LOCALSTACK_AUTH=false",
 		"GOOGLE_CLOUD_PROJECT="+c.project, "LOCALSTACK_LOGS="+c.logDir, commitlog.EnvPath+"="+s.commitLog,
 		"LOCALSTACK_INSTANCES="+strconv.Itoa(max(1, c.instances)))
 	if c.functionsFirestore != nil {

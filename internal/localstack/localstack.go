@@ -33,8 +33,15 @@ const emulatorStartTimeout = 90 * time.Second
 type Options struct {
 	// Project is the Google Cloud project ID the emulators and functions use.
 	Project string
-	// FunctionsPort, FirestorePort and PubSubPort are loopback ports.
-	FunctionsPort, FirestorePort, PubSubPort string
+	// FunctionsPort, FirestorePort, PubSubPort and AuthPort (the Firebase Auth emulator) are
+	// loopback ports.
+	FunctionsPort, FirestorePort, PubSubPort, AuthPort string
+	// AppPort is the loopback port of the live example app.
+	AppPort string
+	// NoAuth leaves the Firebase Auth emulator out (LOCALSTACK_AUTH=false), e.g. for load runs.
+	NoAuth bool
+	// WebDir is the npm project (web/) whose node_modules hold firebase-tools and the example app.
+	WebDir string
 	// LogDir receives the emulators' logs.
 	LogDir string
 	// SchedulerPeriod is how often the stand-in for Cloud Scheduler ticks RollupScheduled.
@@ -46,11 +53,14 @@ type Options struct {
 	// FunctionsFirestore, when set, is the Firestore address the functions processes use instead of
 	// the emulator's own (e.g. a fault-injecting proxy in front of it).
 	FunctionsFirestore string
+	// RulesFile is the Firestore security rules file loaded into the emulator, as production's
+	// rules are deployed (an absolute path).
+	RulesFile string
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, LOCALSTACK_LOGS,
-// LOCALSTACK_TICK, LOCALSTACK_INSTANCES and LOCALSTACK_FUNCTIONS_FIRESTORE, with the defaults of the
-// README.
+// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT, APP_PORT,
+// LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES, LOCALSTACK_WEB, LOCALSTACK_AUTH,
+// LOCALSTACK_INSTANCES and LOCALSTACK_FUNCTIONS_FIRESTORE, with the defaults of the README.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -67,7 +77,20 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil || instances < 1 {
 		return Options{}, fmt.Errorf("LOCALSTACK_INSTANCES=%q: must be a whole number of functions processes, 1 or more", os.Getenv("LOCALSTACK_INSTANCES"))
 	}
+	rules, err := repoPath(os.Getenv("FIRESTORE_RULES"), "firestore.rules")
+	if err != nil {
+		return Options{}, fmt.Errorf("FIRESTORE_RULES: %w", err)
+	}
+	web, err := repoPath(os.Getenv("LOCALSTACK_WEB"), "web")
+	if err != nil {
+		return Options{}, fmt.Errorf("LOCALSTACK_WEB: %w", err)
+	}
 	return Options{
+		RulesFile:          rules,
+		WebDir:             web,
+		AuthPort:           env("AUTH_PORT", "9099"),
+		AppPort:            env("APP_PORT", "8000"),
+		NoAuth:             os.Getenv("LOCALSTACK_AUTH") == "false",
 		Project:            env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
 		FunctionsPort:      env("PORT", "8080"),
 		FirestorePort:      env("FIRESTORE_PORT", "8081"),
@@ -79,14 +102,38 @@ func OptionsFromEnv() (Options, error) {
 	}, nil
 }
 
-// Emulators are the running Firestore and Pub/Sub emulators.
-type Emulators struct {
-	Firestore, PubSub *emulators.Emulator
+// repoPath is the absolute path of value, or when value is empty, of name in the repository that
+// holds the working directory (the nearest parent with go.mod and name), so the stack finds its files
+// from any package directory a test runs in.
+func repoPath(value, name string) (string, error) {
+	if value != "" {
+		return filepath.Abs(value)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		_, errMod := os.Stat(filepath.Join(d, "go.mod"))
+		_, errName := os.Stat(filepath.Join(d, name))
+		if errMod == nil && errName == nil {
+			return filepath.Join(d, name), nil
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, name), nil
+		}
+	}
 }
 
-// StartEmulators starts both emulators in parallel, logging to files in logDir. firestoreArgs are
+// Emulators are the running Firestore, Pub/Sub and Firebase Auth emulators.
+type Emulators struct {
+	Firestore, PubSub, Auth *emulators.Emulator
+}
+
+// StartEmulators starts the emulators in parallel, logging to files in o.LogDir. firestoreArgs are
 // extra arguments of the Firestore emulator.
-func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr string, firestoreArgs ...string) (*Emulators, error) {
+func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*Emulators, error) {
+	logDir := o.LogDir
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator log directory: %w", err)
 	}
@@ -103,13 +150,27 @@ func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr strin
 		e            Emulators
 		wg           sync.WaitGroup
 		fsErr, psErr error
+		authErr      error
 	)
 	wg.Go(func() {
-		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), firestoreAddr, "firestore.log")
+		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), loopback(o.FirestorePort), "firestore.log")
 	})
-	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), pubsubAddr, "pubsub.log") })
+	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
+	wg.Go(func() {
+		if o.NoAuth {
+			return
+		}
+		logs, err := os.Create(filepath.Join(logDir, "auth.log"))
+		if err != nil {
+			authErr = fmt.Errorf("auth emulator log: %w", err)
+			return
+		}
+		defer logs.Close()
+		// Node loads firebase-tools slowly on a busy machine: allow it twice an emulator's time.
+		e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, 2*emulatorStartTimeout)
+	})
 	wg.Wait()
-	if err := errors.Join(fsErr, psErr); err != nil {
+	if err := errors.Join(fsErr, psErr, authErr); err != nil {
 		e.Stop()
 		return nil, err
 	}
@@ -118,15 +179,27 @@ func StartEmulators(ctx context.Context, logDir, firestoreAddr, pubsubAddr strin
 
 // Env is the environment that points client libraries at the emulators.
 func (e *Emulators) Env() []string {
-	return []string{
+	env := []string{
 		e.Firestore.Kind.HostEnv + "=" + e.Firestore.HostPort,
 		e.PubSub.Kind.HostEnv + "=" + e.PubSub.HostPort,
 	}
+	if e.Auth != nil {
+		env = append(env, e.Auth.Kind.HostEnv+"="+e.Auth.HostPort)
+	}
+	return env
+}
+
+// authAddr is the Auth emulator's address, or "off".
+func (e *Emulators) authAddr() string {
+	if e.Auth == nil {
+		return "off"
+	}
+	return e.Auth.HostPort
 }
 
 // Stop stops whichever emulators are running.
 func (e *Emulators) Stop() {
-	for _, em := range []*emulators.Emulator{e.Firestore, e.PubSub} {
+	for _, em := range []*emulators.Emulator{e.Firestore, e.PubSub, e.Auth} {
 		if em != nil {
 			em.Stop()
 		}
@@ -143,6 +216,8 @@ type Stack struct {
 	FunctionsURL string
 	// Events delivers the Firestore emulator's document events to the functions.
 	Events *EventBridge
+	// App serves the live example app.
+	App *appServer
 
 	// Balancer spreads requests over the functions processes when there are several (else nil).
 	Balancer *Balancer
@@ -162,7 +237,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	emus, err := StartEmulators(ctx, o.LogDir, loopback(o.FirestorePort), loopback(o.PubSubPort), "--functions_emulator="+bridge.Addr())
+	emus, err := StartEmulators(ctx, o, "--functions_emulator="+bridge.Addr())
 	if err != nil {
 		bridge.stop()
 		return nil, err
@@ -173,6 +248,9 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 			s.Stop()
 		}
 	}()
+	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
+		return nil, err
+	}
 	triggers := functions.Triggers(cfg.Schema)
 	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, triggers); err != nil {
 		return nil, err
@@ -186,21 +264,33 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if s.stopScheduler, err = s.startScheduler(ctx, o.SchedulerPeriod, out); err != nil {
 		return nil, err
 	}
+	if s.App, err = startAppServer(s, loopback(o.AppPort)); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Env is the environment of a client of the stack: the emulators' addresses, the project,
-// LOCALSTACK_FUNCTIONS_URL (the functions' base URL) and LOCALSTACK_EVENTS_STATS_URL (the event
-// bridge's counts).
+// LOCALSTACK_FUNCTIONS_URL (the functions' base URL), LOCALSTACK_EVENTS_STATS_URL (the event
+// bridge's counts), LOCALSTACK_RULES_FILE (the security rules the stack loaded) and
+// LOCALSTACK_APP_URL (the live example app).
 func (s *Stack) Env() []string {
-	return append(s.Emulators.Env(),
+	env := s.Emulators.Env()
+	if s.App != nil {
+		env = append(env, "LOCALSTACK_APP_URL="+s.App.URL())
+	}
+	return append(env,
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
+		emulators.EnvRulesFile+"="+s.Options.RulesFile,
 		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
 		"LOCALSTACK_EVENTS_STATS_URL=http://"+s.Events.Addr()+"/stats")
 }
 
 // Stop stops everything the stack started.
 func (s *Stack) Stop() {
+	if s.App != nil {
+		s.App.stop()
+	}
 	if s.stopScheduler != nil {
 		s.stopScheduler()
 	}
@@ -271,8 +361,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range functions.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s pubsub=%s instances=%d functions: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, s.Emulators.Firestore.HostPort, s.Emulators.PubSub.HostPort, len(s.functions), strings.Join(urls, " "), o.LogDir)
+	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s instances=%d functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",
+		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, s.Emulators.authAddr(),
+		len(s.functions), strings.Join(urls, " "), s.App.URL(), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil
@@ -282,7 +373,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 // LOCALSTACK_FUNCTIONS_LOG, the file that receives the functions' logs), stops the stack, and returns
 // argv's exit code. Tests run this way share one stack.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
-	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort} {
+	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort, &o.AppPort} {
 		addr, err := emulators.FreeHostPort()
 		if err != nil {
 			return 0, err

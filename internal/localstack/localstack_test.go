@@ -46,10 +46,10 @@ func freePort(t *testing.T) string {
 func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
 	bin := buildLocalstack(t)
-	port, fsPort, psPort := freePort(t), freePort(t), freePort(t)
+	port, fsPort, psPort, authPort, appPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
-		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir())
+		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +81,13 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 		}
 	}
 
+	if !strings.Contains(line, "security rules from "+os.Getenv(emulators.EnvRulesFile)+" loaded") {
+		t.Errorf("ready line does not say the security rules are loaded: %s", line)
+	}
+	if !strings.Contains(line, "example app: http://127.0.0.1:"+appPort+"/") {
+		t.Errorf("ready line does not say where the example app is: %s", line)
+	}
+
 	for range 3 {
 		resp, err := http.Post(base+"/Increment", "application/json", strings.NewReader(`{"counter":"newcomer"}`))
 		if err != nil || resp.StatusCode != http.StatusOK {
@@ -97,6 +104,13 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	resp.Body.Close()
 	if count.Count != 3 {
 		t.Errorf("count %d after three increments, want 3", count.Count)
+	}
+	// The stack's own project holds clients to production's rules: shards are closed to them.
+	shard := "http://127.0.0.1:" + fsPort + "/v1/projects/demo-lifecycle/databases/(default)/documents/counters/newcomer/shards/0"
+	if resp, err := http.Get(shard); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("unauthenticated client read of a shard of the stack's project: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -117,7 +131,7 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 			t.Errorf("emulator processes left behind on port %s: %v", p, left)
 		}
 	}
-	for _, p := range []string{port, fsPort, psPort} {
+	for _, p := range []string{port, fsPort, psPort, authPort, appPort} {
 		l, err := net.Listen("tcp", "127.0.0.1:"+p)
 		if err != nil {
 			t.Errorf("port %s still in use after stop: %v", p, err)

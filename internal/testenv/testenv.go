@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/shardcount/counters/internal/commitlog"
+	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/faultproxy"
 )
 
@@ -38,10 +40,34 @@ func NewProjectID() string {
 	return "test-" + hex.EncodeToString(b)
 }
 
-// Firestore returns a client of the Firestore emulator on a fresh project, closed when the test ends.
+// stackFirestoreHost is the stack's Firestore emulator as the test binary started: tests that point
+// FIRESTORE_EMULATOR_HOST elsewhere (at a dead port, say) still get their project's rules loaded.
+var stackFirestoreHost = os.Getenv("FIRESTORE_EMULATOR_HOST")
+
+// Project returns a fresh project ID with the stack's security rules (LOCALSTACK_RULES_FILE) loaded
+// into the emulator for it, so client SDKs meet production's rules there too.
+func Project(t testing.TB) string {
+	t.Helper()
+	host := stackFirestoreHost
+	if host == "" {
+		host = FirestoreEmulatorHost(t)
+	}
+	rules := os.Getenv(emulators.EnvRulesFile)
+	if rules == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which loads the security rules", emulators.EnvRulesFile)
+	}
+	project := NewProjectID()
+	if err := emulators.LoadRulesFile(context.Background(), host, project, rules); err != nil {
+		t.Fatal(err)
+	}
+	return project
+}
+
+// Firestore returns a client of the Firestore emulator on a fresh project (with the stack's security
+// rules loaded), closed when the test ends.
 func Firestore(t testing.TB) *firestore.Client {
 	t.Helper()
-	return FirestoreOf(t, NewProjectID())
+	return FirestoreOf(t, Project(t))
 }
 
 // FirestoreOf returns a client of the Firestore emulator on project, closed when the test ends.
@@ -233,3 +259,18 @@ func FirestoreBehindFaultProxy(t testing.TB) FaultyFirestore {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// ClientGetStatus reads the document at docPath (relative to the database) of project as an
+// unauthenticated Firebase client does, through the emulator's REST API without the admin "owner"
+// credential, so the project's security rules decide: it returns the HTTP status (200, 404 or, when
+// the rules deny the read, 403).
+func ClientGetStatus(t testing.TB, project, docPath string) int {
+	t.Helper()
+	u := "http://" + FirestoreEmulatorHost(t) + "/v1/projects/" + project + "/databases/(default)/documents/" + docPath
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("client read of %s: %v", docPath, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -1,0 +1,157 @@
+package counter
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// LimitedOutcome is what IncrementLimited did.
+type LimitedOutcome struct {
+	// Counted is false when the increment would have taken the caller's total on the counter out of
+	// [0, limit]: nothing was added ("one like per user": a second like is not counted).
+	Counted bool
+	// Shard is the shard that received the delta, -1 when nothing was counted.
+	Shard int
+	// Duplicate is true when key had been used before: this is the first request's outcome and
+	// nothing was written this time.
+	Duplicate bool
+}
+
+// IncrementLimited adds inc to the counter for one verified caller, only while that caller's total on
+// the counter (the sum of what they added, kept in {counters}/{id}/callers/{hash of caller}) stays
+// within [0, limit]: with limit 1, a user's +1 counts once, a second +1 does not, and a -1 takes it
+// back. One transaction reads the caller's total (and key's dedupe record, when key is not nil) and
+// writes the shard, the total and the record together, so concurrent requests of one caller can never
+// go past the limit. It bypasses group commit: each counted increment is its own shard write.
+func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64, inc shared.Increment, key *Key) (LimitedOutcome, error) {
+	if caller == "" || limit < 1 {
+		return LimitedOutcome{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
+	}
+	fingerprint, err := fingerprintOf([]shared.Increment{inc})
+	if err != nil {
+		return LimitedOutcome{}, err
+	}
+	callerRef := s.schema.CallerRef(s.client, inc.Counter, callerDocID(caller))
+	// A retry follows an AlreadyExists of the counter this call meant to create: then it exists.
+	for attempt := 0; ; attempt++ {
+		numShards, err := s.numShards(ctx, inc.Counter)
+		create := errors.Is(err, ErrNotFound)
+		if create {
+			numShards = s.defaultNumShards
+		} else if err != nil {
+			return LimitedOutcome{}, err
+		}
+		shard := s.pickShard(numShards)
+		var out LimitedOutcome
+		err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+			var err error
+			out, err = s.limitedInTransaction(tx, callerRef, limit, inc, key, fingerprint, shard, create)
+			return err
+		})
+		switch {
+		case err == nil:
+			if create && out.Counted {
+				s.shardCounts.put(inc.Counter, s.defaultNumShards)
+			}
+			return out, nil
+		case errors.Is(err, ErrKeyReused) || status.Code(err) != codes.AlreadyExists || !create || attempt > 0:
+			return out, fmt.Errorf("limited increment of %q by %q: %w", inc.Counter, caller, err)
+		}
+	}
+}
+
+// limitedInTransaction is one attempt of IncrementLimited's transaction: reads first, then writes.
+func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
+	inc shared.Increment, key *Key, fingerprint string, shard int, create bool) (LimitedOutcome, error) {
+	var recordRef *firestore.DocumentRef
+	if key != nil {
+		recordRef = s.schema.DedupeRef(s.client, key.recordID())
+		snap, err := tx.Get(recordRef)
+		if err == nil {
+			var rec dedupeRecordData
+			if err := snap.DataTo(&rec); err != nil {
+				return LimitedOutcome{}, fmt.Errorf("decode dedupe record of key %q: %w", key.ID, err)
+			}
+			first, err := duplicateOutcome(rec, *key, fingerprint)
+			if len(first.Applied) != 1 {
+				return LimitedOutcome{}, err
+			}
+			counted := first.Applied[0].Delta != 0
+			return LimitedOutcome{Counted: counted, Shard: first.Applied[0].Shard, Duplicate: true}, err
+		}
+		if status.Code(err) != codes.NotFound {
+			return LimitedOutcome{}, err
+		}
+	}
+	var total int64
+	snap, err := tx.Get(callerRef)
+	switch {
+	case err == nil:
+		if total, err = callerTotal(snap); err != nil {
+			return LimitedOutcome{}, err
+		}
+	case status.Code(err) != codes.NotFound:
+		return LimitedOutcome{}, err
+	}
+	out := LimitedOutcome{Shard: -1}
+	// A dedupe record of an uncounted request says delta 0, which no counted request has.
+	applied := []AppliedIncrement{{Counter: inc.Counter, Shard: -1}}
+	if next := total + inc.Delta; next >= 0 && next <= limit {
+		out = LimitedOutcome{Counted: true, Shard: shard}
+		applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: shard}
+		if err := s.writeLimited(tx, callerRef, inc, shard, next, create); err != nil {
+			return LimitedOutcome{}, err
+		}
+	}
+	if key != nil {
+		// No write ID: a transaction's commit is never applied twice (its retry is refused), so the
+		// record needs none to be told from another write's.
+		now := time.Now()
+		rec := dedupeRecord(keyedWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", now, now.Add(s.dedupeTTL))
+		if err := tx.Create(recordRef, rec); err != nil {
+			return LimitedOutcome{}, err
+		}
+	}
+	return out, nil
+}
+
+// writeLimited writes a counted limited increment: the shard, the caller's new total and, for a
+// counter that does not exist yet, the counter.
+func (s *Store) writeLimited(tx *firestore.Transaction, callerRef *firestore.DocumentRef, inc shared.Increment, shard int, total int64, create bool) error {
+	if create {
+		if err := tx.Create(s.schema.CounterRef(s.client, inc.Counter), map[string]any{shared.FieldNumShards: s.defaultNumShards}); err != nil {
+			return err
+		}
+	}
+	if err := tx.Set(s.schema.ShardRef(s.client, inc.Counter, shard), shardIncrement(inc.Delta, shared.UnixMinute(time.Now())), firestore.MergeAll); err != nil {
+		return err
+	}
+	return tx.Set(callerRef, map[string]any{shared.FieldNet: total, shared.FieldUpdatedAt: firestore.ServerTimestamp})
+}
+
+// callerTotal reads a caller document's total.
+func callerTotal(snap *firestore.DocumentSnapshot) (int64, error) {
+	v, err := snap.DataAt(shared.FieldNet)
+	total, ok := v.(int64)
+	if err != nil || !ok {
+		return 0, fmt.Errorf("caller document %s has no integer %s", snap.Ref.Path, shared.FieldNet)
+	}
+	return total, nil
+}
+
+// callerDocID is the document ID of a caller's total: a hash, so any caller string is a valid ID and
+// the document does not reveal it.
+func callerDocID(caller string) string {
+	sum := sha256.Sum256([]byte(caller))
+	return hex.EncodeToString(sum[:])
+}

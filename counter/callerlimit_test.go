@@ -1,0 +1,126 @@
+package counter_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// TestApplyOnceScopesKeysByCaller: the same Idempotency-Key from two verified callers is two keys, so
+// one caller can neither consume another's key (bob's first use applies) nor replay it; a key without
+// a caller is a third, public key.
+func TestApplyOnceScopesKeysByCaller(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	incs := []shared.Increment{{Counter: "a", Delta: 1}}
+	for _, caller := range []string{"alice", "bob", ""} {
+		out, err := s.ApplyOnce(ctx, counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: "k"}, incs)
+		if err != nil || out.Duplicate {
+			t.Fatalf("caller %q, key k = %+v, %v; want applied (keys are the caller's own)", caller, out, err)
+		}
+	}
+	out, err := s.ApplyOnce(ctx, counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k"}, incs)
+	if err != nil || !out.Duplicate {
+		t.Fatalf("alice's retry of k = %+v, %v; want a duplicate", out, err)
+	}
+	// bob's own first use of a key alice spent on other increments is his, not a reuse of hers.
+	if _, err := s.ApplyOnce(ctx, counter.Key{Source: counter.SourceHTTP, Caller: "bob", ID: "k2"}, incs); err != nil {
+		t.Fatal(err)
+	}
+	other := []shared.Increment{{Counter: "a", Delta: 5}}
+	if out, err := s.ApplyOnce(ctx, counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k2"}, other); err != nil || out.Duplicate {
+		t.Fatalf("alice's first use of k2 = %+v, %v; want applied, not bob's answer", out, err)
+	}
+	if got := sum(t, s, "a"); got != 9 {
+		t.Errorf("a = %d, want 9 (three callers' k, bob's k2, alice's k2 of 5)", got)
+	}
+}
+
+// TestIncrementLimitedOneLikePerUser: with limit 1 a user's second like is not counted, an unlike
+// takes the like back, an unlike below zero is not counted, and users do not limit each other.
+func TestIncrementLimitedOneLikePerUser(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	steps := []struct {
+		caller  string
+		delta   int64
+		counted bool
+	}{
+		{"alice", 1, true}, {"alice", 1, false}, {"bob", 1, true}, {"alice", -1, true},
+		{"alice", -1, false}, {"alice", 1, true}, {"bob", 2, false},
+	}
+	for i, st := range steps {
+		out, err := s.IncrementLimited(ctx, st.caller, 1, shared.Increment{Counter: "post", Delta: st.delta}, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if out.Counted != st.counted || (out.Shard < 0) == st.counted {
+			t.Errorf("step %d (%s %+d) = %+v, want counted %v", i, st.caller, st.delta, out, st.counted)
+		}
+	}
+	if got := sum(t, s, "post"); got != 2 {
+		t.Errorf("post = %d, want 2 (one like each from alice and bob)", got)
+	}
+}
+
+// TestIncrementLimitedConcurrentLikesOfOneUserCountOnce: a user who double-clicks (concurrent +1s)
+// still adds one: the transaction reads the user's total before it writes.
+func TestIncrementLimitedConcurrentLikesOfOneUserCountOnce(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	const n = 4
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		counted int
+	)
+	for range n {
+		wg.Go(func() {
+			out, err := s.IncrementLimited(ctx, "carol", 1, shared.Increment{Counter: "clicks", Delta: 1}, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if out.Counted {
+				mu.Lock()
+				counted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if got := sum(t, s, "clicks"); got != 1 || counted != 1 {
+		t.Errorf("clicks = %d with %d answers 'counted', want 1 and 1", got, counted)
+	}
+}
+
+// TestIncrementLimitedKeyedRetryAnswersAsTheFirstTime: a keyed like that was not counted stays not
+// counted on retry, even after an unlike made room; a keyed like that counted is not counted again.
+func TestIncrementLimitedKeyedRetryAnswersAsTheFirstTime(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	like := shared.Increment{Counter: "photo", Delta: 1}
+	k1 := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-1"}
+	k2 := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-2"}
+	if out, err := s.IncrementLimited(ctx, "dave", 1, like, k1); err != nil || !out.Counted || out.Duplicate {
+		t.Fatalf("first like = %+v, %v; want counted", out, err)
+	}
+	if out, err := s.IncrementLimited(ctx, "dave", 1, like, k1); err != nil || !out.Counted || !out.Duplicate {
+		t.Fatalf("retry of the first like = %+v, %v; want the first answer (counted) as a duplicate", out, err)
+	}
+	if out, err := s.IncrementLimited(ctx, "dave", 1, like, k2); err != nil || out.Counted {
+		t.Fatalf("second like = %+v, %v; want not counted", out, err)
+	}
+	if out, err := s.IncrementLimited(ctx, "dave", 1, shared.Increment{Counter: "photo", Delta: -1}, nil); err != nil || !out.Counted {
+		t.Fatalf("unlike = %+v, %v; want counted", out, err)
+	}
+	if out, err := s.IncrementLimited(ctx, "dave", 1, like, k2); err != nil || out.Counted || !out.Duplicate {
+		t.Fatalf("retry of the second like after the unlike = %+v, %v; want its first answer, not counted", out, err)
+	}
+	if got := sum(t, s, "photo"); got != 0 {
+		t.Errorf("photo = %d, want 0 (liked, unliked)", got)
+	}
+}

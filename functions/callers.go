@@ -1,0 +1,102 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// Headers that carry the caller's tokens, as the Firebase SDKs send them.
+const (
+	headerAuthorization = "Authorization"
+	headerAppCheck      = "X-Firebase-AppCheck"
+)
+
+// RequireCallers makes Increment verify the tokens v requires on every request; the verified caller
+// scopes Idempotency-Keys and, with PER_CALLER_LIMIT, bounds what one user adds to a counter.
+func (s *Service) RequireCallers(v *callerauth.Verifier) { s.callers = v }
+
+// requireCallersFromConfig builds the Verifier that cfg asks for, if any.
+func (s *Service) requireCallersFromConfig(ctx context.Context) (*Service, error) {
+	if !s.cfg.VerifiesCallers() {
+		return s, nil
+	}
+	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck})
+	if err != nil {
+		return nil, err
+	}
+	s.RequireCallers(v)
+	return s, nil
+}
+
+// verifiedCaller returns the request's verified caller identity, empty when callers are not verified.
+// A missing or invalid ID token is a 401 (sign in, then retry, with WWW-Authenticate set); a missing or
+// invalid App Check token is a 403: the request does not come from one of the project's attested apps,
+// and signing in again cannot change that.
+func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
+	if s.callers == nil {
+		return "", nil
+	}
+	idToken, err := bearerToken(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request"`)
+		return "", err
+	}
+	caller, err := s.callers.Verify(r.Context(), idToken, r.Header.Get(headerAppCheck))
+	var tokenErr *callerauth.TokenError
+	switch {
+	case errors.As(err, &tokenErr) && tokenErr.Kind == callerauth.IDToken:
+		s.log.InfoContext(r.Context(), "caller refused", "error", err.Error())
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization,
+			message: tokenErr.Error() + `; send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`}
+	case errors.As(err, &tokenErr):
+		s.log.InfoContext(r.Context(), "caller refused", "error", err.Error())
+		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck,
+			message: tokenErr.Error() + "; only the project's apps may call, with " + headerAppCheck + ": <token from the Firebase App Check SDK>"}
+	case err != nil:
+		return "", err
+	}
+	return caller.Identity(), nil
+}
+
+// bearerToken reads "Authorization: Bearer <token>"; no header is an empty token.
+func bearerToken(r *http.Request) (string, error) {
+	values := r.Header.Values(headerAuthorization)
+	if len(values) == 0 {
+		return "", nil
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
+	if len(values) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization,
+			message: `send one "Authorization: Bearer <Firebase Auth ID token>" header`}
+	}
+	return strings.TrimSpace(token), nil
+}
+
+// incrementLimited applies inc, received at received, for caller within PER_CALLER_LIMIT, once per key
+// when keyed.
+func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, caller string, key *counter.Key, inc shared.Increment,
+	received time.Time) (int, any, error) {
+	out, err := s.counters.IncrementLimited(r.Context(), caller, s.cfg.PerCallerLimit, inc, key)
+	if errors.Is(err, counter.ErrKeyReused) {
+		return 0, nil, keyReusedError("for another increment")
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if out.Duplicate {
+		w.Header().Set(headerReplayed, "true")
+	}
+	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted}
+	if key == nil {
+		resp.ReceivedAt = &received
+	}
+	return http.StatusOK, resp, nil
+}

@@ -1,0 +1,245 @@
+package functions_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"firebase.google.com/go/v4/appcheck"
+	"github.com/golang-jwt/jwt/v4"
+
+	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/shared"
+)
+
+// authEmulatorUser signs a new email user up with the Firebase Auth emulator that the local stack
+// runs (the real issuer of ID tokens there) and returns their ID token and user ID.
+func authEmulatorUser(t *testing.T, email string) (idToken, uid string) {
+	t.Helper()
+	host := os.Getenv(emulators.AuthHostEnv)
+	if host == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which starts the Auth emulator", emulators.AuthHostEnv)
+	}
+	body, _ := json.Marshal(map[string]any{"email": email, "password": "secret-123", "returnSecureToken": true})
+	resp, err := http.Post("http://"+host+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key=local", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("sign up %s: %v", email, err)
+	}
+	defer resp.Body.Close()
+	var out struct{ IDToken, LocalID string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
+		t.Fatalf("sign up %s: HTTP %d, %v", email, resp.StatusCode, err)
+	}
+	return out.IDToken, out.LocalID
+}
+
+// newCallerServer is a test server whose Increment requires what req says, verified by the real
+// verifier for the stack's project.
+func newCallerServer(t *testing.T, req callerauth.Requirements, perCallerLimit int64) *testServer {
+	t.Helper()
+	cfg := shared.DefaultConfig()
+	cfg.RequireIDToken, cfg.RequireAppCheck, cfg.PerCallerLimit = req.IDToken, req.AppCheck, perCallerLimit
+	srv := newTestServer(t, cfg)
+	v, err := callerauth.New(context.Background(), os.Getenv("GOOGLE_CLOUD_PROJECT"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.svc.RequireCallers(v)
+	return srv
+}
+
+// incrementAs posts an increment with the given extra headers.
+func (s *testServer) incrementAs(t *testing.T, headers map[string]string, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/Increment", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return s.send(t, req)
+}
+
+// unsignedToken is a token shaped like the Auth emulator's (alg none) with the given claims.
+func unsignedToken(claims map[string]any) string {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	return enc(map[string]string{"alg": "none", "typ": "JWT"}) + "." + enc(claims) + "."
+}
+
+// TestIncrementRequiresAVerifiedIDToken: with REQUIRE_ID_TOKEN, a token from the Auth emulator counts;
+// no token, a malformed header, a token for another project or an expired one get 401 with the field
+// and WWW-Authenticate, and change nothing.
+func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 0)
+	token, uid := authEmulatorUser(t, "ann@example.com")
+	if a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + token}, `{"counter":"posts"}`); a.status != http.StatusOK {
+		t.Fatalf("increment with a valid ID token: %d %s", a.status, a.raw)
+	}
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
+	now := time.Now().Unix()
+	claims := func(aud string, iat, exp int64) map[string]any {
+		return map[string]any{"aud": aud, "iss": "https://securetoken.google.com/" + aud, "sub": uid, "user_id": uid,
+			"iat": iat, "exp": exp, "auth_time": iat}
+	}
+	refused := map[string]map[string]string{
+		"no token":          {},
+		"not bearer":        {"Authorization": "Basic " + token},
+		"empty bearer":      {"Authorization": "Bearer "},
+		"garbage":           {"Authorization": "Bearer not-a-jwt"},
+		"another project":   {"Authorization": "Bearer " + unsignedToken(claims("demo-someone-else", now, now+3600))},
+		"expired":           {"Authorization": "Bearer " + unsignedToken(claims(project, now-7200, now-3600))},
+		"app check instead": {"X-Firebase-AppCheck": token},
+	}
+	for name, headers := range refused {
+		a := srv.incrementAs(t, headers, `{"counter":"posts"}`)
+		if a.status != http.StatusUnauthorized || a.body["field"] != "Authorization" || a.body["error"] == "" ||
+			!strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: %d %s (WWW-Authenticate %q), want 401 with field Authorization", name, a.status, a.raw, a.header.Get("WWW-Authenticate"))
+		}
+	}
+	if got := srv.count(t, "posts"); got != 1 {
+		t.Errorf("posts = %d, want 1: refused requests must change nothing", got)
+	}
+}
+
+// TestIdempotencyKeysAreScopedToTheVerifiedUser: two users sending the same Idempotency-Key each get
+// their increment counted (neither consumes the other's key) and each retry replays only its own
+// first answer.
+func TestIdempotencyKeysAreScopedToTheVerifiedUser(t *testing.T) {
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 0)
+	ann, _ := authEmulatorUser(t, "ann.keys@example.com")
+	bob, _ := authEmulatorUser(t, "bob.keys@example.com")
+	send := func(token string, delta int) answer {
+		return srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + token, "Idempotency-Key": "order-1"},
+			fmt.Sprintf(`{"counter":"orders","delta":%d}`, delta))
+	}
+	if a := send(ann, 2); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("ann's first: %d %s", a.status, a.raw)
+	}
+	if a := send(bob, 5); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("bob's first use of the same key: %d %s; want applied, not refused or replayed", a.status, a.raw)
+	}
+	if a := send(ann, 2); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "true" || a.body["delta"] != 2.0 {
+		t.Fatalf("ann's retry: %d %s; want her own first answer replayed", a.status, a.raw)
+	}
+	if got := srv.count(t, "orders"); got != 7 {
+		t.Errorf("orders = %d, want 7 (ann 2 + bob 5, retries not counted)", got)
+	}
+}
+
+// TestOneLikePerUser: with PER_CALLER_LIMIT=1 a user's second like is answered counted:false and not
+// counted, an unlike takes it back, and another user's like counts.
+func TestOneLikePerUser(t *testing.T) {
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 1)
+	ann, _ := authEmulatorUser(t, "ann.likes@example.com")
+	bob, _ := authEmulatorUser(t, "bob.likes@example.com")
+	steps := []struct {
+		token   string
+		delta   int
+		counted bool
+	}{{ann, 1, true}, {ann, 1, false}, {bob, 1, true}, {ann, -1, true}, {ann, -1, false}}
+	for i, st := range steps {
+		a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + st.token}, fmt.Sprintf(`{"counter":"photo","delta":%d}`, st.delta))
+		if a.status != http.StatusOK || a.body["counted"] != st.counted {
+			t.Errorf("step %d: %d %s, want 200 counted %v", i, a.status, a.raw, st.counted)
+		}
+	}
+	if got := srv.count(t, "photo"); got != 1 {
+		t.Errorf("photo = %d, want 1 (bob's like; ann liked and unliked)", got)
+	}
+}
+
+// appCheckIssuer signs App Check tokens with a test key and serves its public key as JWKS, as
+// Firebase App Check does; the Admin SDK's verifier fetches the keys from it.
+type appCheckIssuer struct {
+	key *rsa.PrivateKey
+	kid string
+}
+
+func newAppCheckIssuer(t *testing.T) *appCheckIssuer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss := &appCheckIssuer{key: key, kid: "test-key-1"}
+	jwks := map[string]any{"keys": []map[string]string{{
+		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": iss.kid,
+		"n": base64.RawURLEncoding.EncodeToString(key.N.Bytes()),
+		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(key.E)).Bytes()),
+	}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(jwks)
+	}))
+	t.Cleanup(srv.Close)
+	saved := appcheck.JWKSUrl
+	appcheck.JWKSUrl = srv.URL
+	t.Cleanup(func() { appcheck.JWKSUrl = saved })
+	return iss
+}
+
+// token signs claims with key (the issuer's own key unless another is given).
+func (iss *appCheckIssuer) token(t *testing.T, claims jwt.MapClaims, key *rsa.PrivateKey) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	tok.Header["kid"] = iss.kid
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestIncrementRequiresAnAppCheckToken: with REQUIRE_APP_CHECK, a token signed by the App Check key
+// for this project counts; none, another key's, another project's, an expired one, an unsigned one
+// or one with malformed claims get 403 with the field, and change nothing (and nothing panics).
+func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
+	iss := newAppCheckIssuer(t)
+	srv := newCallerServer(t, callerauth.Requirements{AppCheck: true}, 0)
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
+	now := time.Now()
+	claims := func(aud any, exp time.Time) jwt.MapClaims {
+		return jwt.MapClaims{"iss": "https://firebaseappcheck.googleapis.com/123456789", "sub": "1:123456789:web:abc",
+			"aud": aud, "iat": now.Add(-time.Minute).Unix(), "exp": exp.Unix()}
+	}
+	valid := iss.token(t, claims([]string{"projects/123456789", "projects/" + project}, now.Add(time.Hour)), iss.key)
+	if a := srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": valid}, `{"counter":"views"}`); a.status != http.StatusOK {
+		t.Fatalf("increment with a valid App Check token: %d %s", a.status, a.raw)
+	}
+	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]string{
+		"no token":        "",
+		"another key":     iss.token(t, claims([]string{"projects/" + project}, now.Add(time.Hour)), otherKey),
+		"another project": iss.token(t, claims([]string{"projects/demo-someone-else"}, now.Add(time.Hour)), iss.key),
+		"expired":         iss.token(t, claims([]string{"projects/" + project}, now.Add(-time.Minute)), iss.key),
+		"unsigned":        unsignedToken(map[string]any{"aud": []string{"projects/" + project}, "sub": "x", "exp": now.Add(time.Hour).Unix()}),
+		"malformed aud":   iss.token(t, claims("projects/"+project, now.Add(time.Hour)), iss.key),
+	}
+	for name, token := range refused {
+		a := srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": token}, `{"counter":"views"}`)
+		if a.status != http.StatusForbidden || a.body["field"] != "X-Firebase-AppCheck" || a.body["error"] == "" {
+			t.Errorf("%s: %d %s, want 403 with field X-Firebase-AppCheck", name, a.status, a.raw)
+		}
+	}
+	if got := srv.count(t, "views"); got != 1 {
+		t.Errorf("views = %d, want 1: refused requests must change nothing", got)
+	}
+}

@@ -1,0 +1,92 @@
+package emulators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// AuthHostEnv points the Firebase SDKs (the Admin SDK for Go included) at the Auth emulator.
+const AuthHostEnv = "FIREBASE_AUTH_EMULATOR_HOST"
+
+// StartAuth starts the Firebase Auth emulator of the firebase-tools CLI that `npm ci` installed in
+// webDir (web/node_modules), for project, on hostPort, in its own process group with its output to
+// logs; it returns once the emulator answers, or fails after timeout. The emulator hub and logging
+// ports, fixed by default, get free ports too, so several stacks can run on one machine.
+func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
+	kind := Kind{Name: "Firebase Auth", HostEnv: AuthHostEnv}
+	cli := filepath.Join(webDir, "node_modules", ".bin", "firebase")
+	if _, err := os.Stat(cli); err != nil {
+		return nil, fmt.Errorf("the Firebase Auth emulator comes with npm firebase-tools: run `npm ci --prefix %s` (make run and make test do): %w", webDir, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, fmt.Errorf("the Firebase Auth emulator needs Node.js 20 or later on PATH: install it, e.g. apt-get install nodejs npm")
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, fmt.Errorf("auth emulator address %q: %w", hostPort, err)
+	}
+	if err := checkPortFree(hostPort); err != nil {
+		return nil, fmt.Errorf("auth emulator: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "auth-emulator-")
+	if err != nil {
+		return nil, fmt.Errorf("auth emulator config: %w", err)
+	}
+	config, err := authConfig(dir, host, port)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cli, "emulators:start", "--only", "auth", "--project", project, "--config", config)
+	// firebase-tools writes its debug log into the working directory, and checks for updates unless told not to.
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start auth emulator: %w", err)
+	}
+	e := &Emulator{Kind: kind, HostPort: hostPort, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = os.RemoveAll(dir); close(e.exited) }()
+	if err := e.waitReady(ctx, timeout); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// authConfig writes the firebase.json that places the Auth emulator, the hub and the logging
+// endpoint, and returns its path.
+func authConfig(dir, host, port string) (string, error) {
+	authPort, _ := strconv.Atoi(port)
+	cfg := map[string]any{"emulators": map[string]any{
+		"auth": map[string]any{"host": host, "port": authPort},
+		"ui":   map[string]any{"enabled": false},
+	}}
+	for _, name := range []string{"hub", "logging"} {
+		addr, err := FreeHostPort()
+		if err != nil {
+			return "", err
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		cfg["emulators"].(map[string]any)[name] = map[string]any{"host": host, "port": n}
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("auth emulator config: %w", err)
+	}
+	path := filepath.Join(dir, "firebase.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", fmt.Errorf("auth emulator config: %w", err)
+	}
+	return path, nil
+}

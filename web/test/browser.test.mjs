@@ -1,0 +1,81 @@
+// The live example app in headless Chromium (Debian's chromium, driven by playwright-core; no
+// browser download): likes show at once, the roll-up listener takes over without ever counting a
+// like twice, other users' increments arrive, freshness is shown. Saves a screenshot.
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { callFunction, eventually, stack, uniqueID } from './stack.mjs';
+
+const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const screenshotPath = fileURLToPath(new URL('../test-results/example-app.png', import.meta.url));
+
+test('the example app counts likes at once, exactly once, live', async (t) => {
+  const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'));
+  t.after(() => rm(profile, { recursive: true, force: true }));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1000, height: 420 },
+  });
+  t.after(() => context.close());
+  const page = context.pages()[0] ?? (await context.newPage());
+  const pageErrors = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+
+  const [cats, dogs, owls] = ['cats', 'dogs', 'owls'].map(uniqueID);
+  await page.goto(`${stack.appURL}?counters=${cats},${dogs},${owls}`);
+  const card = (id) => page.locator(`li.card[data-counter="${id}"]`);
+  // One read of a card's rendered state, all at once (the page re-renders every 100 ms).
+  const state = (id) => card(id).evaluate((el) => ({
+    value: Number(el.dataset.value),
+    rollup: el.dataset.rollup,
+    pending: Number(el.dataset.pending),
+    freshness: el.querySelector('.freshness').textContent,
+  }));
+  await eventually('the cards render', () => state(cats), (s) => s.value === 0 && /no roll-up yet/.test(s.freshness));
+
+  // A like shows at once, before any roll-up exists; two more follow quickly.
+  const likes = card(cats).locator('button.like');
+  await likes.click();
+  const first = await state(cats);
+  assert.equal(first.value, 1, `a like shows at once: ${JSON.stringify(first)}`);
+  await likes.click();
+  await likes.click();
+
+  // Watch until the roll-up covers them: the shown value never exceeds the true 3.
+  let highest = 0;
+  const settled = await eventually('the roll-up covers the three likes', async () => {
+    const s = await state(cats);
+    highest = Math.max(highest, s.value);
+    return s;
+  }, (s) => s.rollup === '3' && s.pending === 0);
+  assert.equal(settled.value, 3);
+  assert.equal(highest, 3, 'a like was shown twice while the roll-up caught up');
+
+  // Someone else's increments arrive through the listener; ours are not shown again.
+  await callFunction('Increment', { counter: cats, delta: 2 });
+  await likes.click();
+  const mixed = await eventually('the roll-up shows 6', async () => {
+    const s = await state(cats);
+    highest = Math.max(highest, s.value);
+    return s;
+  }, (s) => s.rollup === '6' && s.pending === 0);
+  assert.equal(mixed.value, 6);
+  assert.ok(highest <= 6, `never above the true value: highest ${highest}`);
+  assert.match(mixed.freshness, /^updated \d+\.\d s ago$/);
+
+  await card(dogs).locator('button.like').click();
+  await eventually('dogs shows 1 from its roll-up', () => state(dogs), (s) => s.rollup === '1' && s.value === 1);
+  await card(owls).locator('button.like').click(); // left pending in the screenshot, if the roll-up is slower
+  assert.deepEqual(pageErrors, [], 'the page threw');
+
+  await mkdir(fileURLToPath(new URL('../test-results/', import.meta.url)), { recursive: true });
+  await page.screenshot({ path: screenshotPath });
+  t.diagnostic(`screenshot: ${screenshotPath}`);
+});

@@ -1,0 +1,62 @@
+// The opt-in rules variant firestore.guide-clients.rules, with the Firebase guide's own client code:
+// incrementCounter updates a random shard with increment(1). It may do that and nothing else, and the
+// roll-up picks its writes up. The variant is loaded into the stack's project for this file only.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { deleteDoc, doc, getDoc, increment, onSnapshot, setDoc, updateDoc } from 'firebase/firestore';
+import { callFunction, eventually, firestoreClient, loadRules, stack, uniqueID } from './stack.mjs';
+
+const variant = fileURLToPath(new URL('../../firestore.guide-clients.rules', import.meta.url));
+
+before(() => loadRules(variant));
+after(() => loadRules(stack.rulesFile));
+
+// From the Firebase guide "Distributed counters" (Web modular API), unchanged.
+function incrementCounter(db, ref, num_shards) {
+  // Select a shard of the counter at random
+  const shard_id = Math.floor(Math.random() * num_shards).toString();
+  const shard_ref = doc(ref, 'shards', shard_id);
+
+  // Update count
+  return updateDoc(shard_ref, 'count', increment(1));
+}
+
+test("the guide's incrementCounter counts, and the roll-up picks it up", async (t) => {
+  const db = firestoreClient(t);
+  const id = uniqueID('guide');
+  await callFunction('ConfigureCounter', { counter: id, num_shards: 4 });
+  const seen = [];
+  t.after(onSnapshot(doc(db, 'rollups', id), (snap) => snap.exists() && seen.push(snap.data().count)));
+  for (let i = 0; i < 6; i++) await incrementCounter(db, doc(db, 'counters', id), 4);
+  await eventually('the roll-up counts the six client increments', async () => seen.at(-1), (c) => c === 6);
+  const exact = await fetch(`${stack.functionsURL}/Count?counter=${id}`).then((r) => r.json());
+  assert.equal(exact.count, 6, 'Count agrees');
+});
+
+test('a guide client may do nothing else', async (t) => {
+  const db = firestoreClient(t);
+  const id = uniqueID('guide-denied');
+  await callFunction('ConfigureCounter', { counter: id, num_shards: 4 });
+  const shard = (n) => doc(db, 'counters', id, 'shards', n);
+  await updateDoc(shard('3'), 'count', increment(-1)); // an unlike is a step too
+  const denied = {
+    'a step of 2': () => updateDoc(shard('0'), 'count', increment(2)),
+    'setting the count': () => updateDoc(shard('0'), { count: 1000 }),
+    'a shard beyond num_shards': () => updateDoc(shard('4'), 'count', increment(1)),
+    'creating a shard': () => setDoc(shard('7'), { count: 1 }),
+    'another ID of shard 3': () => setDoc(shard('03'), { count: 1 }),
+    'another field': () => updateDoc(shard('1'), { count: increment(1), touched_minute: 0 }),
+    'a counter that does not exist': () => updateDoc(doc(db, 'counters', uniqueID('nope'), 'shards', '0'), 'count', increment(1)),
+    'deleting a shard': () => deleteDoc(shard('2')),
+    'reading a shard': () => getDoc(shard('2')),
+    'changing num_shards': () => updateDoc(doc(db, 'counters', id), { num_shards: 100 }),
+    'writing the roll-up': () => setDoc(doc(db, 'rollups', id), { count: 99 }),
+  };
+  for (const [what, op] of Object.entries(denied)) {
+    await assert.rejects(op, (err) => err.code === 'permission-denied' || assert.fail(`${what}: ${err.code} ${err.message}`),
+      `${what} must be denied`);
+  }
+  const exact = await fetch(`${stack.functionsURL}/Count?counter=${id}`).then((r) => r.json());
+  assert.equal(exact.count, -1, 'only the allowed unlike counted');
+});

@@ -1,0 +1,49 @@
+// Unit tests of the latency compensation: own increments show until a roll-up computed after the
+// function received them arrives, and never twice.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { LiveCounter, rfc3339Micros } from '../src/live-counter.js';
+
+const at = (iso) => rfc3339Micros(iso);
+
+test('rfc3339Micros keeps microseconds of nanosecond times', () => {
+  assert.equal(at('2026-11-21T13:01:52.123456789Z') - at('2026-11-21T13:01:52Z'), 123456);
+  assert.equal(at('2026-11-21T13:01:52.5Z') - at('2026-11-21T13:01:52Z'), 500000);
+  assert.throws(() => rfc3339Micros('yesterday'));
+});
+
+test('a pending like shows until a later roll-up covers it, then counts once', () => {
+  const c = new LiveCounter();
+  c.applyRollup(10, at('2026-01-01T00:00:00Z'));
+  const like = c.begin(1);
+  assert.equal(c.value, 11, 'shown at once, in flight');
+  c.applyRollup(11, at('2026-01-01T00:00:00.500Z')); // includes our write, but we have no ack yet
+  assert.equal(c.value, 12, 'in flight: still pending (the ack decides)');
+  c.acknowledge(like, '2026-01-01T00:00:00.400Z');
+  assert.equal(c.value, 11, 'the roll-up computed after the function received it counts it: not twice');
+});
+
+test('a roll-up computed before the function received the like does not settle it', () => {
+  const c = new LiveCounter();
+  const like = c.begin(1);
+  c.acknowledge(like, '2026-01-01T00:00:01.000001Z');
+  c.applyRollup(0, at('2026-01-01T00:00:01Z'));
+  assert.equal(c.value, 1);
+  c.applyRollup(1, at('2026-01-01T00:00:01.2Z'));
+  assert.deepEqual([c.value, c.pendingDelta], [1, 0]);
+});
+
+test('failed or uncounted likes disappear; stale ones expire', () => {
+  const c = new LiveCounter({ maxPendingMs: 1000 });
+  const a = c.begin(1);
+  const b = c.begin(1);
+  const d = c.begin(1);
+  c.fail(a);
+  c.acknowledge(b, '2026-01-01T00:00:00Z', false);
+  assert.equal(c.value, 1);
+  c.acknowledge(d, '2026-01-01T00:00:00Z', true, 5000);
+  c.expire(5999);
+  assert.equal(c.value, 1);
+  c.expire(6000);
+  assert.equal(c.value, 0);
+});

@@ -1,0 +1,66 @@
+// The Firebase JS SDK, as an app uses it, against the local stack with production's firestore.rules:
+// a listener on rollups/{id} follows HTTP increments; everything else a client might try is denied.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  collection, deleteDoc, doc, getDoc, getDocs, increment, limit, onSnapshot, query, setDoc, updateDoc,
+} from 'firebase/firestore';
+import { callFunction, eventually, firestoreClient, uniqueID } from './stack.mjs';
+
+test('a roll-up listener sees the count follow HTTP increments', async (t) => {
+  const db = firestoreClient(t);
+  const id = uniqueID('listened');
+  const seen = [];
+  const unsubscribe = onSnapshot(doc(db, 'rollups', id), (snap) => {
+    if (snap.exists()) seen.push(snap.data());
+  });
+  t.after(unsubscribe);
+  let total = 0;
+  for (const delta of [1, 2, 3, 4]) {
+    await callFunction('Increment', { counter: id, delta });
+    total += delta;
+  }
+  await eventually('the listener sees the total', async () => seen.at(-1)?.count, (c) => c === total);
+  const last = seen.at(-1);
+  assert.equal(typeof last.updated_at?.toMillis, 'function', 'updated_at is a Firestore Timestamp');
+  assert.ok(seen.every((d, i) => i === 0 || d.count >= seen[i - 1].count), `counts only grow: ${seen.map((d) => d.count)}`);
+});
+
+test('clients may get and list roll-ups, and nothing else', async (t) => {
+  const db = firestoreClient(t);
+  const id = uniqueID('guarded');
+  await callFunction('Increment', { counter: id, delta: 7 });
+  await eventually('the roll-up exists', async () => (await getDoc(doc(db, 'rollups', id))).data()?.count, (c) => c === 7);
+  // Listing is a documented choice (firestore.rules, README): leaderboards need it.
+  const listed = await getDocs(query(collection(db, 'rollups'), limit(50)));
+  assert.ok(listed.size >= 1, 'a client may list roll-ups');
+
+  const denied = {
+    'read a counter': () => getDoc(doc(db, 'counters', id)),
+    'list counters': () => getDocs(collection(db, 'counters')),
+    'read a shard': () => getDoc(doc(db, 'counters', id, 'shards', '0')),
+    'list shards': () => getDocs(collection(db, 'counters', id, 'shards')),
+    'increment a shard': () => updateDoc(doc(db, 'counters', id, 'shards', '0'), { count: increment(1) }),
+    'create a shard': () => setDoc(doc(db, 'counters', id, 'shards', '99'), { count: 1000 }),
+    'create a counter': () => setDoc(doc(db, 'counters', uniqueID('forged')), { num_shards: 1 }),
+    'change num_shards': () => updateDoc(doc(db, 'counters', id), { num_shards: 1 }),
+    'read a caller total': () => getDoc(doc(db, 'counters', id, 'callers', 'x')),
+    'read a dedupe record': () => getDoc(doc(db, 'counter_dedupe', 'x')),
+    'list dedupe records': () => getDocs(collection(db, 'counter_dedupe')),
+    'write a dedupe record': () => setDoc(doc(db, 'counter_dedupe', 'x'), { key: 'stolen' }),
+    'overwrite a roll-up': () => setDoc(doc(db, 'rollups', id), { count: 1_000_000 }),
+    'update a roll-up': () => updateDoc(doc(db, 'rollups', id), { count: increment(1) }),
+    'delete a roll-up': () => deleteDoc(doc(db, 'rollups', id)),
+    'create a roll-up': () => setDoc(doc(db, 'rollups', uniqueID('forged')), { count: 1 }),
+    'write elsewhere': () => setDoc(doc(db, 'anything', 'else'), { a: 1 }),
+  };
+  for (const [what, op] of Object.entries(denied)) {
+    await assert.rejects(op, (err) => {
+      assert.equal(err.code, 'permission-denied', `${what}: ${err.code} ${err.message}`);
+      return true;
+    }, `${what} must be denied`);
+  }
+  const err = await getDoc(doc(db, 'counters', id, 'shards', '0')).catch((e) => e);
+  t.diagnostic(`a denied client sees: code=${err.code} message=${JSON.stringify(err.message)}`);
+  assert.equal((await getDoc(doc(db, 'rollups', id))).data().count, 7, 'the roll-up is unchanged');
+});

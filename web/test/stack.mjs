@@ -1,0 +1,77 @@
+// What the tests know about the local stack that `make test` started (bin/localstack exec), and small
+// helpers over it: HTTP calls to the functions, Firebase JS SDK clients of the Firestore emulator, and
+// loading security rules.
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { deleteApp, initializeApp } from 'firebase/app';
+import { connectFirestoreEmulator, getFirestore, setLogLevel } from 'firebase/firestore';
+
+// Denied requests are what some tests expect: keep the SDK's own logging of them out of the report.
+setLogLevel('silent');
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run these tests with \`make test\`, which starts the local stack`);
+  return value;
+}
+
+export const stack = {
+  project: required('GOOGLE_CLOUD_PROJECT'),
+  firestoreHost: required('FIRESTORE_EMULATOR_HOST'),
+  functionsURL: required('LOCALSTACK_FUNCTIONS_URL'),
+  appURL: required('LOCALSTACK_APP_URL'),
+  rulesFile: required('LOCALSTACK_RULES_FILE'),
+};
+
+/** A counter ID no other test uses. */
+export function uniqueID(prefix) {
+  return `${prefix}-${randomBytes(5).toString('hex')}`;
+}
+
+/** POSTs body as JSON to a function and returns the decoded answer, failing on a non-200. */
+export async function callFunction(name, body, method = 'POST') {
+  const resp = await fetch(`${stack.functionsURL}/${name}`, {
+    method,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const answer = await resp.json();
+  if (!resp.ok) throw new Error(`${name} ${JSON.stringify(body)}: HTTP ${resp.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+/** A Firebase app whose Firestore talks to the stack's emulator, deleted by the returned close(). */
+export function firestoreClient(t) {
+  const app = initializeApp({ projectId: stack.project, apiKey: 'local-emulator' }, uniqueID('app'));
+  const db = getFirestore(app);
+  const [host, port] = stack.firestoreHost.split(':');
+  connectFirestoreEmulator(db, host, Number(port));
+  t.after(() => deleteApp(app));
+  return db;
+}
+
+/** Loads the rules file at path into the emulator for the stack's project. */
+export async function loadRules(path) {
+  const content = await readFile(path, 'utf8');
+  const resp = await fetch(`http://${stack.firestoreHost}/emulator/v1/projects/${stack.project}:securityRules`, {
+    method: 'PUT',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ rules: { files: [{ name: 'firestore.rules', content }] } }),
+  });
+  if (!resp.ok) throw new Error(`load rules ${path}: HTTP ${resp.status} ${await resp.text()}`);
+}
+
+/**
+ * Resolves with the first value of next() (a promise factory) that satisfies ok, within ms (roll-ups
+ * come about a second after a write, much later on a machine busy with other load).
+ */
+export async function eventually(what, next, ok, ms = 90_000) {
+  const deadline = Date.now() + ms;
+  let last;
+  while (Date.now() < deadline) {
+    last = await next();
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not within ${ms} ms; last seen ${JSON.stringify(last)}`);
+}
