@@ -117,6 +117,7 @@ func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment)
 func (s *Store) applyKeyed(ctx context.Context, recordRef *firestore.DocumentRef, key Key, fingerprint string,
 	merged []shared.Increment) (outcome Outcome, created []string, err error) {
 	applied := make([]AppliedIncrement, len(merged))
+	stamps := make(map[string]int64) // touched minutes due on existing counters
 	for i, inc := range merged {
 		numShards, err := s.numShards(ctx, inc.Counter)
 		if errors.Is(err, ErrNotFound) {
@@ -124,6 +125,8 @@ func (s *Store) applyKeyed(ctx context.Context, recordRef *firestore.DocumentRef
 			created = append(created, inc.Counter)
 		} else if err != nil {
 			return Outcome{}, nil, err
+		} else if minute, due := s.touches.due(inc.Counter); due {
+			stamps[inc.Counter] = minute
 		}
 		applied[i] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: s.pickShard(numShards)}
 	}
@@ -132,7 +135,12 @@ func (s *Store) applyKeyed(ctx context.Context, recordRef *firestore.DocumentRef
 			return err
 		}
 		for _, id := range created {
-			if err := tx.Create(s.schema.CounterRef(s.client, id), map[string]any{shared.FieldNumShards: s.defaultNumShards}); err != nil {
+			if err := tx.Create(s.schema.CounterRef(s.client, id), s.newCounterFields()); err != nil {
+				return err
+			}
+		}
+		for id, minute := range stamps {
+			if err := tx.Set(s.schema.CounterRef(s.client, id), touchFields(minute), firestore.MergeAll); err != nil {
 				return err
 			}
 		}
@@ -143,6 +151,11 @@ func (s *Store) applyKeyed(ctx context.Context, recordRef *firestore.DocumentRef
 		}
 		return nil
 	})
+	if err != nil {
+		for id, minute := range stamps {
+			s.touches.forget(id, minute)
+		}
+	}
 	return Outcome{Applied: applied}, created, err
 }
 

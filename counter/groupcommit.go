@@ -3,7 +3,6 @@ package counter
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -11,10 +10,6 @@ import (
 // maxGroupSize bounds the increments merged into one write. With deltas of at most 2^53 in
 // magnitude (shared.ParseConfig's bound on MAX_DELTA), 512 of them cannot overflow an int64.
 const maxGroupSize = 512
-
-// maxShardRotation bounds the random offset of an instance in the shard rotation; any value above
-// the largest shard count spreads instances evenly.
-const maxShardRotation = 1 << 20
 
 // groupCommitTimeout bounds one group write: its callers may all have given up, so no request
 // context can bound it.
@@ -25,12 +20,11 @@ const groupCommitTimeout = 30 * time.Second
 // one is an interval old, so a lone increment waits for nothing; under load, the increments that
 // arrive while the counter waits out its interval share the next write. Each increment is answered
 // only when the write holding it has committed, and a failed write fails exactly the increments it
-// held. Writes rotate over the shards by the clock, so with N shards each shard sees at most one
-// write per N-1 intervals from an instance, even across idle gaps.
+// held. Each write picks its shard uniformly at random, so the writes of every instance spread evenly
+// over the shards and the roll-up sizes the shard count for the total rate.
 type groupCommitter struct {
 	store    *Store
 	interval time.Duration
-	offset   int // this instance's place in the rotation, so instances spread over the shards
 
 	mu     sync.Mutex
 	groups map[string]*counterGroup
@@ -54,7 +48,7 @@ type groupOutcome struct {
 }
 
 func newGroupCommitter(store *Store, interval time.Duration) *groupCommitter {
-	return &groupCommitter{store: store, interval: interval, offset: rand.IntN(maxShardRotation), groups: make(map[string]*counterGroup)}
+	return &groupCommitter{store: store, interval: interval, groups: make(map[string]*counterGroup)}
 }
 
 // add queues delta for counter id and returns when the write holding it committed or failed.
@@ -99,9 +93,6 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		batch := group.pending[:n:n]
 		group.pending = group.pending[n:]
 		group.lastCommit = time.Now()
-		// Writes of a counter are an interval apart, so each falls in its own interval slot of the
-		// clock; the slot picks the shard.
-		slot := int(group.lastCommit.UnixNano()/int64(g.interval)) + g.offset
 		g.mu.Unlock()
 
 		var sum int64
@@ -109,7 +100,7 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 			sum += inc.delta
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), groupCommitTimeout)
-		shard, err := g.store.writeIncrement(ctx, id, sum, func(numShards int) int { return slot % numShards })
+		shard, err := g.store.writeIncrement(ctx, id, sum, g.store.pickShard)
 		cancel()
 		for _, inc := range batch {
 			inc.done <- groupOutcome{shard: shard, err: err}

@@ -29,6 +29,7 @@ type Store struct {
 	pickShard        func(numShards int) int
 	groups           *groupCommitter // nil: one write per increment
 	dedupeTTL        time.Duration
+	touches          *touchStamps
 }
 
 // Options tune a Store.
@@ -54,6 +55,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, time.Now),
 		pickShard:        rand.IntN,
 		dedupeTTL:        opts.DedupeTTL,
+		touches:          newTouchStamps(time.Now),
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(s, opts.GroupCommitInterval)
@@ -93,27 +95,37 @@ func (s *Store) writeIncrement(ctx context.Context, id string, delta int64, pick
 	}
 	shard = pick(numShards)
 	ref := s.schema.ShardRef(s.client, id, shard)
+	minute, stamp := s.touches.due(id)
 	// An Aborted commit (lock contention) was not applied, so it is safe to send again; the client
 	// library retries it only inside transactions.
 	for attempt := 1; ; attempt++ {
-		_, err = ref.Set(ctx, shardIncrement(delta), firestore.MergeAll)
+		if stamp {
+			batch := s.client.Batch()
+			batch.Set(ref, shardIncrement(delta), firestore.MergeAll)
+			batch.Set(s.schema.CounterRef(s.client, id), touchFields(minute), firestore.MergeAll)
+			_, err = batch.Commit(ctx)
+		} else {
+			_, err = ref.Set(ctx, shardIncrement(delta), firestore.MergeAll)
+		}
 		if status.Code(err) != codes.Aborted || attempt == maxAbortedAttempts {
 			break
 		}
 	}
 	if err != nil {
+		if stamp {
+			s.touches.forget(id, minute)
+		}
 		return 0, fmt.Errorf("increment shard %d of counter %q: %w", shard, id, err)
 	}
 	return shard, nil
 }
 
 // shardIncrement is the server-side increment of a shard; it creates the shard document if needed.
-// It also stamps the shard with the current minute, which the scheduled roll-up uses to find the
-// counters that changed without reading the ones that did not.
+// It also counts the write, so the roll-up learns the counter's write rate across every instance.
 func shardIncrement(delta int64) map[string]any {
 	return map[string]any{
-		shared.FieldCount:         firestore.Increment(delta),
-		shared.FieldTouchedMinute: shared.UnixMinute(time.Now()),
+		shared.FieldCount:  firestore.Increment(delta),
+		shared.FieldWrites: firestore.Increment(1),
 	}
 }
 
@@ -122,7 +134,7 @@ func shardIncrement(delta int64) map[string]any {
 func (s *Store) createByIncrement(ctx context.Context, id string, delta int64, pick func(numShards int) int) (int, error) {
 	shard := pick(s.defaultNumShards)
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		if err := tx.Create(s.schema.CounterRef(s.client, id), map[string]any{shared.FieldNumShards: s.defaultNumShards}); err != nil {
+		if err := tx.Create(s.schema.CounterRef(s.client, id), s.newCounterFields()); err != nil {
 			return err
 		}
 		return tx.Set(s.schema.ShardRef(s.client, id, shard), shardIncrement(delta), firestore.MergeAll)
@@ -146,20 +158,10 @@ func (s *Store) numShards(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read counter %q: %w", id, err)
 	}
-	n, err := numShardsOf(snap)
+	shape, err := s.ShapeOf(snap)
 	if err != nil {
 		return 0, err
 	}
-	s.shardCounts.put(id, n)
-	return n, nil
-}
-
-func numShardsOf(snap *firestore.DocumentSnapshot) (int, error) {
-	v, err := snap.DataAt(shared.FieldNumShards)
-	n, ok := v.(int64)
-	if err != nil || !ok || n < shared.MinNumShards || n > shared.MaxNumShards {
-		return 0, fmt.Errorf("counter %q: %s is %v, want an integer from %d to %d",
-			snap.Ref.ID, shared.FieldNumShards, v, shared.MinNumShards, shared.MaxNumShards)
-	}
-	return int(n), nil
+	s.shardCounts.put(id, shape.NumShards)
+	return shape.NumShards, nil
 }

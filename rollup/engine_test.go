@@ -70,7 +70,7 @@ func TestRefreshThrottlesAcrossInstancesAndNeverGoesBack(t *testing.T) {
 	counters := newCounters(client)
 	const interval = 200 * time.Millisecond
 	const id = "hot"
-	if _, err := counters.Configure(ctx, id, 10); err != nil {
+	if _, err := counters.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,0 +1,63 @@
+package counter
+
+import (
+	"sync"
+	"time"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// touchStamps remembers, per counter, the last minute this instance stamped on counters/{id} as
+// touched_minute. A shard write stamps the counter document in the same commit at most once per
+// minute per instance, so the scheduled sweep finds every changed counter with one query on the
+// counters collection (one read per changed counter) while the counter document stays far below one
+// write per second: with K instances, K writes a minute.
+type touchStamps struct {
+	now func() time.Time
+
+	mu   sync.Mutex
+	last map[string]int64
+}
+
+func newTouchStamps(now func() time.Time) *touchStamps {
+	return &touchStamps{now: now, last: make(map[string]int64)}
+}
+
+// due reports whether a write of counter id now must stamp the counter document, and with which
+// minute; a true answer counts as stamped until forget says the write failed.
+func (t *touchStamps) due(id string) (minute int64, ok bool) {
+	minute = shared.UnixMinute(t.now())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, seen := t.last[id]; seen && last >= minute {
+		return 0, false
+	}
+	if _, seen := t.last[id]; !seen && len(t.last) >= maxCachedCounters {
+		for victim := range t.last { // random eviction: the victim only stamps once more
+			delete(t.last, victim)
+			break
+		}
+	}
+	t.last[id] = minute
+	return minute, true
+}
+
+// forget undoes due for a write that failed, so the next write stamps again.
+func (t *touchStamps) forget(id string, minute int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last[id] == minute {
+		delete(t.last, id)
+	}
+}
+
+// touchFields stamps a counter document with the minute of a write.
+func touchFields(minute int64) map[string]any {
+	return map[string]any{shared.FieldTouchedMinute: minute}
+}
+
+// newCounterFields is the counter document of a counter created by its first increment: the default
+// shard count, adaptive, stamped as touched now.
+func (s *Store) newCounterFields() map[string]any {
+	return map[string]any{shared.FieldNumShards: s.defaultNumShards, shared.FieldTouchedMinute: shared.UnixMinute(time.Now())}
+}
