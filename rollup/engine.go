@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -21,6 +22,11 @@ const (
 	FieldSource = "source"
 	// FieldRevision counts the writes of the roll-up document: readers see how often it changes.
 	FieldRevision = "revision"
+	// FieldShardWrites, FieldWriteRate and FieldCoolSince carry the write-rate measurement from one
+	// roll-up to the next (see ShardPolicy).
+	FieldShardWrites = "shard_writes"
+	FieldWriteRate   = "write_rate"
+	FieldCoolSince   = "cool_since"
 )
 
 // Values of FieldSource.
@@ -46,6 +52,7 @@ type Engine struct {
 	schema   shared.Schema
 	counters *counter.Store
 	interval time.Duration
+	policy   ShardPolicy
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -59,6 +66,7 @@ func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter
 		schema:   schema,
 		counters: counters,
 		interval: interval,
+		policy:   DefaultShardPolicy,
 		now:      time.Now,
 		pending:  make(map[string]*refresh),
 	}
@@ -127,17 +135,28 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, maxAttempts*e.interval+30*time.Second)
 	defer cancel()
-	ref := e.schema.RollupRef(e.client, id)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		snap, err := ref.Get(ctx)
-		if err != nil && status.Code(err) != codes.NotFound {
-			r.err = fmt.Errorf("read roll-up of counter %q: %w", id, err)
+		snap, counterSnap, err := e.read(ctx, id)
+		if err != nil {
+			r.err = err
 			return
 		}
 		current, err := decodeRollup(snap)
 		if err != nil {
 			r.err = err
 			return
+		}
+		if !counterSnap.Exists() {
+			gone, err := e.counterMissing(ctx, id, snap)
+			if err != nil {
+				r.err = err
+				return
+			}
+			if gone && e.decide(r, func(time.Time) bool { return true }) {
+				r.outcome = Covered // deleted: nothing to roll up
+				return
+			}
+			continue
 		}
 		if e.decide(r, func(changedAt time.Time) bool { return covers(current, changedAt) }) {
 			r.outcome = Covered
@@ -152,15 +171,48 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 			continue
 		}
 		e.decide(r, func(time.Time) bool { return true })
-		err = e.write(ctx, ref, snap, id, source)
-		if code := status.Code(err); code == codes.FailedPrecondition || code == codes.AlreadyExists {
-			// Another instance wrote a newer roll-up since we read it: see whether it covers us.
+		err = e.write(ctx, snap, counterSnap, current, id, source)
+		if code := status.Code(err); code == codes.FailedPrecondition || code == codes.AlreadyExists ||
+			code == codes.NotFound || errors.Is(err, errCounterGone) {
+			// Another instance wrote a newer roll-up since we read it, or the counter was deleted:
+			// see whether what is there now covers us.
 			continue
 		}
 		r.outcome, r.err = Wrote, err
 		return
 	}
 	r.err = fmt.Errorf("roll up counter %q: lost %d races in a row", id, maxAttempts)
+}
+
+// read reads the roll-up of counter id and its counter document in one round trip.
+func (e *Engine) read(ctx context.Context, id string) (rollupSnap, counterSnap *firestore.DocumentSnapshot, err error) {
+	snaps, err := e.client.GetAll(ctx, []*firestore.DocumentRef{e.schema.RollupRef(e.client, id), e.schema.CounterRef(e.client, id)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read roll-up and counter %q: %w", id, err)
+	}
+	return snaps[0], snaps[1], nil
+}
+
+// counterMissing handles a refresh of a counter without a counter document. With no shard either,
+// the counter is deleted: a roll-up left by a write that raced the delete is removed, and gone is
+// true. Shards without a counter document hold increments acknowledged after a delete (instances
+// with a warm shard-count cache wrote them): the counter document is restored so they are counted,
+// and the refresh goes on.
+func (e *Engine) counterMissing(ctx context.Context, id string, rollupSnap *firestore.DocumentSnapshot) (gone bool, _ error) {
+	totals, err := e.counters.Totals(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if totals.Shards > 0 {
+		return false, e.counters.Restore(ctx, id)
+	}
+	if rollupSnap.Exists() {
+		_, err := rollupSnap.Ref.Delete(ctx, firestore.LastUpdateTime(rollupSnap.UpdateTime))
+		if err != nil && status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound {
+			return false, fmt.Errorf("remove the roll-up of deleted counter %q: %w", id, err)
+		}
+	}
+	return true, nil
 }
 
 // decide settles refresh r if final holds for the latest change its callers saw; from then on, new
@@ -172,29 +224,64 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	return r.decided
 }
 
-// write computes the exact sum now and writes the roll-up, on condition that the roll-up is still as
-// read in snap: of two instances that read the same roll-up only one writes, so writes stay an
-// interval apart, and an older computation can never overwrite a newer one.
-func (e *Engine) write(ctx context.Context, ref *firestore.DocumentRef, snap *firestore.DocumentSnapshot, id, source string) error {
+// errCounterGone is a roll-up write that found its counter deleted.
+var errCounterGone = errors.New("counter deleted")
+
+// write computes the exact sum and the shard write rate now, decides the shard count, and writes the
+// roll-up on condition that it is still as read in snap: of two instances that read the same roll-up
+// only one writes, so writes stay an interval apart, an older computation can never overwrite a newer
+// one, and only one instance acts on each measurement. A first roll-up is created only while the
+// counter document exists, so a refresh that raced a delete cannot bring the roll-up back.
+func (e *Engine) write(ctx context.Context, snap, counterSnap *firestore.DocumentSnapshot, current *Document, id, source string) error {
 	computedAt := e.now()
-	sum, err := e.counters.Sum(ctx, id)
+	totals, err := e.counters.Totals(ctx, id)
 	if err != nil {
 		return err
 	}
-	if snap == nil || !snap.Exists() {
-		_, err = ref.Create(ctx, map[string]any{
-			shared.FieldCount: sum, shared.FieldUpdatedAt: computedAt, FieldSource: source, FieldRevision: 1,
+	shape, err := e.counters.ShapeOf(counterSnap)
+	if err != nil {
+		return err
+	}
+	d := e.policy.decide(shape, current, totals.Writes, computedAt)
+	var coolSince any = firestore.Delete
+	if !d.coolSince.IsZero() {
+		coolSince = d.coolSince
+	}
+	ref := snap.Ref
+	if !snap.Exists() {
+		err = e.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+			if _, err := tx.Get(counterSnap.Ref); status.Code(err) == codes.NotFound {
+				return errCounterGone
+			} else if err != nil {
+				return err
+			}
+			doc := map[string]any{
+				shared.FieldCount: totals.Count, shared.FieldUpdatedAt: computedAt, FieldSource: source, FieldRevision: 1,
+				FieldShardWrites: totals.Writes, FieldWriteRate: d.rate,
+			}
+			if !d.coolSince.IsZero() {
+				doc[FieldCoolSince] = d.coolSince
+			}
+			return tx.Create(ref, doc)
 		})
 	} else {
 		_, err = ref.Update(ctx, []firestore.Update{
-			{Path: shared.FieldCount, Value: sum},
+			{Path: shared.FieldCount, Value: totals.Count},
 			{Path: shared.FieldUpdatedAt, Value: computedAt},
 			{Path: FieldSource, Value: source},
 			{Path: FieldRevision, Value: firestore.Increment(1)},
+			{Path: FieldShardWrites, Value: totals.Writes},
+			{Path: FieldWriteRate, Value: d.rate},
+			{Path: FieldCoolSince, Value: coolSince},
 		}, firestore.LastUpdateTime(snap.UpdateTime))
 	}
 	if err != nil {
 		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
+	}
+	if d.numShards != shape.NumShards {
+		if _, err := e.counters.Adapt(ctx, id, shape.NumShards, d.numShards); err != nil {
+			return err
+		}
 	}
 	return nil
 }
