@@ -25,8 +25,8 @@ type reshapeResult struct {
 
 // reshape changes counter id's shape in one transaction, so the value never changes and no
 // increment is lost. change gets the current shape (existed false: there is no counter) and returns
-// the new one, or errShapeUnchanged. Growing creates the new shards zeroed, as the Firebase guide's
-// clients update (not set) a random shard. Shrinking folds every shard document outside
+// the new one, or errShapeUnchanged. Growing then creates the new shards zeroed, as the Firebase
+// guide's clients update (not set) a random shard. Shrinking folds every shard document outside
 // 0..NumShards-1 (retired shards, and shards recreated by instances with a stale cached count) into
 // the kept shards: count and writes move, the retired documents are deleted, all in the same commit.
 // An instance that still writes a retired shard afterwards recreates it; it is summed like every
@@ -65,11 +65,6 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		if err != nil {
 			return err
 		}
-		for n := res.before.NumShards; n < res.after.NumShards; n++ {
-			if err := tx.Set(s.schema.ShardRef(s.client, id, n), zeroShard(), firestore.MergeAll); err != nil {
-				return err
-			}
-		}
 		return s.fold(tx, id, shards, res.after.NumShards)
 	})
 	if errors.Is(err, errShapeUnchanged) {
@@ -80,7 +75,34 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 	}
 	res.changed = true
 	s.shardCounts.put(id, res.after.NumShards)
-	return res, nil
+	return res, s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
+}
+
+// createZeroShards creates shards from..to-1 of counter id zeroed, where missing. They are not part
+// of the reshape's transaction: a growth to hundreds of shards would hold the counter document's
+// lock for as long as the commit of hundreds of writes takes, and a zeroed shard is harmless at any
+// time (it never overwrites a count, and shards beyond the count are summed like any other).
+func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	bulk := s.client.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, 0, to-from)
+	for n := from; n < to; n++ {
+		job, err := bulk.Set(s.schema.ShardRef(s.client, id, n), zeroShard(), firestore.MergeAll)
+		if err != nil {
+			bulk.End()
+			return fmt.Errorf("create zeroed shards of counter %q: %w", id, err)
+		}
+		jobs = append(jobs, job)
+	}
+	bulk.End()
+	for _, job := range jobs {
+		if _, err := job.Results(); err != nil {
+			return fmt.Errorf("create zeroed shards of counter %q: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // fold moves the count and writes of every shard document outside 0..numShards-1 onto shard

@@ -12,10 +12,13 @@ import (
 // roll-up, over the time between the two.
 //
 // Writes pick a shard uniformly at random, so a shard's writes in a 10 s window are about Poisson with
-// mean 10 × rate / shards. Sized at Target writes/s per shard (mean 1.5), the chance that a shard
-// exceeds 10 writes in a 10 s window (1 write/s) is about 1e-7; at GrowAbove (mean 2.5) about 6e-5.
-// Growth is at once, to the size for Target; shrinking waits until the rate per shard has stayed
-// below ShrinkBelow for ShrinkAfter, so a bursty counter does not flap.
+// mean 10 × rate / shards. Sized at Target writes/s per shard (mean 1), the chance that a shard has
+// more than 10 writes in a 10 s window (over 1 write/s) is 1e-8; at GrowAbove (mean 1.5), the most a
+// shard sees before the count grows, 6e-7. (At 0.25 writes/s per shard it would be 6e-5: with
+// hundreds of shards, a hot window every few minutes.) Growth is at once, to the size for Target;
+// shrinking waits until the rate per shard has stayed below ShrinkBelow for ShrinkAfter, so a bursty
+// counter does not flap. With at most shared.MaxNumShards shards, a counter keeps every shard below
+// GrowAbove up to 150 shard writes/s: 19 instances each writing every 125 ms (group commit).
 type ShardPolicy struct {
 	// Target is the writes per second per shard the count is sized for.
 	Target float64
@@ -28,7 +31,7 @@ type ShardPolicy struct {
 }
 
 // DefaultShardPolicy keeps every shard well under one write per second over any 10 s window.
-var DefaultShardPolicy = ShardPolicy{Target: 0.15, GrowAbove: 0.25, ShrinkBelow: 0.05, ShrinkAfter: 5 * time.Minute}
+var DefaultShardPolicy = ShardPolicy{Target: 0.1, GrowAbove: 0.15, ShrinkBelow: 0.03, ShrinkAfter: 5 * time.Minute}
 
 // shardDecision is what a roll-up decides about its counter's shard count.
 type shardDecision struct {

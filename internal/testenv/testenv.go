@@ -158,6 +158,15 @@ func UniqueID(prefix string) string {
 // those so far.
 func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
+	clients, commits := FirestoreInstancesWithCommits(t, 1)
+	return clients[0], commits
+}
+
+// FirestoreInstancesWithCommits returns n Firestore clients of one fresh emulator project, each with
+// a connection of its own as n function instances would have, every commit of each recorded in one
+// log: commits returns those so far.
+func FirestoreInstancesWithCommits(t testing.TB, n int) (clients []*firestore.Client, commits func() []commitlog.Commit) {
+	t.Helper()
 	var (
 		mu  sync.Mutex
 		buf bytes.Buffer
@@ -167,16 +176,20 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 		defer mu.Unlock()
 		return buf.Write(p)
 	}))
-	opt, err := rec.EmulatorOption(FirestoreEmulatorHost(t))
-	if err != nil {
-		t.Fatal(err)
+	project := NewProjectID()
+	for range n {
+		opt, err := rec.EmulatorOption(FirestoreEmulatorHost(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := firestore.NewClient(context.Background(), project, opt)
+		if err != nil {
+			t.Fatalf("firestore client: %v", err)
+		}
+		t.Cleanup(func() { _ = client.Close() })
+		clients = append(clients, client)
 	}
-	client, err = firestore.NewClient(context.Background(), NewProjectID(), opt)
-	if err != nil {
-		t.Fatalf("firestore client: %v", err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-	return client, func() []commitlog.Commit {
+	return clients, func() []commitlog.Commit {
 		mu.Lock()
 		defer mu.Unlock()
 		c, err := commitlog.Read(bytes.NewReader(buf.Bytes()))
