@@ -3,6 +3,7 @@ package counter
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -40,6 +41,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete counter %q: %w", id, err)
 	}
+	// This instance's next increment creates the counter anew; other instances learn within
+	// SHARD_COUNT_CACHE_TTL, and until then their increments restore it as said above.
+	s.shardCounts.drop(id)
+	s.touches.forget(id, shared.UnixMinute(time.Now()))
 	return nil
 }
 

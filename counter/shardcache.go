@@ -48,3 +48,10 @@ func (c *shardCountCache) put(id string, numShards int) {
 	}
 	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.now().Add(c.ttl)}
 }
+
+// drop forgets a counter's shard count, so the next increment reads the counter document again.
+func (c *shardCountCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
+}

@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
@@ -90,12 +87,7 @@ func (l scaleLoad) run(t *testing.T, id string) scaleResult {
 		// on each instance, each answered once a roll-up after it is stored.
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
-				e := event.New()
-				e.SetID(fmt.Sprintf("%s-%d", srv.URL, n))
-				e.SetType(functions.EventFirestoreDocWritten)
-				e.SetSource("//firestore.googleapis.com/projects/test/databases/(default)")
-				e.SetSubject("documents/counters/" + id + "/shards/0")
-				_ = srv.svc.RollupOnShardWrite(ctx, e)
+				_ = srv.svc.RollupOnShardWrite(ctx, shardWritten(id, n))
 			}
 		})
 	}
