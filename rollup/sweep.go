@@ -68,21 +68,22 @@ type sweepState struct {
 // A pass covers changes since one minute before the previous pass began: the stamp is the minute of
 // a write, and instances' clocks differ by less than a minute.
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
-	stopBy := e.now().Add(DefaultSweepBudget)
+	fs := e.sweeper
+	stopBy := e.clock.Now().Add(DefaultSweepBudget)
 	if deadline, ok := ctx.Deadline(); ok {
 		stopBy = deadline.Add(-sweepMargin)
 	}
 	res := SweepResult{Reads: 1}
-	stateRef := e.schema.SweepStateRef(e.client)
+	stateRef := fs.schema.SweepStateRef(fs.client)
 	state, err := e.readSweepState(ctx, stateRef, lookback)
 	if err != nil {
 		return res, err
 	}
 	if state.PassMinute == 0 {
-		state.PassMinute = shared.UnixMinute(e.now())
+		state.PassMinute = shared.UnixMinute(e.clock.Now())
 	}
 	for {
-		q := e.client.Collection(e.schema.Counters).
+		q := fs.client.Collection(fs.schema.Counters).
 			Where(shared.FieldTouchedMinute, ">=", state.FromMinute).
 			OrderBy(shared.FieldTouchedMinute, firestore.Asc).
 			OrderBy(firestore.DocumentID, firestore.Asc).
@@ -106,7 +107,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		minute, _ := last.DataAt(shared.FieldTouchedMinute)
 		state.AfterMinute, _ = minute.(int64)
 		state.AfterID = last.Ref.ID
-		if !e.now().Before(stopBy) {
+		if !e.clock.Now().Before(stopBy) {
 			_, err := stateRef.Set(ctx, state)
 			if err != nil {
 				return res, fmt.Errorf("save sweep progress: %w", err)
@@ -125,7 +126,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef, lookback time.Duration) (sweepState, error) {
 	snap, err := ref.Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return sweepState{FromMinute: shared.UnixMinute(e.now().Add(-lookback))}, nil
+		return sweepState{FromMinute: shared.UnixMinute(e.clock.Now().Add(-lookback))}, nil
 	}
 	if err != nil {
 		return sweepState{}, fmt.Errorf("read sweep state: %w", err)
@@ -141,14 +142,15 @@ func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef,
 // after the end of the counter's touched minute covers it without further reads; the others are
 // checked by value, one aggregation each.
 func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult) error {
+	fs := e.sweeper
 	if len(counters) == 0 {
 		return nil
 	}
 	refs := make([]*firestore.DocumentRef, len(counters))
 	for i, c := range counters {
-		refs[i] = e.schema.RollupRef(e.client, c.Ref.ID)
+		refs[i] = fs.schema.RollupRef(fs.client, c.Ref.ID)
 	}
-	snaps, err := e.client.GetAll(ctx, refs)
+	snaps, err := fs.client.GetAll(ctx, refs)
 	if err != nil {
 		return fmt.Errorf("read roll-ups of %d changed counters: %w", len(refs), err)
 	}
@@ -202,8 +204,8 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 // sweepOne rolls up counter id if its roll-up, current, differs from its exact value: one
 // aggregation read, and a roll-up write only when it is stale.
 func (e *Engine) sweepOne(ctx context.Context, id string, current *Document) (stale bool, _ Outcome, _ error) {
-	checkedAt := e.now()
-	sum, err := e.counters.Sum(ctx, id)
+	checkedAt := e.clock.Now()
+	sum, err := e.sweeper.counters.Sum(ctx, id)
 	if err != nil {
 		return false, Covered, err
 	}
