@@ -93,17 +93,12 @@ func raceLifecycle(t *testing.T, op func(srv *testServer) answer) (srv *testServ
 	warm.increment(t, id, 1)
 	var sent, answered atomic.Int64 // op's times, UnixNano; 0 until then
 	var counts [3]atomic.Int64
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for g := range 16 {
 		inst := []*testServer{srv, warm}[g%2]
 		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 				start := time.Now().UnixNano()
 				a := inst.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": id, "delta": 1})
 				end := time.Now().UnixNano()
@@ -136,7 +131,7 @@ func raceLifecycle(t *testing.T, op func(srv *testServer) answer) (srv *testServ
 	}
 	answered.Store(time.Now().UnixNano())
 	awaitIncrements(&counts[2])
-	close(stop)
+	stop.Store(true)
 	wg.Wait()
 	t.Logf("acknowledged increments: %d before, %d overlapping, %d after", counts[0].Load(), counts[1].Load(), counts[2].Load())
 	return srv, counts[0].Load() + 2, counts[1].Load(), counts[2].Load()

@@ -88,7 +88,7 @@ variable "max_delta" {
 }
 
 variable "shard_count_cache_ttl" {
-  description = "SHARD_COUNT_CACHE_TTL: how long an instance trusts a cached shard count (Go duration). Null: the code's default (5s)."
+  description = "SHARD_COUNT_CACHE_TTL: how long an instance trusts a cached shard count (Go duration). Null: the code's default (30s)."
   type        = string
   default     = null
 }
