@@ -239,7 +239,8 @@ func TestSweepOutOfTimeSavesItsPlaceAndTheNextResumes(t *testing.T) {
 	}
 	bulk.End()
 
-	hurried, cancel := context.WithTimeout(ctx, time.Second) // within the margin kept to save progress
+	// A deadline no further than the margin kept to save progress: time for one page only.
+	hurried, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	first, err := engine.Sweep(hurried, 10*time.Minute)
 	if err != nil {

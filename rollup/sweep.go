@@ -16,9 +16,9 @@ import (
 // sweepConcurrency bounds the counters one sweep checks at once.
 const sweepConcurrency = 16
 
-// sweepPage is how many changed counters one query of a sweep returns; the sweep saves its progress
-// between pages only, so a page must be quick to check.
-const sweepPage = 500
+// sweepPage is how many changed counters one query of a sweep returns; the sweep decides between
+// pages whether another one fits in its time, so a page must be quick to check.
+const sweepPage = 100
 
 // DefaultSweepBudget is how long a sweep runs when its context has no deadline: within a minute's
 // tick, with room to save its progress.
@@ -61,8 +61,9 @@ type sweepState struct {
 // previous sweep whose roll-up differs from its exact value. It finds them with one query on the
 // counters' touched_minute (stamped by shard writes at most once a minute per instance), so a sweep
 // costs a small constant number of reads per changed counter (see SweepResult.Reads), however many
-// idle counters exist. A pass that runs out of time (the context's deadline less a margin, or
-// DefaultSweepBudget) saves where it stopped and the next sweep resumes there. The first sweep ever
+// idle counters exist. A pass that runs out of time (another page would not end before the
+// context's deadline less a margin, or DefaultSweepBudget) saves where it stopped and the next sweep
+// resumes there. The first sweep ever
 // looks back lookback.
 //
 // A pass covers changes since one minute before the previous pass began: the stamp is the minute of
@@ -82,7 +83,9 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	if state.PassMinute == 0 {
 		state.PassMinute = shared.UnixMinute(e.clock.Now())
 	}
+	var lastPage time.Duration // how long the previous page took: the next one is expected to take as long
 	for {
+		pageStart := e.clock.Now()
 		q := fs.client.Collection(fs.schema.Counters).
 			Where(shared.FieldTouchedMinute, ">=", state.FromMinute).
 			OrderBy(shared.FieldTouchedMinute, firestore.Asc).
@@ -107,7 +110,8 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		minute, _ := last.DataAt(shared.FieldTouchedMinute)
 		state.AfterMinute, _ = minute.(int64)
 		state.AfterID = last.Ref.ID
-		if !e.clock.Now().Before(stopBy) {
+		lastPage = e.clock.Now().Sub(pageStart)
+		if !e.clock.Now().Add(lastPage).Before(stopBy) {
 			_, err := stateRef.Set(ctx, state)
 			if err != nil {
 				return res, fmt.Errorf("save sweep progress: %w", err)
