@@ -15,9 +15,10 @@ import (
 // sweepCounters is how many changed counters BenchmarkSweepChangedCounters sweeps.
 var sweepCounters = flag.Int("sweep-counters", 10_000, "changed counters per sweep in BenchmarkSweepChangedCounters")
 
-// BenchmarkSweepChangedCounters measures one scheduled sweep (one tick) over 10,000 counters changed
-// since the previous tick, on the emulator: its reads (reported as reads/tick and reads/counter) and
-// how long it takes. "rolled-up": triggers kept every roll-up right, as they normally do, so the sweep
+// BenchmarkSweepChangedCounters measures one scheduled sweep (one tick, with the default time budget)
+// over 10,000 counters changed since the previous tick, on the emulator: the counters it checked, its
+// reads (reads/tick and reads/counter) and how long it took. A tick that runs out of time saves its
+// place (the next resumes there); it must end within the budget and a page. "rolled-up": triggers kept every roll-up right, as they normally do, so the sweep
 // only checks. "stale": every roll-up missed its last change, so the sweep rolls every counter up.
 // Run with: make build && bin/localstack exec -- go test -run '^$' -bench SweepChangedCounters -benchtime 1x ./rollup/
 func BenchmarkSweepChangedCounters(b *testing.B) {
@@ -79,10 +80,11 @@ func benchmarkSweep(b *testing.B, changed int, stale bool) {
 	}
 	b.StopTimer()
 	b.Logf("sweep of %d changed counters: %+v in %s", changed, res, (b.Elapsed() / time.Duration(b.N)).Round(time.Millisecond))
+	b.ReportMetric(float64(res.Counters), "counters/tick")
 	b.ReportMetric(float64(res.Reads), "reads/tick")
-	b.ReportMetric(float64(res.Reads)/float64(changed), "reads/counter")
+	b.ReportMetric(float64(res.Reads)/float64(max(1, res.Counters)), "reads/counter")
 	b.ReportMetric(float64(res.Written), "writes/tick")
-	if !res.Done || res.Counters != changed {
-		b.Errorf("sweep %+v, want all %d counters in one tick", res, changed)
+	if res.Counters == 0 || (res.Done && res.Counters != changed) {
+		b.Errorf("sweep %+v, want all %d counters, or some and not done", res, changed)
 	}
 }
