@@ -1,8 +1,11 @@
 package counter
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
+
+	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -12,21 +15,27 @@ import (
 // minute per instance, so the scheduled sweep finds every changed counter with one query on the
 // counters collection (one read per changed counter) while the counter document stays far below one
 // write per second: with K instances, K writes a minute.
+//
+// Each instance's minutes start at its own random offset: were they to start on the clock's
+// minute, every instance serving a hot counter would stamp it within the same instant, K writes at
+// once. The stamp is the minute of the write's time less the offset: it is never later than the
+// write's minute and at most one minute earlier (the sweep allows for that).
 type touchStamps struct {
-	now func() time.Time
+	now    func() time.Time
+	offset time.Duration
 
 	mu   sync.Mutex
 	last map[string]int64
 }
 
 func newTouchStamps(now func() time.Time) *touchStamps {
-	return &touchStamps{now: now, last: make(map[string]int64)}
+	return &touchStamps{now: now, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 
 // due reports whether a write of counter id now must stamp the counter document, and with which
 // minute; a true answer counts as stamped until forget says the write failed.
 func (t *touchStamps) due(id string) (minute int64, ok bool) {
-	minute = shared.UnixMinute(t.now())
+	minute = shared.UnixMinute(t.now().Add(-t.offset))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if last, seen := t.last[id]; seen && last >= minute {
@@ -51,9 +60,11 @@ func (t *touchStamps) forget(id string, minute int64) {
 	}
 }
 
-// touchFields stamps a counter document with the minute of a write.
+// touchFields stamps a counter document with the minute of a write. The stamp never lowers the
+// field (a server-side maximum), so instances with other offsets or a clock a little behind cannot
+// hide another instance's later stamp.
 func touchFields(minute int64) map[string]any {
-	return map[string]any{shared.FieldTouchedMinute: minute}
+	return map[string]any{shared.FieldTouchedMinute: firestore.FieldTransformMaximum(minute)}
 }
 
 // newCounterFields is the counter document of a counter created by its first increment: the default

@@ -24,6 +24,10 @@ const sweepPage = 100
 // tick, with room to save its progress.
 const DefaultSweepBudget = 45 * time.Second
 
+// stampLag is how many minutes a counter's touched_minute may trail its latest write, plus one: a
+// stamp of minute m stands for writes before minute m+stampLag.
+const stampLag = 2
+
 // sweepMargin is the time kept back from the context's deadline to save the sweep's progress.
 const sweepMargin = 5 * time.Second
 
@@ -66,8 +70,9 @@ type sweepState struct {
 // resumes there. The first sweep ever
 // looks back lookback.
 //
-// A pass covers changes since one minute before the previous pass began: the stamp is the minute of
-// a write, and instances' clocks differ by less than a minute.
+// A pass covers changes since two minutes before the previous pass began: a write's stamp is at most
+// one minute before the write's minute (see counter's touch stamps), and instances' clocks differ by
+// far less than another minute.
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
 	fs := e.sweeper
 	stopBy := e.clock.Now().Add(DefaultSweepBudget)
@@ -120,7 +125,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		}
 	}
 	res.Done = true
-	if _, err := stateRef.Set(ctx, sweepState{FromMinute: state.PassMinute - 1}); err != nil {
+	if _, err := stateRef.Set(ctx, sweepState{FromMinute: state.PassMinute - stampLag}); err != nil {
 		return res, fmt.Errorf("save sweep state: %w", err)
 	}
 	return res, nil
@@ -143,8 +148,8 @@ func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef,
 }
 
 // sweepPage rolls up the changed counters of one page whose roll-up may be stale. A roll-up computed
-// after the end of the counter's touched minute covers it without further reads; the others are
-// checked by value, one aggregation each.
+// after the latest write its touched minute can stand for covers it without further reads; the
+// others are checked by value, one aggregation each.
 func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult) error {
 	fs := e.sweeper
 	if len(counters) == 0 {
@@ -175,7 +180,7 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 		}
 		minute, _ := counters[i].DataAt(shared.FieldTouchedMinute)
 		touched, _ := minute.(int64)
-		if covers(current, time.Unix((touched+1)*60, 0)) {
+		if covers(current, time.Unix((touched+stampLag)*60, 0)) {
 			continue
 		}
 		id := counters[i].Ref.ID
