@@ -59,13 +59,16 @@ type Configuration struct {
 }
 
 // Configure creates counter id with zeroed shards, or changes the shape of an existing counter, in
-// one transaction. Changing the shard count never changes the value, even while increments are
+// one transaction; shards added by a growth are then created zeroed. Changing the shard count never changes the value, even while increments are
 // arriving: a lower count folds the retired shards into the kept ones in the same commit, and
 // instances with a stale cached count still write to documents that are summed.
 func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
 	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
 		return st.shape(cur, existed, s.defaultNumShards)
 	})
+	if err == nil {
+		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
+	}
 	if err != nil {
 		return Configuration{}, fmt.Errorf("configure counter %q with %+v: %w", id, st, err)
 	}

@@ -25,8 +25,7 @@ type reshapeResult struct {
 
 // reshape changes counter id's shape in one transaction, so the value never changes and no
 // increment is lost. change gets the current shape (existed false: there is no counter) and returns
-// the new one, or errShapeUnchanged. Growing then creates the new shards zeroed, as the Firebase
-// guide's clients update (not set) a random shard. Shrinking folds every shard document outside
+// the new one, or errShapeUnchanged. Shrinking folds every shard document outside
 // 0..NumShards-1 (retired shards, and shards recreated by instances with a stale cached count) into
 // the kept shards: count and writes move, the retired documents are deleted, all in the same commit.
 // An instance that still writes a retired shard afterwards recreates it; it is summed like every
@@ -75,13 +74,14 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 	}
 	res.changed = true
 	s.shardCounts.put(id, res.after.NumShards)
-	return res, s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
+	return res, nil
 }
 
-// createZeroShards creates shards from..to-1 of counter id zeroed, where missing. They are not part
-// of the reshape's transaction: a growth to hundreds of shards would hold the counter document's
-// lock for as long as the commit of hundreds of writes takes, and a zeroed shard is harmless at any
-// time (it never overwrites a count, and shards beyond the count are summed like any other).
+// createZeroShards creates shards from..to-1 of counter id zeroed, where missing, as the Firebase
+// guide's clients update (not set) a random shard. They are not part of the reshape's transaction:
+// hundreds of writes would hold the counter document's lock for as long as their commit takes, and a
+// zeroed shard is harmless at any time (it never overwrites a count, and shards beyond the count are
+// summed like any other).
 func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) error {
 	if from >= to {
 		return nil
@@ -160,7 +160,10 @@ func zeroShard() map[string]any {
 }
 
 // Adapt changes counter id's shard count from `from` to `to` (clamped to the counter's bounds), the
-// roll-up's decision from the counter's write rate. It does nothing, and reports false, when the count
+// roll-up's decision from the counter's write rate. Unlike Configure it creates no zeroed shards:
+// every zeroed shard is a write, and every shard write a roll-up trigger event, so a growth to
+// hundreds of shards would be a burst of hundreds of events for nothing; this package's increments
+// create a shard with their first write (set with merge). It does nothing, and reports false, when the count
 // is no longer `from` (another roll-up or an operator changed it first), when the counter is pinned
 // or gone, or when the clamped count is `from`.
 func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
