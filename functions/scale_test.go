@@ -130,8 +130,9 @@ func (r scaleResult) busiest(t *testing.T, skip time.Duration) []commitlog.Docum
 
 // scaleRamp is how long after a step from no load to full load the shard count has adapted and every
 // instance uses it: the roll-up measures the rate within two roll-up intervals (2 s) and grows the
-// count at once, and instances re-read it within SHARD_COUNT_CACHE_TTL (5 s): about 8 s measured here;
-// 15 s leaves room for a busy machine, where the load itself ramps up over seconds.
+// count at once, and instances re-read it within SHARD_COUNT_CACHE_TTL (5 s). The count changed 1.3
+// to 5 s after the step in the runs here; 15 s leaves room for a busy machine, where the load itself
+// ramps up over seconds.
 const scaleRamp = 15 * time.Second
 
 // TestNoHotDocumentAcrossInstances proves guarantee 2 with several instances: a counter created by its
