@@ -80,7 +80,7 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 		GroupCommitInterval: interval,
 	})
 	const id = "likes"
-	if _, err := store.Configure(ctx, id, 10); err != nil {
+	if _, err := store.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
 		b.Fatal(err)
 	}
 	var acked, aborted atomic.Int64

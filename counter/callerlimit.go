@@ -133,7 +133,7 @@ func (s *Store) writeLimited(tx *firestore.Transaction, callerRef *firestore.Doc
 			return err
 		}
 	}
-	if err := tx.Set(s.schema.ShardRef(s.client, inc.Counter, shard), shardIncrement(inc.Delta, shared.UnixMinute(time.Now())), firestore.MergeAll); err != nil {
+	if err := tx.Set(s.schema.ShardRef(s.client, inc.Counter, shard), shardIncrement(inc.Delta), firestore.MergeAll); err != nil {
 		return err
 	}
 	return tx.Set(callerRef, map[string]any{shared.FieldNet: total, shared.FieldUpdatedAt: firestore.ServerTimestamp})

@@ -4,67 +4,73 @@ import (
 	"context"
 	"fmt"
 
-	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/shardcount/counters/shared"
 )
 
+// Settings is what an operator asks of a counter's shards; zero fields are not set.
+//
+//   - NumShards alone pins the count: bounds equal to it, adaptation leaves the counter alone.
+//   - MinShards and/or MaxShards make the counter adaptive between them (an unset bound is
+//     DefaultNumShards, or the count if lower, and shared.MaxNumShards); NumShards, if set too, is
+//     the count to start from and must lie within them, else the count is clamped into them.
+type Settings struct {
+	NumShards, MinShards, MaxShards int
+}
+
+// shape is the shape the settings give a counter whose shape is cur (existed false: a new counter).
+func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, error) {
+	if st == (Settings{}) {
+		return Shape{}, &shared.FieldError{Field: "num_shards", Message: "give num_shards, min_shards or max_shards"}
+	}
+	if st.MinShards == 0 && st.MaxShards == 0 {
+		return Shape{NumShards: st.NumShards, MinShards: st.NumShards, MaxShards: st.NumShards}, nil
+	}
+	next := Shape{MinShards: st.MinShards, MaxShards: st.MaxShards}
+	if next.MinShards == 0 {
+		next.MinShards = min(defaultNumShards, next.MaxShards)
+	}
+	if next.MaxShards == 0 {
+		next.MaxShards = shared.MaxNumShards
+	}
+	if next.MinShards > next.MaxShards {
+		return Shape{}, &shared.FieldError{Field: "min_shards", Message: fmt.Sprintf("min_shards %d exceeds max_shards %d", next.MinShards, next.MaxShards)}
+	}
+	switch {
+	case st.NumShards != 0 && next.Clamp(st.NumShards) != st.NumShards:
+		return Shape{}, &shared.FieldError{Field: "num_shards", Message: fmt.Sprintf("num_shards %d is outside min_shards %d .. max_shards %d", st.NumShards, next.MinShards, next.MaxShards)}
+	case st.NumShards != 0:
+		next.NumShards = st.NumShards
+	case existed:
+		next.NumShards = next.Clamp(cur.NumShards)
+	default:
+		next.NumShards = next.Clamp(defaultNumShards)
+	}
+	return next, nil
+}
+
 // Configuration is the outcome of Configure.
 type Configuration struct {
-	// NumShards is the counter's shard count now.
-	NumShards int
+	// Shape is the counter's shape now.
+	Shape
 	// PreviousNumShards is its shard count before, 0 when Created.
 	PreviousNumShards int
 	// Created is true when the counter did not exist.
 	Created bool
 }
 
-// Configure creates counter id with numShards zeroed shards, or changes the shard count of an
-// existing counter. Either is one atomic write. Changing the shard count never changes the value,
-// even while increments are arriving: the value is the sum over every shard document, so shards
-// beyond a lowered count keep counting, and instances with a stale cached count still write to
-// documents that are summed.
-func (s *Store) Configure(ctx context.Context, id string, numShards int) (Configuration, error) {
-	var cfg Configuration
-	counterRef := s.schema.CounterRef(s.client, id)
-	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		cfg = Configuration{NumShards: numShards}
-		snap, err := tx.Get(counterRef)
-		switch {
-		case status.Code(err) == codes.NotFound:
-			cfg.Created = true
-			if err := tx.Create(counterRef, map[string]any{shared.FieldNumShards: numShards}); err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		default:
-			if cfg.PreviousNumShards, err = numShardsOf(snap); err != nil {
-				return err
-			}
-			if err := tx.Update(counterRef, []firestore.Update{{Path: shared.FieldNumShards, Value: numShards}}); err != nil {
-				return err
-			}
-		}
-		// Zeroed shards exist for every shard ID in use, as in the guide, so that its clients, which
-		// update (not set) a random shard, keep working. Increment(0) never overwrites a count.
-		for n := cfg.PreviousNumShards; n < numShards; n++ {
-			if err := tx.Set(s.schema.ShardRef(s.client, id, n), zeroShard(), firestore.MergeAll); err != nil {
-				return err
-			}
-		}
-		return nil
+// Configure creates counter id with zeroed shards, or changes the shape of an existing counter, in
+// one transaction; shards added by a growth are then created zeroed. Changing the shard count never changes the value, even while increments are
+// arriving: a lower count folds the retired shards into the kept ones in the same commit, and
+// instances with a stale cached count still write to documents that are summed.
+func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
+	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
+		return st.shape(cur, existed, s.defaultNumShards)
 	})
-	if err != nil {
-		return Configuration{}, fmt.Errorf("configure counter %q with %d shards: %w", id, numShards, err)
+	if err == nil {
+		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
 	}
-	s.shardCounts.put(id, numShards)
-	return cfg, nil
-}
-
-// zeroShard makes a shard exist without changing its count or its write count.
-func zeroShard() map[string]any {
-	return map[string]any{shared.FieldCount: firestore.Increment(0), shared.FieldWrites: firestore.Increment(0)}
+	if err != nil {
+		return Configuration{}, fmt.Errorf("configure counter %q with %+v: %w", id, st, err)
+	}
+	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed}, nil
 }

@@ -120,7 +120,7 @@ func TestApplyOnceScopesKeysBySource(t *testing.T) {
 func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Configure(ctx, "one-shard", 1); err != nil {
+	if _, err := s.Configure(ctx, "one-shard", counter.Settings{NumShards: 1}); err != nil {
 		t.Fatal(err)
 	}
 	incs := []shared.Increment{{Counter: "one-shard", Delta: 2}, {Counter: "b", Delta: 3}, {Counter: "one-shard", Delta: -1}, {Counter: "b", Delta: 4}}

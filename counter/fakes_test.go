@@ -188,7 +188,7 @@ func newFakeStore(plans planStore) *Store {
 		pickShard:        func(int) int { return 7 },
 		plans:            plans,
 		now:              time.Now,
-		touched:          newTouchTracker(),
+		touches:          newTouchStamps(time.Now),
 	}
 	s.shardCounts.put("c", 10)
 	return s

@@ -42,7 +42,7 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1, ShardCountCacheTTL: time.Minute, DedupeTTL: time.Hour})
 	exact := counter.NewStore(direct, schema, counter.Options{DefaultNumShards: 1})
 	for _, id := range []string{"raw", "store"} {
-		if _, err := store.Configure(ctx, id, 1); err != nil {
+		if _, err := store.Configure(ctx, id, counter.Settings{NumShards: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

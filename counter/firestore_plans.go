@@ -49,10 +49,9 @@ func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
 		case w.create:
 			b.Create(counterRef, map[string]any{shared.FieldNumShards: f.defaultNumShards, shared.FieldTouchedMinute: minute})
 		case w.stamp:
-			// Update, not Set: a deleted counter must not come back without its shard count.
-			b.Update(counterRef, []firestore.Update{{Path: shared.FieldTouchedMinute, Value: minute}})
+			b.Update(counterRef, touchUpdate(w.minute))
 		}
-		b.Set(f.schema.ShardRef(f.client, w.counter, w.shard), shardIncrement(w.delta, minute), firestore.MergeAll)
+		b.Set(f.schema.ShardRef(f.client, w.counter, w.shard), shardIncrement(w.delta), firestore.MergeAll)
 	}
 	ctx, cancel := detached(ctx, commitTimeout)
 	defer cancel()
@@ -138,12 +137,11 @@ func writeRecord(plan *commitPlan, fence bool) map[string]any {
 }
 
 // shardIncrement is the server-side increment of a shard by one write; it creates the shard document
-// if needed. It counts the write (FieldWrites, summed across instances to measure the write rate)
-// and stamps the shard with the minute, which the scheduled roll-up uses to find changed counters.
-func shardIncrement(delta, minute int64) map[string]any {
+// if needed. It counts the write (FieldWrites), which the roll-up sums across instances to measure the
+// counter's write rate and size its shard count.
+func shardIncrement(delta int64) map[string]any {
 	return map[string]any{
-		shared.FieldCount:         firestore.Increment(delta),
-		shared.FieldWrites:        firestore.Increment(1),
-		shared.FieldTouchedMinute: minute,
+		shared.FieldCount:  firestore.Increment(delta),
+		shared.FieldWrites: firestore.Increment(1),
 	}
 }

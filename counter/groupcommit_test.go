@@ -24,7 +24,7 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	client, commits := testenv.FirestoreWithCommits(t)
 	const interval = 100 * time.Millisecond
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute, GroupCommitInterval: interval})
-	if _, err := store.Configure(ctx, "likes", 10); err != nil {
+	if _, err := store.Configure(ctx, "likes", counter.Settings{NumShards: 10}); err != nil {
 		t.Fatal(err)
 	}
 	before := len(commits())

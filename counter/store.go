@@ -29,7 +29,7 @@ type Store struct {
 	groups    *groupCommitter // nil: one write per increment
 	plans     planStore
 	now       func() time.Time
-	touched   *touchTracker
+	touches   *touchStamps
 	life      lifecycle
 	dedupeTTL time.Duration // of the dedupe records a limited increment writes in its own transaction
 }
@@ -58,7 +58,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		pickShard:        rand.IntN,
 		plans:            &firestorePlans{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL},
 		now:              time.Now,
-		touched:          newTouchTracker(),
+		touches:          newTouchStamps(time.Now),
 		dedupeTTL:        opts.DedupeTTL,
 	}
 	if opts.GroupCommitInterval > 0 {
@@ -110,20 +110,10 @@ func (s *Store) numShards(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read counter %q: %w", id, err)
 	}
-	n, err := numShardsOf(snap)
+	shape, err := s.ShapeOf(snap)
 	if err != nil {
 		return 0, err
 	}
-	s.shardCounts.put(id, n)
-	return n, nil
-}
-
-func numShardsOf(snap *firestore.DocumentSnapshot) (int, error) {
-	v, err := snap.DataAt(shared.FieldNumShards)
-	n, ok := v.(int64)
-	if err != nil || !ok || n < shared.MinNumShards || n > shared.MaxNumShards {
-		return 0, fmt.Errorf("counter %q: %s is %v, want an integer from %d to %d",
-			snap.Ref.ID, shared.FieldNumShards, v, shared.MinNumShards, shared.MaxNumShards)
-	}
-	return int(n), nil
+	s.shardCounts.put(id, shape.NumShards)
+	return shape.NumShards, nil
 }

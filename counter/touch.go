@@ -1,35 +1,78 @@
 package counter
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
+
+	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/shared"
 )
 
-// touchTracker remembers the minute each counter's touched_minute was last stamped by this instance,
-// so a write stamps its counter at most once a minute: one more document in one commit a minute,
-// whatever the write rate.
-type touchTracker struct {
-	mu      sync.Mutex
-	minutes map[string]int64
+// touchStamps remembers, per counter, the last minute this instance stamped on counters/{id} as
+// touched_minute. A shard write stamps the counter document in the same commit at most once per
+// minute per instance, so the scheduled sweep finds every changed counter with one query on the
+// counters collection (one read per changed counter) while the counter document stays far below one
+// write per second: with K instances, K writes a minute.
+//
+// Each instance's minutes start at its own random offset: were they to start on the clock's
+// minute, every instance serving a hot counter would stamp it within the same instant, K writes at
+// once. The stamp is the minute of the write's time less the offset: it is never later than the
+// write's minute and at most one minute earlier (the sweep allows for that).
+type touchStamps struct {
+	now    func() time.Time
+	offset time.Duration
+
+	mu   sync.Mutex
+	last map[string]int64
 }
 
-func newTouchTracker() *touchTracker { return &touchTracker{minutes: make(map[string]int64)} }
-
-// due reports whether a write of counter id at now should stamp it.
-func (t *touchTracker) due(id string, now time.Time) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.minutes[id] != shared.UnixMinute(now)
+func newTouchStamps(now func() time.Time) *touchStamps {
+	return &touchStamps{now: now, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 
-// record notes that a committed write stamped counter id at now.
-func (t *touchTracker) record(id string, now time.Time) {
+// due reports whether a write of counter id now must stamp the counter document, and with which
+// minute. The stamp counts only once record says a commit holding it applied.
+func (t *touchStamps) due(id string) (minute int64, ok bool) {
+	minute = shared.UnixMinute(t.now().Add(-t.offset))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.minutes[id]; !ok && len(t.minutes) >= maxCachedCounters {
-		clear(t.minutes) // forgetting only costs one more stamp per counter
+	last, seen := t.last[id]
+	return minute, !seen || last < minute
+}
+
+// record notes that a committed write stamped counter id with minute.
+func (t *touchStamps) record(id string, minute int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.last[id]; !seen && len(t.last) >= maxCachedCounters {
+		for victim := range t.last { // random eviction: the victim only stamps once more
+			delete(t.last, victim)
+			break
+		}
 	}
-	t.minutes[id] = shared.UnixMinute(now)
+	t.last[id] = max(t.last[id], minute)
+}
+
+// forget drops what this instance knows of counter id's stamp (the counter was deleted), so its next
+// write stamps again.
+func (t *touchStamps) forget(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.last, id)
+}
+
+// touchUpdate stamps a counter document with the minute of a write. The stamp never lowers the field
+// (a server-side maximum), so instances with other offsets or a clock a little behind cannot hide
+// another instance's later stamp. It is an update, not a set: a deleted counter must not come back
+// as a document without its shard count.
+func touchUpdate(minute int64) []firestore.Update {
+	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
+}
+
+// newCounterFields is the counter document of a counter created by its first increment: the default
+// shard count, adaptive, stamped as touched now.
+func (s *Store) newCounterFields() map[string]any {
+	return map[string]any{shared.FieldNumShards: s.defaultNumShards, shared.FieldTouchedMinute: shared.UnixMinute(time.Now())}
 }

@@ -2,6 +2,8 @@ package counter
 
 import (
 	"context"
+
+	"cloud.google.com/go/firestore"
 	"fmt"
 	"math"
 
@@ -30,7 +32,7 @@ func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	if err != nil {
 		return Value{}, fmt.Errorf("read counter %q: %w", id, err)
 	}
-	numShards, err := numShardsOf(snap)
+	shape, err := s.ShapeOf(snap)
 	if err != nil {
 		return Value{}, err
 	}
@@ -38,22 +40,58 @@ func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	return Value{Count: sum, NumShards: numShards}, nil
+	return Value{Count: sum, NumShards: shape.NumShards}, nil
 }
 
-// sumAlias names the aggregation result.
-const sumAlias = "total"
+// Aliases of the aggregation results.
+const (
+	sumAlias    = "total"
+	writesAlias = "writes"
+	shardsAlias = "shards"
+)
+
+// Totals are sums over every shard document of a counter.
+type Totals struct {
+	// Count is the counter's exact value.
+	Count int64
+	// Writes is how many shard writes the counter has had (retired shards' writes are folded in).
+	Writes int64
+	// Shards is how many shard documents exist.
+	Shards int64
+}
 
 // Sum is the exact value of counter id: the sum of the count field over every document of its shards
 // subcollection, in one aggregation query. A counter without shards sums to 0.
 func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
-	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).Get(ctx)
+	t, err := s.Totals(ctx, id)
+	return t.Count, err
+}
+
+// Totals sums counter id's shards in one aggregation query (one read per 1,000 shards): its exact
+// value, its shard writes so far, and its shard documents.
+func (s *Store) Totals(ctx context.Context, id string) (Totals, error) {
+	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().
+		WithSum(shared.FieldCount, sumAlias).
+		WithSum(shared.FieldWrites, writesAlias).
+		WithCount(shardsAlias).
+		Get(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sum shards of counter %q: %w", id, err)
+		return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
 	}
-	v, ok := res[sumAlias].(*firestorepb.Value)
+	var t Totals
+	for alias, dst := range map[string]*int64{sumAlias: &t.Count, writesAlias: &t.Writes, shardsAlias: &t.Shards} {
+		if *dst, err = aggregateInt(res, alias); err != nil {
+			return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
+		}
+	}
+	return t, nil
+}
+
+// aggregateInt reads one integer result of an aggregation query.
+func aggregateInt(res firestore.AggregationResult, alias string) (int64, error) {
+	v, ok := res[alias].(*firestorepb.Value)
 	if !ok {
-		return 0, fmt.Errorf("sum shards of counter %q: no %q in aggregation result", id, sumAlias)
+		return 0, fmt.Errorf("no %q in aggregation result", alias)
 	}
 	switch x := v.GetValueType().(type) {
 	case *firestorepb.Value_IntegerValue:
@@ -64,7 +102,7 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 		if x.DoubleValue == math.Trunc(x.DoubleValue) && math.Abs(x.DoubleValue) < 1<<63 {
 			return int64(x.DoubleValue), nil
 		}
-		return 0, fmt.Errorf("sum shards of counter %q: %v is not an int64", id, x.DoubleValue)
+		return 0, fmt.Errorf("%s %v is not an int64", alias, x.DoubleValue)
 	}
-	return 0, fmt.Errorf("sum shards of counter %q: unexpected aggregation value %v", id, v)
+	return 0, fmt.Errorf("unexpected aggregation value %v for %s", v, alias)
 }

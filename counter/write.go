@@ -74,8 +74,10 @@ type shardWrite struct {
 	shard   int
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
-	// stamp sets the counter's touched_minute in the same commit (at most once a minute per instance).
-	stamp bool
+	// stamp sets the counter's touched_minute to minute in the same commit (at most once a minute per
+	// instance).
+	stamp  bool
+	minute int64
 }
 
 // keyedWrite is one dedupe record of a commit.
@@ -338,10 +340,11 @@ func (s *Store) plan(ctx context.Context, batch []entry, live []int) (*commitPla
 			} else if err != nil {
 				return nil, err
 			}
+			minute, due := s.touches.due(inc.Counter)
 			index[inc.Counter] = len(p.shards)
 			p.shards = append(p.shards, shardWrite{
 				counter: inc.Counter, delta: inc.Delta, shard: s.pickShard(numShards), create: create,
-				stamp: !create && s.touched.due(inc.Counter, p.now),
+				stamp: !create && due, minute: minute,
 			})
 		}
 	}
@@ -382,7 +385,7 @@ func (s *Store) applied(plan *commitPlan) {
 			s.shardCounts.put(w.counter, s.defaultNumShards)
 		}
 		if w.create || w.stamp {
-			s.touched.record(w.counter, plan.now)
+			s.touches.record(w.counter, w.minute)
 		}
 	}
 }

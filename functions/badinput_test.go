@@ -26,7 +26,9 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"increment with GET", "GET", "/Increment", "", "", 405, "", "POST"},
 		{"increment with PUT", "PUT", "/Increment", jsonType, `{"counter":"a"}`, 405, "", "POST"},
 		{"count with POST", "POST", "/Count?counter=a", jsonType, `{}`, 405, "", "GET, HEAD"},
-		{"configure with DELETE", "DELETE", "/ConfigureCounter", "", "", 405, "", "PUT, POST"},
+		{"configure with GET", "GET", "/ConfigureCounter?counter=a", "", "", 405, "", "PUT, POST, DELETE"},
+		{"delete without counter", "DELETE", "/ConfigureCounter", "", "", 400, "counter", ""},
+		{"delete an unknown counter", "DELETE", "/ConfigureCounter?counter=nobody", "", "", 404, "counter", ""},
 		{"text/plain body", "POST", "/Increment", "text/plain", `{"counter":"a"}`, 415, "", ""},
 		{"no content type", "POST", "/Increment", "", `{"counter":"a"}`, 415, "", ""},
 		{"body over 64 KiB", "POST", "/Increment", jsonType, `{"counter":"` + strings.Repeat("a", 65<<10) + `"}`, 413, "", ""},
@@ -59,6 +61,11 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"configure with 0 shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":0}`, 400, "num_shards", ""},
 		{"configure with 1001 shards", "POST", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":1001}`, 400, "num_shards", ""},
 		{"configure with string shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":"5"}`, 400, "num_shards", ""},
+		{"configure with min above max", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","min_shards":9,"max_shards":3}`, 400, "min_shards", ""},
+		{"configure num_shards outside bounds", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","num_shards":2,"min_shards":3}`, 400, "num_shards", ""},
+		{"configure with 0 max_shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","max_shards":0}`, 400, "max_shards", ""},
+		{"reset with num_shards", "POST", "/ConfigureCounter", jsonType, `{"counter":"a","reset":true,"num_shards":3}`, 400, "reset", ""},
+		{"reset an unknown counter", "POST", "/ConfigureCounter", jsonType, `{"counter":"nobody","reset":true}`, 404, "counter", ""},
 		{"configure a reserved ID", "PUT", "/ConfigureCounter", jsonType, `{"counter":"__a__","num_shards":5}`, 400, "counter", ""},
 	}
 	srv := newTestServer(t, shared.DefaultConfig())

@@ -1,35 +1,72 @@
 package functions
 
 import (
+	"fmt"
 	"net/http"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
-// configureRequest is the body of ConfigureCounter.
+// configureRequest is the body of ConfigureCounter's PUT and POST.
 type configureRequest struct {
 	Counter   string `json:"counter"`
 	NumShards *int64 `json:"num_shards"`
+	MinShards *int64 `json:"min_shards"`
+	MaxShards *int64 `json:"max_shards"`
+	Reset     bool   `json:"reset"`
 }
 
-// configureResponse is ConfigureCounter's answer.
+// configureResponse is ConfigureCounter's answer to a configuration.
 type configureResponse struct {
 	Counter           string `json:"counter"`
 	NumShards         int    `json:"num_shards"`
+	MinShards         int    `json:"min_shards"`
+	MaxShards         int    `json:"max_shards"`
+	Adaptive          bool   `json:"adaptive"`
 	PreviousNumShards int    `json:"previous_num_shards"`
 	Created           bool   `json:"created"`
 }
 
-// ConfigureCounter is the HTTP entry point that creates a counter with N zeroed shards (201) or
-// changes the shard count of an existing one without changing its value (200):
-// PUT or POST {"counter": "<id>", "num_shards": <1..1000>}.
+// resetResponse answers a reset.
+type resetResponse struct {
+	Counter   string `json:"counter"`
+	Reset     bool   `json:"reset"`
+	Discarded int64  `json:"discarded"`
+}
+
+// deleteResponse answers a delete.
+type deleteResponse struct {
+	Counter string `json:"counter"`
+	Deleted bool   `json:"deleted"`
+}
+
+// ConfigureCounter is the HTTP entry point that manages a counter's life and shape:
+//
+//   - PUT or POST {"counter": "<id>", "num_shards": N}: create the counter with N zeroed shards (201)
+//     or change its count (200), pinned at N: adaptation leaves it alone. The value never changes.
+//   - PUT or POST {"counter": "<id>", "min_shards": a, "max_shards": b} (either bound, and optionally
+//     num_shards to start from): the roll-up adapts the count to the write rate within [a, b].
+//   - PUT or POST {"counter": "<id>", "reset": true}: set the value to zero (200, with the value
+//     discarded); 404 for an unknown counter.
+//   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200); 404 when unknown.
 func (s *Service) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, s.configure)
 }
 
 func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if err := checkMethod(r, http.MethodPut, http.MethodPost); err != nil {
+	if err := checkMethod(r, http.MethodPut, http.MethodPost, http.MethodDelete); err != nil {
 		return 0, nil, err
+	}
+	if r.Method == http.MethodDelete {
+		id, err := counterParam(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := s.counters.Delete(r.Context(), id); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, deleteResponse{Counter: id, Deleted: true}, nil
 	}
 	var req configureRequest
 	if err := decodeJSONBody(w, r, &req); err != nil {
@@ -38,13 +75,21 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err := shared.ValidateCounterID(req.Counter); err != nil {
 		return 0, nil, err
 	}
-	if req.NumShards == nil {
-		return 0, nil, &shared.FieldError{Field: "num_shards", Message: "num_shards is required"}
+	if req.Reset {
+		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil {
+			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards or max_shards; send them in a request of their own"}
+		}
+		discarded, err := s.counters.Reset(r.Context(), req.Counter)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded}, nil
 	}
-	if err := shared.ValidateNumShards(*req.NumShards); err != nil {
+	settings, err := req.settings()
+	if err != nil {
 		return 0, nil, err
 	}
-	cfg, err := s.counters.Configure(r.Context(), req.Counter, int(*req.NumShards))
+	cfg, err := s.counters.Configure(r.Context(), req.Counter, settings)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -52,5 +97,31 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	if cfg.Created {
 		status = http.StatusCreated
 	}
-	return status, configureResponse{Counter: req.Counter, NumShards: cfg.NumShards, PreviousNumShards: cfg.PreviousNumShards, Created: cfg.Created}, nil
+	return status, configureResponse{
+		Counter: req.Counter, NumShards: cfg.NumShards, MinShards: cfg.MinShards, MaxShards: cfg.MaxShards,
+		Adaptive: !cfg.Pinned(), PreviousNumShards: cfg.PreviousNumShards, Created: cfg.Created,
+	}, nil
+}
+
+// settings validates the shard fields of a configuration request.
+func (req configureRequest) settings() (counter.Settings, error) {
+	if req.NumShards == nil && req.MinShards == nil && req.MaxShards == nil {
+		return counter.Settings{}, &shared.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, or reset)"}
+	}
+	var st counter.Settings
+	for _, f := range []struct {
+		name string
+		v    *int64
+		dst  *int
+	}{{"num_shards", req.NumShards, &st.NumShards}, {"min_shards", req.MinShards, &st.MinShards}, {"max_shards", req.MaxShards, &st.MaxShards}} {
+		if f.v == nil {
+			continue
+		}
+		if shared.ValidateNumShards(*f.v) != nil {
+			return counter.Settings{}, &shared.FieldError{Field: f.name,
+				Message: fmt.Sprintf("%s must be an integer from %d to %d", f.name, shared.MinNumShards, shared.MaxNumShards)}
+		}
+		*f.dst = int(*f.v)
+	}
+	return st, nil
 }

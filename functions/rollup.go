@@ -38,13 +38,14 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 }
 
 // RollupScheduled is the CloudEvent entry point for the Cloud Scheduler tick published to
-// counter-rollup-tick: the safety net that rolls up every recently written counter whose roll-up
-// missed its trigger events. The message content is ignored.
+// counter-rollup-tick: the safety net that rolls up every counter changed since the previous tick
+// whose roll-up missed its trigger events; a tick that runs out of time saves its progress and the
+// next one resumes. The message content is ignored.
 func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 	res, err := s.engine.Sweep(ctx, s.cfg.RollupSweepLookback)
 	return s.eventResult(ctx, e, err, "scheduled roll-up sweep",
-		slog.Int("shards_read", res.ShardsRead), slog.Int("counters", res.Counters),
-		slog.Int("stale", res.Stale), slog.Int("written", res.Written))
+		slog.Int("counters", res.Counters), slog.Int("reads", res.Reads), slog.Int("checked", res.Checked),
+		slog.Int("stale", res.Stale), slog.Int("written", res.Written), slog.Bool("done", res.Done))
 }
 
 // eventResult logs the outcome of a CloudEvent function and decides its result: nil acknowledges,

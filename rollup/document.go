@@ -22,6 +22,14 @@ type Document struct {
 	Source string `firestore:"source"`
 	// Revision counts the document's writes, starting at 1.
 	Revision int64 `firestore:"revision"`
+	// ShardWrites is the sum of the counter's shard writes at UpdatedAt: the next roll-up measures
+	// the counter's write rate across every instance from it.
+	ShardWrites int64 `firestore:"shard_writes"`
+	// WriteRate is the shard writes per second measured between the previous roll-up and this one.
+	WriteRate float64 `firestore:"write_rate"`
+	// CoolSince is when the counter's write rate fell below the shrink threshold; zero while it is
+	// not cool (see ShardPolicy).
+	CoolSince time.Time `firestore:"cool_since,omitempty"`
 }
 
 // Store reads and writes roll-up documents.

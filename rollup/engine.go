@@ -2,13 +2,12 @@ package rollup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
@@ -21,6 +20,11 @@ const (
 	FieldSource = "source"
 	// FieldRevision counts the writes of the roll-up document: readers see how often it changes.
 	FieldRevision = "revision"
+	// FieldShardWrites, FieldWriteRate and FieldCoolSince carry the write-rate measurement from one
+	// roll-up to the next (see ShardPolicy).
+	FieldShardWrites = "shard_writes"
+	FieldWriteRate   = "write_rate"
+	FieldCoolSince   = "cool_since"
 )
 
 // Values of FieldSource.
@@ -42,11 +46,12 @@ const maxAttempts = 8
 // at most once per interval per counter across every instance, and never overwritten by an older
 // computation.
 type Engine struct {
-	client   *firestore.Client
-	schema   shared.Schema
-	counters *counter.Store
+	store    backend
+	clock    clock
 	interval time.Duration
-	now      func() time.Time
+	policy   ShardPolicy
+	// sweeper is the Firestore the scheduled sweep queries; nil in unit tests of the engine.
+	sweeper *firestoreBackend
 
 	mu      sync.Mutex
 	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
@@ -54,14 +59,15 @@ type Engine struct {
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
-	return &Engine{
-		client:   client,
-		schema:   schema,
-		counters: counters,
-		interval: interval,
-		now:      time.Now,
-		pending:  make(map[string]*refresh),
-	}
+	fs := &firestoreBackend{client: client, schema: schema, counters: counters}
+	e := newEngine(fs, realClock{}, interval)
+	e.sweeper = fs
+	return e
+}
+
+// newEngine returns an Engine over any backend and clock.
+func newEngine(store backend, clk clock, interval time.Duration) *Engine {
+	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, pending: make(map[string]*refresh)}
 }
 
 // Outcome says what a refresh did.
@@ -127,40 +133,68 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, maxAttempts*e.interval+30*time.Second)
 	defer cancel()
-	ref := e.schema.RollupRef(e.client, id)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		snap, err := ref.Get(ctx)
-		if err != nil && status.Code(err) != codes.NotFound {
-			r.err = fmt.Errorf("read roll-up of counter %q: %w", id, err)
-			return
-		}
-		current, err := decodeRollup(snap)
+		v, err := e.store.read(ctx, id)
 		if err != nil {
 			r.err = err
 			return
 		}
-		if e.decide(r, func(changedAt time.Time) bool { return covers(current, changedAt) }) {
+		if !v.counterExists {
+			gone, err := e.counterMissing(ctx, id, v)
+			if err != nil {
+				r.err = err
+				return
+			}
+			if gone && e.decide(r, func(time.Time) bool { return true }) {
+				r.outcome = Covered // deleted: nothing to roll up
+				return
+			}
+			continue
+		}
+		if e.decide(r, func(changedAt time.Time) bool { return covers(v.rollup, changedAt) }) {
 			r.outcome = Covered
 			return
 		}
-		if next := e.nextWriteAt(current, snap); e.now().Before(next) {
+		if next := e.nextWriteAt(v); e.clock.Now().Before(next) {
 			// A roll-up was written less than an interval ago; ours comes an interval after it.
-			if err := sleepUntil(ctx, next); err != nil {
+			if err := e.clock.SleepUntil(ctx, next); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return
 			}
 			continue
 		}
 		e.decide(r, func(time.Time) bool { return true })
-		err = e.write(ctx, ref, snap, id, source)
-		if code := status.Code(err); code == codes.FailedPrecondition || code == codes.AlreadyExists {
-			// Another instance wrote a newer roll-up since we read it: see whether it covers us.
+		err = e.write(ctx, id, v, source)
+		if errors.Is(err, errConflict) {
+			// Another instance wrote a newer roll-up since we read it, or the counter was deleted:
+			// see whether what is there now covers us.
 			continue
 		}
 		r.outcome, r.err = Wrote, err
 		return
 	}
 	r.err = fmt.Errorf("roll up counter %q: lost %d races in a row", id, maxAttempts)
+}
+
+// counterMissing handles a refresh of a counter without a counter document. With no shard either,
+// the counter is deleted: a roll-up left by a write that raced the delete is removed, and gone is
+// true. Shards without a counter document hold increments acknowledged after a delete (instances
+// with a warm shard-count cache wrote them): the counter document is restored so they are counted,
+// and the refresh goes on.
+func (e *Engine) counterMissing(ctx context.Context, id string, v view) (gone bool, _ error) {
+	totals, err := e.store.totals(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if totals.Shards > 0 {
+		return false, e.store.restore(ctx, id)
+	}
+	if v.rollup != nil {
+		if err := e.store.removeRollup(ctx, id, v); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // decide settles refresh r if final holds for the latest change its callers saw; from then on, new
@@ -172,43 +206,38 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	return r.decided
 }
 
-// write computes the exact sum now and writes the roll-up, on condition that the roll-up is still as
-// read in snap: of two instances that read the same roll-up only one writes, so writes stay an
-// interval apart, and an older computation can never overwrite a newer one.
-func (e *Engine) write(ctx context.Context, ref *firestore.DocumentRef, snap *firestore.DocumentSnapshot, id, source string) error {
-	computedAt := e.now()
-	sum, err := e.counters.Sum(ctx, id)
+// write computes the exact sum and the shard write rate now, decides the shard count, and writes the
+// roll-up on condition that it is still as read in v: of two instances that read the same roll-up
+// only one writes, so writes stay an interval apart, an older computation can never overwrite a newer
+// one, and only one instance acts on each measurement. A first roll-up is created only while the
+// counter document exists, so a refresh that raced a delete cannot bring the roll-up back.
+func (e *Engine) write(ctx context.Context, id string, v view, source string) error {
+	computedAt := e.clock.Now()
+	totals, err := e.store.totals(ctx, id)
 	if err != nil {
 		return err
 	}
-	if snap == nil || !snap.Exists() {
-		_, err = ref.Create(ctx, map[string]any{
-			shared.FieldCount: sum, shared.FieldUpdatedAt: computedAt, FieldSource: source, FieldRevision: 1,
-		})
-	} else {
-		_, err = ref.Update(ctx, []firestore.Update{
-			{Path: shared.FieldCount, Value: sum},
-			{Path: shared.FieldUpdatedAt, Value: computedAt},
-			{Path: FieldSource, Value: source},
-			{Path: FieldRevision, Value: firestore.Increment(1)},
-		}, firestore.LastUpdateTime(snap.UpdateTime))
+	d := e.policy.decide(v.shape, v.rollup, totals.Writes, computedAt)
+	w := rollupWrite{count: totals.Count, shardWrites: totals.Writes, computedAt: computedAt, source: source, decision: d}
+	if err := e.store.write(ctx, id, v, w); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
+	if d.numShards != v.shape.NumShards {
+		return e.store.adapt(ctx, id, v.shape.NumShards, d.numShards)
 	}
 	return nil
 }
 
-// nextWriteAt is the earliest time the roll-up after current (read as snap) may be computed: one
-// interval after current was computed and after it was committed, so that neither computations nor
-// commits of one roll-up document come more often than one per interval.
-func (e *Engine) nextWriteAt(current *Document, snap *firestore.DocumentSnapshot) time.Time {
-	if current == nil {
+// nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval
+// after it was computed and after it was committed, so that neither computations nor commits of one
+// roll-up document come more often than one per interval.
+func (e *Engine) nextWriteAt(v view) time.Time {
+	if v.rollup == nil {
 		return time.Time{}
 	}
-	last := current.UpdatedAt
-	if snap.UpdateTime.After(last) {
-		last = snap.UpdateTime
+	last := v.rollup.UpdatedAt
+	if v.version.After(last) {
+		last = v.version
 	}
 	return last.Add(e.interval)
 }
@@ -228,16 +257,4 @@ func decodeRollup(snap *firestore.DocumentSnapshot) (*Document, error) {
 // covers reports whether roll-up d was computed after a change seen at changedAt.
 func covers(d *Document, changedAt time.Time) bool {
 	return d != nil && d.UpdatedAt.After(changedAt.Add(clockSkewAllowance))
-}
-
-// sleepUntil waits until t or the end of ctx.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -70,7 +70,7 @@ func TestRefreshThrottlesAcrossInstancesAndNeverGoesBack(t *testing.T) {
 	counters := newCounters(client)
 	const interval = 200 * time.Millisecond
 	const id = "hot"
-	if _, err := counters.Configure(ctx, id, 10); err != nil {
+	if _, err := counters.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -155,8 +155,8 @@ func TestRefreshThrottlesAcrossInstancesAndNeverGoesBack(t *testing.T) {
 }
 
 // TestSweepRollsUpOnlyRecentlyWrittenCounters: with 1,000 idle counters and 3 active ones, and no
-// trigger at all (as if every trigger event were dropped), the sweep reads only the active counters'
-// shards and rolls up exactly those.
+// trigger at all (as if every trigger event were dropped), the sweep reads only the active counters
+// (one query result, one roll-up and one aggregation each) and rolls up exactly those.
 func TestSweepRollsUpOnlyRecentlyWrittenCounters(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
@@ -167,25 +167,22 @@ func TestSweepRollsUpOnlyRecentlyWrittenCounters(t *testing.T) {
 	bulk := client.BulkWriter(ctx)
 	for i := range 1000 {
 		id := fmt.Sprintf("idle-%d", i)
-		if _, err := bulk.Set(schema.CounterRef(client, id), map[string]any{shared.FieldNumShards: 1}); err != nil {
+		if _, err := bulk.Set(schema.CounterRef(client, id), map[string]any{shared.FieldNumShards: 1, shared.FieldTouchedMinute: idleMinute}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bulk.Set(schema.ShardRef(client, id, 0), map[string]any{shared.FieldCount: 1, shared.FieldTouchedMinute: idleMinute}); err != nil {
+		if _, err := bulk.Set(schema.ShardRef(client, id, 0), map[string]any{shared.FieldCount: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bulk.End()
 
 	active := map[string]int64{"a": 0, "b": 0, "c": 0}
-	activeShards := map[string]bool{}
 	for id := range active {
 		for n := range 5 {
-			shard, err := counters.Increment(ctx, id, int64(n+1))
-			if err != nil {
+			if _, err := counters.Increment(ctx, id, int64(n+1)); err != nil {
 				t.Fatal(err)
 			}
 			active[id] += int64(n + 1)
-			activeShards[fmt.Sprintf("%s/%d", id, shard)] = true
 		}
 	}
 
@@ -194,8 +191,9 @@ func TestSweepRollsUpOnlyRecentlyWrittenCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("sweep over 1,000 idle and 3 active counters: %+v", res)
-	if res.ShardsRead != len(activeShards) || res.Counters != 3 || res.Stale != 3 || res.Written != 3 {
-		t.Errorf("sweep %+v, want %d shards read and 3 counters rolled up", res, len(activeShards))
+	// The state document, then per changed counter: its query result, its roll-up, one aggregation.
+	if want := (rollup.SweepResult{Counters: 3, Reads: 1 + 3*3, Checked: 3, Stale: 3, Written: 3, Done: true}); res != want {
+		t.Errorf("sweep %+v, want %+v", res, want)
 	}
 	for id, want := range active {
 		if d := readRollup(t, client, id); d == nil || d.Count != want || d.Source != rollup.SourceScheduler {
@@ -214,7 +212,56 @@ func TestSweepRollsUpOnlyRecentlyWrittenCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Stale != 0 || again.Written != 0 {
-		t.Errorf("second sweep with nothing new %+v, want nothing stale or written", again)
+	if again.Counters != 3 || again.Reads > 1+3*3 || again.Stale != 0 || again.Written != 0 {
+		t.Errorf("second sweep with nothing new %+v, want the 3 counters of this minute checked, nothing stale or written", again)
+	}
+}
+
+// TestSweepOutOfTimeSavesItsPlaceAndTheNextResumes: a sweep whose deadline is too near checks one
+// page of changed counters, saves where it stopped, and the next sweep checks exactly the rest.
+func TestSweepOutOfTimeSavesItsPlaceAndTheNextResumes(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	engine := rollup.NewEngine(client, schema, newCounters(client), 100*time.Millisecond)
+
+	const changed = 1200
+	touched := shared.UnixMinute(time.Now()) - 3 // before the minutes a finished pass looks back
+	bulk := client.BulkWriter(ctx)
+	for i := range changed {
+		id := fmt.Sprintf("c-%04d", i)
+		if _, err := bulk.Set(schema.CounterRef(client, id), map[string]any{shared.FieldNumShards: 1, shared.FieldTouchedMinute: touched}); err != nil {
+			t.Fatal(err)
+		}
+		// Rolled up after the counter's last write: covered, so the sweep needs no aggregation.
+		if _, err := bulk.Set(schema.RollupRef(client, id), map[string]any{shared.FieldCount: 0, shared.FieldUpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bulk.End()
+
+	// A deadline no further than the margin kept to save progress: time for one page only.
+	hurried, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	first, err := engine.Sweep(hurried, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := engine.Sweep(ctx, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := engine.Sweep(ctx, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("out of time: %+v; resumed: %+v; next: %+v", first, second, third)
+	if first.Done || first.Counters == 0 || first.Counters >= changed {
+		t.Errorf("hurried sweep %+v, want part of the %d counters and not done", first, changed)
+	}
+	if !second.Done || first.Counters+second.Counters != changed {
+		t.Errorf("resumed sweep %+v after %d, want the other %d counters and done", second, first.Counters, changed-first.Counters)
+	}
+	if !third.Done || third.Counters != 0 {
+		t.Errorf("sweep after a finished pass %+v, want no counters (nothing changed since)", third)
 	}
 }

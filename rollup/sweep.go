@@ -3,53 +3,167 @@ package rollup
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/shared"
 )
 
-// sweepConcurrency bounds the refreshes one sweep runs at once.
+// sweepConcurrency bounds the counters one sweep checks at once.
 const sweepConcurrency = 16
+
+// sweepPage is how many changed counters one query of a sweep returns; the sweep decides between
+// pages whether another one fits in its time, so a page must be quick to check.
+const sweepPage = 100
+
+// DefaultSweepBudget is how long a sweep runs when its context has no deadline: within a minute's
+// tick, with room to save its progress.
+const DefaultSweepBudget = 45 * time.Second
+
+// stampLag is how many minutes a counter's touched_minute may trail its latest write, plus one: a
+// stamp of minute m stands for writes before minute m+stampLag.
+const stampLag = 2
+
+// sweepMargin is the time kept back from the context's deadline to save the sweep's progress.
+const sweepMargin = 5 * time.Second
 
 // SweepResult says what a sweep read and wrote.
 type SweepResult struct {
-	// ShardsRead is how many shard documents the sweep's query returned: its read cost.
-	ShardsRead int
-	// Counters is how many counters those shards belong to.
+	// Counters is how many changed counters the sweep's queries returned (one read each).
 	Counters int
-	// Stale is how many of them had a write newer than their roll-up.
+	// Reads is every document read the sweep billed itself: the state document, the counters its
+	// queries returned (an empty query bills one), their roll-ups, and one aggregation per counter
+	// checked by value. Roll-ups it wrote cost Refresh's reads on top (three per stale counter).
+	Reads int
+	// Checked is how many counters needed an aggregation to tell whether their roll-up is right.
+	Checked int
+	// Stale is how many of them had a roll-up that differed from the exact value.
 	Stale int
 	// Written is how many roll-ups the sweep wrote; the others it found covered meanwhile.
 	Written int
+	// Done is false when the sweep ran out of time: its progress is saved and the next sweep resumes.
+	Done bool
 }
 
-// Sweep is the safety net for lost or disabled triggers: it rolls up every counter written in the last
-// lookback whose roll-up is older than its latest shard write. It finds them with one collection-group
-// query on the shards' touched minute, so it reads only the shards of recently active counters (plus
-// one roll-up document each), however many idle counters exist.
+// sweepState is the sweep's progress document (shared.Schema.SweepStateRef). Between passes only
+// FromMinute is set; a pass that ran out of time leaves its start and where it stopped.
+type sweepState struct {
+	// FromMinute: changes at or after this Unix minute may not be swept yet.
+	FromMinute int64 `firestore:"from_minute"`
+	// PassMinute is the minute the unfinished pass began, 0 when none is unfinished.
+	PassMinute int64 `firestore:"pass_minute"`
+	// AfterMinute and AfterID are the last counter the unfinished pass checked, in query order.
+	AfterMinute int64  `firestore:"after_minute"`
+	AfterID     string `firestore:"after_id"`
+}
+
+// Sweep is the safety net for lost or disabled triggers: it rolls up every counter changed since the
+// previous sweep whose roll-up differs from its exact value. It finds them with one query on the
+// counters' touched_minute (stamped by shard writes at most once a minute per instance), so a sweep
+// costs a small constant number of reads per changed counter (see SweepResult.Reads), however many
+// idle counters exist. A pass that runs out of time (another page would not end before the
+// context's deadline less a margin, or DefaultSweepBudget) saves where it stopped and the next sweep
+// resumes there. The first sweep ever
+// looks back lookback.
+//
+// A pass covers changes since two minutes before the previous pass began: a write's stamp is at most
+// one minute before the write's minute (see counter's touch stamps), and instances' clocks differ by
+// far less than another minute.
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
-	var res SweepResult
-	latest, err := e.recentlyWritten(ctx, shared.UnixMinute(e.now().Add(-lookback)), &res)
+	fs := e.sweeper
+	stopBy := e.clock.Now().Add(DefaultSweepBudget)
+	if deadline, ok := ctx.Deadline(); ok {
+		stopBy = deadline.Add(-sweepMargin)
+	}
+	res := SweepResult{Reads: 1}
+	stateRef := fs.schema.SweepStateRef(fs.client)
+	state, err := e.readSweepState(ctx, stateRef, lookback)
 	if err != nil {
 		return res, err
 	}
-	res.Counters = len(latest)
-	ids := make([]string, 0, len(latest))
-	refs := make([]*firestore.DocumentRef, 0, len(latest))
-	for id := range latest {
-		ids = append(ids, id)
-		refs = append(refs, e.schema.RollupRef(e.client, id))
+	if state.PassMinute == 0 {
+		state.PassMinute = shared.UnixMinute(e.clock.Now())
 	}
-	snaps, err := e.client.GetAll(ctx, refs)
-	if err != nil {
-		return res, fmt.Errorf("read roll-ups of %d recently written counters: %w", len(refs), err)
+	var lastPage time.Duration // how long the previous page took: the next one is expected to take as long
+	for {
+		pageStart := e.clock.Now()
+		q := fs.client.Collection(fs.schema.Counters).
+			Where(shared.FieldTouchedMinute, ">=", state.FromMinute).
+			OrderBy(shared.FieldTouchedMinute, firestore.Asc).
+			OrderBy(firestore.DocumentID, firestore.Asc).
+			Limit(sweepPage)
+		if state.AfterID != "" {
+			q = q.StartAfter(state.AfterMinute, state.AfterID)
+		}
+		counters, err := q.Documents(ctx).GetAll()
+		if err != nil {
+			return res, fmt.Errorf("query counters changed since minute %d: %w", state.FromMinute, err)
+		}
+		res.Counters += len(counters)
+		res.Reads += max(1, len(counters))
+		if err := e.sweepPage(ctx, counters, &res); err != nil {
+			return res, err
+		}
+		if len(counters) < sweepPage {
+			break
+		}
+		last := counters[len(counters)-1]
+		minute, _ := last.DataAt(shared.FieldTouchedMinute)
+		state.AfterMinute, _ = minute.(int64)
+		state.AfterID = last.Ref.ID
+		lastPage = e.clock.Now().Sub(pageStart)
+		if !e.clock.Now().Add(lastPage).Before(stopBy) {
+			_, err := stateRef.Set(ctx, state)
+			if err != nil {
+				return res, fmt.Errorf("save sweep progress: %w", err)
+			}
+			return res, nil
+		}
 	}
+	res.Done = true
+	if _, err := stateRef.Set(ctx, sweepState{FromMinute: state.PassMinute - stampLag}); err != nil {
+		return res, fmt.Errorf("save sweep state: %w", err)
+	}
+	return res, nil
+}
 
+// readSweepState reads the sweep's progress; the first sweep starts lookback ago.
+func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef, lookback time.Duration) (sweepState, error) {
+	snap, err := ref.Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return sweepState{FromMinute: shared.UnixMinute(e.clock.Now().Add(-lookback))}, nil
+	}
+	if err != nil {
+		return sweepState{}, fmt.Errorf("read sweep state: %w", err)
+	}
+	var state sweepState
+	if err := snap.DataTo(&state); err != nil {
+		return sweepState{}, fmt.Errorf("decode sweep state: %w", err)
+	}
+	return state, nil
+}
+
+// sweepPage rolls up the changed counters of one page whose roll-up may be stale. A roll-up computed
+// after the latest write its touched minute can stand for covers it without further reads; the
+// others are checked by value, one aggregation each.
+func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult) error {
+	fs := e.sweeper
+	if len(counters) == 0 {
+		return nil
+	}
+	refs := make([]*firestore.DocumentRef, len(counters))
+	for i, c := range counters {
+		refs[i] = fs.schema.RollupRef(fs.client, c.Ref.ID)
+	}
+	snaps, err := fs.client.GetAll(ctx, refs)
+	if err != nil {
+		return fmt.Errorf("read roll-ups of %d changed counters: %w", len(refs), err)
+	}
+	res.Reads += len(snaps)
 	var (
 		mu    sync.Mutex
 		errs  []error
@@ -64,16 +178,20 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 			mu.Unlock()
 			continue
 		}
-		id, changedAt := ids[i], latest[ids[i]]
-		if covers(current, changedAt) {
+		minute, _ := counters[i].DataAt(shared.FieldTouchedMinute)
+		touched, _ := minute.(int64)
+		if covers(current, time.Unix((touched+stampLag)*60, 0)) {
 			continue
 		}
+		id := counters[i].Ref.ID
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			stale, outcome, err := e.sweepOne(ctx, id, current, changedAt)
+			stale, outcome, err := e.sweepOne(ctx, id, current)
 			mu.Lock()
 			defer mu.Unlock()
+			res.Checked++
+			res.Reads++
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -87,53 +205,22 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return res, fmt.Errorf("sweep: %d of %d stale counters failed, first: %w", len(errs), res.Stale, errs[0])
+		return fmt.Errorf("sweep: %d of %d counters failed, first: %w", len(errs), len(counters), errs[0])
 	}
-	return res, nil
+	return nil
 }
 
-// sweepOne rolls up counter id if its roll-up, current, differs from its exact value. The times of a
-// shard write (the database's clock) and of a roll-up's computation (an instance's clock) cannot be
-// compared exactly, so a roll-up computed close to the counter's last write is checked by value: one
-// aggregation read instead of a needless write.
-func (e *Engine) sweepOne(ctx context.Context, id string, current *Document, changedAt time.Time) (stale bool, _ Outcome, _ error) {
-	if current != nil {
-		sum, err := e.counters.Sum(ctx, id)
-		if err != nil {
-			return false, Covered, err
-		}
-		if sum == current.Count {
-			return false, Covered, nil
-		}
+// sweepOne rolls up counter id if its roll-up, current, differs from its exact value: one
+// aggregation read, and a roll-up write only when it is stale.
+func (e *Engine) sweepOne(ctx context.Context, id string, current *Document) (stale bool, _ Outcome, _ error) {
+	checkedAt := e.clock.Now()
+	sum, err := e.sweeper.counters.Sum(ctx, id)
+	if err != nil {
+		return false, Covered, err
 	}
-	outcome, err := e.Refresh(ctx, id, changedAt, SourceScheduler)
+	if current != nil && sum == current.Count {
+		return false, Covered, nil
+	}
+	outcome, err := e.Refresh(ctx, id, checkedAt, SourceScheduler)
 	return true, outcome, err
-}
-
-// recentlyWritten maps each counter with a shard written since minute to its latest shard write.
-func (e *Engine) recentlyWritten(ctx context.Context, minute int64, res *SweepResult) (map[string]time.Time, error) {
-	latest := make(map[string]time.Time)
-	it := e.client.CollectionGroup(shared.ShardsCollection).
-		Where(shared.FieldTouchedMinute, ">=", minute).
-		Select(). // names and update times only
-		Documents(ctx)
-	defer it.Stop()
-	for {
-		snap, err := it.Next()
-		if err == iterator.Done {
-			return latest, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("query shards written since minute %d: %w", minute, err)
-		}
-		res.ShardsRead++
-		_, path, _ := strings.Cut(snap.Ref.Path, "/documents/")
-		id, ok := e.schema.ParseShardPath(path)
-		if !ok {
-			continue // a "shards" collection elsewhere in the database
-		}
-		if snap.UpdateTime.After(latest[id]) {
-			latest[id] = snap.UpdateTime
-		}
-	}
 }

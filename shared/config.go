@@ -42,7 +42,9 @@ type Config struct {
 	// MaxDelta bounds the magnitude of one increment.
 	MaxDelta int64
 	// ShardCountCacheTTL is how long an instance trusts a counter's cached shard count. A stale count
-	// never loses an increment (the value sums every shard document); it only delays a reshard.
+	// never loses an increment (the value sums every shard document); it only delays a reshard. It
+	// bounds how fast instances follow an adapted shard count (the ramp); it costs one counter read
+	// per instance per TTL for each counter the instance writes.
 	ShardCountCacheTTL time.Duration
 	// LogLevel is the minimum severity logged.
 	LogLevel string
@@ -94,7 +96,7 @@ func DefaultConfig() Config {
 		Schema:              Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
 		DefaultNumShards:    10,
 		MaxDelta:            1_000_000,
-		ShardCountCacheTTL:  30 * time.Second,
+		ShardCountCacheTTL:  5 * time.Second,
 		LogLevel:            "INFO",
 		RequestTimeout:      10 * time.Second,
 		RollupInterval:      time.Second,

@@ -20,7 +20,7 @@ func TestDefaultConfig(t *testing.T) {
 		Schema:              Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"},
 		DefaultNumShards:    10,
 		MaxDelta:            1_000_000,
-		ShardCountCacheTTL:  30 * time.Second,
+		ShardCountCacheTTL:  5 * time.Second,
 		LogLevel:            "INFO",
 		RequestTimeout:      10 * time.Second,
 		RollupInterval:      time.Second,

@@ -13,6 +13,12 @@ import (
 const (
 	// FieldNumShards is the shard count on counters/{id}.
 	FieldNumShards = "num_shards"
+	// FieldMinShards and FieldMaxShards, optional on counters/{id}, bound the shard count that the
+	// roll-up adapts to the write rate; equal bounds pin the count (ConfigureCounter with num_shards
+	// alone). Absent, the bounds are DEFAULT_NUM_SHARDS (or the current count, if lower) and
+	// MaxNumShards.
+	FieldMinShards = "min_shards"
+	FieldMaxShards = "max_shards"
 	// FieldCount is the partial count on counters/{id}/shards/{n} and the total on rollups/{id}.
 	FieldCount = "count"
 	// FieldUpdatedAt is when a roll-up was computed.
@@ -28,10 +34,10 @@ const (
 	CallersCollection = "callers"
 	// FieldNet is a caller document's total: the sum of that caller's counted deltas.
 	FieldNet = "net"
-	// FieldTouchedMinute is the Unix minute (seconds / 60) of a recent write. Every shard write sets
-	// it on its shard; on counters/{id}, the first write of a counter by an instance in a minute sets
-	// it in the same commit, so a sweep finds changed counters with one read per counter. A value that
-	// changes once a minute, not a timestamp, keeps the index free of a hot, ever-increasing range.
+	// FieldTouchedMinute is on counters/{id}: the Unix minute (seconds / 60) of a recent write, stamped
+	// by a shard write in the same commit at most once a minute per instance. The scheduled roll-up
+	// finds changed counters with one query on it; a value that changes once a minute, not a
+	// timestamp, keeps the index free of a hot, ever-increasing range.
 	FieldTouchedMinute = "touched_minute"
 	// FieldExpiresAt is on every dedupe record: Firestore's TTL policy deletes the record after it.
 	FieldExpiresAt = "expires_at"
@@ -106,6 +112,13 @@ func (s Schema) CallerRef(c *firestore.Client, id, callerDocID string) *firestor
 // RollupRef is rollups/{id}.
 func (s Schema) RollupRef(c *firestore.Client, id string) *firestore.DocumentRef {
 	return c.Collection(s.Rollups).Doc(id)
+}
+
+// SweepStateRef is the scheduled sweep's progress document, {counters}_sweep/state: where an
+// unfinished sweep stopped and from which minute the next one looks for changes. Its collection is
+// named after the counters collection, so no setting is needed for it.
+func (s Schema) SweepStateRef(c *firestore.Client) *firestore.DocumentRef {
+	return c.Collection(s.Counters + "_sweep").Doc("state")
 }
 
 // DedupeRef is {dedupe}/{recordID}, the dedupe record of one keyed increment.

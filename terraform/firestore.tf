@@ -12,7 +12,8 @@ resource "google_firestore_database" "database" {
 # roll-ups are ever-increasing values written at the increment rate: indexed, each is a hot index
 # range, and nothing queries them (TTL needs no index; apps read roll-ups by ID). Every increment
 # writes a shard's count and the sum aggregation scans its ascending collection index: keep that one
-# only. The scheduled sweep queries the shards collection group on touched_minute.
+# only, and the same for writes, which the roll-up sums in the same aggregation to measure the write
+# rate.
 locals {
   field_settings = {
     dedupe_expires_at = {
@@ -25,9 +26,9 @@ locals {
       collection = "shards", field = "count", ttl = false
       indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION" }]
     }
-    shard_touched_minute = {
-      collection = "shards", field = "touched_minute", ttl = false
-      indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION_GROUP" }]
+    shard_writes = {
+      collection = "shards", field = "writes", ttl = false
+      indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION" }]
     }
   }
 }

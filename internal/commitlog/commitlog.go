@@ -24,7 +24,8 @@ import (
 // EnvPath names the file the functions record their commits to, when set (local stack only).
 const EnvPath = "COMMIT_LOG"
 
-// Commit is one successful commit: when it returned and the documents it wrote, as paths relative
+// Commit is one successful commit: when it was committed (the database's commit time; for a
+// BatchWrite, when it returned) and the documents it wrote, as paths relative
 // to the database (counters/likes/shards/3).
 type Commit struct {
 	Time time.Time `json:"t"`
@@ -56,6 +57,11 @@ func (r *Recorder) intercept(ctx context.Context, method string, req, reply any,
 		return nil
 	}
 	c := Commit{Time: time.Now()}
+	if resp, ok := reply.(*firestorepb.CommitResponse); ok && resp.GetCommitTime() != nil {
+		// The database's own commit time: exact, where the time the answer arrived carries the
+		// network's jitter (two commits a second apart could look closer).
+		c.Time = resp.GetCommitTime().AsTime()
+	}
 	for _, w := range writes {
 		name := w.GetUpdate().GetName()
 		if name == "" {

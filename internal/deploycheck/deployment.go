@@ -166,7 +166,6 @@ func Check(d Deployment, w Want) []string {
 	requireField(d.TTLFields, w.Schema.Dedupe, shared.FieldExpiresAt, "TTL policy")
 	requireField(d.UnindexedFields, w.Schema.Dedupe, shared.FieldExpiresAt, "index exemption")
 	requireField(d.UnindexedFields, w.Schema.Rollups, shared.FieldUpdatedAt, "index exemption")
-	requireField(d.CollectionGroupIndexes, shared.ShardsCollection, shared.FieldTouchedMinute, "collection-group index")
 	return problems
 }
 

@@ -1,9 +1,7 @@
 package deploycheck
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -58,8 +56,6 @@ func (d *Deployment) addCommand(words []string, triggerOf *string) error {
 		d.TTLFields = append(d.TTLFields, field())
 	case strings.HasPrefix(prefix, "gcloud firestore indexes fields") && flags.has("--disable-indexes"):
 		d.UnindexedFields = append(d.UnindexedFields, field())
-	case args[0] == "curl":
-		return d.addFieldPatch(args[len(args)-1], flags.last("--data"))
 	}
 	return nil
 }
@@ -120,33 +116,6 @@ func functionFromFlags(name string, flags flagSet) (Function, error) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
-}
-
-// addFieldPatch records a Firestore Admin API field update (PATCH .../collectionGroups/C/fields/F).
-func (d *Deployment) addFieldPatch(rawURL, body string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return fmt.Errorf("curl URL: %w", err)
-	}
-	parts := strings.Split(u.Path, "/")
-	if len(parts) < 4 || parts[len(parts)-4] != "collectionGroups" || parts[len(parts)-2] != "fields" {
-		return fmt.Errorf("curl: not a field of a collection group: %s", u.Path)
-	}
-	key := parts[len(parts)-3] + "." + parts[len(parts)-1]
-	var field struct {
-		IndexConfig struct {
-			Indexes []struct{ QueryScope, Order string }
-		}
-	}
-	if err := json.Unmarshal([]byte(body), &field); err != nil {
-		return fmt.Errorf("curl body: %w", err)
-	}
-	for _, index := range field.IndexConfig.Indexes {
-		if index.QueryScope == "COLLECTION_GROUP" {
-			d.CollectionGroupIndexes = append(d.CollectionGroupIndexes, key)
-		}
-	}
-	return nil
 }
 
 // flagSet maps a --flag to its values, in order; a flag without a value maps to [""].

@@ -198,6 +198,22 @@ func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func(
 // a fault proxy in front of it), with every successful commit recorded: commits returns those so far.
 func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
+	clients, commits := recordedClients(t, host, project, 1)
+	return clients[0], commits
+}
+
+// FirestoreInstancesWithCommits returns n Firestore clients of one fresh emulator project, each with
+// a connection of its own as n function instances would have, every commit of each recorded in one
+// log: commits returns those so far.
+func FirestoreInstancesWithCommits(t testing.TB, n int) (clients []*firestore.Client, commits func() []commitlog.Commit) {
+	t.Helper()
+	return recordedClients(t, FirestoreEmulatorHost(t), NewProjectID(), n)
+}
+
+// recordedClients returns n clients of project on the emulator reached at host, each with a
+// connection of its own, every successful commit of each recorded in one log.
+func recordedClients(t testing.TB, host, project string, n int) (clients []*firestore.Client, commits func() []commitlog.Commit) {
+	t.Helper()
 	FirestoreEmulatorHost(t)
 	var (
 		mu  sync.Mutex
@@ -208,16 +224,19 @@ func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Cli
 		defer mu.Unlock()
 		return buf.Write(p)
 	}))
-	opt, err := rec.EmulatorOption(host)
-	if err != nil {
-		t.Fatal(err)
+	for range n {
+		opt, err := rec.EmulatorOption(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := firestore.NewClient(context.Background(), project, opt)
+		if err != nil {
+			t.Fatalf("firestore client: %v", err)
+		}
+		t.Cleanup(func() { _ = client.Close() })
+		clients = append(clients, client)
 	}
-	client, err = firestore.NewClient(context.Background(), project, opt)
-	if err != nil {
-		t.Fatalf("firestore client: %v", err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-	return client, func() []commitlog.Commit {
+	return clients, func() []commitlog.Commit {
 		mu.Lock()
 		defer mu.Unlock()
 		c, err := commitlog.Read(bytes.NewReader(buf.Bytes()))

@@ -1,0 +1,182 @@
+package counter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// errShapeUnchanged ends a reshape that has nothing to do; it is never returned to callers.
+var errShapeUnchanged = errors.New("shape unchanged")
+
+// reshapeResult is what a reshape found and left.
+type reshapeResult struct {
+	before, after Shape
+	existed       bool
+	changed       bool
+}
+
+// reshape changes counter id's shape in one transaction, so the value never changes and no
+// increment is lost. change gets the current shape (existed false: there is no counter) and returns
+// the new one, or errShapeUnchanged. Shrinking folds every shard document outside
+// 0..NumShards-1 (retired shards, and shards recreated by instances with a stale cached count) into
+// the kept shards: count and writes move, the retired documents are deleted, all in the same commit.
+// An instance that still writes a retired shard afterwards recreates it; it is summed like every
+// shard document, and the next shrink folds it.
+func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error)) (reshapeResult, error) {
+	counterRef := s.schema.CounterRef(s.client, id)
+	var res reshapeResult
+	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+		res = reshapeResult{existed: true}
+		snap, err := tx.Get(counterRef)
+		switch {
+		case status.Code(err) == codes.NotFound:
+			res.existed = false
+		case err != nil:
+			return err
+		default:
+			if res.before, err = s.ShapeOf(snap); err != nil {
+				return err
+			}
+		}
+		if res.after, err = change(res.before, res.existed); err != nil {
+			return err
+		}
+		var shards []*firestore.DocumentSnapshot
+		if res.existed && res.after.NumShards < res.before.NumShards {
+			if shards, err = tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll(); err != nil {
+				return err
+			}
+		}
+		// Reads done; writes follow.
+		if res.existed {
+			err = tx.Set(counterRef, res.after.fields(), firestore.MergeAll)
+		} else {
+			err = tx.Create(counterRef, res.after.fields())
+		}
+		if err != nil {
+			return err
+		}
+		return s.fold(tx, id, shards, res.after.NumShards)
+	})
+	if errors.Is(err, errShapeUnchanged) {
+		return res, nil
+	}
+	if err != nil {
+		return reshapeResult{}, err
+	}
+	res.changed = true
+	s.shardCounts.put(id, res.after.NumShards)
+	return res, nil
+}
+
+// createZeroShards creates shards from..to-1 of counter id zeroed, where missing, as the Firebase
+// guide's clients update (not set) a random shard. They are not part of the reshape's transaction:
+// hundreds of writes would hold the counter document's lock for as long as their commit takes, and a
+// zeroed shard is harmless at any time (it never overwrites a count, and shards beyond the count are
+// summed like any other).
+func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	bulk := s.client.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, 0, to-from)
+	for n := from; n < to; n++ {
+		job, err := bulk.Set(s.schema.ShardRef(s.client, id, n), zeroShard(), firestore.MergeAll)
+		if err != nil {
+			bulk.End()
+			return fmt.Errorf("create zeroed shards of counter %q: %w", id, err)
+		}
+		jobs = append(jobs, job)
+	}
+	bulk.End()
+	for _, job := range jobs {
+		if _, err := job.Results(); err != nil {
+			return fmt.Errorf("create zeroed shards of counter %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// fold moves the count and writes of every shard document outside 0..numShards-1 onto shard
+// (index mod numShards) and deletes it, within tx.
+func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.DocumentSnapshot, numShards int) error {
+	type moved struct{ count, writes int64 }
+	into := make(map[int]moved)
+	for _, shard := range shards {
+		n, err := strconv.Atoi(shard.Ref.ID)
+		if err == nil && n >= 0 && n < numShards {
+			continue // kept
+		}
+		count, okCount := int64Field(shard, shared.FieldCount)
+		writes, okWrites := int64Field(shard, shared.FieldWrites)
+		if !okCount || !okWrites {
+			return fmt.Errorf("fold shard %s of counter %q: count and writes must be integers, got %v", shard.Ref.ID, id, shard.Data())
+		}
+		target := 0
+		if err == nil && n > 0 {
+			target = n % numShards
+		}
+		m := into[target]
+		into[target] = moved{count: m.count + count, writes: m.writes + writes}
+		if err := tx.Delete(shard.Ref); err != nil {
+			return err
+		}
+	}
+	for target, m := range into {
+		err := tx.Set(s.schema.ShardRef(s.client, id, target), map[string]any{
+			shared.FieldCount:  firestore.Increment(m.count),
+			shared.FieldWrites: firestore.Increment(m.writes),
+		}, firestore.MergeAll)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// int64Field reads an integer field of a shard; an absent field is 0 (shards written by the guide's
+// own clients have no writes field).
+func int64Field(snap *firestore.DocumentSnapshot, field string) (int64, bool) {
+	v, ok := snap.Data()[field]
+	if !ok {
+		return 0, true
+	}
+	n, ok := v.(int64)
+	return n, ok
+}
+
+// zeroShard creates a shard with count 0 without changing an existing one. It does not count as a
+// write: the shard writes measure increments, and a reshard must not look like load.
+func zeroShard() map[string]any {
+	return map[string]any{shared.FieldCount: firestore.Increment(0), shared.FieldWrites: firestore.Increment(0)}
+}
+
+// Adapt changes counter id's shard count from `from` to `to` (clamped to the counter's bounds), the
+// roll-up's decision from the counter's write rate. Unlike Configure it creates no zeroed shards:
+// every zeroed shard is a write, and every shard write a roll-up trigger event, so a growth to
+// hundreds of shards would be a burst of hundreds of events for nothing; this package's increments
+// create a shard with their first write (set with merge). It does nothing, and reports false, when the count
+// is no longer `from` (another roll-up or an operator changed it first), when the counter is pinned
+// or gone, or when the clamped count is `from`.
+func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
+	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
+		n := cur.Clamp(to)
+		if !existed || cur.NumShards != from || n == from {
+			return Shape{}, errShapeUnchanged
+		}
+		cur.NumShards = n
+		return cur, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("adapt counter %q from %d to %d shards: %w", id, from, to, err)
+	}
+	return res.changed, nil
+}

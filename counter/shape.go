@@ -1,0 +1,71 @@
+package counter
+
+import (
+	"fmt"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Shape is how a counter is sharded: its shard count now and the bounds within which the roll-up
+// adapts that count to the counter's write rate.
+type Shape struct {
+	// NumShards is the shard count increments spread over (shards 0..NumShards-1).
+	NumShards int
+	// MinShards and MaxShards bound NumShards; adaptation never leaves them.
+	MinShards, MaxShards int
+}
+
+// Pinned reports whether the count is fixed: equal bounds leave adaptation nothing to choose.
+func (sh Shape) Pinned() bool { return sh.MinShards == sh.MaxShards }
+
+// Clamp returns n within the shape's bounds.
+func (sh Shape) Clamp(n int) int { return min(max(n, sh.MinShards), sh.MaxShards) }
+
+// ShapeOf reads a counter document. A document without num_shards (the touched-minute stamp of an
+// increment that raced the counter's deletion recreates the document with that field alone) has the
+// default shard count; missing bounds default to DefaultNumShards (or the count, if lower) and
+// shared.MaxNumShards, so a counter is adaptive unless configured otherwise.
+func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
+	data := snap.Data()
+	numShards, err := shardCountField(snap.Ref.ID, data, shared.FieldNumShards, s.defaultNumShards)
+	if err != nil {
+		return Shape{}, err
+	}
+	lo, err := shardCountField(snap.Ref.ID, data, shared.FieldMinShards, min(s.defaultNumShards, numShards))
+	if err != nil {
+		return Shape{}, err
+	}
+	hi, err := shardCountField(snap.Ref.ID, data, shared.FieldMaxShards, shared.MaxNumShards)
+	if err != nil {
+		return Shape{}, err
+	}
+	if lo > hi {
+		return Shape{}, fmt.Errorf("counter %q: %s %d exceeds %s %d", snap.Ref.ID, shared.FieldMinShards, lo, shared.FieldMaxShards, hi)
+	}
+	return Shape{NumShards: numShards, MinShards: lo, MaxShards: hi}, nil
+}
+
+// shardCountField reads one shard count of a counter document, or def when the field is absent.
+func shardCountField(id string, data map[string]any, field string, def int) (int, error) {
+	v, ok := data[field]
+	if !ok {
+		return def, nil
+	}
+	n, isInt := v.(int64)
+	if !isInt || n < shared.MinNumShards || n > shared.MaxNumShards {
+		return 0, fmt.Errorf("counter %q: %s is %v, want an integer from %d to %d",
+			id, field, v, shared.MinNumShards, shared.MaxNumShards)
+	}
+	return int(n), nil
+}
+
+// fields is the shape as counter document fields.
+func (sh Shape) fields() map[string]any {
+	return map[string]any{
+		shared.FieldNumShards: sh.NumShards,
+		shared.FieldMinShards: sh.MinShards,
+		shared.FieldMaxShards: sh.MaxShards,
+	}
+}

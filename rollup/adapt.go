@@ -1,0 +1,74 @@
+package rollup
+
+import (
+	"math"
+	"time"
+
+	"github.com/shardcount/counters/counter"
+)
+
+// ShardPolicy sizes a counter's shard count from its shard write rate across every instance, which
+// each roll-up measures: the growth of the sum of the shards' writes fields since the previous
+// roll-up, over the time between the two.
+//
+// Writes pick a shard uniformly at random, so a shard's writes in a 10 s window are about Poisson with
+// mean 10 × rate / shards. Sized at Target writes/s per shard (mean 1), the chance that a shard has
+// more than 10 writes in a 10 s window (over 1 write/s) is 1e-8; at GrowAbove (mean 1.5), the most a
+// shard sees before the count grows, 6e-7. (At 0.25 writes/s per shard it would be 6e-5: with
+// hundreds of shards, a hot window every few minutes.) Growth is at once, to the size for Target;
+// shrinking waits until the rate per shard has stayed below ShrinkBelow for ShrinkAfter, so a bursty
+// counter does not flap. With at most shared.MaxNumShards shards, a counter keeps every shard below
+// GrowAbove up to 150 shard writes/s: 19 instances each writing every 125 ms (group commit).
+type ShardPolicy struct {
+	// Target is the writes per second per shard the count is sized for.
+	Target float64
+	// GrowAbove is the writes per second per shard above which the count grows.
+	GrowAbove float64
+	// ShrinkBelow is the writes per second per shard below which the counter counts as cool.
+	ShrinkBelow float64
+	// ShrinkAfter is how long a counter stays cool before its count shrinks.
+	ShrinkAfter time.Duration
+}
+
+// DefaultShardPolicy keeps every shard well under one write per second over any 10 s window.
+var DefaultShardPolicy = ShardPolicy{Target: 0.1, GrowAbove: 0.15, ShrinkBelow: 0.03, ShrinkAfter: 5 * time.Minute}
+
+// shardDecision is what a roll-up decides about its counter's shard count.
+type shardDecision struct {
+	// numShards is the count the counter should have.
+	numShards int
+	// rate is the measured shard writes per second, or the previous roll-up's when not measured.
+	rate float64
+	// coolSince is when the counter became cool; zero when it is not.
+	coolSince time.Time
+}
+
+// decide measures the write rate between roll-up prev and a roll-up at `at` that saw writes shard
+// writes in total, and sizes shape's count for it. Nothing is measured without a previous roll-up or
+// when the writes went back (a deleted and recreated counter).
+func (p ShardPolicy) decide(shape counter.Shape, prev *Document, writes int64, at time.Time) shardDecision {
+	keep := shardDecision{numShards: shape.NumShards}
+	if prev == nil || !at.After(prev.UpdatedAt) || writes < prev.ShardWrites {
+		return keep
+	}
+	keep.rate = float64(writes-prev.ShardWrites) / at.Sub(prev.UpdatedAt).Seconds()
+	if shape.Pinned() {
+		return keep
+	}
+	perShard := keep.rate / float64(shape.NumShards)
+	desired := shape.Clamp(max(1, int(math.Ceil(keep.rate/p.Target))))
+	switch {
+	case perShard > p.GrowAbove && desired > shape.NumShards:
+		keep.numShards = desired
+	case perShard < p.ShrinkBelow:
+		// Cool since the previous roll-up at least: the average over the whole window was low.
+		keep.coolSince = prev.CoolSince
+		if keep.coolSince.IsZero() {
+			keep.coolSince = prev.UpdatedAt
+		}
+		if at.Sub(keep.coolSince) >= p.ShrinkAfter && desired < shape.NumShards {
+			keep.numShards, keep.coolSince = desired, time.Time{}
+		}
+	}
+	return keep
+}

@@ -1,0 +1,174 @@
+package rollup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// errConflict is a conditional roll-up write that found the roll-up changed since it was read (or
+// the counter deleted): the refresh reads again.
+var errConflict = errors.New("roll-up changed since read")
+
+// view is what one read of a counter's roll-up shows the engine.
+type view struct {
+	// rollup is the roll-up document; nil when there is none.
+	rollup *Document
+	// version is the roll-up document's update time, the condition of the next write; zero when
+	// there is none.
+	version time.Time
+	// counterExists is false when the counter document is missing (deleted, or never configured).
+	counterExists bool
+	// shape is the counter's shape, when it exists.
+	shape counter.Shape
+}
+
+// rollupWrite is one computed roll-up.
+type rollupWrite struct {
+	count, shardWrites int64
+	computedAt         time.Time
+	source             string
+	decision           shardDecision
+}
+
+// backend is what the engine reads and writes: Firestore in production, an in-memory fake in the
+// engine's unit tests, so its throttling, races and failures are tested without the emulator.
+type backend interface {
+	// read reads counter id's roll-up and counter document.
+	read(ctx context.Context, id string) (view, error)
+	// totals sums counter id's shards.
+	totals(ctx context.Context, id string) (counter.Totals, error)
+	// write stores w as counter id's roll-up on condition that it is still as in prev (a first
+	// roll-up only while the counter document exists); errConflict when not.
+	write(ctx context.Context, id string, prev view, w rollupWrite) error
+	// removeRollup deletes counter id's roll-up if it is still as in prev.
+	removeRollup(ctx context.Context, id string, prev view) error
+	// restore recreates a missing counter document (see counter.Store.Restore).
+	restore(ctx context.Context, id string) error
+	// adapt changes the shard count (see counter.Store.Adapt).
+	adapt(ctx context.Context, id string, from, to int) error
+}
+
+// clock is the engine's time: the real one in production, a fake in unit tests.
+type clock interface {
+	Now() time.Time
+	// SleepUntil waits until t or the end of ctx.
+	SleepUntil(ctx context.Context, t time.Time) error
+}
+
+// realClock is the wall clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) SleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// firestoreBackend keeps roll-ups in Firestore.
+type firestoreBackend struct {
+	client   *firestore.Client
+	schema   shared.Schema
+	counters *counter.Store
+}
+
+func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
+	snaps, err := b.client.GetAll(ctx, []*firestore.DocumentRef{b.schema.RollupRef(b.client, id), b.schema.CounterRef(b.client, id)})
+	if err != nil {
+		return view{}, fmt.Errorf("read roll-up and counter %q: %w", id, err)
+	}
+	var v view
+	if v.rollup, err = decodeRollup(snaps[0]); err != nil {
+		return view{}, err
+	}
+	if v.rollup != nil {
+		v.version = snaps[0].UpdateTime
+	}
+	if v.counterExists = snaps[1].Exists(); v.counterExists {
+		if v.shape, err = b.counters.ShapeOf(snaps[1]); err != nil {
+			return view{}, err
+		}
+	}
+	return v, nil
+}
+
+func (b *firestoreBackend) totals(ctx context.Context, id string) (counter.Totals, error) {
+	return b.counters.Totals(ctx, id)
+}
+
+func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w rollupWrite) error {
+	ref := b.schema.RollupRef(b.client, id)
+	var coolSince any = firestore.Delete
+	if !w.decision.coolSince.IsZero() {
+		coolSince = w.decision.coolSince
+	}
+	var err error
+	if prev.rollup == nil {
+		err = b.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+			if _, err := tx.Get(b.schema.CounterRef(b.client, id)); status.Code(err) == codes.NotFound {
+				return errConflict // deleted since read
+			} else if err != nil {
+				return err
+			}
+			doc := map[string]any{
+				shared.FieldCount: w.count, shared.FieldUpdatedAt: w.computedAt, FieldSource: w.source, FieldRevision: 1,
+				FieldShardWrites: w.shardWrites, FieldWriteRate: w.decision.rate,
+			}
+			if !w.decision.coolSince.IsZero() {
+				doc[FieldCoolSince] = w.decision.coolSince
+			}
+			return tx.Create(ref, doc)
+		})
+	} else {
+		_, err = ref.Update(ctx, []firestore.Update{
+			{Path: shared.FieldCount, Value: w.count},
+			{Path: shared.FieldUpdatedAt, Value: w.computedAt},
+			{Path: FieldSource, Value: w.source},
+			{Path: FieldRevision, Value: firestore.Increment(1)},
+			{Path: FieldShardWrites, Value: w.shardWrites},
+			{Path: FieldWriteRate, Value: w.decision.rate},
+			{Path: FieldCoolSince, Value: coolSince},
+		}, firestore.LastUpdateTime(prev.version))
+	}
+	switch code := status.Code(err); {
+	case errors.Is(err, errConflict):
+		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
+	case code == codes.FailedPrecondition || code == codes.AlreadyExists || code == codes.NotFound:
+		return fmt.Errorf("write roll-up of counter %q: %w: %w", id, errConflict, err)
+	case err != nil:
+		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
+	}
+	return nil
+}
+
+func (b *firestoreBackend) removeRollup(ctx context.Context, id string, prev view) error {
+	_, err := b.schema.RollupRef(b.client, id).Delete(ctx, firestore.LastUpdateTime(prev.version))
+	if err != nil && status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("remove the roll-up of deleted counter %q: %w", id, err)
+	}
+	return nil
+}
+
+func (b *firestoreBackend) restore(ctx context.Context, id string) error {
+	return b.counters.Restore(ctx, id)
+}
+
+func (b *firestoreBackend) adapt(ctx context.Context, id string, from, to int) error {
+	_, err := b.counters.Adapt(ctx, id, from, to)
+	return err
+}

@@ -1,0 +1,229 @@
+package rollup
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/counter"
+)
+
+// The engine's unit tests run on an in-memory backend and a fake clock: no emulator, no sleeps, the
+// same result every time.
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// fakeClock moves only when the engine sleeps: a sleep ends at once, at the time slept until.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) SleepUntil(_ context.Context, t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sleeps = append(c.sleeps, t)
+	if t.After(c.now) {
+		c.now = t
+	}
+	return nil
+}
+
+// fakeStore is one counter's roll-up and shards in memory.
+type fakeStore struct {
+	clock *fakeClock
+
+	mu            sync.Mutex
+	rollup        *Document
+	version       time.Time
+	counterExists bool
+	shape         counter.Shape
+	totalsResult  counter.Totals
+	totalsErr     error
+	// rivalWrites are roll-ups another instance commits just before this engine's next writes.
+	rivalWrites []Document
+	written     []rollupWrite
+	removed     int
+	restored    int
+	adapted     [][2]int
+}
+
+func newFakeStore(clk *fakeClock) *fakeStore {
+	return &fakeStore{clock: clk, counterExists: true, shape: counter.Shape{NumShards: 10, MinShards: 10, MaxShards: 1000}}
+}
+
+func (f *fakeStore) read(context.Context, string) (view, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := view{version: f.version, counterExists: f.counterExists, shape: f.shape}
+	if f.rollup != nil {
+		d := *f.rollup
+		v.rollup = &d
+	}
+	return v, nil
+}
+
+func (f *fakeStore) totals(context.Context, string) (counter.Totals, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.totalsResult, f.totalsErr
+}
+
+func (f *fakeStore) write(_ context.Context, _ string, prev view, w rollupWrite) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.rivalWrites) > 0 {
+		d := f.rivalWrites[0]
+		f.rivalWrites = f.rivalWrites[1:]
+		f.rollup, f.version = &d, d.UpdatedAt
+	}
+	if !f.counterExists || !prev.version.Equal(f.version) || (prev.rollup == nil) != (f.rollup == nil) {
+		return errConflict
+	}
+	f.written = append(f.written, w)
+	f.rollup = &Document{Count: w.count, UpdatedAt: w.computedAt, Source: w.source, ShardWrites: w.shardWrites,
+		WriteRate: w.decision.rate, CoolSince: w.decision.coolSince}
+	f.version = f.clock.Now()
+	return nil
+}
+
+func (f *fakeStore) removeRollup(context.Context, string, view) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed++
+	f.rollup, f.version = nil, time.Time{}
+	return nil
+}
+
+func (f *fakeStore) restore(context.Context, string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restored++
+	f.counterExists = true
+	return nil
+}
+
+func (f *fakeStore) adapt(_ context.Context, _ string, from, to int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.adapted = append(f.adapted, [2]int{from, to})
+	f.shape.NumShards = to
+	return nil
+}
+
+func newUnitEngine() (*Engine, *fakeStore, *fakeClock) {
+	clk := &fakeClock{now: t0}
+	store := newFakeStore(clk)
+	return newEngine(store, clk, time.Second), store, clk
+}
+
+func TestUnitRefreshWritesTheSumOnceThenIsCovered(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.totalsResult = counter.Totals{Count: 10, Writes: 3, Shards: 10}
+	clk.now = t0.Add(time.Second)
+	out, err := e.Refresh(context.Background(), "c", t0, SourceTrigger)
+	if err != nil || out != Wrote {
+		t.Fatalf("first refresh: %v, %v; want Wrote", out, err)
+	}
+	if len(store.written) != 1 || store.written[0].count != 10 || !store.written[0].computedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("written %+v, want one roll-up of 10 computed now", store.written)
+	}
+	out, err = e.Refresh(context.Background(), "c", t0.Add(-time.Second), SourceTrigger)
+	if err != nil || out != Covered || len(store.written) != 1 {
+		t.Errorf("refresh for an older change: %v, %v, %d writes; want Covered and no write", out, err, len(store.written))
+	}
+	if len(clk.sleeps) != 0 {
+		t.Errorf("slept %v; nothing to wait for", clk.sleeps)
+	}
+}
+
+func TestUnitRefreshWaitsAnIntervalAfterTheLastRollup(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.rollup = &Document{Count: 5, UpdatedAt: t0}
+	store.version = t0.Add(5 * time.Millisecond) // committed a little after it was computed
+	store.totalsResult = counter.Totals{Count: 6}
+	clk.now = t0.Add(200 * time.Millisecond)
+	out, err := e.Refresh(context.Background(), "c", t0.Add(150*time.Millisecond), SourceTrigger)
+	if err != nil || out != Wrote {
+		t.Fatalf("refresh: %v, %v; want Wrote", out, err)
+	}
+	next := t0.Add(time.Second + 5*time.Millisecond) // an interval after the commit
+	if len(clk.sleeps) != 1 || !clk.sleeps[0].Equal(next) || !store.written[0].computedAt.Equal(next) {
+		t.Errorf("slept %v, computed at %v; want one wait until %v, then the computation", clk.sleeps, store.written[0].computedAt, next)
+	}
+}
+
+func TestUnitRefreshLosingARaceToACoveringRollupWritesNothing(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.totalsResult = counter.Totals{Count: 7}
+	clk.now = t0.Add(time.Second)
+	store.rivalWrites = []Document{{Count: 7, UpdatedAt: t0.Add(2 * time.Second)}}
+	out, err := e.Refresh(context.Background(), "c", t0, SourceTrigger)
+	if err != nil || out != Covered || len(store.written) != 0 {
+		t.Errorf("refresh that lost to a newer roll-up: %v, %v, %d writes; want Covered, no write", out, err, len(store.written))
+	}
+}
+
+func TestUnitRefreshLosingEveryRaceGivesUp(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	clk.now = t0.Add(time.Second)
+	for i := range maxAttempts {
+		// Each rival roll-up is older than the change, so it never covers it.
+		store.rivalWrites = append(store.rivalWrites, Document{UpdatedAt: t0.Add(-time.Duration(maxAttempts-i) * time.Minute)})
+	}
+	if _, err := e.Refresh(context.Background(), "c", t0, SourceTrigger); err == nil || len(store.written) != 0 {
+		t.Errorf("refresh that lost %d races: %v, %d writes; want an error, no write", maxAttempts, err, len(store.written))
+	}
+}
+
+func TestUnitRefreshOfADeletedCounterRemovesALeftoverRollup(t *testing.T) {
+	e, store, _ := newUnitEngine()
+	store.counterExists = false
+	store.rollup, store.version = &Document{Count: 4, UpdatedAt: t0}, t0
+	out, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceTrigger)
+	if err != nil || out != Covered || store.removed != 1 || store.rollup != nil || len(store.written) != 0 {
+		t.Errorf("refresh of a deleted counter: %v, %v, removed %d, roll-up %+v, %d writes; want the roll-up removed, nothing written",
+			out, err, store.removed, store.rollup, len(store.written))
+	}
+}
+
+func TestUnitRefreshRestoresACounterWhoseShardsOutlivedItsDelete(t *testing.T) {
+	e, store, _ := newUnitEngine()
+	store.counterExists = false
+	store.totalsResult = counter.Totals{Count: 2, Writes: 2, Shards: 1}
+	out, err := e.Refresh(context.Background(), "c", t0, SourceTrigger)
+	if err != nil || out != Wrote || store.restored != 1 || store.written[0].count != 2 {
+		t.Errorf("refresh of shards without a counter: %v, %v, restored %d, written %+v; want the counter restored and rolled up",
+			out, err, store.restored, store.written)
+	}
+}
+
+func TestUnitRefreshGrowsAHotCounter(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.rollup, store.version = &Document{UpdatedAt: t0, ShardWrites: 100}, t0
+	store.totalsResult = counter.Totals{Writes: 180} // 80 shard writes in the second since
+	clk.now = t0.Add(time.Second)
+	if _, err := e.Refresh(context.Background(), "c", t0.Add(500*time.Millisecond), SourceTrigger); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.adapted) != 1 || store.adapted[0] != [2]int{10, 800} || store.written[0].decision.rate != 80 {
+		t.Errorf("adapted %v after %+v; want 10 -> 800 shards at 80 writes/s", store.adapted, store.written)
+	}
+}
+
+func TestUnitRefreshFailureIsReportedAndWritesNothing(t *testing.T) {
+	e, store, _ := newUnitEngine()
+	store.totalsErr = errors.New("unavailable")
+	if _, err := e.Refresh(context.Background(), "c", t0, SourceTrigger); !errors.Is(err, store.totalsErr) || len(store.written) != 0 {
+		t.Errorf("refresh with a failing sum: %v, %d writes; want the failure, no write", err, len(store.written))
+	}
+}
