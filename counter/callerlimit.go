@@ -51,7 +51,7 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 		} else if err != nil {
 			return LimitedOutcome{}, err
 		}
-		shard := s.pickShard(numShards)
+		shard := s.pickShard(inc.Counter, numShards)
 		var out LimitedOutcome
 		err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 			var err error

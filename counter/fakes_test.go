@@ -185,7 +185,7 @@ func newFakeStore(plans planStore) *Store {
 	s := &Store{
 		defaultNumShards: 10,
 		shardCounts:      newShardCountCache(time.Hour, time.Now),
-		pickShard:        func(int) int { return 7 },
+		pickShard:        func(string, int) int { return 7 },
 		plans:            plans,
 		now:              time.Now,
 		touches:          newTouchStamps(time.Now),

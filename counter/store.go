@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -23,9 +22,8 @@ type Store struct {
 	schema           shared.Schema
 	defaultNumShards int
 	shardCounts      *shardCountCache
-	// pickShard chooses the shard of every write: uniformly at random, so that instances never
-	// fall into step on one shard.
-	pickShard func(numShards int) int
+	// pickShard chooses the shard of every write of a counter (a shardDealer's pick in production).
+	pickShard func(id string, numShards int) int
 	groups    *groupCommitter // nil: one write per increment
 	plans     planStore
 	now       func() time.Time
@@ -55,7 +53,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		schema:           schema,
 		defaultNumShards: opts.DefaultNumShards,
 		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, time.Now),
-		pickShard:        rand.IntN,
+		pickShard:        newShardDealer().pick,
 		plans:            &firestorePlans{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL},
 		now:              time.Now,
 		touches:          newTouchStamps(time.Now),

@@ -343,7 +343,7 @@ func (s *Store) plan(ctx context.Context, batch []entry, live []int) (*commitPla
 			minute, due := s.touches.due(inc.Counter)
 			index[inc.Counter] = len(p.shards)
 			p.shards = append(p.shards, shardWrite{
-				counter: inc.Counter, delta: inc.Delta, shard: s.pickShard(numShards), create: create,
+				counter: inc.Counter, delta: inc.Delta, shard: s.pickShard(inc.Counter, numShards), create: create,
 				stamp: !create && due, minute: minute,
 			})
 		}
