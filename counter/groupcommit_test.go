@@ -90,8 +90,10 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := counterDoc.DataAt(shared.FieldTouchedMinute); m == nil || m.(int64) < shared.UnixMinute(start) {
-		t.Errorf("counter touched_minute = %v, want at least %d", m, shared.UnixMinute(start))
+	// Each instance stamps at its own offset within the minute, so a stamp trails its write's minute
+	// by at most one.
+	if m, _ := counterDoc.DataAt(shared.FieldTouchedMinute); m == nil || m.(int64) < shared.UnixMinute(start)-1 {
+		t.Errorf("counter touched_minute = %v, want at least %d", m, shared.UnixMinute(start)-1)
 	}
 	t.Logf("400 increments in %d commits over %s", len(made), elapsed.Round(time.Millisecond))
 }
