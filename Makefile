@@ -35,8 +35,8 @@ publish:
 	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
 
 ## bench: the load harness on the local stack (see README, Performance). Without ARGS, the default
-##        comparison set (about 12 minutes), each report in bench/<name>/report.md (with plots):
-##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered), faults (a fault
+##        comparison set (about 16 minutes), each report in bench/<name>/report.md (with plots):
+##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered, pinned vs adaptive shards), faults (a fault
 ##        proxy between the functions and Firestore), ingest (HTTP vs Pub/Sub). With ARGS, one
 ##        invocation: make bench ARGS='-modes group-commit -instances 4 -duration 30s'
 bench: build $(WEB_APP)
@@ -44,7 +44,7 @@ bench: build $(WEB_APP)
 ifeq ($(strip $(ARGS)),)
 	@status=0; \
 	$(BENCH) -out bench/modes -duration 30s || status=1; \
-	$(BENCH) -out bench/instances -modes group-commit -instances 1,4,8,16 -clients 800 -rate 2000 -duration 30s || status=1; \
+	$(BENCH) -out bench/instances -modes group-commit,adaptive -instances 1,4,8,16 -clients 800 -rate 2000 -duration 30s || status=1; \
 	$(BENCH) -out bench/faults -modes group-commit -instances 2 -duration 20s -keyed-fraction 0.5 -faults 'none;reset=0.02;drop=0.02' || status=1; \
 	$(BENCH) -out bench/ingest -via http,pubsub -modes group-commit -duration 10s -messages 3000 || status=1; \
 	if [ $$status -ne 0 ]; then echo "make bench: an exact count check failed (see the reports' \"exact count check\" row)"; fi; \

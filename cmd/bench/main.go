@@ -14,7 +14,8 @@
 //
 // Runs are every combination of -via, -modes, -instances and -faults. Modes: "guide" writes every
 // increment to a random shard (GROUP_COMMIT_INTERVAL=0), as the Firebase guide's sample does;
-// "group-commit" is the project's default.
+// "group-commit" is the project's default, on counters pinned at -shards shards; "adaptive" is group
+// commit on counters that start at -shards and whose shard count the roll-up sizes for the load.
 //
 // Clients behave as real clients should: a 503 (certainly not applied) is retried after Retry-After;
 // an unknown outcome (any other 5xx, or the connection lost after the request was sent) is retried
@@ -54,7 +55,7 @@ func main() {
 	flag.Float64Var(&o.republishFraction, "republish-fraction", 0.05, "Pub/Sub: fraction of messages published twice with the same idempotency key")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "Pub/Sub: how long to wait for the published increments to be counted")
 	vias := flag.String("via", "http", "comma-separated ways increments arrive: http, pubsub")
-	modes := flag.String("modes", "guide,group-commit", "comma-separated modes: guide, group-commit")
+	modes := flag.String("modes", "guide,group-commit", "comma-separated modes: guide, group-commit (shards pinned), adaptive (group commit, shard count follows the load)")
 	instances := flag.String("instances", "1", "comma-separated numbers of functions processes behind the stack's balancer, e.g. 1,4,8,16")
 	faults := flag.String("faults", "", "semicolon-separated fault settings of a proxy between the functions and Firestore, one run each: "+
 		"none, or comma-separated reset=RATE, drop=RATE, delay=DURATION, match=BYTES (e.g. 'none;reset=0.02;drop=0.02')")

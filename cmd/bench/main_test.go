@@ -51,3 +51,12 @@ func runForTest(t *testing.T, o options, p plan) loadreport.Run {
 	t.Logf("%s: %s; answers %v; per instance %v; faults %+v; drained in %s", run.Name, run.ExactCheck, run.Answers, run.RequestsPerInstance, run.Faults, run.Drain)
 	return run
 }
+
+func TestAdaptiveModeLeavesTheShardCountToTheRollup(t *testing.T) {
+	if got := counterSettings("adaptive", "c", 10); got["min_shards"] != 10 || got["num_shards"] != nil {
+		t.Errorf("adaptive mode configures %v; want min_shards 10 and no pinned num_shards", got)
+	}
+	if got := counterSettings("group-commit", "c", 10); got["num_shards"] != 10 {
+		t.Errorf("group-commit mode configures %v; want num_shards 10 (pinned)", got)
+	}
+}

@@ -64,13 +64,22 @@ func modeEnv(o options, mode string) ([]string, error) {
 	switch mode {
 	case "guide":
 		return []string{shared.EnvGroupCommit + "=0"}, nil
-	case "group-commit":
+	case "group-commit", "adaptive":
 		if o.groupInterval != "" {
 			return []string{shared.EnvGroupCommit + "=" + o.groupInterval}, nil
 		}
 		return nil, nil
 	}
-	return nil, fmt.Errorf("unknown mode %q: use guide or group-commit", mode)
+	return nil, fmt.Errorf("unknown mode %q: use guide, group-commit or adaptive", mode)
+}
+
+// counterSettings is the ConfigureCounter request that sets up a counter for mode: pinned at shards
+// shards, or in the adaptive mode starting at shards and left for the roll-up to size.
+func counterSettings(mode, id string, shards int) map[string]any {
+	if mode == "adaptive" {
+		return map[string]any{"counter": id, "min_shards": shards}
+	}
+	return map[string]any{"counter": id, "num_shards": shards}
 }
 
 // requestTimeout is how long a client waits for an answer before it takes the outcome as unknown.
@@ -139,7 +148,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	ids := make([]string, o.counters)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("bench-%d", i)
-		if err := post(s.functionsURL+"/ConfigureCounter", map[string]any{"counter": ids[i], "num_shards": o.shards}); err != nil {
+		if err := post(s.functionsURL+"/ConfigureCounter", counterSettings(p.mode, ids[i], o.shards)); err != nil {
 			return run, err
 		}
 	}
