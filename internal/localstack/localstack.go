@@ -224,6 +224,7 @@ type Stack struct {
 
 	functions     []*supervisor
 	stopScheduler func()
+	stopPubSub    func()
 }
 
 // Start starts the emulators, the functions process and the event wiring, and returns when every
@@ -258,7 +259,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := s.startFunctions(ctx, out); err != nil {
 		return nil, err
 	}
-	if err := s.wirePubSub(ctx); err != nil {
+	if s.stopPubSub, err = s.wirePubSub(ctx, out); err != nil {
 		return nil, err
 	}
 	if s.stopScheduler, err = s.startScheduler(ctx, o.SchedulerPeriod, out); err != nil {
@@ -293,6 +294,9 @@ func (s *Stack) Stop() {
 	}
 	if s.stopScheduler != nil {
 		s.stopScheduler()
+	}
+	if s.stopPubSub != nil {
+		s.stopPubSub()
 	}
 	for _, f := range s.functions {
 		f.stop()

@@ -3,7 +3,9 @@ package localstack
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -68,20 +70,33 @@ func RegisterPushPaths(ctx context.Context) error {
 	return nil
 }
 
+// pushInFlight is how many deliveries of increments each functions instance gets at once: the
+// concurrency IncrementFromPubSub is deployed with, which production push fills (its push window grows
+// with successful deliveries). Other Pub/Sub functions (the scheduler tick) get one at a time.
+const pushInFlight = 80
+
 // wirePubSub creates, in the Pub/Sub emulator, the topic of every Pub/Sub trigger and, for each one
-// whose function is registered, a push subscription "<EntryPoint>-push" that delivers the topic to it,
-// as Eventarc does in production.
-func (s *Stack) wirePubSub(ctx context.Context) error {
+// whose function is registered, a subscription "<EntryPoint>-push" that Push delivers to the function
+// as production push does, many at once (the emulator's own push subscriptions deliver one message at
+// a time). It returns the function that stops the deliveries.
+func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err error) {
 	client, err := pubsub.NewClient(ctx, s.Options.Project, publisher.EmulatorOptions(s.Emulators.PubSub.HostPort)...)
 	if err != nil {
-		return fmt.Errorf("pub/sub emulator client: %w", err)
+		return nil, fmt.Errorf("pub/sub emulator client: %w", err)
 	}
-	defer client.Close()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var deliveries sync.WaitGroup
+	stop = func() {
+		cancel()
+		deliveries.Wait()
+		client.Close()
+	}
 	for _, t := range pubsubTriggers() {
 		topic := TopicName(s.Options.Project, t.Topic)
 		_, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic})
 		if err != nil && status.Code(err) != codes.AlreadyExists {
-			return fmt.Errorf("create topic %s: %w", topic, err)
+			stop()
+			return nil, fmt.Errorf("create topic %s: %w", topic, err)
 		}
 		if !slices.Contains(functions.EntryPoints, t.EntryPoint) {
 			continue
@@ -89,7 +104,6 @@ func (s *Stack) wirePubSub(ctx context.Context) error {
 		sub := &pubsubpb.Subscription{
 			Name:               "projects/" + s.Options.Project + "/subscriptions/" + t.EntryPoint + "-push",
 			Topic:              topic,
-			PushConfig:         &pubsubpb.PushConfig{PushEndpoint: PushEndpoint(s.FunctionsURL, t.EntryPoint, topic)},
 			AckDeadlineSeconds: int32(pushAckDeadline / time.Second),
 			RetryPolicy: &pubsubpb.RetryPolicy{
 				MinimumBackoff: durationpb.New(pushMinBackoff),
@@ -97,8 +111,19 @@ func (s *Stack) wirePubSub(ctx context.Context) error {
 			},
 		}
 		if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, sub); err != nil && status.Code(err) != codes.AlreadyExists {
-			return fmt.Errorf("create push subscription %s: %w", sub.Name, err)
+			stop()
+			return nil, fmt.Errorf("create subscription %s: %w", sub.Name, err)
 		}
+		inFlight := 1
+		if t.EntryPoint == functions.EntryIncrementFromPubSub {
+			inFlight = pushInFlight * len(s.functions)
+		}
+		endpoint := PushEndpoint(s.FunctionsURL, t.EntryPoint, topic)
+		deliveries.Go(func() {
+			if err := Push(ctx, client, sub.Name, endpoint, inFlight); err != nil {
+				fmt.Fprintf(out, "localstack: %v\n", err)
+			}
+		})
 	}
-	return nil
+	return stop, nil
 }
