@@ -3,8 +3,11 @@ package counters
 import (
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +45,22 @@ func TestRootFolderHoldsOneDeployablePackage(t *testing.T) {
 	} {
 		if _, ok := imports[want]; !ok {
 			t.Errorf("the root package does not import %s", want)
+		}
+	}
+}
+
+// TestDeployedCodeImportsNothingInternal guards the rule that internal/ packages are local-only (the
+// local stack, tests, the load harness): the deployed root package must not depend on any, wherever
+// it sits, so local instrumentation never reaches production and the uploads, which leave internal/
+// out, always build.
+func TestDeployedCodeImportsNothingInternal(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps .: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/shardcount/counters/") && slices.Contains(strings.Split(pkg, "/"), "internal") {
+			t.Errorf("the deployed package depends on %s; internal packages are for local use only", pkg)
 		}
 	}
 }

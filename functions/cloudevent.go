@@ -6,7 +6,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/counters/functions/internal/eventhttp"
+	"github.com/shardcount/counters/functions/eventhttp"
 )
 
 // cloudEvent adapts a CloudEvent method to an HTTP handler that decodes the event in the request's

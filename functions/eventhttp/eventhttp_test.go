@@ -14,7 +14,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/counters/functions/internal/eventhttp"
+	"github.com/shardcount/counters/functions/eventhttp"
 )
 
 // received is what a test function saw.

@@ -16,7 +16,7 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/counters/functions/internal/eventhttp"
+	"github.com/shardcount/counters/functions/eventhttp"
 )
 
 // Paths of the Functions Framework server the tests share: the same holding function registered as
