@@ -38,6 +38,7 @@ import (
 
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/loadreport"
+	"github.com/shardcount/counters/internal/shellwords"
 )
 
 func main() {
@@ -67,7 +68,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	rep := loadreport.Report{Command: "go run ./cmd/bench " + shellWords(os.Args[1:])}
+	rep := loadreport.Report{Command: "go run ./cmd/bench " + shellwords.Join(os.Args[1:])}
 	for _, p := range plans {
 		run, err := runPlan(context.Background(), o, p)
 		if err != nil {
@@ -217,16 +218,4 @@ func writePlot(path string, run loadreport.Run) error {
 		}
 	}
 	return nil
-}
-
-// shellWords joins args as a shell command line, quoting those the shell would split or expand.
-func shellWords(args []string) string {
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = a
-		if a == "" || strings.ContainsAny(a, " \t;'\"$&|<>*?()[]{}`\\!#~") {
-			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(quoted, " ")
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardcount/counters/internal/shellwords"
 )
 
 // ParseDryRun reads what scripts/deploy.sh --dry-run prints: one shell command per line, "#" lines
@@ -18,7 +20,7 @@ func ParseDryRun(output string) (Deployment, error) {
 	var triggerOf string // the function whose trigger the last describe looked up
 	for _, words := range commands {
 		if err := d.addCommand(words, &triggerOf); err != nil {
-			return Deployment{}, fmt.Errorf("%s: %w", quoteWords(words), err)
+			return Deployment{}, fmt.Errorf("%s: %w", shellwords.Join(words), err)
 		}
 	}
 	return d, nil

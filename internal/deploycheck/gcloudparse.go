@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/shardcount/counters/internal/shellwords"
 )
 
 // noAccount is what gcloud says once a command's arguments have parsed and it needs credentials.
@@ -53,7 +55,7 @@ func GcloudParses(ctx context.Context, commands [][]string) ([]string, error) {
 		cmd.Env, cmd.Dir = env, work
 		out, err := cmd.CombinedOutput()
 		if r := (gcloudResult{Out: string(out), Code: cmd.ProcessState.ExitCode()}); err != nil && !r.parsed() {
-			refused = append(refused, fmt.Sprintf("gcloud refuses %s\n%s", quoteWords(words), firstLines(r.Out, 4)))
+			refused = append(refused, fmt.Sprintf("gcloud refuses %s\n%s", shellwords.Join(words), firstLines(r.Out, 4)))
 		}
 	}
 	return refused, ctx.Err()
@@ -116,18 +118,6 @@ func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]
 		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
 	}
 	return outputs, nil
-}
-
-// quoteWords prints words as a shell command line.
-func quoteWords(words []string) string {
-	quoted := make([]string, len(words))
-	for i, w := range words {
-		quoted[i] = w
-		if w == "" || strings.ContainsAny(w, " '\"$*(){}|;&<>") {
-			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(quoted, " ")
 }
 
 func firstLines(s string, n int) string {
