@@ -11,20 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
-
-// messagePublishedData is the data of a google.cloud.pubsub.topic.v1.messagePublished CloudEvent, as
-// Eventarc sends it and as the Functions Framework builds it from a Pub/Sub push envelope.
-type messagePublishedData struct {
-	Message struct {
-		// Data is base64 in JSON; a []byte decodes it.
-		Data       []byte            `json:"data"`
-		Attributes map[string]string `json:"attributes"`
-		MessageID  string            `json:"messageId"`
-	} `json:"message"`
-	Subscription string `json:"subscription"`
-}
 
 // poisonError is a message that can never succeed: it is acknowledged and logged, never retried.
 type poisonError struct {
@@ -50,7 +39,7 @@ func (e *poisonError) Error() string { return e.reason }
 func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	var data messagePublishedData
+	var data eventhttp.PushEnvelope
 	if err := e.DataAs(&data); err != nil {
 		return s.acknowledgePoison(ctx, e.ID(), &poisonError{reason: "the event data is not a Pub/Sub message: " + err.Error()})
 	}
@@ -81,7 +70,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 }
 
 // parseIncrementMessage validates a message: its dedupe key and its increments.
-func (s *Service) parseIncrementMessage(data messagePublishedData) (counter.Key, []shared.Increment, error) {
+func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Key, []shared.Increment, error) {
 	key := counter.Key{Source: counter.SourcePubSub, ID: data.Message.MessageID}
 	if k, ok := data.Message.Attributes[shared.AttributeIdempotencyKey]; ok {
 		if err := shared.ValidateIdempotencyKey(k, shared.AttributeIdempotencyKey); err != nil {

@@ -93,13 +93,21 @@ func Decode(r *http.Request, body []byte) (*event.Event, error) {
 	return e, nil
 }
 
-// pushEnvelope is the body of a Pub/Sub push delivery.
-type pushEnvelope struct {
-	Message *struct {
-		MessageID   string    `json:"messageId"`
-		PublishTime time.Time `json:"publishTime"`
-	} `json:"message"`
-	Subscription string `json:"subscription"`
+// PushEnvelope is the JSON body of a Pub/Sub push delivery. It is also the data of the
+// google.cloud.pubsub.topic.v1.messagePublished CloudEvent that Eventarc delivers, and of the event
+// this package makes from an envelope: one document, one type.
+type PushEnvelope struct {
+	Message      PubSubMessage `json:"message"`
+	Subscription string        `json:"subscription"`
+}
+
+// PubSubMessage is the message of a PushEnvelope.
+type PubSubMessage struct {
+	// Data is base64 in JSON; a []byte encodes and decodes it.
+	Data        []byte            `json:"data"`
+	Attributes  map[string]string `json:"attributes,omitempty"`
+	MessageID   string            `json:"messageId"`
+	PublishTime time.Time         `json:"publishTime"`
 }
 
 // topicInPath finds the topic a push subscription names in its endpoint's path.
@@ -109,8 +117,8 @@ var topicInPath = regexp.MustCompile(`projects/[^/?]+/topics/[^/?]+`)
 // envelope itself ({"message": {...}, "subscription": "..."}), as in the event Eventarc delivers; its
 // ID is the message ID and its source the topic named in the path, as the Functions Framework does.
 func fromPushEnvelope(path string, body []byte) (*event.Event, error) {
-	var env pushEnvelope
-	if err := json.Unmarshal(body, &env); err != nil || env.Message == nil {
+	var env PushEnvelope
+	if err := json.Unmarshal(body, &env); err != nil || env.Message.MessageID == "" {
 		return nil, fmt.Errorf("the request is neither a CloudEvent nor a Pub/Sub push envelope (no ce-id header, Content-Type not CloudEvents, body without a message)")
 	}
 	topic := topicInPath.FindString(path)

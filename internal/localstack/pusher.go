@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+
+	"github.com/shardcount/counters/functions/eventhttp"
 )
 
 // The Pub/Sub emulator's push subscriptions deliver one message at a time per subscription: its
@@ -17,17 +19,6 @@ import (
 // successful deliveries), and a function that shares writes between concurrent messages (group
 // commit) needs them. Push delivers a pull subscription of the real emulator as production push
 // does: the standard push envelope, many at once, acknowledged on 2xx, redelivered otherwise.
-
-// pushEnvelope is the JSON body of a Pub/Sub push request.
-type pushEnvelope struct {
-	Message struct {
-		Data        []byte            `json:"data"`
-		Attributes  map[string]string `json:"attributes,omitempty"`
-		MessageID   string            `json:"messageId"`
-		PublishTime time.Time         `json:"publishTime"`
-	} `json:"message"`
-	Subscription string `json:"subscription"`
-}
 
 // pushTimeout bounds one delivery, as a push subscription's ack deadline does.
 const pushTimeout = 60 * time.Second
@@ -41,9 +32,8 @@ func Push(ctx context.Context, client *pubsub.Client, subscription, endpoint str
 	sub.ReceiveSettings.MaxOutstandingMessages = inFlight
 	sub.ReceiveSettings.NumGoroutines = 4
 	err := sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
-		var env pushEnvelope
-		env.Message.Data, env.Message.Attributes, env.Message.MessageID, env.Message.PublishTime = m.Data, m.Attributes, m.ID, m.PublishTime
-		env.Subscription = subscription
+		env := eventhttp.PushEnvelope{Subscription: subscription, Message: eventhttp.PubSubMessage{
+			Data: m.Data, Attributes: m.Attributes, MessageID: m.ID, PublishTime: m.PublishTime}}
 		// A delivery runs to its answer or its timeout, as production push does: it is never cut
 		// short by the receiver's own bookkeeping.
 		if deliver(context.WithoutCancel(ctx), httpClient, endpoint, env) {
@@ -59,7 +49,7 @@ func Push(ctx context.Context, client *pubsub.Client, subscription, endpoint str
 }
 
 // deliver POSTs one envelope and reports whether it was answered 2xx.
-func deliver(ctx context.Context, client *http.Client, endpoint string, env pushEnvelope) bool {
+func deliver(ctx context.Context, client *http.Client, endpoint string, env eventhttp.PushEnvelope) bool {
 	body, err := json.Marshal(env)
 	if err != nil {
 		return false
