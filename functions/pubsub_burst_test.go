@@ -163,52 +163,30 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 // a 1 s and in a 10 s window.
 func commitFigures(t *testing.T, path, prefix string, start time.Time, increments int) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	commits, err := commitlog.Read(f)
+	commits, err := commitlog.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	shardPrefix := shared.DefaultConfig().Schema.Counters + "/" + prefix
+	isOurShard := func(doc string) bool {
+		return strings.HasPrefix(doc, shardPrefix) && strings.Contains(doc, "/"+shared.ShardsCollection+"/")
+	}
 	var docs, nCommits int
-	writes := map[string][]time.Time{} // shard -> write times
 	for _, c := range commits {
-		if c.Time.Before(start) {
-			continue
-		}
-		ours := false
-		for _, d := range c.Docs {
-			if strings.HasPrefix(d, shardPrefix) && strings.Contains(d, "/"+shared.ShardsCollection+"/") {
-				ours = true
-				writes[d] = append(writes[d], c.Time)
-			}
-		}
-		if ours {
+		if !c.Time.Before(start) && slices.ContainsFunc(c.Docs, isOurShard) {
 			nCommits++
 			docs += len(c.Docs)
 		}
 	}
-	hot1, hot10 := 0, 0
-	for _, times := range writes {
-		slices.SortFunc(times, time.Time.Compare) // the log is in order of completion, not quite of time
-		hot1 = max(hot1, maxInWindow(times, time.Second))
-		hot10 = max(hot10, maxInWindow(times, 10*time.Second))
+	// hottest is the most writes one of our shards took in any window of the given length.
+	hottest := func(window time.Duration) int {
+		for _, w := range commitlog.BusiestWindows(commits, start, time.Now(), window) { // busiest first
+			if isOurShard(w.Doc) {
+				return w.Writes
+			}
+		}
+		return 0
 	}
 	return fmt.Sprintf("commit log: %d commits, %d documents = %.3f documents per increment; hottest shard %d writes in 1 s, %.1f writes/s over 10 s",
-		nCommits, docs, float64(docs)/float64(increments), hot1, float64(hot10)/10)
-}
-
-// maxInWindow is the most of times (in order) that fall in any window of length w.
-func maxInWindow(times []time.Time, w time.Duration) int {
-	most, lo := 0, 0
-	for hi := range times {
-		for times[hi].Sub(times[lo]) >= w {
-			lo++
-		}
-		most = max(most, hi-lo+1)
-	}
-	return most
+		nCommits, docs, float64(docs)/float64(increments), hottest(time.Second), float64(hottest(10*time.Second))/10)
 }

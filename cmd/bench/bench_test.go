@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,12 +31,7 @@ func TestThreeInstancesShareTheLoadAndCountExactly(t *testing.T) {
 		t.Errorf("timeline: offered %d (run %d), shards %d (want %d)", offered, run.Offered, run.Timeline[0].Shards, o.shards)
 	}
 
-	f, err := os.Open(filepath.Join(run.Settings["logs"], "commits.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	commits, err := commitlog.Read(f)
+	commits, err := commitlog.ReadFile(filepath.Join(run.Settings["logs"], "commits.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,12 +197,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	if run.RequestsPerInstance, err = s.instanceRequests(); err != nil {
 		return run, err
 	}
-	f, err := os.Open(s.commitLog)
-	if err != nil {
-		return run, fmt.Errorf("commit log: %w", err)
-	}
-	defer f.Close()
-	commits, err := commitlog.Read(f)
+	commits, err := commitlog.ReadFile(s.commitLog)
 	if err != nil {
 		return run, err
 	}

@@ -126,6 +126,16 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
+// ReadFile parses the commit log at path.
+func ReadFile(path string) ([]Commit, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("commit log: %w", err)
+	}
+	defer f.Close()
+	return Read(f)
+}
+
 // Read parses a commit log.
 func Read(r io.Reader) ([]Commit, error) {
 	var commits []Commit
