@@ -4,10 +4,13 @@
 // load harness put it between the functions and the Firestore emulator (FIRESTORE_EMULATOR_HOST points at
 // the proxy), so the real client library, with its real retries, meets the faults.
 //
-// The proxy works on TCP chunks, not on gRPC calls: a fault hits whatever HTTP/2 frames a chunk holds and
-// ends every call on the connection, as a real network failure does. Faults.Match narrows the chunks
-// eligible for a fault to those holding a byte string (gRPC bodies are not compressed, so a document path
-// such as "/shards/" picks the calls that touch shards).
+// The proxy speaks just enough HTTP/2 (the gRPC transport) to aim its faults: it follows frame boundaries
+// and stream IDs, never header contents. A fault picks a request (a stream), and it ends every call on
+// the connection, as a real network failure does. A dropped response is cut only once the server has
+// finished answering the picked request, so the request certainly went through; cutting at the first
+// bytes the server sends would race its flow-control and ping frames, and the request might not apply.
+// Faults.Match narrows the requests eligible for a fault to those whose body holds a byte string (gRPC
+// bodies are not compressed, so a document path such as "/shards/" picks the calls that touch shards).
 package faultproxy
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,16 +26,17 @@ import (
 
 // Faults says which faults the proxy injects. The zero value forwards everything untouched.
 type Faults struct {
-	// ResetRate is the probability that an eligible client chunk is not forwarded and its connection is
-	// reset instead: the request never reaches the server.
+	// ResetRate is the probability that a client chunk carrying an eligible request is not forwarded and
+	// its connection is reset instead: the request never reaches the server whole.
 	ResetRate float64
-	// DropResponseRate is the probability that an eligible client chunk is forwarded and the connection
-	// is then closed as soon as the server answers, before the answer reaches the client: the request
-	// went through, its response is lost.
+	// DropResponseRate is the probability that a client chunk carrying an eligible request is forwarded
+	// and the connection is then closed as soon as the server has answered that request, before the
+	// answer reaches the client: the request went through, its response is lost.
 	DropResponseRate float64
 	// Delay is added before every chunk is forwarded, in both directions.
 	Delay time.Duration
-	// Match, when not empty, limits ResetRate and DropResponseRate to client chunks that contain it.
+	// Match, when not empty, makes a request eligible for ResetRate and DropResponseRate when a DATA
+	// frame of its body contains Match; when empty, every request is eligible as its last frame passes.
 	Match []byte
 }
 
@@ -41,12 +46,12 @@ type Counts struct {
 	Connections int64
 	// Resets is how many connections it reset before forwarding a request chunk.
 	Resets int64
-	// DroppedResponses is how many connections it closed after forwarding a request chunk, without
-	// forwarding the server's answer.
+	// DroppedResponses is how many connections it closed after the server answered a request, without
+	// forwarding the answer.
 	DroppedResponses int64
 }
 
-// dropWait bounds how long a connection that drops its next response waits for the server to answer
+// dropWait bounds how long a connection that drops a response waits for the server to finish answering
 // before it is closed anyway.
 const dropWait = 2 * time.Second
 
@@ -120,7 +125,7 @@ func (p *Proxy) accept() {
 			client.Close()
 			continue
 		}
-		l := &link{client: client, server: server, answered: make(chan struct{}, 1)}
+		l := &link{client: client, server: server, answered: make(chan struct{})}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -138,9 +143,12 @@ func (p *Proxy) accept() {
 // link is one proxied connection.
 type link struct {
 	client, server net.Conn
-	dropping       atomic.Bool   // the next server bytes are not forwarded; the link closes instead
-	answered       chan struct{} // the server sent bytes while dropping
-	closeOnce      sync.Once
+	// dropStreams, once set, names the requests whose answer the link waits for: from then on nothing
+	// the server sends is forwarded, and the link closes when one of them is answered.
+	dropStreams  atomic.Pointer[[]uint32]
+	answered     chan struct{} // closed when the server has answered one of dropStreams
+	answeredOnce sync.Once
+	closeOnce    sync.Once
 }
 
 func (l *link) close() {
@@ -161,10 +169,11 @@ func (p *Proxy) forget(l *link) {
 	p.mu.Unlock()
 }
 
-// forwardRequests copies client chunks to the server, resetting or arming a dropped response as the
-// faults say.
+// forwardRequests copies client chunks to the server, resetting the connection or arming a dropped
+// response when a chunk carries an eligible request and the faults say so.
 func (p *Proxy) forwardRequests(l *link) {
 	defer p.forget(l)
+	frames := newClientScanner()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := l.client.Read(buf)
@@ -172,25 +181,26 @@ func (p *Proxy) forwardRequests(l *link) {
 			chunk := buf[:n]
 			f := p.currentFaults()
 			time.Sleep(f.Delay)
-			eligible := len(f.Match) == 0 || bytes.Contains(chunk, f.Match)
+			streams := eligibleRequests(frames, chunk, f.Match)
 			roll := rand.Float64()
 			switch {
-			case eligible && roll < f.ResetRate:
+			case l.dropStreams.Load() != nil || len(streams) == 0:
+				// A link already losing an answer carries the rest of the request unharmed.
+			case roll < f.ResetRate:
 				p.resets.Add(1)
 				return
-			case eligible && roll < f.ResetRate+f.DropResponseRate:
-				// Counted before the request goes (forwardResponses closes the link as soon as the
-				// server answers), so a client that sees its connection end also sees the count.
+			case roll < f.ResetRate+f.DropResponseRate:
+				// Counted before the request goes on (the link closes as soon as the server answers),
+				// so a client that sees its connection end also sees the count.
 				p.drops.Add(1)
-				l.dropping.Store(true)
-				if _, err := l.server.Write(chunk); err != nil {
-					return
-				}
-				select { // the server answered (or was given time to): the request went through
-				case <-l.answered:
-				case <-time.After(dropWait):
-				}
-				return
+				l.dropStreams.Store(&streams)
+				p.wg.Go(func() {
+					select {
+					case <-l.answered:
+					case <-time.After(dropWait):
+					}
+					l.close()
+				})
 			}
 			if _, err := l.server.Write(chunk); err != nil {
 				return
@@ -202,22 +212,43 @@ func (p *Proxy) forwardRequests(l *link) {
 	}
 }
 
-// forwardResponses copies server chunks to the client, unless the link is dropping its response.
+// eligibleRequests scans chunk and returns the streams of the requests in it that a fault may pick: those
+// with a DATA frame containing match, or with match empty, those whose last frame is in the chunk.
+func eligibleRequests(frames *frameScanner, chunk, match []byte) []uint32 {
+	var streams []uint32
+	frames.feed(chunk, func(f frame) {
+		if f.stream == 0 {
+			return // connection-level frames: settings, pings, flow control
+		}
+		if len(match) == 0 && f.endsStream() || len(match) > 0 && f.typ == frameData && bytes.Contains(f.payload, match) {
+			streams = append(streams, f.stream)
+		}
+	})
+	return streams
+}
+
+// forwardResponses copies server chunks to the client until the link starts losing an answer; then it
+// forwards nothing more and tells forwardRequests when the awaited request has been answered.
 func (p *Proxy) forwardResponses(l *link) {
 	defer p.forget(l)
+	frames := newServerScanner()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := l.server.Read(buf)
 		if n > 0 {
-			if l.dropping.Load() {
-				select {
-				case l.answered <- struct{}{}:
-				default:
-				}
-				return
+			chunk := buf[:n]
+			dropping := l.dropStreams.Load()
+			if dropping != nil {
+				frames.feed(chunk, func(f frame) {
+					if f.endsStream() && slices.Contains(*dropping, f.stream) {
+						l.answeredOnce.Do(func() { close(l.answered) })
+					}
+				})
+				continue
 			}
+			frames.feed(chunk, func(frame) {})
 			time.Sleep(p.currentFaults().Delay)
-			if _, werr := l.client.Write(buf[:n]); werr != nil {
+			if _, werr := l.client.Write(chunk); werr != nil {
 				return
 			}
 		}

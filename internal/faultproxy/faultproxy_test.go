@@ -1,58 +1,72 @@
 package faultproxy
 
 import (
-	"bufio"
+	"bytes"
 	"io"
 	"net"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
-// recordingServer answers every line with "ok\n" and sends each line it received to got.
-func recordingServer(t *testing.T) (addr string, got <-chan string) {
+// h2Server is a plaintext HTTP/2 server, as the Firestore emulator is to its gRPC clients. Each request
+// body is recorded once the handler has finished answering it.
+type h2Server struct {
+	addr string
+	mu   sync.Mutex
+	done []string
+}
+
+// answered returns the bodies of the requests the server has answered, in order.
+func (s *h2Server) answered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.done...)
+}
+
+// startH2Server serves HTTP/2 without TLS. Its handler sends the response headers at once, waits a
+// while, then records the request as applied and ends the response: the server's first bytes come long
+// before the request has been applied, as a gRPC server's flow-control and ping frames do.
+func startH2Server(t *testing.T) *h2Server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	lines := make(chan string, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					lines <- line
-					if _, err := io.WriteString(c, "ok\n"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l.Addr().String(), lines
+	s := &h2Server{addr: l.Addr().String()}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(50 * time.Millisecond)
+		s.mu.Lock()
+		s.done = append(s.done, string(body))
+		s.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	})}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+	return s
 }
 
-// roundTrip sends line through the proxy and returns the answer, or the error that ended the connection.
-func roundTrip(t *testing.T, p *Proxy, line string) (string, error) {
+// post sends body through the proxy over HTTP/2 without TLS, on a connection of its own, and returns the
+// answer, or the error that ended the connection.
+func post(t *testing.T, p *Proxy, body string) (string, error) {
 	t.Helper()
-	c, err := net.Dial("tcp", p.Addr())
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Post("http://"+p.Addr()+"/", "application/grpc", strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, line); err != nil {
 		return "", err
 	}
-	return bufio.NewReader(c).ReadString('\n')
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	return string(answer), err
 }
 
 func startProxy(t *testing.T, target string, f Faults) *Proxy {
@@ -66,14 +80,14 @@ func startProxy(t *testing.T, target string, f Faults) *Proxy {
 }
 
 func TestForwardsWithoutFaults(t *testing.T) {
-	addr, got := recordingServer(t)
-	p := startProxy(t, addr, Faults{})
-	answer, err := roundTrip(t, p, "hello\n")
-	if err != nil || answer != "ok\n" {
+	s := startH2Server(t)
+	p := startProxy(t, s.addr, Faults{})
+	answer, err := post(t, p, "hello")
+	if err != nil || answer != "ok" {
 		t.Fatalf("answer %q, %v; want ok", answer, err)
 	}
-	if line := <-got; line != "hello\n" {
-		t.Fatalf("server got %q", line)
+	if got := s.answered(); len(got) != 1 || got[0] != "hello" {
+		t.Fatalf("server answered %q, want [hello]", got)
 	}
 	if c := p.Counts(); c.Connections != 1 || c.Resets != 0 || c.DroppedResponses != 0 {
 		t.Fatalf("counts %+v", c)
@@ -81,44 +95,82 @@ func TestForwardsWithoutFaults(t *testing.T) {
 }
 
 func TestResetNeverDeliversTheRequest(t *testing.T) {
-	addr, got := recordingServer(t)
-	p := startProxy(t, addr, Faults{ResetRate: 1})
-	if answer, err := roundTrip(t, p, "lost\n"); err == nil {
+	s := startH2Server(t)
+	p := startProxy(t, s.addr, Faults{ResetRate: 1})
+	if answer, err := post(t, p, "lost"); err == nil {
 		t.Fatalf("answer %q through a reset connection", answer)
 	}
 	p.SetFaults(Faults{})
-	if _, err := roundTrip(t, p, "after\n"); err != nil {
+	if _, err := post(t, p, "after"); err != nil {
 		t.Fatal(err)
 	}
-	if line := <-got; line != "after\n" {
-		t.Fatalf("server got %q first; the reset request must never arrive", line)
+	if got := s.answered(); len(got) != 1 || got[0] != "after" {
+		t.Fatalf("server answered %q; the reset request must never arrive", got)
 	}
 	if c := p.Counts(); c.Resets != 1 {
 		t.Fatalf("counts %+v, want 1 reset", c)
 	}
 }
 
-func TestDroppedResponseDeliversTheRequestButNotTheAnswer(t *testing.T) {
-	addr, got := recordingServer(t)
-	p := startProxy(t, addr, Faults{DropResponseRate: 1})
-	if answer, err := roundTrip(t, p, "applied\n"); err == nil {
+// TestDroppedResponseIsCutOnlyAfterTheServerAnswered is the guarantee the fault tests rest on: when the
+// client's connection ends, the server has already applied the request, although it sent bytes (the
+// response headers) long before.
+func TestDroppedResponseIsCutOnlyAfterTheServerAnswered(t *testing.T) {
+	s := startH2Server(t)
+	p := startProxy(t, s.addr, Faults{DropResponseRate: 1})
+	answer, err := post(t, p, "applied")
+	if err == nil {
 		t.Fatalf("answer %q reached the client; it must be dropped", answer)
 	}
-	if line := <-got; line != "applied\n" {
-		t.Fatalf("server got %q", line)
+	if got := s.answered(); len(got) != 1 || got[0] != "applied" {
+		t.Fatalf("when the client's connection ended (%v) the server had answered %q; want [applied]", err, got)
 	}
 	if c := p.Counts(); c.DroppedResponses != 1 {
 		t.Fatalf("counts %+v, want 1 dropped response", c)
 	}
 }
 
-func TestMatchLimitsFaultsToMatchingChunks(t *testing.T) {
-	addr, _ := recordingServer(t)
-	p := startProxy(t, addr, Faults{ResetRate: 1, Match: []byte("/shards/")})
-	if answer, err := roundTrip(t, p, "counters/a\n"); err != nil || answer != "ok\n" {
-		t.Fatalf("a chunk without the match: answer %q, %v; want ok", answer, err)
+func TestMatchLimitsFaultsToMatchingRequests(t *testing.T) {
+	s := startH2Server(t)
+	p := startProxy(t, s.addr, Faults{ResetRate: 1, Match: []byte("/shards/")})
+	if answer, err := post(t, p, "counters/a"); err != nil || answer != "ok" {
+		t.Fatalf("a request without the match: answer %q, %v; want ok", answer, err)
 	}
-	if _, err := roundTrip(t, p, "counters/a/shards/3\n"); err == nil {
-		t.Fatal("a matching chunk went through; want a reset")
+	if _, err := post(t, p, "counters/a/shards/3"); err == nil {
+		t.Fatal("a matching request went through; want a reset")
+	}
+}
+
+func TestFrameScannerFollowsFramesAcrossChunks(t *testing.T) {
+	frameBytes := func(typ, flags byte, stream uint32, payload string) []byte {
+		n := len(payload)
+		b := []byte{byte(n >> 16), byte(n >> 8), byte(n), typ, flags, byte(stream >> 24), byte(stream >> 16), byte(stream >> 8), byte(stream)}
+		return append(b, payload...)
+	}
+	var wire bytes.Buffer
+	wire.WriteString(clientPreface)
+	wire.Write(frameBytes(0x4, 0, 0, ""))                   // SETTINGS
+	wire.Write(frameBytes(frameHeaders, 0x4, 1, "hdrs"))    // HEADERS, END_HEADERS
+	wire.Write(frameBytes(frameData, 0, 1, "a/shards/1"))   // DATA
+	wire.Write(frameBytes(frameData, flagEndStream, 1, "")) // empty DATA, END_STREAM
+	wire.Write(frameBytes(frameRSTStream, 0, 3, "\x00\x00\x00\x08"))
+	// Every way of cutting the bytes into chunks must give the same frames.
+	for size := 1; size <= wire.Len(); size++ {
+		s := newClientScanner()
+		var got []frame
+		for b := wire.Bytes(); len(b) > 0; {
+			n := min(size, len(b))
+			s.feed(b[:n], func(f frame) { got = append(got, f) })
+			b = b[n:]
+		}
+		if len(got) != 5 {
+			t.Fatalf("chunks of %d: %d frames, want 5", size, len(got))
+		}
+		if got[2].stream != 1 || string(got[2].payload) != "a/shards/1" || got[2].endsStream() {
+			t.Fatalf("chunks of %d: DATA frame %+v", size, got[2])
+		}
+		if !got[3].endsStream() || !got[4].endsStream() || got[4].stream != 3 || got[0].endsStream() {
+			t.Fatalf("chunks of %d: frames %+v", size, got)
+		}
 	}
 }
