@@ -47,8 +47,8 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 		}
 	}
 
-	// A connection closed right after the request left may also stop the request before the emulator
-	// applies it, so each case runs a few times: the raw increments must show at least one double.
+	// The proxy cuts the connection only once the emulator has answered the commit, so every raw
+	// increment is applied, then applied again by the client library's retry.
 	const times = 5
 	for range times {
 		dropNextResponse(t, proxy, "/shards/")
@@ -57,8 +57,8 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 			t.Fatalf("raw increment: %v (the client library should have retried it)", err)
 		}
 	}
-	if got, err := exact.Sum(ctx, "raw"); err != nil || got <= times {
-		t.Fatalf("raw = %d (%v) after %d acknowledged increments whose responses were lost; want the breach (> %d) shown", got, err, times, times)
+	if got, err := exact.Sum(ctx, "raw"); err != nil || got < 2*times {
+		t.Fatalf("raw = %d (%v) after %d acknowledged increments whose responses were lost; want the breach shown: each applied twice (%d)", got, err, times, 2*times)
 	}
 
 	for range times {
