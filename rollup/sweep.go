@@ -20,9 +20,14 @@ const sweepConcurrency = 16
 // pages whether another one fits in its time, so a page must be quick to check.
 const sweepPage = 100
 
-// DefaultSweepBudget is how long a sweep runs when its context has no deadline: within a minute's
-// tick, with room to save its progress.
-const DefaultSweepBudget = 45 * time.Second
+// DefaultSweepBudget is how long a sweep runs when its context has no deadline: a minute short of the
+// 300 s timeout rollup-scheduled is deployed with (scripts/deploy.sh, terraform), so the last page and
+// saving its progress end before the platform cuts the request. Ticks come a minute apart, but the
+// function runs one sweep at a time (max instances 1, concurrency 1): a long sweep delays the next
+// tick, which then covers everything changed since two minutes before this one began, so a sweep
+// never needs to stop at the next tick to keep coverage whole, and stopping early only moves its
+// remaining work to a later tick.
+const DefaultSweepBudget = 4 * time.Minute
 
 // stampLag is how many minutes a counter's touched_minute may trail its latest write, plus one: a
 // stamp of minute m stands for writes before minute m+stampLag.
