@@ -1,19 +1,19 @@
 package deploycheck_test
 
 import (
+	"cmp"
 	"context"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
 	"github.com/shardcount/counters/shared"
 )
@@ -21,190 +21,147 @@ import (
 // root is the repository, seen from this package's folder.
 const root = "../.."
 
-// codeEnv returns the names of the environment variables shared/ reads (its Env* constants).
-func codeEnv(t *testing.T) map[string]bool {
+var (
+	script    = filepath.Join(root, "scripts", "deploy.sh")
+	terraform = filepath.Join(root, "terraform")
+)
+
+// scenarios are the option combinations both deployments are compared with the code in; each gets
+// project p, region r and database (default) unless it says otherwise, and 10 delivery attempts
+// (the default of deploy.sh --help and var.max_delivery_attempts).
+func scenarios(codeEnv map[string]bool) map[string]deploycheck.Options {
+	every := map[string]string{} // every variable the code reads, but those with flags of their own
+	for name := range codeEnv {
+		if name != shared.EnvProject && name != shared.EnvDatabase {
+			every[name] = strings.ToLower(name)
+		}
+	}
+	all := map[string]deploycheck.Options{
+		"defaults":                      {DatabaseLocation: "nam5"},
+		"database in the region":        {},
+		"named database":                {Database: "counts", DatabaseLocation: "eur3"},
+		"public increments":             {DatabaseLocation: "nam5", PublicIncrements: true},
+		"more delivery attempts":        {DatabaseLocation: "nam5", MaxDeliveryAttempts: 20},
+		"every variable the code reads": {DatabaseLocation: "nam5", Env: every},
+		"renamed collections": {DatabaseLocation: "nam5", Env: map[string]string{
+			shared.EnvCountersCollection: "tally", shared.EnvRollupsCollection: "totals", shared.EnvDedupeCollection: "seen"}},
+	}
+	for name, o := range all {
+		o.Project, o.Region = "p", "r"
+		o.Database = cmp.Or(o.Database, "(default)")
+		o.MaxDeliveryAttempts = cmp.Or(o.MaxDeliveryAttempts, 10)
+		all[name] = o
+	}
+	return all
+}
+
+// deployments deploys o with deploy.sh (its dry run) and with Terraform, each read as a Deployment.
+func deployments(t *testing.T, o deploycheck.Options) []deploycheck.Deployment {
 	t.Helper()
-	consts, err := deploycheck.EnvNames(filepath.Join(root, "shared"))
+	args := []string{"--project", o.Project, "--region", o.Region, "--database", o.Database,
+		"--max-delivery-attempts", strconv.Itoa(o.MaxDeliveryAttempts)}
+	vars := map[string]cty.Value{"project": cty.StringVal(o.Project), "region": cty.StringVal(o.Region),
+		"database": cty.StringVal(o.Database), "database_location": cty.StringVal(o.DatabaseLocation),
+		"public_increments": cty.BoolVal(o.PublicIncrements), "max_delivery_attempts": cty.NumberIntVal(int64(o.MaxDeliveryAttempts))}
+	if o.DatabaseLocation != "" {
+		args = append(args, "--database-location", o.DatabaseLocation)
+	}
+	if o.PublicIncrements {
+		args = append(args, "--allow-unauthenticated-increments")
+	}
+	env := map[string]cty.Value{}
+	for name, value := range o.Env {
+		args = append(args, "--env", name+"="+value)
+		if v := strings.ToLower(name); strings.HasSuffix(v, "_collection") { // variables of their own
+			vars[v] = cty.StringVal(value)
+		} else {
+			env[name] = cty.StringVal(value)
+		}
+	}
+	vars["environment"] = cty.MapValEmpty(cty.String)
+	if len(env) > 0 {
+		vars["environment"] = cty.MapVal(env)
+	}
+	listing, err := deploycheck.DryRun(script, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]bool{}
-	for _, name := range consts {
-		names[name] = true
+	viaScript, err := deploycheck.ParseDryRun(listing)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return names
+	viaTerraform, err := deploycheck.LoadTerraform(terraform, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []deploycheck.Deployment{viaScript, viaTerraform}
 }
 
-// want is what the code says a deployment with these settings must be.
-func want(t *testing.T, schema shared.Schema, location string, public ...string) deploycheck.Want {
+// TestDeploymentsAreWhatTheCodeAsksFor: in every scenario, deploy.sh and Terraform each deploy
+// exactly the deployment the code asks for (deploycheck.Expected): its entry points and triggers
+// (functions.Triggers), deploy.sh's FUNCTION_SETTINGS, the go.mod runtime, the variables shared/
+// reads, the topics, the dead-letter policy, the scheduler and the field settings. Equal to one
+// expectation, the two paths are equal to each other.
+func TestDeploymentsAreWhatTheCodeAsksFor(t *testing.T) {
+	settings, runtime, codeEnv := settingsRuntimeEnv(t)
+	for name, o := range scenarios(codeEnv) {
+		t.Run(name, func(t *testing.T) {
+			want, err := deploycheck.Expected(o, settings, runtime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range deployments(t, o) {
+				for _, p := range deploycheck.Diff(want, got, codeEnv) {
+					t.Error(p)
+				}
+			}
+		})
+	}
+}
+
+// TestSettingsAreWithinThePlatformLimits: every row of FUNCTION_SETTINGS is one Cloud Functions
+// accepts, with every limit given.
+func TestSettingsAreWithinThePlatformLimits(t *testing.T) {
+	settings, runtime, codeEnv := settingsRuntimeEnv(t)
+	want, err := deploycheck.Expected(scenarios(codeEnv)["defaults"], settings, runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for entry, f := range want.Functions {
+		for _, p := range deploycheck.PlatformProblems(f) {
+			t.Errorf("FUNCTION_SETTINGS %s: %s", entry, p)
+		}
+	}
+}
+
+// TestUnknownVariablesAreRefused: a typo in a variable's name stops either deployment before it starts.
+func TestUnknownVariablesAreRefused(t *testing.T) {
+	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5"); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
+		t.Errorf("deploy.sh accepted --env MAX_DELTAS=5: %v", err)
+	}
+	vars := map[string]cty.Value{"project": cty.StringVal("p"), "environment": cty.MapVal(map[string]cty.Value{"MAX_DELTAS": cty.StringVal("5")})}
+	if _, err := deploycheck.LoadTerraform(terraform, vars); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
+		t.Errorf("terraform accepted environment MAX_DELTAS: %v", err)
+	}
+}
+
+// settingsRuntimeEnv reads what the expectation is made of besides functions.Triggers: deploy.sh's
+// FUNCTION_SETTINGS, the runtime of go.mod and the variables shared/ reads.
+func settingsRuntimeEnv(t *testing.T) (map[string]deploycheck.Function, string, map[string]bool) {
 	t.Helper()
+	settings, err := deploycheck.SettingsTable(script)
+	if err != nil {
+		t.Fatal(err)
+	}
 	runtime, err := deploycheck.RuntimeForGoMod(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return deploycheck.Want{
-		Triggers: functions.Triggers(schema), Schema: schema, Runtime: runtime,
-		Database: "(default)", DatabaseLocation: location, Public: public,
-	}
-}
-
-func check(t *testing.T, d deploycheck.Deployment, w deploycheck.Want) {
-	t.Helper()
-	if len(d.Functions) == 0 {
-		t.Fatalf("%s deploys no function", d.Source)
-	}
-	for _, p := range deploycheck.Check(d, w) {
-		t.Error(p)
-	}
-}
-
-// deployScript runs scripts/deploy.sh with args and returns its standard output.
-func deployScript(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", "deploy.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=", "FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("deploy.sh %s: %v\n%s", strings.Join(args, " "), err, stderr)
-	}
-	return string(out)
-}
-
-func dryRun(t *testing.T, args ...string) deploycheck.Deployment {
-	t.Helper()
-	base := []string{"--dry-run", "--project", "p", "--region", "r", "--database-location", "nam5"}
-	d, err := deploycheck.ParseDryRun(deployScript(t, append(base, args...)...))
+	codeEnv, err := deploycheck.EnvNames(filepath.Join(root, "shared"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
-}
-
-func terraform(t *testing.T, vars map[string]cty.Value) deploycheck.Deployment {
-	t.Helper()
-	all := map[string]cty.Value{"project": cty.StringVal("p"), "database_location": cty.StringVal("nam5")}
-	for k, v := range vars {
-		all[k] = v
-	}
-	d, err := deploycheck.LoadTerraform(filepath.Join(root, "terraform"), all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the module runs on the applying machine is deploy.sh: its dry run says what it does.
-	for _, command := range d.LocalExec {
-		if len(command) < 2 || command[0] != "bash" || filepath.Base(command[1]) != "deploy.sh" {
-			t.Fatalf("terraform runs %q: the checks know only scripts/deploy.sh", command)
-		}
-		ran, err := deploycheck.ParseDryRun(deployScript(t, append(command[2:], "--dry-run")...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		maps.Copy(d.DeadLetters, ran.DeadLetters)
-	}
-	return d
-}
-
-func TestDryRunDeploysWhatTheCodeRegisters(t *testing.T) {
-	check(t, dryRun(t), want(t, shared.DefaultConfig().Schema, "nam5"))
-}
-
-func TestTerraformDeploysWhatTheCodeRegisters(t *testing.T) {
-	check(t, terraform(t, nil), want(t, shared.DefaultConfig().Schema, "nam5"))
-}
-
-// TestPublicIncrementsIsADeliberateSwitch: private by default (above); the switch opens Increment only.
-func TestPublicIncrementsIsADeliberateSwitch(t *testing.T) {
-	w := want(t, shared.DefaultConfig().Schema, "nam5", functions.EntryIncrement)
-	check(t, dryRun(t, "--allow-unauthenticated-increments"), w)
-	check(t, terraform(t, map[string]cty.Value{"public_increments": cty.True}), w)
-}
-
-// TestRenamedCollectionsMoveTheTriggerAndFieldSettings: the path pattern, TTL and index settings follow
-// the collection names the functions are configured with.
-func TestRenamedCollectionsMoveTheTriggerAndFieldSettings(t *testing.T) {
-	schema := shared.Schema{Counters: "tally", Rollups: "totals", Dedupe: "seen"}
-	check(t, dryRun(t, "--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen"),
-		want(t, schema, "nam5"))
-	check(t, terraform(t, map[string]cty.Value{
-		"counters_collection": cty.StringVal("tally"), "rollups_collection": cty.StringVal("totals"), "dedupe_collection": cty.StringVal("seen"),
-	}), want(t, schema, "nam5"))
-}
-
-// TestDatabaseLocationDefaultsToTheRegion: without --database-location, the Firestore trigger is in the region.
-func TestDatabaseLocationDefaultsToTheRegion(t *testing.T) {
-	d, err := deploycheck.ParseDryRun(deployScript(t, "--dry-run", "--project", "p", "--region", "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, d, want(t, shared.DefaultConfig().Schema, "r"))
-	check(t, terraform(t, map[string]cty.Value{"database_location": cty.StringVal(""), "region": cty.StringVal("r")}),
-		want(t, shared.DefaultConfig().Schema, "r"))
-}
-
-// TestEnvironmentNamesAreTheCodes: given every optional variable they know, both deployments give
-// every function exactly the variables the code reads: none missing, none the code ignores.
-func TestEnvironmentNamesAreTheCodes(t *testing.T) {
-	code := slices.Sorted(maps.Keys(codeEnv(t)))
-	var args []string
-	for _, name := range strings.Fields(deployScript(t, "--list-env")) {
-		if name != shared.EnvProject && name != shared.EnvDatabase { // from --project and --database
-			args = append(args, "--env", name+"=1")
-		}
-	}
-	optional, err := deploycheck.LocalStrings(filepath.Join(root, "terraform"), "optional_environment")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tfEnv := map[string]cty.Value{}
-	for _, name := range optional {
-		tfEnv[name] = cty.StringVal("1")
-	}
-	for _, d := range []deploycheck.Deployment{dryRun(t, args...), terraform(t, map[string]cty.Value{"environment": cty.MapVal(tfEnv)})} {
-		for _, f := range d.Functions {
-			for _, name := range code {
-				if _, ok := f.Env[name]; !ok {
-					t.Errorf("%s: %s: the code reads %s but the deployment cannot set it", d.Source, f.Name, name)
-				}
-			}
-			for name := range f.Env {
-				if !slices.Contains(code, name) {
-					t.Errorf("%s: %s: sets %s, which the code does not read (no Env* constant in shared/)", d.Source, f.Name, name)
-				}
-			}
-		}
-	}
-}
-
-// TestScriptRefusesUnknownVariables: a typo in --env stops the deployment before it starts.
-func TestScriptRefusesUnknownVariables(t *testing.T) {
-	cmd := exec.Command("bash", filepath.Join(root, "scripts", "deploy.sh"), "--dry-run", "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5")
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "MAX_DELTAS") {
-		t.Errorf("deploy.sh accepted --env MAX_DELTAS=5 (err %v): %s", err, out)
-	}
-}
-
-// TestBothPathsDeployTheSameSettings: every entry point has the same function name, memory, CPU,
-// concurrency, timeout and max instances in deploy.sh (FUNCTION_SETTINGS) and in Terraform
-// (var.function_settings), and the same dead-letter policy.
-func TestBothPathsDeployTheSameSettings(t *testing.T) {
-	script, tf := dryRun(t), terraform(t, nil)
-	byEntry := map[string]deploycheck.Function{}
-	for _, f := range script.Functions {
-		byEntry[f.EntryPoint] = f
-	}
-	for _, f := range tf.Functions {
-		if s := byEntry[f.EntryPoint]; s.Name != f.Name || s.Settings != f.Settings {
-			t.Errorf("%s: deploy.sh deploys %s with %+v, terraform %s with %+v", f.EntryPoint, s.Name, s.Settings, f.Name, f.Settings)
-		}
-	}
-	if !maps.Equal(script.DeadLetters, tf.DeadLetters) {
-		t.Errorf("dead letters: deploy.sh %+v, terraform %+v", script.DeadLetters, tf.DeadLetters)
-	}
+	return settings, runtime, codeEnv
 }
 
 // scriptOptions are the option combinations deploy.sh documents (--help), each on top of
@@ -238,11 +195,15 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 		}
 	}
 	for _, options := range scriptOptions {
-		listing, err := deploycheck.Commands(deployScript(t, append([]string{"--dry-run", "--project", "p", "--region", "r"}, options...)...))
+		listing, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, words := range listing {
+		printed, err := deploycheck.Commands(listing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, words := range printed {
 			add(words)
 		}
 	}
