@@ -2,15 +2,10 @@ package deploycheck_test
 
 import (
 	"cmp"
-	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -98,39 +93,27 @@ func deployments(t *testing.T, o deploycheck.Options) []deploycheck.Deployment {
 }
 
 // TestDeploymentsAreWhatTheCodeAsksFor: in every scenario, deploy.sh and Terraform each deploy
-// exactly the deployment the code asks for (deploycheck.Expected): its entry points and triggers
-// (functions.Triggers), deploy.sh's FUNCTION_SETTINGS, the go.mod runtime, the variables shared/
-// reads, the topics, the dead-letter policy, the scheduler and the field settings. Equal to one
-// expectation, the two paths are equal to each other.
+// exactly the deployment the code asks for (Code.Expected): the entry points and triggers of
+// functions.Triggers, deploy.sh's FUNCTION_SETTINGS (within the platform's limits), go.mod's runtime,
+// the variables shared/ reads, the topics, the dead-letter policy, the scheduler and the field
+// settings. Equal to one expectation, the two paths are equal to each other.
 func TestDeploymentsAreWhatTheCodeAsksFor(t *testing.T) {
-	settings, runtime, codeEnv := settingsRuntimeEnv(t)
-	for name, o := range scenarios(codeEnv) {
+	code, err := deploycheck.ReadCode(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range scenarios(code.Env) {
 		t.Run(name, func(t *testing.T) {
-			want, err := deploycheck.Expected(o, settings, runtime)
+			want, err := code.Expected(o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, got := range deployments(t, o) {
-				for _, p := range deploycheck.Diff(want, got, codeEnv) {
+				for _, p := range code.Diff(want, got) {
 					t.Error(p)
 				}
 			}
 		})
-	}
-}
-
-// TestSettingsAreWithinThePlatformLimits: every row of FUNCTION_SETTINGS is one Cloud Functions
-// accepts, with every limit given.
-func TestSettingsAreWithinThePlatformLimits(t *testing.T) {
-	settings, runtime, codeEnv := settingsRuntimeEnv(t)
-	want, err := deploycheck.Expected(scenarios(codeEnv)["defaults"], settings, runtime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for entry, f := range want.Functions {
-		for _, p := range deploycheck.PlatformProblems(f) {
-			t.Errorf("FUNCTION_SETTINGS %s: %s", entry, p)
-		}
 	}
 }
 
@@ -142,138 +125,5 @@ func TestUnknownVariablesAreRefused(t *testing.T) {
 	vars := map[string]cty.Value{"project": cty.StringVal("p"), "environment": cty.MapVal(map[string]cty.Value{"MAX_DELTAS": cty.StringVal("5")})}
 	if _, err := deploycheck.LoadTerraform(terraform, vars); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
 		t.Errorf("terraform accepted environment MAX_DELTAS: %v", err)
-	}
-}
-
-// settingsRuntimeEnv reads what the expectation is made of besides functions.Triggers: deploy.sh's
-// FUNCTION_SETTINGS, the runtime of go.mod and the variables shared/ reads.
-func settingsRuntimeEnv(t *testing.T) (map[string]deploycheck.Function, string, map[string]bool) {
-	t.Helper()
-	settings, err := deploycheck.SettingsTable(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime, err := deploycheck.RuntimeForGoMod(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	codeEnv, err := deploycheck.EnvNames(filepath.Join(root, "shared"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return settings, runtime, codeEnv
-}
-
-// scriptOptions are the option combinations deploy.sh documents (--help), each on top of
-// --project p --region r.
-var scriptOptions = [][]string{
-	{},
-	{"--database-location", "nam5"},
-	{"--database", "counts", "--database-location", "eur3"},
-	{"--invoker", "serviceAccount:backend@p.iam.gserviceaccount.com", "--invoker", "user:ops@example.com"},
-	{"--allow-unauthenticated-increments"},
-	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen",
-		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
-	{"--max-delivery-attempts", "20"},
-	{"--dead-letter-only"},
-}
-
-// TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option
-// combination, identical lines once) and every gcloud command of README.md through the installed
-// gcloud's own parser: one that gcloud refuses with a usage error fails the test.
-func TestGcloudParsesEveryCommand(t *testing.T) {
-	t.Parallel() // both mostly wait for other processes
-	if _, err := exec.LookPath("gcloud"); err != nil {
-		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
-	}
-	seen := map[string]bool{}
-	var commands [][]string
-	add := func(words []string) {
-		if key := strings.Join(words, "\x00"); !seen[key] && words[0] == "gcloud" {
-			seen[key] = true
-			commands = append(commands, words)
-		}
-	}
-	for _, options := range scriptOptions {
-		listing, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		printed, err := deploycheck.Commands(listing)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, words := range printed {
-			add(words)
-		}
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromReadme, skipped := deploycheck.MarkdownGcloudCommands(string(readme))
-	if len(fromReadme) == 0 {
-		t.Error("README.md: no gcloud command found in its code blocks")
-	}
-	for _, words := range fromReadme {
-		add(words)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	refused, err := deploycheck.GcloudParses(ctx, commands)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range refused {
-		t.Error(r)
-	}
-	t.Logf("gcloud parsed %d distinct commands (%d from README.md; %d README lines use the shell and were left out)",
-		len(commands), len(fromReadme), skipped)
-}
-
-// TestUploadsBuild assembles exactly what each path uploads, gcloud's (.gcloudignore, as gcloud
-// computes it) and Terraform's (the archive_file excludes, as the archive provider applies them),
-// and builds the root package there as the buildpack does. Both leave out tests, tools and
-// deployment files, and upload the same Go files.
-func TestUploadsBuild(t *testing.T) {
-	t.Parallel() // both mostly wait for other processes
-	if _, err := exec.LookPath("gcloud"); err != nil {
-		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	viaGcloud, err := deploycheck.GcloudUpload(ctx, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	excludes, err := deploycheck.ArchiveExcludes(filepath.Join(root, "terraform"), "source")
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaTerraform, err := deploycheck.ArchiveUpload(root, excludes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goFiles := map[string][]string{}
-	for path, files := range map[string][]string{"gcloud": viaGcloud, "terraform": viaTerraform} {
-		t.Run(path, func(t *testing.T) {
-			for _, f := range files {
-				local := slices.ContainsFunc([]string{"cmd/", "internal/", "scripts/", "terraform/", ".git/", "bin/"}, func(p string) bool { return strings.HasPrefix(f, p) })
-				if local || strings.HasSuffix(f, "_test.go") {
-					t.Errorf("%s uploads %s, which the build does not need", path, f)
-				}
-				if strings.HasSuffix(f, ".go") || filepath.Base(f) == "go.mod" || filepath.Base(f) == "go.sum" {
-					goFiles[path] = append(goFiles[path], f)
-				}
-			}
-			if err := deploycheck.BuildUpload(ctx, root, files); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	slices.Sort(goFiles["gcloud"])
-	slices.Sort(goFiles["terraform"])
-	if !slices.Equal(goFiles["gcloud"], goFiles["terraform"]) {
-		t.Errorf("the uploads differ in Go files:\ngcloud    %q\nterraform %q", goFiles["gcloud"], goFiles["terraform"])
 	}
 }

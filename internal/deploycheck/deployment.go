@@ -26,51 +26,38 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Function is one deployed function, as the code, deploy.sh and Terraform each describe it.
+// Function is one deployed function, as the code, deploy.sh and Terraform each describe it: its
+// name, the entry point it runs and the runtime; its trigger (EventType "" for HTTP; the Topic of a
+// Pub/Sub trigger; the DocumentPattern and Database filters of a Firestore trigger; where the
+// Eventarc trigger lives; whether failed events are retried); whether allUsers may invoke it; its
+// memory, CPU ("" for the platform's default), concurrency, timeout and max instances; and its
+// environment (which Diff compares apart).
 type Function struct {
-	// Name is the deployed function's name.
-	Name string
-	// EntryPoint is the registered name it runs; Runtime the Cloud Functions runtime, e.g. go126.
-	EntryPoint, Runtime string
-	// EventType is the CloudEvent type of its trigger, "" for HTTP; Topic that of a Pub/Sub trigger.
-	EventType, Topic string
-	// DocumentPattern and Database are the filters of a Firestore trigger.
-	DocumentPattern, Database string
-	// TriggerLocation is where the Eventarc trigger of an event function lives.
-	TriggerLocation string
-	// Retry says whether failed events are redelivered; Public whether allUsers may invoke it.
-	Retry, Public bool
-	// Memory (e.g. 256Mi) and CPU (vCPUs, "" for the platform's default for the memory).
-	Memory, CPU string
-	// Concurrency is the most requests one instance serves at once; TimeoutSeconds bounds one
-	// request or event; MaxInstances is the most instances it scales out to.
-	Concurrency, TimeoutSeconds, MaxInstances int
-	// Env is the environment it is deployed with (Diff compares it apart: see there).
-	Env map[string]string
+	Name, EntryPoint, Runtime                                    string
+	EventType, Topic, DocumentPattern, Database, TriggerLocation string
+	Retry, Public                                                bool
+	Memory, CPU                                                  string
+	Concurrency, TimeoutSeconds, MaxInstances                    int
+	Env                                                          map[string]string
 }
 
-// DeadLetter is a dead-letter policy.
+// DeadLetter is a dead-letter policy: the topic's short name, and how many deliveries fail before a
+// message is parked there.
 type DeadLetter struct {
-	// Topic is the dead-letter topic's short name.
-	Topic string
-	// MaxDeliveryAttempts is how many deliveries fail before a message is parked.
+	Topic               string
 	MaxDeliveryAttempts int
 }
 
-// Deployment is what one deployment creates, in the terms the checks compare. Diff compares every
-// field but Source; the lists in any order.
+// Deployment is what one deployment creates, in the terms Diff compares: its functions by entry
+// point; the dead-letter policies of their triggers' subscriptions by function name; the Pub/Sub
+// topics it creates, subscribes to itself and has Cloud Scheduler publish to; and "collection.field"
+// of every field with a TTL policy, exempt from all indexes, or with one ascending index.
 type Deployment struct {
 	// Source names the deployment in messages, e.g. "terraform".
-	Source string
-	// Functions maps each entry point to its function.
-	Functions map[string]Function
-	// DeadLetters maps a function's name to the dead-letter policy of its trigger's subscription.
-	DeadLetters map[string]DeadLetter
-	// Topics lists the Pub/Sub topics it creates; SubscribedTopics those it subscribes to itself;
-	// SchedulerTopics those Cloud Scheduler jobs publish to.
-	Topics, SubscribedTopics, SchedulerTopics []string
-	// TTLFields, UnindexedFields and AscendingIndexFields list "collection.field" of every field with
-	// a TTL policy, exempt from all indexing, and with exactly one (ascending) single-field index.
+	Source                                           string
+	Functions                                        map[string]Function
+	DeadLetters                                      map[string]DeadLetter
+	Topics, SubscribedTopics, SchedulerTopics        []string
 	TTLFields, UnindexedFields, AscendingIndexFields []string
 }
 
@@ -87,25 +74,68 @@ func (d *Deployment) add(f Function) error {
 	return nil
 }
 
-// Options are the choices one deployment is made with, given alike to deploy.sh and Terraform.
+// Options are the choices one deployment is made with, given alike to deploy.sh and Terraform:
+// DatabaseLocation "" means the region; Env gives optional variables, collection names among them.
 type Options struct {
-	// Project, Region and Database (ID) to deploy into.
-	Project, Region, Database string
-	// DatabaseLocation is where the Firestore database is; "" means the region.
-	DatabaseLocation string
-	// PublicIncrements lets allUsers invoke Increment.
-	PublicIncrements bool
-	// MaxDeliveryAttempts before an increment message is parked.
-	MaxDeliveryAttempts int
-	// Env gives the functions' optional variables, the collection names among them.
-	Env map[string]string
+	Project, Region, Database, DatabaseLocation string
+	PublicIncrements                            bool
+	MaxDeliveryAttempts                         int
+	Env                                         map[string]string
+}
+
+// Code is what the repository says every deployment must be.
+type Code struct {
+	// Settings are the rows of deploy.sh's FUNCTION_SETTINGS by entry point: the function's name,
+	// memory, CPU ("-": the default), concurrency, timeout and max instances.
+	Settings map[string]Function
+	// Runtime is the Cloud Functions runtime that builds go.mod's Go: "go 1.26.0" needs go126.
+	Runtime string
+	// Env holds the names of the variables the functions read: those shared.ParseConfig looks up.
+	Env map[string]bool
+}
+
+var (
+	settingsRows = regexp.MustCompile(`(?s)\nreadonly FUNCTION_SETTINGS='\n(.*?)'`)
+	goLine       = regexp.MustCompile(`(?m)^go 1\.(\d+)`)
+)
+
+// ReadCode reads Code from the repository at root.
+func ReadCode(root string) (Code, error) {
+	c := Code{Settings: map[string]Function{}, Env: map[string]bool{}}
+	_, _ = shared.ParseConfig(func(name string) (string, bool) { // nothing set: nothing refused
+		c.Env[name] = true
+		return "", false
+	})
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	m := goLine.FindSubmatch(goMod)
+	if err != nil || m == nil {
+		return c, fmt.Errorf("go.mod: no go 1.N line (%v)", err)
+	}
+	c.Runtime = "go1" + string(m[1])
+	script, err := os.ReadFile(filepath.Join(root, "scripts", "deploy.sh"))
+	if m = settingsRows.FindSubmatch(script); err != nil || m == nil {
+		return c, fmt.Errorf("deploy.sh: no FUNCTION_SETTINGS table (%v)", err)
+	}
+	for _, row := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+		col := strings.Fields(row)
+		if len(col) != 7 {
+			return c, fmt.Errorf("FUNCTION_SETTINGS row %q: want name, entry point, memory, cpu, concurrency, timeout, max instances", row)
+		}
+		timeout, err := time.ParseDuration(col[5])
+		if err != nil {
+			return c, fmt.Errorf("FUNCTION_SETTINGS row %q: %w", row, err)
+		}
+		c.Settings[col[1]] = Function{Name: col[0], Memory: col[2], CPU: strings.TrimPrefix(col[3], "-"),
+			Concurrency: atoi(col[4]), TimeoutSeconds: int(timeout.Seconds()), MaxInstances: atoi(col[6])}
+	}
+	return c, nil
 }
 
 // Expected is the deployment the code asks for with o: one function per entry point of
-// functions.Triggers, with the name and settings of its row of settings (deploy.sh's
-// FUNCTION_SETTINGS, SettingsTable), the runtime runtime, the topics the triggers use, the scheduler
-// ticking RollupScheduled's topic, and the field settings of the collections the variables name.
-func Expected(o Options, settings map[string]Function, runtime string) (Deployment, error) {
+// functions.Triggers, with the name and settings of its FUNCTION_SETTINGS row (each within the
+// platform's limits), go.mod's runtime, the topics the triggers use, the scheduler ticking
+// RollupScheduled's topic, and the field settings of the collections the variables name.
+func (c Code) Expected(o Options) (Deployment, error) {
 	schema := shared.DefaultConfig().Schema
 	schema.Counters = cmp.Or(o.Env[shared.EnvCountersCollection], schema.Counters)
 	schema.Rollups = cmp.Or(o.Env[shared.EnvRollupsCollection], schema.Rollups)
@@ -116,11 +146,11 @@ func Expected(o Options, settings map[string]Function, runtime string) (Deployme
 	want := newDeployment("the code")
 	topics := map[string]bool{}
 	for _, t := range functions.Triggers(schema) {
-		f, ok := settings[t.EntryPoint]
+		f, ok := c.Settings[t.EntryPoint]
 		if !ok {
 			return want, fmt.Errorf("FUNCTION_SETTINGS has no row for entry point %s", t.EntryPoint)
 		}
-		f.EntryPoint, f.Runtime, f.Env = t.EntryPoint, runtime, env
+		f.EntryPoint, f.Runtime, f.Env = t.EntryPoint, c.Runtime, env
 		f.EventType, f.Topic, f.DocumentPattern, f.Retry = t.EventType, t.Topic, t.DocumentPattern, t.Retry
 		f.Public = o.PublicIncrements && t.EntryPoint == functions.EntryIncrement
 		if t.EventType != "" {
@@ -138,10 +168,13 @@ func Expected(o Options, settings map[string]Function, runtime string) (Deployme
 				topics[topic] = true
 			}
 		}
+		if problems := platformProblems(f); len(problems) > 0 {
+			return want, fmt.Errorf("FUNCTION_SETTINGS %s: %s", f.Name, strings.Join(problems, "; "))
+		}
 		want.Functions[t.EntryPoint] = f
 	}
-	if len(settings) != len(want.Functions) {
-		return want, fmt.Errorf("FUNCTION_SETTINGS has rows for %v, the code registers %v", slices.Sorted(maps.Keys(settings)), slices.Sorted(maps.Keys(want.Functions)))
+	if len(c.Settings) != len(want.Functions) {
+		return want, fmt.Errorf("FUNCTION_SETTINGS has rows for %v, the code registers %v", slices.Sorted(maps.Keys(c.Settings)), slices.Sorted(maps.Keys(want.Functions)))
 	}
 	want.Topics = slices.Collect(maps.Keys(topics))
 	field := func(collection, name string) string { return collection + "." + name }
@@ -153,10 +186,10 @@ func Expected(o Options, settings map[string]Function, runtime string) (Deployme
 }
 
 // Diff lists every way got departs from want, each naming the deployment, the entry point and the
-// property. A function's environment must hold every variable of want's, with its value, and no
-// variable outside known (the names the code reads): a deployment may also set a variable to what
-// the code would take anyway, as Terraform does with the collection names.
-func Diff(want, got Deployment, known map[string]bool) []string {
+// property. A function's environment must hold every variable of want's, with its value, and only
+// variables the code reads: a deployment may also set one to what the code would take anyway, as
+// Terraform does with the collection names.
+func (c Code) Diff(want, got Deployment) []string {
 	var problems []string
 	differ := func(what string, g, w any) {
 		if gs, ws := fmt.Sprintf("%+v", g), fmt.Sprintf("%+v", w); gs != ws {
@@ -179,8 +212,8 @@ func Diff(want, got Deployment, known map[string]bool) []string {
 			differ(fmt.Sprintf("%s env %s", entry, name), strconv.Quote(g.Env[name]), strconv.Quote(w.Env[name]))
 		}
 		for _, name := range slices.Sorted(maps.Keys(g.Env)) {
-			if !known[name] {
-				problems = append(problems, fmt.Sprintf("%s: %s sets %s, which the code does not read (no Env* constant in shared/)", got.Source, entry, name))
+			if !c.Env[name] {
+				problems = append(problems, fmt.Sprintf("%s: %s sets %s, which the code does not read (shared.ParseConfig)", got.Source, entry, name))
 			}
 		}
 	}
@@ -202,9 +235,9 @@ func Diff(want, got Deployment, known map[string]bool) []string {
 	return problems
 }
 
-// PlatformProblems lists the settings of f that Cloud Functions (2nd gen) refuses or that leave a
+// platformProblems lists the settings of f that Cloud Functions (2nd gen) refuses or that leave a
 // limit to the platform's default.
-func PlatformProblems(f Function) []string {
+func platformProblems(f Function) []string {
 	var problems []string
 	if f.Memory == "" {
 		problems = append(problems, "no memory: gcloud refuses --cpu without --memory, and the compute estimate needs it")
@@ -225,81 +258,8 @@ func PlatformProblems(f Function) []string {
 	return problems
 }
 
-var settingsRows = regexp.MustCompile(`(?s)\nreadonly FUNCTION_SETTINGS='\n(.*?)'`)
-
-// SettingsTable reads the FUNCTION_SETTINGS table of deploy.sh (the script at path): per entry point,
-// the function's name, memory, CPU ("-": the default), concurrency, timeout and max instances.
-func SettingsTable(path string) (map[string]Function, error) {
-	script, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read deploy.sh: %w", err)
-	}
-	m := settingsRows.FindSubmatch(script)
-	if m == nil {
-		return nil, fmt.Errorf("%s: no FUNCTION_SETTINGS table", path)
-	}
-	table := map[string]Function{}
-	for _, row := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
-		c := strings.Fields(row)
-		if len(c) != 7 {
-			return nil, fmt.Errorf("FUNCTION_SETTINGS row %q: want 7 columns", row)
-		}
-		timeout, err := time.ParseDuration(c[5])
-		if err != nil {
-			return nil, fmt.Errorf("FUNCTION_SETTINGS row %q: %w", row, err)
-		}
-		table[c[1]] = Function{Name: c[0], Memory: c[2], CPU: strings.TrimPrefix(c[3], "-"), Concurrency: atoi(c[4]),
-			TimeoutSeconds: int(timeout.Seconds()), MaxInstances: atoi(c[6])}
-	}
-	return table, nil
-}
-
 // atoi is strconv.Atoi with 0 for what is not a number: Diff then says the setting is missing.
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
-}
-
-var envConst = regexp.MustCompile(`(?m)^\s*(Env\w+)\s*=\s*"([^"]+)"`)
-
-// EnvNames returns the environment variable names the code reads: the values of the string
-// constants named Env* in the non-test Go files of dir (the shared package).
-func EnvNames(dir string) (map[string]bool, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", dir, err)
-	}
-	names := map[string]bool{}
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", file, err)
-		}
-		for _, m := range envConst.FindAllSubmatch(src, -1) {
-			names[string(m[2])] = true
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("no Env* string constants in %s", dir)
-	}
-	return names, nil
-}
-
-var goLine = regexp.MustCompile(`(?m)^go 1\.(\d+)`)
-
-// RuntimeForGoMod returns the Cloud Functions runtime that builds the module of goModPath: "go 1.26.0"
-// needs go126.
-func RuntimeForGoMod(goModPath string) (string, error) {
-	data, err := os.ReadFile(goModPath)
-	if err != nil {
-		return "", fmt.Errorf("read go.mod: %w", err)
-	}
-	m := goLine.FindSubmatch(data)
-	if m == nil {
-		return "", fmt.Errorf("%s: no go 1.N line", goModPath)
-	}
-	return "go1" + string(m[1]), nil
 }

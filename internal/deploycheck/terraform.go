@@ -25,58 +25,59 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 	if err != nil {
 		return Deployment{}, err
 	}
-	d, r := newDeployment("terraform"), &reader{}
+	d := newDeployment("terraform")
 	for _, v := range all["google_pubsub_topic"] {
-		d.Topics = append(d.Topics, r.str(v, "name"))
+		d.Topics = append(d.Topics, v["name"])
 	}
 	for _, v := range all["google_pubsub_subscription"] {
-		d.SubscribedTopics = append(d.SubscribedTopics, r.str(v, "topic"))
+		d.SubscribedTopics = append(d.SubscribedTopics, v["topic"])
 	}
 	for _, v := range all["google_cloud_scheduler_job"] {
-		d.SchedulerTopics = append(d.SchedulerTopics, r.str(v, "pubsub_target", "topic_name"))
+		d.SchedulerTopics = append(d.SchedulerTopics, v["pubsub_target.0.topic_name"])
 	}
 	for _, v := range all["google_firestore_field"] {
-		key := r.str(v, "collection") + "." + r.str(v, "field")
-		indexes := at(v, "index_config", "indexes")
-		if !at(v, "ttl_config").IsNull() {
+		key := v["collection"] + "." + v["field"]
+		if _, ok := v["ttl_config.0"]; ok {
 			d.TTLFields = append(d.TTLFields, key)
 		}
-		switch {
-		case !at(v, "index_config").IsNull() && indexes.IsNull():
+		_, indexed := v["index_config.0.indexes.0"]
+		_, more := v["index_config.0.indexes.1"]
+		switch _, configured := v["index_config.0"]; {
+		case configured && !indexed: // an empty index_config exempts the field from every index
 			d.UnindexedFields = append(d.UnindexedFields, key)
-		case len(list(indexes)) == 1 && r.str(v, "index_config", "indexes", "order") == "ASCENDING":
+		case v["index_config.0.indexes.0.order"] == "ASCENDING" && !more:
 			d.AscendingIndexFields = append(d.AscendingIndexFields, key)
 		}
 	}
 	public := map[string]bool{} // Cloud Run services allUsers may invoke
 	for _, v := range all["google_cloud_run_service_iam_member"] {
-		if member := at(v, "member"); member.IsKnown() && member.Equals(cty.StringVal("allUsers")).True() {
-			public[r.str(v, "service")] = true
-		}
+		public[v["service"]] = public[v["service"]] || v["member"] == "allUsers"
 	}
 	for _, v := range all["google_cloudfunctions2_function"] {
 		f := Function{
-			Name: r.str(v, "name"), EntryPoint: r.str(v, "build_config", "entry_point"), Runtime: r.str(v, "build_config", "runtime"),
-			EventType: r.str(v, "event_trigger", "event_type"), Topic: r.str(v, "event_trigger", "pubsub_topic"),
-			TriggerLocation: r.str(v, "event_trigger", "trigger_region"), Retry: r.str(v, "event_trigger", "retry_policy") == "RETRY_POLICY_RETRY",
-			Memory: r.str(v, "service_config", "available_memory"), CPU: r.str(v, "service_config", "available_cpu"),
-			Concurrency:    atoi(r.str(v, "service_config", "max_instance_request_concurrency")),
-			TimeoutSeconds: atoi(r.str(v, "service_config", "timeout_seconds")),
-			MaxInstances:   atoi(r.str(v, "service_config", "max_instance_count")),
+			Name: v["name"], EntryPoint: v["build_config.0.entry_point"], Runtime: v["build_config.0.runtime"],
+			EventType: v["event_trigger.0.event_type"], Topic: v["event_trigger.0.pubsub_topic"],
+			TriggerLocation: v["event_trigger.0.trigger_region"], Retry: v["event_trigger.0.retry_policy"] == "RETRY_POLICY_RETRY",
+			Public: public[strings.ToLower(v["name"])], Memory: v["service_config.0.available_memory"], CPU: v["service_config.0.available_cpu"],
+			Concurrency:    atoi(v["service_config.0.max_instance_request_concurrency"]),
+			TimeoutSeconds: atoi(v["service_config.0.timeout_seconds"]),
+			MaxInstances:   atoi(v["service_config.0.max_instance_count"]),
 			Env:            map[string]string{},
 		}
-		f.Public = public[strings.ToLower(f.Name)]
-		for _, filter := range list(at(v, "event_trigger", "event_filters")) {
-			switch attr := r.str(filter, "attribute"); {
-			case attr == "database":
-				f.Database = r.str(filter, "value")
-			case attr == "document" && r.str(filter, "operator") == "match-path-pattern":
-				f.DocumentPattern = r.str(filter, "value")
+		for i := 0; v[fmt.Sprintf("event_trigger.0.event_filters.%d.attribute", i)] != ""; i++ {
+			filter := fmt.Sprintf("event_trigger.0.event_filters.%d.", i)
+			switch v[filter+"attribute"] {
+			case "database":
+				f.Database = v[filter+"value"]
+			case "document":
+				if v[filter+"operator"] == "match-path-pattern" {
+					f.DocumentPattern = v[filter+"value"]
+				}
 			}
 		}
-		if env := at(v, "service_config", "environment_variables"); env.IsKnown() && !env.IsNull() {
-			for name, value := range env.AsValueMap() {
-				f.Env[name] = r.str(value)
+		for path, value := range v {
+			if name, ok := strings.CutPrefix(path, "service_config.0.environment_variables."); ok {
+				f.Env[name] = value
 			}
 		}
 		if err := d.add(f); err != nil {
@@ -84,7 +85,7 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 		}
 	}
 	for _, v := range all["terraform_data"] {
-		command := strings.Fields(r.str(v, "provisioner", "command"))
+		command := strings.Fields(v["provisioner.0.command"])
 		if len(command) < 2 || command[0] != "bash" || filepath.Base(command[1]) != "deploy.sh" {
 			return d, fmt.Errorf("terraform runs %q: the checks know only scripts/deploy.sh", command)
 		}
@@ -98,26 +99,7 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 		}
 		d.DeadLetters = ran.DeadLetters
 	}
-	return d, r.err
-}
-
-// ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
-func ArchiveExcludes(dir, name string) ([]string, error) {
-	m, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range m.blocks {
-		if b.Type == "data" && b.Labels[0] == "archive_file" && b.Labels[1] == name {
-			r := &reader{}
-			var excludes []string
-			for _, e := range list(at(evalBody(b.Body, m.ctx), "excludes")) {
-				excludes = append(excludes, r.str(e))
-			}
-			return excludes, r.err
-		}
-	}
-	return nil, fmt.Errorf("no data.archive_file.%s in %s", name, dir)
+	return d, nil
 }
 
 // module is a parsed Terraform module with its variables and locals evaluated.
@@ -208,9 +190,9 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 // evaluated, with the names standing for the ids the provider computes (withComputed); passes repeat
 // until no value changes, so that the order of the blocks does not matter. A lifecycle precondition
 // that is false is an error with its message, as in `terraform plan`.
-func (m *module) evaluate() (map[string][]cty.Value, error) {
+func (m *module) evaluate() (map[string][]map[string]string, error) {
 	for range len(m.blocks) {
-		all, seen := map[string][]cty.Value{}, map[string]map[string]cty.Value{}
+		all, seen := map[string][]map[string]string{}, map[string]map[string]cty.Value{}
 		for _, b := range m.blocks {
 			if b.Type != "resource" {
 				continue
@@ -225,7 +207,7 @@ func (m *module) evaluate() (map[string][]cty.Value, error) {
 			}
 			byKey := map[string]cty.Value{}
 			for key, v := range instances {
-				all[typ] = append(all[typ], v)
+				all[typ] = append(all[typ], flatten(v))
 				byKey[key] = withComputed(typ, v)
 			}
 			if v, single := byKey[""]; single {
@@ -323,26 +305,17 @@ func evalBody(body *hclsyntax.Body, ctx *hcl.EvalContext) cty.Value {
 }
 
 // checkPreconditions returns the message of the first lifecycle precondition that is false.
-func checkPreconditions(all map[string][]cty.Value) error {
-	r := &reader{}
+func checkPreconditions(all map[string][]map[string]string) error {
 	for _, instances := range all {
 		for _, v := range instances {
-			for _, p := range list(at(v, "lifecycle", "precondition")) {
-				if r.str(p, "condition") == "false" {
-					return fmt.Errorf("precondition failed: %s", r.str(p, "error_message"))
+			for path, value := range v {
+				if strings.HasPrefix(path, "lifecycle.") && strings.HasSuffix(path, ".condition") && value == "false" {
+					return fmt.Errorf("precondition failed: %s", v[strings.TrimSuffix(path, "condition")+"error_message"])
 				}
 			}
 		}
 	}
-	return r.err
-}
-
-// list is the elements of a known list, tuple or set; none for null or unknown.
-func list(v cty.Value) []cty.Value {
-	if !v.IsKnown() || v.IsNull() {
-		return nil
-	}
-	return v.AsValueSlice()
+	return nil
 }
 
 // withIterator is ctx with iterator name bound to {key, value}.
@@ -360,54 +333,38 @@ func evalOrErr(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, error) {
 	return v, nil
 }
 
-// at follows path through an evaluated instance, a list of nested blocks standing for its first.
-// What is absent is null; what is unknown stays unknown.
-func at(v cty.Value, path ...string) cty.Value {
-	for _, step := range path {
-		if !v.IsKnown() || v.IsNull() {
-			return v
-		}
-		if t := v.Type(); t.IsTupleType() || t.IsListType() {
-			if v.LengthInt() == 0 {
-				return cty.NullVal(cty.DynamicPseudoType)
-			}
-			v = v.Index(cty.NumberIntVal(0))
-		}
-		t := v.Type()
+// unknown is what flatten gives a value that is not known before apply.
+const unknown = "(not known before apply)"
+
+// flatten lists an evaluated instance's values by path, e.g. "build_config.0.entry_point": every
+// scalar as a string, every nested object or list as "" (present, if empty), nothing for null.
+func flatten(v cty.Value) map[string]string {
+	out := map[string]string{}
+	var walk func(path string, v cty.Value)
+	walk = func(path string, v cty.Value) {
 		switch {
-		case t.IsObjectType() && t.HasAttribute(step):
-			v = v.GetAttr(step)
-		case t.IsMapType() && v.HasIndex(cty.StringVal(step)).True():
-			v = v.Index(cty.StringVal(step))
+		case v.IsNull():
+		case !v.IsKnown():
+			out[path] = unknown
+		case v.CanIterateElements():
+			out[path] = ""
+			for it := v.ElementIterator(); it.Next(); {
+				key, element := it.Element()
+				walk(strings.TrimPrefix(path+"."+scalar(key), "."), element)
+			}
 		default:
-			return cty.NullVal(cty.DynamicPseudoType)
+			out[path] = scalar(v)
 		}
 	}
-	return v
+	walk("", v)
+	return out
 }
 
-// reader reads strings out of evaluated instances, keeping the first value that is not known
-// before apply as its error.
-type reader struct{ err error }
-
-// str is at(v, path...) as a string: "" for null.
-func (r *reader) str(v cty.Value, path ...string) string {
-	v = at(v, path...)
-	switch {
-	case v.IsNull():
-		return ""
-	case !v.IsWhollyKnown():
-		if r.err == nil {
-			r.err = fmt.Errorf("%s is not known before apply", strings.Join(path, "."))
-		}
-		return ""
-	}
+// scalar is a known number, bool or string as a string.
+func scalar(v cty.Value) string {
 	s, err := stdlib.MakeToFunc(cty.String).Call([]cty.Value{v})
 	if err != nil {
-		if r.err == nil {
-			r.err = fmt.Errorf("%s: %w", strings.Join(path, "."), err)
-		}
-		return ""
+		return unknown
 	}
 	return s.AsString()
 }
