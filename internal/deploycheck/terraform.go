@@ -17,11 +17,7 @@ import (
 // Deployment. The dead-letter policy the module attaches by running deploy.sh (local-exec) is what
 // that command's dry run prints.
 func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
-	m, err := parseModule(dir, vars)
-	if err != nil {
-		return Deployment{}, err
-	}
-	all, err := m.evaluate()
+	all, err := evaluate(dir, vars)
 	if err != nil {
 		return Deployment{}, err
 	}
@@ -102,12 +98,6 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 	return d, nil
 }
 
-// module is a parsed Terraform module with its variables and locals evaluated.
-type module struct {
-	blocks []*hclsyntax.Block
-	ctx    *hcl.EvalContext
-}
-
 // parseFiles returns the top-level blocks of every .tf file of dir.
 func parseFiles(dir string) ([]*hclsyntax.Block, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
@@ -127,11 +117,11 @@ func parseFiles(dir string) ([]*hclsyntax.Block, error) {
 }
 
 // parseModule parses the module in dir and evaluates its variables (vars, else their defaults) and
-// locals. Every resource and data source is unknown until evaluate gives it a value.
-func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
+// locals, in the context it returns. Every resource and data source is unknown there.
+func parseModule(dir string, vars map[string]cty.Value) ([]*hclsyntax.Block, *hcl.EvalContext, error) {
 	blocks, err := parseFiles(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	abs, _ := filepath.Abs(dir)
 	ctx := &hcl.EvalContext{
@@ -160,10 +150,10 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 				values[name] = v
 			} else if def, ok := b.Body.Attributes["default"]; ok {
 				if values[name], err = evalOrErr(def.Expr, nil); err != nil {
-					return nil, fmt.Errorf("variable %s: %w", name, err)
+					return nil, nil, fmt.Errorf("variable %s: %w", name, err)
 				}
 			} else {
-				return nil, fmt.Errorf("variable %s has no default and no value was given", name)
+				return nil, nil, fmt.Errorf("variable %s has no default and no value was given", name)
 			}
 		}
 	}
@@ -180,75 +170,63 @@ func parseModule(dir string, vars map[string]cty.Value) (*module, error) {
 	}
 	for name, expr := range locals {
 		if _, err := evalOrErr(expr, ctx); err != nil {
-			return nil, fmt.Errorf("local.%s: %w", name, err)
+			return nil, nil, fmt.Errorf("local.%s: %w", name, err)
 		}
 	}
-	return &module{blocks, ctx}, nil
+	return blocks, ctx, nil
 }
 
-// evaluate evaluates every resource instance, by resource type. A resource sees the others as they
-// evaluated, with the names standing for the ids the provider computes (withComputed); passes repeat
-// until no value changes, so that the order of the blocks does not matter. A lifecycle precondition
-// that is false is an error with its message, as in `terraform plan`.
-func (m *module) evaluate() (map[string][]map[string]string, error) {
-	for range len(m.blocks) {
+// evaluate evaluates every resource instance of the module in dir (see parseModule), flattened, by
+// resource type. A resource sees the others as they evaluated, with their names standing for what
+// the provider computes (withComputed); passes repeat until no value changes, so that the order of
+// the blocks does not matter. A false lifecycle precondition is an error with its message, as in
+// `terraform plan`.
+func evaluate(dir string, vars map[string]cty.Value) (map[string][]map[string]string, error) {
+	blocks, ctx, err := parseModule(dir, vars)
+	if err != nil {
+		return nil, err
+	}
+	for range len(blocks) {
 		all, seen := map[string][]map[string]string{}, map[string]map[string]cty.Value{}
-		for _, b := range m.blocks {
+		for _, b := range blocks {
 			if b.Type != "resource" {
 				continue
 			}
 			typ, name := b.Labels[0], b.Labels[1]
-			instances, err := m.instances(b)
-			if err != nil {
-				return nil, fmt.Errorf("%s.%s: %w", typ, name, err)
-			}
 			if seen[typ] == nil {
 				seen[typ] = map[string]cty.Value{}
 			}
+			forEach, each := b.Body.Attributes["for_each"]
+			if !each {
+				v := evalBody(b.Body, ctx)
+				all[typ], seen[typ][name] = append(all[typ], flatten(v)), withComputed(typ, v)
+				continue
+			}
+			collection, err := evalOrErr(forEach.Expr, ctx)
+			if err != nil || !collection.IsKnown() {
+				return nil, fmt.Errorf("%s.%s: for_each cannot be known before apply: %v", typ, name, err)
+			}
 			byKey := map[string]cty.Value{}
-			for key, v := range instances {
-				all[typ] = append(all[typ], flatten(v))
-				byKey[key] = withComputed(typ, v)
+			for it := collection.ElementIterator(); it.Next(); {
+				key, value := it.Element()
+				if collection.Type().IsSetType() {
+					key = value
+				}
+				v := evalBody(b.Body, withIterator(ctx, "each", key, value))
+				all[typ], byKey[key.AsString()] = append(all[typ], flatten(v)), withComputed(typ, v)
 			}
-			if v, single := byKey[""]; single {
-				seen[typ][name] = v
-			} else {
-				seen[typ][name] = cty.ObjectVal(byKey)
-			}
+			seen[typ][name] = cty.ObjectVal(byKey)
 		}
-		changed := false
+		settled := true
 		for typ, byName := range seen {
-			v := cty.ObjectVal(byName)
-			changed = changed || !m.ctx.Variables[typ].RawEquals(v)
-			m.ctx.Variables[typ] = v
+			settled = settled && ctx.Variables[typ].RawEquals(cty.ObjectVal(byName))
+			ctx.Variables[typ] = cty.ObjectVal(byName)
 		}
-		if !changed {
+		if settled {
 			return all, checkPreconditions(all)
 		}
 	}
-	return nil, fmt.Errorf("the references between resources do not settle")
-}
-
-// instances evaluates a resource block: one instance per element of its for_each, by key, else
-// one, keyed "".
-func (m *module) instances(b *hclsyntax.Block) (map[string]cty.Value, error) {
-	forEach, ok := b.Body.Attributes["for_each"]
-	if !ok {
-		return map[string]cty.Value{"": evalBody(b.Body, m.ctx)}, nil
-	}
-	collection, err := evalOrErr(forEach.Expr, m.ctx)
-	if err != nil || !collection.IsKnown() {
-		return nil, fmt.Errorf("for_each cannot be known before apply: %v", err)
-	}
-	out := map[string]cty.Value{}
-	for it := collection.ElementIterator(); it.Next(); {
-		key, value := it.Element()
-		if collection.Type().IsSetType() {
-			key = value
-		}
-		out[key.AsString()] = evalBody(b.Body, withIterator(m.ctx, "each", key, value))
-	}
-	return out, nil
+	return nil, fmt.Errorf("%s: the references between resources do not settle", dir)
 }
 
 // withComputed adds to an evaluated resource what the provider computes and the module refers to:
@@ -286,7 +264,7 @@ func evalBody(body *hclsyntax.Body, ctx *hcl.EvalContext) cty.Value {
 		typ := b.Labels[0]
 		forEach, err := evalOrErr(b.Body.Attributes["for_each"].Expr, ctx)
 		if err != nil || !forEach.IsWhollyKnown() {
-			continue
+			continue // as no block: plan would not know them either
 		}
 		for _, content := range b.Body.Blocks {
 			if content.Type != "content" {

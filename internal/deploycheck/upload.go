@@ -66,13 +66,13 @@ func ArchiveUpload(dir string, excludes []string) ([]string, error) {
 
 // ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
 func ArchiveExcludes(dir, name string) ([]string, error) {
-	m, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
+	blocks, ctx, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range m.blocks {
+	for _, b := range blocks {
 		if b.Type == "data" && b.Labels[0] == "archive_file" && b.Labels[1] == name {
-			v, excludes := flatten(evalBody(b.Body, m.ctx)), []string{}
+			v, excludes := flatten(evalBody(b.Body, ctx)), []string{}
 			for i := 0; v[fmt.Sprintf("excludes.%d", i)] != ""; i++ {
 				excludes = append(excludes, v[fmt.Sprintf("excludes.%d", i)])
 			}
