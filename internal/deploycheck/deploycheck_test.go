@@ -1,7 +1,6 @@
 package deploycheck_test
 
 import (
-	"cmp"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,9 +20,8 @@ var (
 	terraform = filepath.Join(root, "terraform")
 )
 
-// scenarios are the option combinations both deployments are compared with the code in; each gets
-// project p, region r and database (default) unless it says otherwise, and 10 delivery attempts
-// (the default of deploy.sh --help and var.max_delivery_attempts).
+// scenarios are the option combinations both deployments are compared with the code in, each in
+// project p, region r; what an option leaves empty is not given, so that the defaults are compared too.
 func scenarios(codeEnv map[string]bool) map[string]deploycheck.Options {
 	every := map[string]string{} // every variable the code reads, but those with flags of their own
 	for name := range codeEnv {
@@ -32,19 +30,17 @@ func scenarios(codeEnv map[string]bool) map[string]deploycheck.Options {
 		}
 	}
 	all := map[string]deploycheck.Options{
-		"defaults":                      {DatabaseLocation: "nam5"},
-		"database in the region":        {},
+		"defaults":                      {},
+		"database location":             {DatabaseLocation: "nam5"},
 		"named database":                {Database: "counts", DatabaseLocation: "eur3"},
-		"public increments":             {DatabaseLocation: "nam5", PublicIncrements: true},
-		"more delivery attempts":        {DatabaseLocation: "nam5", MaxDeliveryAttempts: 20},
-		"every variable the code reads": {DatabaseLocation: "nam5", Env: every},
-		"renamed collections": {DatabaseLocation: "nam5", Env: map[string]string{
+		"public increments":             {PublicIncrements: true},
+		"more delivery attempts":        {MaxDeliveryAttempts: 20},
+		"every variable the code reads": {Env: every},
+		"renamed collections": {Env: map[string]string{
 			shared.EnvCountersCollection: "tally", shared.EnvRollupsCollection: "totals", shared.EnvDedupeCollection: "seen"}},
 	}
 	for name, o := range all {
 		o.Project, o.Region = "p", "r"
-		o.Database = cmp.Or(o.Database, "(default)")
-		o.MaxDeliveryAttempts = cmp.Or(o.MaxDeliveryAttempts, 10)
 		all[name] = o
 	}
 	return all
@@ -53,16 +49,22 @@ func scenarios(codeEnv map[string]bool) map[string]deploycheck.Options {
 // deployments deploys o with deploy.sh (its dry run) and with Terraform, each read as a Deployment.
 func deployments(t *testing.T, o deploycheck.Options) []deploycheck.Deployment {
 	t.Helper()
-	args := []string{"--project", o.Project, "--region", o.Region, "--database", o.Database,
-		"--max-delivery-attempts", strconv.Itoa(o.MaxDeliveryAttempts)}
-	vars := map[string]cty.Value{"project": cty.StringVal(o.Project), "region": cty.StringVal(o.Region),
-		"database": cty.StringVal(o.Database), "database_location": cty.StringVal(o.DatabaseLocation),
-		"public_increments": cty.BoolVal(o.PublicIncrements), "max_delivery_attempts": cty.NumberIntVal(int64(o.MaxDeliveryAttempts))}
+	args := []string{"--project", o.Project, "--region", o.Region}
+	vars := map[string]cty.Value{"project": cty.StringVal(o.Project), "region": cty.StringVal(o.Region)}
+	give := func(variable string, value cty.Value, words ...string) {
+		vars[variable], args = value, append(args, words...)
+	}
+	if o.Database != "" {
+		give("database", cty.StringVal(o.Database), "--database", o.Database)
+	}
 	if o.DatabaseLocation != "" {
-		args = append(args, "--database-location", o.DatabaseLocation)
+		give("database_location", cty.StringVal(o.DatabaseLocation), "--database-location", o.DatabaseLocation)
+	}
+	if n := o.MaxDeliveryAttempts; n != 0 {
+		give("max_delivery_attempts", cty.NumberIntVal(int64(n)), "--max-delivery-attempts", strconv.Itoa(n))
 	}
 	if o.PublicIncrements {
-		args = append(args, "--allow-unauthenticated-increments")
+		give("public_increments", cty.True, "--allow-unauthenticated-increments")
 	}
 	env := map[string]cty.Value{}
 	for name, value := range o.Env {
@@ -73,7 +75,6 @@ func deployments(t *testing.T, o deploycheck.Options) []deploycheck.Deployment {
 			env[name] = cty.StringVal(value)
 		}
 	}
-	vars["environment"] = cty.MapValEmpty(cty.String)
 	if len(env) > 0 {
 		vars["environment"] = cty.MapVal(env)
 	}

@@ -74,8 +74,13 @@ func (d *Deployment) add(f Function) error {
 	return nil
 }
 
-// Options are the choices one deployment is made with, given alike to deploy.sh and Terraform:
-// DatabaseLocation "" means the region; Env gives optional variables, collection names among them.
+// DefaultMaxDeliveryAttempts is what both paths use unless told otherwise (deploy.sh
+// --max-delivery-attempts, var.max_delivery_attempts).
+const DefaultMaxDeliveryAttempts = 10
+
+// Options are the choices one deployment is made with, given alike to deploy.sh and Terraform; what
+// is empty is left to the deployment's default: the code's database, the region for its location,
+// DefaultMaxDeliveryAttempts. Env gives optional variables, collection names among them.
 type Options struct {
 	Project, Region, Database, DatabaseLocation string
 	PublicIncrements                            bool
@@ -140,7 +145,8 @@ func (c Code) Expected(o Options) (Deployment, error) {
 	schema.Counters = cmp.Or(o.Env[shared.EnvCountersCollection], schema.Counters)
 	schema.Rollups = cmp.Or(o.Env[shared.EnvRollupsCollection], schema.Rollups)
 	schema.Dedupe = cmp.Or(o.Env[shared.EnvDedupeCollection], schema.Dedupe)
-	env := map[string]string{shared.EnvProject: o.Project, shared.EnvDatabase: o.Database}
+	database := cmp.Or(o.Database, shared.DefaultConfig().Database)
+	env := map[string]string{shared.EnvProject: o.Project, shared.EnvDatabase: database}
 	maps.Copy(env, o.Env)
 
 	want := newDeployment("the code")
@@ -157,10 +163,10 @@ func (c Code) Expected(o Options) (Deployment, error) {
 			f.TriggerLocation = o.Region
 		}
 		if t.DocumentPattern != "" { // a Firestore trigger lives where the database is
-			f.Database, f.TriggerLocation = o.Database, cmp.Or(o.DatabaseLocation, o.Region)
+			f.Database, f.TriggerLocation = database, cmp.Or(o.DatabaseLocation, o.Region)
 		}
 		if t.DeadLetterTopic != "" {
-			want.DeadLetters[f.Name] = DeadLetter{Topic: t.DeadLetterTopic, MaxDeliveryAttempts: o.MaxDeliveryAttempts}
+			want.DeadLetters[f.Name] = DeadLetter{t.DeadLetterTopic, cmp.Or(o.MaxDeliveryAttempts, DefaultMaxDeliveryAttempts)}
 			want.SubscribedTopics = append(want.SubscribedTopics, t.DeadLetterTopic) // keeps what is parked
 		}
 		for _, topic := range []string{t.Topic, t.DeadLetterTopic} {
@@ -217,7 +223,7 @@ func (c Code) Diff(want, got Deployment) []string {
 			}
 		}
 	}
-	for entry := range got.Functions {
+	for _, entry := range slices.Sorted(maps.Keys(got.Functions)) {
 		if _, ok := want.Functions[entry]; !ok {
 			problems = append(problems, fmt.Sprintf("%s: deploys entry point %q, which the code does not register (functions.Triggers)", got.Source, entry))
 		}
