@@ -303,6 +303,7 @@ func withIterator(ctx *hcl.EvalContext, name string, key, value cty.Value) *hcl.
 	return child
 }
 
+// evalOrErr evaluates expr, its diagnostics an error.
 func evalOrErr(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, error) {
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
@@ -311,8 +312,9 @@ func evalOrErr(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, error) {
 	return v, nil
 }
 
-// unknown is what flatten gives a value that is not known before apply.
-const unknown = "(not known before apply)"
+// unknown is what flatten gives a value not known before apply, or one this evaluator cannot
+// compute (a function it lacks, say).
+const unknown = "(unknown before apply, or not evaluable here)"
 
 // flatten lists an evaluated instance's values by path, e.g. "build_config.0.entry_point": every
 // scalar as a string, every nested object or list as "" (present, if empty), nothing for null.
