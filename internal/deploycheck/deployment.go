@@ -202,10 +202,17 @@ func (c Code) Diff(want, got Deployment) []string {
 			problems = append(problems, fmt.Sprintf("%s: %s is %s, want %s", got.Source, what, gs, ws))
 		}
 	}
-	for _, entry := range slices.Sorted(maps.Keys(want.Functions)) {
-		w, g := want.Functions[entry], got.Functions[entry]
-		if g.EntryPoint == "" {
+	entries := maps.Clone(want.Functions)
+	maps.Copy(entries, got.Functions)
+	for _, entry := range slices.Sorted(maps.Keys(entries)) {
+		w, inCode := want.Functions[entry]
+		g, deployed := got.Functions[entry]
+		switch {
+		case !deployed:
 			problems = append(problems, fmt.Sprintf("%s: does not deploy entry point %s", got.Source, entry))
+			continue
+		case !inCode:
+			problems = append(problems, fmt.Sprintf("%s: deploys entry point %q, which the code does not register (functions.Triggers)", got.Source, entry))
 			continue
 		}
 		wv, gv := reflect.ValueOf(w), reflect.ValueOf(g)
@@ -221,11 +228,6 @@ func (c Code) Diff(want, got Deployment) []string {
 			if !c.Env[name] {
 				problems = append(problems, fmt.Sprintf("%s: %s sets %s, which the code does not read (shared.ParseConfig)", got.Source, entry, name))
 			}
-		}
-	}
-	for _, entry := range slices.Sorted(maps.Keys(got.Functions)) {
-		if _, ok := want.Functions[entry]; !ok {
-			problems = append(problems, fmt.Sprintf("%s: deploys entry point %q, which the code does not register (functions.Triggers)", got.Source, entry))
 		}
 	}
 	wv, gv := reflect.ValueOf(want), reflect.ValueOf(got)

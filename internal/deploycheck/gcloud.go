@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/shellwords"
 )
 
@@ -81,7 +82,7 @@ func functionFromFlags(name string, flags flagSet) (Function, error) {
 		Env: map[string]string{},
 	}
 	if f.Topic != "" {
-		f.EventType = "google.cloud.pubsub.topic.v1.messagePublished"
+		f.EventType = functions.EventPubSubMessagePublished
 	}
 	for _, filter := range append(flags["--trigger-event-filters"], flags["--trigger-event-filters-path-pattern"]...) {
 		switch attr, value, _ := strings.Cut(filter, "="); attr {
