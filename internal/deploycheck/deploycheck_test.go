@@ -78,11 +78,7 @@ func deployments(t *testing.T, o deploycheck.Options) []deploycheck.Deployment {
 	if len(env) > 0 {
 		vars["environment"] = cty.MapVal(env)
 	}
-	listing, err := deploycheck.DryRun(script, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaScript, err := deploycheck.ParseDryRun(listing)
+	viaScript, _, err := deploycheck.DryRun(script, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +116,7 @@ func TestDeploymentsAreWhatTheCodeAsksFor(t *testing.T) {
 
 // TestUnknownVariablesAreRefused: a typo in a variable's name stops either deployment before it starts.
 func TestUnknownVariablesAreRefused(t *testing.T) {
-	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5"); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
+	if _, _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5"); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
 		t.Errorf("deploy.sh accepted --env MAX_DELTAS=5: %v", err)
 	}
 	vars := map[string]cty.Value{"project": cty.StringVal("p"), "environment": cty.MapVal(map[string]cty.Value{"MAX_DELTAS": cty.StringVal("5")})}

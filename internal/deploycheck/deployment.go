@@ -1,6 +1,6 @@
 // Package deploycheck checks the two deployments of the system, the gcloud commands that
 // scripts/deploy.sh --dry-run prints and the Terraform module in terraform/, offline:
-//   - against the code: each is read into one shape (Deployment: ParseDryRun, LoadTerraform) and
+//   - against the code: each is read into one shape (Deployment: DryRun, LoadTerraform) and
 //     compared (Diff) with the one deployment the code asks for (Expected): the trigger table
 //     functions.Triggers joined with deploy.sh's FUNCTION_SETTINGS, the runtime go.mod asks for and
 //     the environment variables shared/ reads. Both equal to one expectation, they equal each other;

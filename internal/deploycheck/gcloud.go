@@ -14,29 +14,30 @@ import (
 )
 
 // DryRun runs the deploy.sh at script with --dry-run and args, its defaults from the environment
-// cleared, and returns what it prints.
-func DryRun(script string, args ...string) (string, error) {
+// cleared, and returns what the commands it prints deploy, and the commands (as words).
+func DryRun(script string, args ...string) (Deployment, [][]string, error) {
+	d := newDeployment("deploy.sh --dry-run")
 	cmd := exec.Command("bash", append([]string{script, "--dry-run"}, args...)...)
 	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=", "FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	listing, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("deploy.sh --dry-run %s: %w\n%s", shellwords.Join(args), err, stderr.String())
+		return d, nil, fmt.Errorf("deploy.sh --dry-run %s: %w\n%s", shellwords.Join(args), err, stderr.String())
 	}
-	return string(out), nil
+	commands, err := Commands(string(listing))
+	if err != nil {
+		return d, nil, err
+	}
+	err = d.read(commands) // before the return, which copies d
+	return d, commands, err
 }
 
-// ParseDryRun reads what scripts/deploy.sh --dry-run prints: one shell command per line, "#" lines
-// being comments. Commands the checks do not compare are skipped.
-func ParseDryRun(listing string) (Deployment, error) {
-	d := newDeployment("deploy.sh --dry-run")
-	commands, err := Commands(listing)
-	if err != nil {
-		return d, err
-	}
+// read records what the commands of a dry run deploy; it skips those the checks do not compare.
+func (d *Deployment) read(commands [][]string) error {
 	var triggerOf string // the function whose trigger the last describe looked up
 	for _, words := range commands {
+		var err error
 		args, flags := splitFlags(words)
 		field := func() string { return flags.last("--collection-group") + "." + args[len(args)-1] }
 		switch prefix := strings.Join(args[:min(len(args), 4)], " "); {
@@ -64,10 +65,10 @@ func ParseDryRun(listing string) (Deployment, error) {
 			d.AscendingIndexFields = append(d.AscendingIndexFields, field())
 		}
 		if err != nil {
-			return d, fmt.Errorf("%s: %w", shellwords.Join(words), err)
+			return fmt.Errorf("%s: %w", shellwords.Join(words), err)
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // functionFromFlags reads one gcloud functions deploy command. A setting it cannot read stays empty,

@@ -43,11 +43,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 		}
 	}
 	for _, options := range scriptOptions {
-		listing, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		printed, err := deploycheck.Commands(listing)
+		_, printed, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

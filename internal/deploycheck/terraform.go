@@ -85,11 +85,7 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 		if len(command) < 2 || command[0] != "bash" || filepath.Base(command[1]) != "deploy.sh" {
 			return d, fmt.Errorf("terraform runs %q: the checks know only scripts/deploy.sh", command)
 		}
-		listing, err := DryRun(command[1], command[2:]...)
-		if err != nil {
-			return d, err
-		}
-		ran, err := ParseDryRun(listing)
+		ran, _, err := DryRun(command[1], command[2:]...)
 		if err != nil {
 			return d, err
 		}
