@@ -1,123 +1,112 @@
 package deploycheck
 
 import (
+	"cmp"
 	"fmt"
-	"strconv"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/shellwords"
 )
 
-// ParseDryRun reads what scripts/deploy.sh --dry-run prints: one shell command per line, "#" lines
-// being comments.
-func ParseDryRun(output string) (Deployment, error) {
-	d := Deployment{Source: "deploy.sh --dry-run", DeadLetters: map[string]DeadLetter{}}
-	commands, err := Commands(output)
+// DryRun runs the deploy.sh at script with --dry-run and args, its defaults from the environment
+// cleared, and returns what the commands it prints deploy, and the commands (as words).
+func DryRun(script string, args ...string) (Deployment, [][]string, error) {
+	d := newDeployment("deploy.sh --dry-run")
+	cmd := exec.Command("bash", append([]string{script, "--dry-run"}, args...)...)
+	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=", "FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	listing, err := cmd.Output()
 	if err != nil {
-		return Deployment{}, err
+		return d, nil, fmt.Errorf("deploy.sh --dry-run %s: %w\n%s", shellwords.Join(args), err, stderr.String())
 	}
-	var triggerOf string // the function whose trigger the last describe looked up
-	for _, words := range commands {
-		if err := d.addCommand(words, &triggerOf); err != nil {
-			return Deployment{}, fmt.Errorf("%s: %w", shellwords.Join(words), err)
-		}
+	commands, err := Commands(string(listing))
+	if err != nil {
+		return d, nil, err
 	}
-	return d, nil
+	err = d.read(commands) // before the return, which copies d
+	return d, commands, err
 }
 
-// addCommand records what one command creates; commands the checks do not need are ignored.
-// triggerOf carries the function whose Eventarc trigger a describe command looked up to the
-// subscription update that follows.
-func (d *Deployment) addCommand(words []string, triggerOf *string) error {
-	args, flags := splitFlags(words)
-	field := func() string { return flags.last("--collection-group") + "." + args[len(args)-1] }
-	switch prefix := strings.Join(args[:min(len(args), 4)], " "); {
-	case strings.HasPrefix(prefix, "gcloud functions deploy "):
-		f, err := functionFromFlags(args[3], flags)
+// read records what the commands of a dry run deploy; it skips those the checks do not compare.
+func (d *Deployment) read(commands [][]string) error {
+	var triggerOf string // the function whose trigger the last describe looked up
+	for _, words := range commands {
+		var err error
+		args, flags := splitFlags(words)
+		field := func() string { return flags.last("--collection-group") + "." + args[len(args)-1] }
+		switch prefix := strings.Join(args[:min(len(args), 4)], " "); {
+		case strings.HasPrefix(prefix, "gcloud functions deploy "):
+			var f Function
+			if f, err = functionFromFlags(args[3], flags); err == nil {
+				err = d.add(f)
+			}
+		case strings.HasPrefix(prefix, "gcloud pubsub topics create"):
+			d.Topics = append(d.Topics, args[len(args)-1])
+		case strings.HasPrefix(prefix, "gcloud pubsub subscriptions create"):
+			d.SubscribedTopics = append(d.SubscribedTopics, flags.last("--topic"))
+		case strings.HasPrefix(prefix, "gcloud functions describe ") && strings.Contains(flags.last("--format"), "eventTrigger.trigger"):
+			triggerOf = args[3]
+		case strings.HasPrefix(prefix, "gcloud pubsub subscriptions update") && flags.has("--dead-letter-topic"):
+			_, topic, _ := strings.Cut(flags.last("--dead-letter-topic"), "/topics/")
+			d.DeadLetters[triggerOf] = DeadLetter{Topic: topic, MaxDeliveryAttempts: atoi(flags.last("--max-delivery-attempts"))}
+		case strings.HasPrefix(prefix, "gcloud scheduler jobs"):
+			d.SchedulerTopics = append(d.SchedulerTopics, flags.last("--topic"))
+		case strings.HasPrefix(prefix, "gcloud firestore fields ttls") && flags.has("--enable-ttl"):
+			d.TTLFields = append(d.TTLFields, field())
+		case strings.HasPrefix(prefix, "gcloud firestore indexes fields") && flags.has("--disable-indexes"):
+			d.UnindexedFields = append(d.UnindexedFields, field())
+		case strings.HasPrefix(prefix, "gcloud firestore indexes fields") && slices.Equal(flags["--index"], []string{"order=ascending"}):
+			d.AscendingIndexFields = append(d.AscendingIndexFields, field())
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", shellwords.Join(words), err)
 		}
-		d.Functions = append(d.Functions, f)
-	case strings.HasPrefix(prefix, "gcloud pubsub topics create"):
-		d.Topics = append(d.Topics, args[len(args)-1])
-	case strings.HasPrefix(prefix, "gcloud pubsub subscriptions create"):
-		d.SubscribedTopics = append(d.SubscribedTopics, flags.last("--topic"))
-	case strings.HasPrefix(prefix, "gcloud functions describe ") && strings.Contains(flags.last("--format"), "eventTrigger.trigger"):
-		*triggerOf = args[3]
-	case strings.HasPrefix(prefix, "gcloud pubsub subscriptions update") && flags.has("--dead-letter-topic"):
-		attempts, err := strconv.Atoi(flags.last("--max-delivery-attempts"))
-		if err != nil || *triggerOf == "" {
-			return fmt.Errorf("want --max-delivery-attempts=N, after a lookup of the function's trigger: %v", err)
-		}
-		_, topic, _ := strings.Cut(flags.last("--dead-letter-topic"), "/topics/")
-		d.DeadLetters[*triggerOf] = DeadLetter{Topic: topic, MaxDeliveryAttempts: attempts}
-	case strings.HasPrefix(prefix, "gcloud scheduler jobs"):
-		d.SchedulerTopics = append(d.SchedulerTopics, flags.last("--topic"))
-	case strings.HasPrefix(prefix, "gcloud firestore fields ttls") && flags.has("--enable-ttl"):
-		d.TTLFields = append(d.TTLFields, field())
-	case strings.HasPrefix(prefix, "gcloud firestore indexes fields") && flags.has("--disable-indexes"):
-		d.UnindexedFields = append(d.UnindexedFields, field())
 	}
 	return nil
 }
 
-// functionFromFlags reads one gcloud functions deploy command.
+// functionFromFlags reads one gcloud functions deploy command. A setting it cannot read stays empty,
+// for Diff to report.
 func functionFromFlags(name string, flags flagSet) (Function, error) {
-	timeout, err := time.ParseDuration(flags.last("--timeout"))
-	if err != nil {
-		return Function{}, fmt.Errorf("function %s: --timeout: %w", name, err)
-	}
+	timeout, _ := time.ParseDuration(flags.last("--timeout"))
 	f := Function{
-		Settings: Settings{
-			Memory: flags.last("--memory"), CPU: flags.last("--cpu"), TimeoutSeconds: int(timeout.Seconds()),
-			Concurrency: atoi(flags.last("--concurrency")), MaxInstances: atoi(flags.last("--max-instances")),
-		},
-		Name:            name,
-		EntryPoint:      flags.last("--entry-point"),
-		Runtime:         flags.last("--runtime"),
-		Topic:           flags.last("--trigger-topic"),
-		TriggerLocation: flags.last("--trigger-location"),
-		Retry:           flags.has("--retry"),
-		Public:          flags.has("--allow-unauthenticated"),
-		Env:             map[string]string{},
-	}
-	if !flags.has("--gen2") || flags.last("--source") != "." {
-		return Function{}, fmt.Errorf("function %s: want --gen2 --source=.", name)
+		Name: name, EntryPoint: flags.last("--entry-point"), Runtime: flags.last("--runtime"),
+		Topic: flags.last("--trigger-topic"), Retry: flags.has("--retry"), Public: flags.has("--allow-unauthenticated"),
+		Memory: flags.last("--memory"), CPU: flags.last("--cpu"), Concurrency: atoi(flags.last("--concurrency")),
+		TimeoutSeconds: int(timeout.Seconds()), MaxInstances: atoi(flags.last("--max-instances")),
+		Env: map[string]string{},
 	}
 	if f.Topic != "" {
-		f.EventType = "google.cloud.pubsub.topic.v1.messagePublished"
+		f.EventType = functions.EventPubSubMessagePublished
 	}
-	for _, filter := range flags["--trigger-event-filters"] {
-		attr, value, _ := strings.Cut(filter, "=")
-		switch attr {
+	for _, filter := range append(flags["--trigger-event-filters"], flags["--trigger-event-filters-path-pattern"]...) {
+		switch attr, value, _ := strings.Cut(filter, "="); attr {
 		case "type":
 			f.EventType = value
 		case "database":
 			f.Database = value
-		}
-	}
-	for _, filter := range flags["--trigger-event-filters-path-pattern"] {
-		if attr, value, _ := strings.Cut(filter, "="); attr == "document" {
+		case "document":
 			f.DocumentPattern = value
 		}
 	}
-	if flags.has("--trigger-http") == (f.EventType != "") {
-		return Function{}, fmt.Errorf("function %s: want exactly one of --trigger-http or an event trigger", name)
+	if !flags.has("--gen2") || flags.last("--source") != "." || flags.has("--trigger-http") == (f.EventType != "") {
+		return f, fmt.Errorf("want --gen2 --source=. and exactly one of --trigger-http or an event trigger")
 	}
-	if vars := flags.last("--set-env-vars"); vars != "" {
-		for _, pair := range strings.Split(vars, ",") {
-			k, v, _ := strings.Cut(pair, "=")
+	if f.EventType != "" { // gcloud puts an event trigger in the function's region unless told
+		f.TriggerLocation = cmp.Or(flags.last("--trigger-location"), flags.last("--region"))
+	}
+	for pair := range strings.SplitSeq(flags.last("--set-env-vars"), ",") {
+		if k, v, ok := strings.Cut(pair, "="); ok {
 			f.Env[k] = v
 		}
 	}
 	return f, nil
-}
-
-// atoi is strconv.Atoi with 0 for what is not a number: the checks then say the setting is missing.
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }
 
 // flagSet maps a --flag to its values, in order; a flag without a value maps to [""].
@@ -132,67 +121,17 @@ func (f flagSet) last(name string) string {
 	return ""
 }
 
-// flagsWithValue are the flags of the commands read here that take a separate value word.
-var flagsWithValue = map[string]bool{"-X": true, "-H": true, "--data": true}
-
 // splitFlags separates positional arguments from --flag=value and --flag words.
 func splitFlags(words []string) ([]string, flagSet) {
 	var args []string
 	flags := flagSet{}
-	for i := 0; i < len(words); i++ {
-		w := words[i]
+	for _, w := range words {
 		if !strings.HasPrefix(w, "-") {
 			args = append(args, w)
 			continue
 		}
 		name, value, _ := strings.Cut(w, "=")
-		if flagsWithValue[name] && i+1 < len(words) {
-			i++
-			value = words[i]
-		}
 		flags[name] = append(flags[name], value)
 	}
 	return args, flags
-}
-
-// SplitWords splits one shell command line into words: blanks separate words, single quotes quote
-// literally, a backslash outside quotes escapes the next character. Double quotes, variables and
-// command substitutions are not expected in the dry-run listing and are refused.
-func SplitWords(line string) ([]string, error) {
-	var words []string
-	var word strings.Builder
-	inWord, quoted := false, false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quoted && c == '\'':
-			quoted = false
-		case quoted:
-			word.WriteByte(c)
-		case c == '\'':
-			quoted, inWord = true, true
-		case c == '\\' && i+1 < len(line):
-			i++
-			word.WriteByte(line[i])
-			inWord = true
-		case c == ' ' || c == '\t':
-			if inWord {
-				words = append(words, word.String())
-				word.Reset()
-				inWord = false
-			}
-		case strings.IndexByte("\"$`|;&<>", c) >= 0:
-			return nil, fmt.Errorf("unexpected %q at column %d: not a plain command", c, i+1)
-		default:
-			word.WriteByte(c)
-			inWord = true
-		}
-	}
-	if quoted {
-		return nil, fmt.Errorf("unterminated single quote")
-	}
-	if inWord {
-		words = append(words, word.String())
-	}
-	return words, nil
 }

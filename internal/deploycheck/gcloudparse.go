@@ -185,3 +185,45 @@ func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) 
 	}
 	return commands, skipped
 }
+
+// SplitWords splits one shell command line into words: blanks separate words, single quotes quote
+// literally, a backslash outside quotes escapes the next character. Double quotes, variables and
+// command substitutions are not expected in the dry-run listing and are refused.
+func SplitWords(line string) ([]string, error) {
+	var words []string
+	var word strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			word.WriteByte(c)
+		case c == '\'':
+			quoted, inWord = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			word.WriteByte(line[i])
+			inWord = true
+		case c == ' ' || c == '\t':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		case strings.IndexByte("\"$`|;&<>", c) >= 0:
+			return nil, fmt.Errorf("unexpected %q at column %d: not a plain command", c, i+1)
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("unterminated single quote")
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words, nil
+}

@@ -3,11 +3,10 @@ package deploycheck
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
@@ -65,24 +64,17 @@ type moduleBlock struct {
 
 // parseModuleBlocks reads the resource, data and provider blocks of every .tf file of dir.
 func parseModuleBlocks(dir string) ([]moduleBlock, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no .tf files in %s: %v", dir, err)
+	parsed, err := parseFiles(dir)
+	if err != nil {
+		return nil, err
 	}
-	parser := hclparse.NewParser()
 	var blocks []moduleBlock
-	for _, file := range files {
-		f, diags := parser.ParseHCLFile(file)
-		if diags.HasErrors() {
-			return nil, fmt.Errorf("parse %s: %w", file, diags)
-		}
-		for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-			switch b.Type {
-			case "resource", "data":
-				blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[1], b.Body})
-			case "provider":
-				blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[0], b.Body})
-			}
+	for _, b := range parsed {
+		switch b.Type {
+		case "resource", "data":
+			blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[1], b.Body})
+		case "provider":
+			blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[0], b.Body})
 		}
 	}
 	return blocks, nil
@@ -148,7 +140,7 @@ func checkBlock(where string, body *hclsyntax.Body, schema *BlockSchema, ignore 
 			problems = append(problems, fmt.Sprintf("%s: %q is computed by the provider and cannot be set", where, name))
 		}
 	}
-	for _, name := range sortedKeys(schema.Attributes) {
+	for _, name := range slices.Sorted(maps.Keys(schema.Attributes)) {
 		if schema.Attributes[name].Required && body.Attributes[name] == nil {
 			problems = append(problems, fmt.Sprintf("%s: the required argument %q is missing", where, name))
 		}
@@ -180,7 +172,7 @@ func checkBlock(where string, body *hclsyntax.Body, schema *BlockSchema, ignore 
 			problems = append(problems, checkBlock(where+"."+typ, content, nb.Block, nil)...)
 		}
 	}
-	for _, typ := range sortedKeys(schema.BlockTypes) {
+	for _, typ := range slices.Sorted(maps.Keys(schema.BlockTypes)) {
 		nb, dynamic := schema.BlockTypes[typ], hasDynamic(body, typ)
 		if !dynamic && counts[typ] < nb.MinItems {
 			problems = append(problems, fmt.Sprintf("%s: at least %d %q block(s) required, got %d", where, nb.MinItems, typ, counts[typ]))

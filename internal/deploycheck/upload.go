@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // GcloudUpload lists the files `gcloud functions deploy --source=root` uploads, as gcloud itself
@@ -61,6 +62,24 @@ func ArchiveUpload(dir string, excludes []string) ([]string, error) {
 		return nil, fmt.Errorf("walk %s: %w", dir, err)
 	}
 	return files, nil
+}
+
+// ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
+func ArchiveExcludes(dir, name string) ([]string, error) {
+	blocks, ctx, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range blocks {
+		if b.Type == "data" && b.Labels[0] == "archive_file" && b.Labels[1] == name {
+			v, excludes := flatten(evalBody(b.Body, ctx)), []string{}
+			for i := 0; v[fmt.Sprintf("excludes.%d", i)] != ""; i++ {
+				excludes = append(excludes, v[fmt.Sprintf("excludes.%d", i)])
+			}
+			return excludes, nil
+		}
+	}
+	return nil, fmt.Errorf("no data.archive_file.%s in %s", name, dir)
 }
 
 // BuildUpload copies files (relative to root) into a new directory and builds its root package

@@ -1,0 +1,76 @@
+package deploycheck_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/internal/deploycheck"
+)
+
+// scriptOptions are the option combinations deploy.sh documents (--help), each on top of
+// --project p --region r.
+var scriptOptions = [][]string{
+	{},
+	{"--database-location", "nam5"},
+	{"--database", "counts", "--database-location", "eur3"},
+	{"--invoker", "serviceAccount:backend@p.iam.gserviceaccount.com", "--invoker", "user:ops@example.com"},
+	{"--allow-unauthenticated-increments"},
+	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen",
+		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
+	{"--max-delivery-attempts", "20"},
+	{"--dead-letter-only"},
+}
+
+// TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option
+// combination, identical lines once) and every gcloud command of README.md through the installed
+// gcloud's own parser: one that gcloud refuses with a usage error fails the test.
+func TestGcloudParsesEveryCommand(t *testing.T) {
+	t.Parallel() // both mostly wait for other processes
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
+	}
+	seen := map[string]bool{}
+	var commands [][]string
+	add := func(words []string) {
+		if key := strings.Join(words, "\x00"); !seen[key] && words[0] == "gcloud" {
+			seen[key] = true
+			commands = append(commands, words)
+		}
+	}
+	for _, options := range scriptOptions {
+		_, printed, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, words := range printed {
+			add(words)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromReadme, skipped := deploycheck.MarkdownGcloudCommands(string(readme))
+	if len(fromReadme) == 0 {
+		t.Error("README.md: no gcloud command found in its code blocks")
+	}
+	for _, words := range fromReadme {
+		add(words)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	refused, err := deploycheck.GcloudParses(ctx, commands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refused {
+		t.Error(r)
+	}
+	t.Logf("gcloud parsed %d distinct commands (%d from README.md; %d README lines use the shell and were left out)",
+		len(commands), len(fromReadme), skipped)
+}
