@@ -23,7 +23,7 @@ const (
 	envBurstMessages = "PUBSUB_BURST_MESSAGES"  // messages published (default 2000)
 	envBurstCounters = "PUBSUB_BURST_COUNTERS"  // counters they are spread over (default 1)
 	envBurstPlain    = "PUBSUB_BURST_PLAIN"     // "true": one plain delivery each, no duplicates or poison
-	envBurstInFlight = "PUBSUB_BURST_IN_FLIGHT" // deliveries in flight (default 80: one instance at concurrency 80)
+	envBurstInFlight = "PUBSUB_BURST_IN_FLIGHT" // deliveries in flight (default localstack.PushInFlight: one instance at its deployed concurrency)
 )
 
 // pushConcurrently subscribes to topic and delivers its messages to endpoint with inFlight requests
@@ -76,7 +76,7 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 	messages := envInt(t, envBurstMessages, 2000)
 	counters := envInt(t, envBurstCounters, 1)
 	plain := os.Getenv(envBurstPlain) == "true"
-	inFlight := envInt(t, envBurstInFlight, 80)
+	inFlight := envInt(t, envBurstInFlight, localstack.PushInFlight)
 	topic := s.newTopic(t)
 	proxy := newPushProxy(t, s.env.FunctionsURL)
 	endpoint := pushEndpoint(proxy.copiesURL(2), topic)

@@ -63,12 +63,12 @@ readonly FIELD_EXPIRES_AT=expires_at
 # --cpu. terraform/variables.tf, variable "function_settings", holds the same table: the consistency
 # test (internal/deploycheck) fails when they differ. README.md, "Production limits", says why.
 readonly FUNCTION_SETTINGS='
-increment              Increment            256Mi  1  80  60s   100
-count                  Count                256Mi  -  1   60s   10
-configure-counter      ConfigureCounter     256Mi  -  1   60s   5
-increment-from-pubsub  IncrementFromPubSub  256Mi  1  80  60s   100
-rollup-on-shard-write  RollupOnShardWrite   512Mi  1  80  60s   20
-rollup-scheduled       RollupScheduled      256Mi  -  1   300s  1
+increment              Increment            256Mi  1  80    60s   100
+count                  Count                256Mi  -  1     60s   10
+configure-counter      ConfigureCounter     256Mi  -  1     60s   5
+increment-from-pubsub  IncrementFromPubSub  256Mi  1  1000  60s   100
+rollup-on-shard-write  RollupOnShardWrite   512Mi  1  80    60s   20
+rollup-scheduled       RollupScheduled      256Mi  -  1     300s  1
 '
 
 readonly RUNTIME_SA_NAME=counters-runtime

@@ -62,7 +62,7 @@ variable "function_settings" {
     Increment           = { memory = "256Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 100 }
     Count               = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 10 }
     ConfigureCounter    = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 5 }
-    IncrementFromPubSub = { memory = "256Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 100 }
+    IncrementFromPubSub = { memory = "256Mi", cpu = "1", concurrency = 1000, timeout_seconds = 60, max_instances = 100 }
     RollupOnShardWrite  = { memory = "512Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 20 }
     RollupScheduled     = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 300, max_instances = 1 }
   }

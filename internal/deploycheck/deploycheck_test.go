@@ -8,7 +8,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -122,5 +124,18 @@ func TestUnknownVariablesAreRefused(t *testing.T) {
 	vars := map[string]cty.Value{"project": cty.StringVal("p"), "environment": cty.MapVal(map[string]cty.Value{"MAX_DELTAS": cty.StringVal("5")})}
 	if _, err := deploycheck.LoadTerraform(terraform, vars); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
 		t.Errorf("terraform accepted environment MAX_DELTAS: %v", err)
+	}
+}
+
+// TestLocalPushFillsTheDeployedConcurrency: the local stack's Pub/Sub pusher gives each instance as many
+// increment deliveries at once as IncrementFromPubSub's deployed concurrency, so local figures (group
+// commit's sharing, drain rates) are those of the deployed function.
+func TestLocalPushFillsTheDeployedConcurrency(t *testing.T) {
+	code, err := deploycheck.ReadCode(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := code.Settings[functions.EntryIncrementFromPubSub].Concurrency; got != localstack.PushInFlight {
+		t.Errorf("IncrementFromPubSub is deployed at concurrency %d, the local pusher keeps %d in flight per instance", got, localstack.PushInFlight)
 	}
 }

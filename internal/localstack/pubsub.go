@@ -70,10 +70,11 @@ func RegisterPushPaths(ctx context.Context) error {
 	return nil
 }
 
-// pushInFlight is how many deliveries of increments each functions instance gets at once: the
-// concurrency IncrementFromPubSub is deployed with, which production push fills (its push window grows
-// with successful deliveries). Other Pub/Sub functions (the scheduler tick) get one at a time.
-const pushInFlight = 80
+// PushInFlight is how many deliveries of increments each functions instance gets at once: the
+// concurrency IncrementFromPubSub is deployed with (scripts/deploy.sh FUNCTION_SETTINGS), which
+// production push fills (its push window grows with successful deliveries). Other Pub/Sub functions
+// (the scheduler tick) get one at a time.
+const PushInFlight = 1000
 
 // wirePubSub creates, in the Pub/Sub emulator, the topic of every Pub/Sub trigger and, for each one
 // whose function is registered, a subscription "<EntryPoint>-push" that Push delivers to the function
@@ -116,7 +117,7 @@ func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err
 		}
 		inFlight := 1
 		if t.EntryPoint == functions.EntryIncrementFromPubSub {
-			inFlight = pushInFlight * len(s.functions)
+			inFlight = PushInFlight * len(s.functions)
 		}
 		endpoint := PushEndpoint(s.FunctionsURL, t.EntryPoint, topic)
 		deliveries.Go(func() {
