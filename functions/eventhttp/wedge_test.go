@@ -17,6 +17,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/shardcount/counters/functions/eventhttp"
+	"github.com/shardcount/counters/internal/emulators"
 )
 
 // Paths of the Functions Framework server the tests share: the same holding function registered as
@@ -56,13 +57,12 @@ func TestMain(m *testing.M) {
 	if err := funcframework.RegisterHTTPFunctionContext(ctx, eventHTTPPath, h.ServeHTTP); err != nil {
 		panic(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := emulators.FreeHostPort()
 	if err != nil {
 		panic(err)
 	}
-	frameworkAddr = l.Addr().String()
+	frameworkAddr = addr
 	_, port, _ := net.SplitHostPort(frameworkAddr)
-	l.Close()
 	// The framework serves until the test binary exits (it has no way to stop).
 	go func() { _ = funcframework.StartHostPort("127.0.0.1", port) }()
 	for deadline := time.Now().Add(10 * time.Second); ; {

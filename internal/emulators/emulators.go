@@ -170,13 +170,3 @@ func StopGroup(pid int, grace time.Duration) {
 		fmt.Fprintf(os.Stderr, "kill process group %d: %v\n", pid, err)
 	}
 }
-
-// FreeHostPort returns a loopback address with a port that was free a moment ago.
-func FreeHostPort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
