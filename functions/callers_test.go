@@ -25,9 +25,11 @@ import (
 )
 
 // authEmulatorUser signs a new email user up with the Firebase Auth emulator that the local stack
-// runs (the real issuer of ID tokens there) and returns their ID token and user ID.
+// runs (the real issuer of ID tokens there) and returns their ID token and user ID. The address gets
+// a random tag, so each call is a new user however often the tests run against one emulator.
 func authEmulatorUser(t *testing.T, email string) (idToken, uid string) {
 	t.Helper()
+	email = strings.Replace(email, "@", "+"+strings.ToLower(rand.Text()[:12])+"@", 1)
 	host := os.Getenv(emulators.AuthHostEnv)
 	if host == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, which starts the Auth emulator", emulators.AuthHostEnv)
