@@ -125,7 +125,7 @@ func (p *Proxy) accept() {
 			client.Close()
 			continue
 		}
-		l := &link{client: client, server: server, answered: make(chan struct{})}
+		l := &link{client: client, server: server}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -145,10 +145,8 @@ type link struct {
 	client, server net.Conn
 	// dropStreams, once set, names the requests whose answer the link waits for: from then on nothing
 	// the server sends is forwarded, and the link closes when one of them is answered.
-	dropStreams  atomic.Pointer[[]uint32]
-	answered     chan struct{} // closed when the server has answered one of dropStreams
-	answeredOnce sync.Once
-	closeOnce    sync.Once
+	dropStreams atomic.Pointer[[]uint32]
+	closeOnce   sync.Once
 }
 
 func (l *link) close() {
@@ -174,42 +172,27 @@ func (p *Proxy) forget(l *link) {
 func (p *Proxy) forwardRequests(l *link) {
 	defer p.forget(l)
 	frames := newClientScanner()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := l.client.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			f := p.currentFaults()
-			time.Sleep(f.Delay)
-			streams := eligibleRequests(frames, chunk, f.Match)
-			roll := rand.Float64()
-			switch {
-			case l.dropStreams.Load() != nil || len(streams) == 0:
-				// A link already losing an answer carries the rest of the request unharmed.
-			case roll < f.ResetRate:
-				p.resets.Add(1)
-				return
-			case roll < f.ResetRate+f.DropResponseRate:
-				// Counted before the request goes on (the link closes as soon as the server answers),
-				// so a client that sees its connection end also sees the count.
-				p.drops.Add(1)
-				l.dropStreams.Store(&streams)
-				p.wg.Go(func() {
-					select {
-					case <-l.answered:
-					case <-time.After(dropWait):
-					}
-					l.close()
-				})
-			}
-			if _, err := l.server.Write(chunk); err != nil {
-				return
-			}
+	eachChunk(l.client, func(chunk []byte) bool {
+		f := p.currentFaults()
+		time.Sleep(f.Delay)
+		streams := eligibleRequests(frames, chunk, f.Match)
+		roll := rand.Float64()
+		switch {
+		case l.dropStreams.Load() != nil || len(streams) == 0:
+			// A link already losing an answer carries the rest of the request unharmed.
+		case roll < f.ResetRate:
+			p.resets.Add(1)
+			return false
+		case roll < f.ResetRate+f.DropResponseRate:
+			// Counted before the request goes on (the link closes as soon as the server answers),
+			// so a client that sees its connection end also sees the count.
+			p.drops.Add(1)
+			l.dropStreams.Store(&streams)
+			time.AfterFunc(dropWait, l.close) // a server that never answers
 		}
-		if err != nil {
-			return
-		}
-	}
+		_, err := l.server.Write(chunk)
+		return err == nil
+	})
 }
 
 // eligibleRequests scans chunk and returns the streams of the requests in it that a fault may pick: those
@@ -227,30 +210,34 @@ func eligibleRequests(frames *frameScanner, chunk, match []byte) []uint32 {
 	return streams
 }
 
-// forwardResponses copies server chunks to the client until the link starts losing an answer; then it
-// forwards nothing more and tells forwardRequests when the awaited request has been answered.
+// forwardResponses copies server chunks to the client until the link starts losing an answer; from
+// then on it forwards nothing, and ends the link once the awaited request has been answered.
 func (p *Proxy) forwardResponses(l *link) {
 	defer p.forget(l)
 	frames := newServerScanner()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := l.server.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			dropping := l.dropStreams.Load()
-			if dropping != nil {
-				frames.feed(chunk, func(f frame) {
-					if f.endsStream() && slices.Contains(*dropping, f.stream) {
-						l.answeredOnce.Do(func() { close(l.answered) })
-					}
-				})
-				continue
-			}
+	eachChunk(l.server, func(chunk []byte) bool {
+		dropping := l.dropStreams.Load()
+		if dropping == nil {
 			frames.feed(chunk, func(frame) {})
 			time.Sleep(p.currentFaults().Delay)
-			if _, werr := l.client.Write(chunk); werr != nil {
-				return
-			}
+			_, err := l.client.Write(chunk)
+			return err == nil
+		}
+		answered := false
+		frames.feed(chunk, func(f frame) {
+			answered = answered || f.endsStream() && slices.Contains(*dropping, f.stream)
+		})
+		return !answered
+	})
+}
+
+// eachChunk calls handle with every chunk read from conn, until conn ends or handle returns false.
+func eachChunk(conn net.Conn, handle func(chunk []byte) bool) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 && !handle(buf[:n]) {
+			return
 		}
 		if err != nil {
 			return
