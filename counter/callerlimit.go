@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -32,47 +30,58 @@ type LimitedOutcome struct {
 // within [0, limit]: with limit 1, a user's +1 counts once, a second +1 does not, and a -1 takes it
 // back. One transaction reads the caller's total (and key's dedupe record, when key is not nil) and
 // writes the shard, the total and the record together, so concurrent requests of one caller can never
-// go past the limit. It bypasses group commit: each counted increment is its own shard write.
+// go past the limit. It bypasses group commit: each counted increment is its own shard write, planned
+// as any other (its counter created or stamped as touched in the same commit).
+//
+// A failure before the commit applied nothing (ErrNotApplied); a failed commit may have applied
+// (ErrOutcomeUnknown): the caller's total read in the same transaction keeps a retry within the
+// limit, and a retry with the same key is answered as its duplicate.
 func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64, inc shared.Increment, key *Key) (LimitedOutcome, error) {
 	if caller == "" || limit < 1 {
 		return LimitedOutcome{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
 	}
+	if !s.life.enter() {
+		return LimitedOutcome{}, notApplied(ErrClosed)
+	}
+	defer s.life.leave()
 	fingerprint, err := fingerprintOf([]shared.Increment{inc})
 	if err != nil {
 		return LimitedOutcome{}, err
 	}
 	callerRef := s.schema.CallerRef(s.client, inc.Counter, callerDocID(caller))
-	// A retry follows an AlreadyExists of the counter this call meant to create: then it exists.
+	// A retry follows a commit refused because the counter this call meant to create exists, or was
+	// deleted under its cached shard count.
 	for attempt := 0; ; attempt++ {
-		numShards, err := s.numShards(ctx, inc.Counter)
-		create := errors.Is(err, ErrNotFound)
-		if create {
-			numShards = s.defaultNumShards
-		} else if err != nil {
-			return LimitedOutcome{}, err
+		w, err := s.planShard(ctx, inc.Counter, inc.Delta)
+		if err != nil {
+			return LimitedOutcome{}, notApplied(fmt.Errorf("limited increment of %q: %w", inc.Counter, err))
 		}
-		shard := s.pickShard(inc.Counter, numShards)
 		var out LimitedOutcome
+		var inTx error // the last attempt's error before its commit
 		err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-			var err error
-			out, err = s.limitedInTransaction(tx, callerRef, limit, inc, key, fingerprint, shard, create)
-			return err
+			out, inTx = s.limitedInTransaction(tx, callerRef, limit, inc, key, fingerprint, w)
+			return inTx
 		})
+		code := status.Code(err)
 		switch {
 		case err == nil:
-			if create && out.Counted {
-				s.shardCounts.put(inc.Counter, s.defaultNumShards)
+			if out.Counted {
+				s.applied(&commitPlan{shards: []shardWrite{w}})
 			}
 			return out, nil
-		case errors.Is(err, ErrKeyReused) || status.Code(err) != codes.AlreadyExists || !create || attempt > 0:
-			return out, fmt.Errorf("limited increment of %q by %q: %w", inc.Counter, caller, err)
+		case inTx != nil:
+			return out, notApplied(fmt.Errorf("limited increment of %q by %q: %w", inc.Counter, caller, err))
+		case attempt == 0 && (w.create && code == codes.AlreadyExists || w.stamp && code == codes.NotFound):
+			s.shardCounts.forget(inc.Counter)
+			continue
 		}
+		return out, outcomeUnknown(fmt.Errorf("limited increment of %q by %q: commit: %w", inc.Counter, caller, err))
 	}
 }
 
 // limitedInTransaction is one attempt of IncrementLimited's transaction: reads first, then writes.
 func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
-	inc shared.Increment, key *Key, fingerprint string, shard int, create bool) (LimitedOutcome, error) {
+	inc shared.Increment, key *Key, fingerprint string, w shardWrite) (LimitedOutcome, error) {
 	var recordRef *firestore.DocumentRef
 	if key != nil {
 		recordRef = s.schema.DedupeRef(s.client, key.recordID())
@@ -107,16 +116,16 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 	// A dedupe record of an uncounted request says delta 0, which no counted request has.
 	applied := []AppliedIncrement{{Counter: inc.Counter, Shard: -1}}
 	if next := total + inc.Delta; next >= 0 && next <= limit {
-		out = LimitedOutcome{Counted: true, Shard: shard}
-		applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: shard}
-		if err := s.writeLimited(tx, callerRef, inc, shard, next, create); err != nil {
+		out = LimitedOutcome{Counted: true, Shard: w.shard}
+		applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
+		if err := s.writeLimited(tx, callerRef, w, next); err != nil {
 			return LimitedOutcome{}, err
 		}
 	}
 	if key != nil {
 		// No write ID: a transaction's commit is never applied twice (its retry is refused), so the
 		// record needs none to be told from another write's.
-		now := time.Now()
+		now := s.now()
 		rec := dedupeRecord(keyedWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", now, now.Add(s.dedupeTTL))
 		if err := tx.Create(recordRef, rec); err != nil {
 			return LimitedOutcome{}, err
@@ -125,15 +134,21 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 	return out, nil
 }
 
-// writeLimited writes a counted limited increment: the shard, the caller's new total and, for a
-// counter that does not exist yet, the counter.
-func (s *Store) writeLimited(tx *firestore.Transaction, callerRef *firestore.DocumentRef, inc shared.Increment, shard int, total int64, create bool) error {
-	if create {
-		if err := tx.Create(s.schema.CounterRef(s.client, inc.Counter), map[string]any{shared.FieldNumShards: s.defaultNumShards}); err != nil {
-			return err
-		}
+// writeLimited writes a counted limited increment: the shard write w (with the counter's creation or
+// touched stamp it plans) and the caller's new total.
+func (s *Store) writeLimited(tx *firestore.Transaction, callerRef *firestore.DocumentRef, w shardWrite, total int64) error {
+	counterRef := s.schema.CounterRef(s.client, w.counter)
+	var err error
+	switch {
+	case w.create:
+		err = tx.Create(counterRef, newCounterFields(s.defaultNumShards, w.minute))
+	case w.stamp:
+		err = tx.Update(counterRef, touchUpdate(w.minute))
 	}
-	if err := tx.Set(s.schema.ShardRef(s.client, inc.Counter, shard), shardIncrement(inc.Delta), firestore.MergeAll); err != nil {
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(s.schema.ShardRef(s.client, w.counter, w.shard), shardIncrement(w.delta), firestore.MergeAll); err != nil {
 		return err
 	}
 	return tx.Set(callerRef, map[string]any{shared.FieldNet: total, shared.FieldUpdatedAt: firestore.ServerTimestamp})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
@@ -122,5 +123,30 @@ func TestIncrementLimitedKeyedRetryAnswersAsTheFirstTime(t *testing.T) {
 	}
 	if got := sum(t, s, "photo"); got != 0 {
 		t.Errorf("photo = %d, want 0 (liked, unliked)", got)
+	}
+}
+
+// TestLimitedIncrementsStampTheCounterForTheSweep: a counter changed only by limited increments is
+// stamped touched_minute like any other, whether the increment creates it or finds it configured
+// without a stamp, so the scheduled sweep (which queries that field) still finds it.
+func TestLimitedIncrementsStampTheCounterForTheSweep(t *testing.T) {
+	s, client := newStore(t)
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := s.Configure(ctx, "configured", counter.Settings{NumShards: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"created", "configured"} {
+		if out, err := s.IncrementLimited(ctx, "alice", 1, shared.Increment{Counter: id, Delta: 1}, nil); err != nil || !out.Counted {
+			t.Fatalf("%s: %+v, %v; want counted", id, out, err)
+		}
+		doc, err := schema.CounterRef(client, id).Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A stamp trails its write's minute by at most one (each instance's minutes have an offset).
+		if m, _ := doc.DataAt(shared.FieldTouchedMinute); m == nil || m.(int64) < shared.UnixMinute(start)-1 {
+			t.Errorf("%s: touched_minute = %v after a limited increment, want at least %d", id, m, shared.UnixMinute(start)-1)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
 		counterRef := f.schema.CounterRef(f.client, w.counter)
 		switch {
 		case w.create:
-			b.Create(counterRef, map[string]any{shared.FieldNumShards: f.defaultNumShards, shared.FieldTouchedMinute: minute})
+			b.Create(counterRef, newCounterFields(f.defaultNumShards, minute))
 		case w.stamp:
 			b.Update(counterRef, touchUpdate(w.minute))
 		}

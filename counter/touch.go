@@ -71,8 +71,8 @@ func touchUpdate(minute int64) []firestore.Update {
 	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
 }
 
-// newCounterFields is the counter document of a counter created by its first increment: the default
-// shard count, adaptive, stamped as touched now.
-func (s *Store) newCounterFields() map[string]any {
-	return map[string]any{shared.FieldNumShards: s.defaultNumShards, shared.FieldTouchedMinute: shared.UnixMinute(time.Now())}
+// newCounterFields is the counter document of a counter created by a write: numShards (the default
+// count, adaptive), stamped as touched in minute.
+func newCounterFields(numShards int, minute int64) map[string]any {
+	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute}
 }

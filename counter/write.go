@@ -333,19 +333,12 @@ func (s *Store) plan(ctx context.Context, batch []entry, live []int) (*commitPla
 				p.shards[n].delta += inc.Delta
 				continue
 			}
-			numShards, err := s.numShards(ctx, inc.Counter)
-			create := errors.Is(err, ErrNotFound)
-			if create {
-				numShards = s.defaultNumShards
-			} else if err != nil {
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta)
+			if err != nil {
 				return nil, err
 			}
-			minute, due := s.touches.due(inc.Counter)
 			index[inc.Counter] = len(p.shards)
-			p.shards = append(p.shards, shardWrite{
-				counter: inc.Counter, delta: inc.Delta, shard: s.pickShard(inc.Counter, numShards), create: create,
-				stamp: !create && due, minute: minute,
-			})
+			p.shards = append(p.shards, w)
 		}
 	}
 	for _, i := range live {
@@ -359,6 +352,20 @@ func (s *Store) plan(ctx context.Context, batch []entry, live []int) (*commitPla
 		}
 	}
 	return p, nil
+}
+
+// planShard plans a write of delta to counter: a shard picked among its cached (or read) count, the
+// counter's creation when it does not exist, and its touched stamp when one is due.
+func (s *Store) planShard(ctx context.Context, counter string, delta int64) (shardWrite, error) {
+	numShards, err := s.numShards(ctx, counter)
+	create := errors.Is(err, ErrNotFound)
+	if create {
+		numShards = s.defaultNumShards
+	} else if err != nil {
+		return shardWrite{}, err
+	}
+	minute, due := s.touches.due(counter)
+	return shardWrite{counter: counter, delta: delta, shard: s.pickShard(counter, numShards), create: create, stamp: !create && due, minute: minute}, nil
 }
 
 // appliedOf is what entry i of the batch got from the plan: its increments on the shards chosen.
