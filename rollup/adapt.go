@@ -37,18 +37,24 @@ var DefaultShardPolicy = ShardPolicy{Target: 0.1, GrowAbove: 0.15, ShrinkBelow: 
 type shardDecision struct {
 	// numShards is the count the counter should have.
 	numShards int
-	// rate is the measured shard writes per second, or the previous roll-up's when not measured.
+	// rate is the measured shard writes per second; when nothing could be measured, the previous
+	// roll-up's (its clock was ahead of ours), or zero (a first roll-up, a recreated counter).
 	rate float64
 	// coolSince is when the counter became cool; zero when it is not.
 	coolSince time.Time
 }
 
 // decide measures the write rate between roll-up prev and a roll-up at `at` that saw writes shard
-// writes in total, and sizes shape's count for it. Nothing is measured without a previous roll-up or
-// when the writes went back (a deleted and recreated counter).
+// writes in total, and sizes shape's count for it. Nothing is measured without a previous roll-up,
+// when the writes went back (a deleted and recreated counter: it starts afresh), or when prev is not
+// older than at (another instance's clock ahead of ours: prev's measurement and cool clock stand).
 func (p ShardPolicy) decide(shape counter.Shape, prev *Document, writes int64, at time.Time) shardDecision {
 	keep := shardDecision{numShards: shape.NumShards}
-	if prev == nil || !at.After(prev.UpdatedAt) || writes < prev.ShardWrites {
+	switch {
+	case prev == nil || writes < prev.ShardWrites:
+		return keep
+	case !at.After(prev.UpdatedAt):
+		keep.rate, keep.coolSince = prev.WriteRate, prev.CoolSince
 		return keep
 	}
 	keep.rate = float64(writes-prev.ShardWrites) / at.Sub(prev.UpdatedAt).Seconds()
