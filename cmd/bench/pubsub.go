@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -60,7 +61,7 @@ func publishLoad(ctx context.Context, o options, s *stack, ids []string, w *watc
 			break
 		}
 		if time.Now().After(deadline) {
-			fmt.Printf("  Pub/Sub increments not all counted %s after the last publish\n", o.drainTimeout)
+			fmt.Fprintf(os.Stderr, "  Pub/Sub increments not all counted %s after the last publish\n", o.drainTimeout)
 			break
 		}
 	}

@@ -170,7 +170,6 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	if err != nil {
 		return run, err
 	}
-	run.Killed = w.killed
 
 	// The exact counts, then how long after the last answer the roll-ups showed them; then the exact
 	// counts again for the check, in case an increment whose client gave up was applied meanwhile.
@@ -191,6 +190,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 		return run, err
 	}
 	w.stop(settled)
+	run.Killed = w.killed // read once the watcher, which sets it, has stopped
 	run.End, run.Settings["logs"] = settled, logDir
 
 	fill(&run, obs, w, p.faults != nil || o.killAt > 0)

@@ -43,6 +43,7 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 	}
 	config, err := authConfig(dir, host, port)
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	cmd := exec.Command(cli, "emulators:start", "--only", "auth", "--project", project, "--config", config)
@@ -52,6 +53,7 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start auth emulator: %w", err)
 	}
 	e := &Emulator{Kind: kind, HostPort: hostPort, cmd: cmd, exited: make(chan struct{})}
