@@ -17,10 +17,6 @@ const maxGroupSize = 512
 // and the counter on top.
 const maxKeyedPerGroup = 450
 
-// groupWriteTimeout bounds the reads a group write makes before it commits (a counter's shard
-// count); the commit and what settles it have bounds of their own (write.go).
-const groupWriteTimeout = commitTimeout
-
 // clock is the time source of the group committer; tests drive a fake one.
 type clock interface {
 	Now() time.Time
@@ -144,7 +140,9 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		for i, p := range batch {
 			entries[i] = p.entry
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), groupWriteTimeout)
+		// Bounds the reads before the commit (a counter's shard count); the commit and what settles
+		// it have bounds of their own (write.go).
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		results := g.write(ctx, entries)
 		cancel()
 		for i, p := range batch {

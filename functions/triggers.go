@@ -1,6 +1,9 @@
 package functions
 
-import "github.com/shardcount/counters/shared"
+import (
+	"github.com/shardcount/counters/functions/eventhttp"
+	"github.com/shardcount/counters/shared"
+)
 
 // Entry-point names: the names the functions are registered under, and so each deployment's
 // --entry-point. Deployment scripts and Terraform are checked against them.
@@ -15,7 +18,7 @@ const (
 
 // CloudEvent types of the event-triggered entry points.
 const (
-	EventPubSubMessagePublished = "google.cloud.pubsub.topic.v1.messagePublished"
+	EventPubSubMessagePublished = eventhttp.EventPubSubMessagePublished
 	EventFirestoreDocWritten    = "google.cloud.firestore.document.v1.written"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 
@@ -20,14 +19,11 @@ import (
 // commit) needs them. Push delivers a pull subscription of the real emulator as production push
 // does: the standard push envelope, many at once, acknowledged on 2xx, redelivered otherwise.
 
-// pushTimeout bounds one delivery, as a push subscription's ack deadline does.
-const pushTimeout = 60 * time.Second
-
 // Push delivers the messages of subscription (a pull subscription, full name) to endpoint with up to
 // inFlight requests at once, until ctx ends. A message answered 2xx is acknowledged; any other
 // answer, or none, makes the emulator deliver it again.
 func Push(ctx context.Context, client *pubsub.Client, subscription, endpoint string, inFlight int) error {
-	httpClient := &http.Client{Timeout: pushTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}}
+	httpClient := &http.Client{Timeout: pushAckDeadline, Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}}
 	sub := client.Subscriber(subscription)
 	sub.ReceiveSettings.MaxOutstandingMessages = inFlight
 	sub.ReceiveSettings.NumGoroutines = 4
