@@ -298,6 +298,10 @@ func (s *Stack) Stop() {
 	if s.stopPubSub != nil {
 		s.stopPubSub()
 	}
+	// All instances get SIGTERM at once, so stopping K of them takes one grace period, not K.
+	for _, f := range s.functions {
+		f.cancel()
+	}
 	for _, f := range s.functions {
 		f.stop()
 	}
