@@ -40,10 +40,10 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 	if caller == "" || limit < 1 {
 		return LimitedOutcome{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
 	}
-	if !s.life.enter() {
+	if !s.life.Enter() {
 		return LimitedOutcome{}, notApplied(ErrClosed)
 	}
-	defer s.life.leave()
+	defer s.life.Leave()
 	fingerprint, err := fingerprintOf([]shared.Increment{inc})
 	if err != nil {
 		return LimitedOutcome{}, err

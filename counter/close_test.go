@@ -12,11 +12,11 @@ import (
 	"github.com/shardcount/counters/internal/testenv"
 )
 
-// TestCloseWritesPendingGroupsAtOnceAndRefusesNewIncrements: with an interval of an hour, increments
+// TestCloseOnTheEmulatorWritesPendingGroupsAndRefusesNewIncrements: with an interval of an hour, increments
 // that arrive after a counter's first write wait in its group; Close writes them at once and returns
 // when each has its outcome. Every increment either was applied (nil) or was refused with ErrClosed
 // (not applied), and the sum is exactly what was applied. After Close, increments are refused.
-func TestCloseWritesPendingGroupsAtOnceAndRefusesNewIncrements(t *testing.T) {
+func TestCloseOnTheEmulatorWritesPendingGroupsAndRefusesNewIncrements(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute, GroupCommitInterval: time.Hour})

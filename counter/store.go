@@ -28,7 +28,7 @@ type Store struct {
 	plans     planStore
 	now       func() time.Time
 	touches   *touchStamps
-	life      lifecycle
+	life      shared.Gate   // admits increments until Close
 	dedupeTTL time.Duration // of the dedupe records a limited increment writes in its own transaction
 }
 
@@ -86,10 +86,10 @@ func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard in
 // write applies e through its counter's group when group commit is on and e touches one counter, or
 // in a commit of its own.
 func (s *Store) write(ctx context.Context, e entry) entryResult {
-	if !s.life.enter() {
+	if !s.life.Enter() {
 		return entryResult{err: notApplied(ErrClosed)}
 	}
-	defer s.life.leave()
+	defer s.life.Leave()
 	if s.groups != nil && len(e.incs) == 1 {
 		return s.groups.add(ctx, e.incs[0].Counter, e)
 	}

@@ -163,9 +163,11 @@ func TestCloseWritesPendingGroupsAtOnceAndRefusesNewIncrements(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(context.Background()) }()
 	eventually(t, "Close began", func() bool {
-		s.life.mu.Lock()
-		defer s.life.mu.Unlock()
-		return s.life.closed
+		if s.life.Enter() {
+			s.life.Leave()
+			return false
+		}
+		return true
 	})
 	if _, err := s.Increment(context.Background(), "c", 1); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotApplied) {
 		t.Fatalf("increment after Close began: %v, want ErrClosed and ErrNotApplied", err)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,56 +24,20 @@ import (
 // stopGrace bounds the graceful stop: within Cloud Run's 10 s, with room to exit.
 const stopGrace = 8 * time.Second
 
-// requestGate tracks the requests a process has accepted, and refuses new ones once it stops.
-type requestGate struct {
-	mu       sync.Mutex
-	stopping bool
-	active   sync.WaitGroup
-}
-
-// gate is this process's requestGate: the registered entry points pass through it.
-var gate requestGate
-
-// enter admits a request, or returns false once the process is stopping.
-func (g *requestGate) enter() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopping {
-		return false
-	}
-	g.active.Add(1)
-	return true
-}
-
-// leave marks an admitted request answered.
-func (g *requestGate) leave() { g.active.Done() }
-
-// refuse makes enter refuse every later request.
-func (g *requestGate) refuse() {
-	g.mu.Lock()
-	g.stopping = true
-	g.mu.Unlock()
-}
-
-// wait returns once every admitted request is answered, or when ctx ends.
-func (g *requestGate) wait(ctx context.Context) error {
-	if err := shared.Wait(ctx, &g.active); err != nil {
-		return fmt.Errorf("requests still unanswered: %w", err)
-	}
-	return nil
-}
+// gate admits the requests of this process until it stops: the registered entry points pass through it.
+var gate shared.Gate
 
 // gated serves h through the gate: a request that arrives once the process is stopping gets 503 with
 // Retry-After (nothing was done, so retrying elsewhere is safe); an admitted one counts as answered
 // once its answer is flushed to the connection, since the process may exit right after.
 func gated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !gate.enter() {
+		if !gate.Enter() {
 			w.Header().Set("Retry-After", retryAfterSeconds)
 			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfterSeconds + " s"})
 			return
 		}
-		defer gate.leave()
+		defer gate.Leave()
 		h(w, r)
 		_ = http.NewResponseController(w).Flush()
 	}
@@ -107,11 +70,19 @@ func stop(s *Service, grace time.Duration) int {
 	defer cancel()
 	start := time.Now()
 	s.log.InfoContext(ctx, "SIGTERM: stopping; new requests are refused, pending increments written")
-	gate.refuse()
-	if err := errors.Join(s.Shutdown(ctx), gate.wait(ctx)); err != nil {
+	gate.Close()
+	if err := errors.Join(s.Shutdown(ctx), waitRequests(ctx)); err != nil {
 		s.log.ErrorContext(ctx, "graceful stop incomplete; exiting anyway", "error", err.Error(), "elapsed", time.Since(start).String())
 		return 1
 	}
 	s.log.InfoContext(ctx, "stopped: every accepted request answered", "elapsed", time.Since(start).String())
 	return 0
+}
+
+// waitRequests returns once every request the gate admitted is answered, or when ctx ends.
+func waitRequests(ctx context.Context) error {
+	if err := gate.Wait(ctx); err != nil {
+		return fmt.Errorf("requests still unanswered: %w", err)
+	}
+	return nil
 }

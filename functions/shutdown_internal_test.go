@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // TestGateRefusesNewRequestsAndWaitsForAccepted: once the process stops, a new request gets 503 with
 // Retry-After without reaching its handler, and the gate waits for the request it had accepted.
 func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
-	t.Cleanup(func() { gate = requestGate{} })
+	t.Cleanup(func() { gate = shared.Gate{} })
 	entered, release := make(chan struct{}), make(chan struct{})
 	calls := 0
 	h := gated(func(w http.ResponseWriter, _ *http.Request) {
@@ -27,7 +29,7 @@ func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
 	}()
 	<-entered
 
-	gate.refuse()
+	gate.Close()
 	late := httptest.NewRecorder()
 	h(late, httptest.NewRequest(http.MethodPost, "/", nil))
 	if late.Code != http.StatusServiceUnavailable || late.Header().Get("Retry-After") == "" || calls != 1 {
@@ -36,12 +38,12 @@ func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := gate.wait(ctx); err == nil {
-		t.Error("gate.wait returned nil while an accepted request was still running")
+	if err := waitRequests(ctx); err == nil {
+		t.Error("waitRequests returned nil while an accepted request was still running")
 	}
 	close(release)
-	if err := gate.wait(context.Background()); err != nil {
-		t.Errorf("gate.wait after the accepted request was answered: %v", err)
+	if err := waitRequests(context.Background()); err != nil {
+		t.Errorf("waitRequests after the accepted request was answered: %v", err)
 	}
 	<-served
 	if accepted.Code != http.StatusOK || accepted.Header().Get("Content-Length") == "" {
