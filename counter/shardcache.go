@@ -8,6 +8,20 @@ import (
 // maxCachedCounters bounds the memory one instance spends on cached shard counts.
 const maxCachedCounters = 10_000
 
+// evictFor makes room for counter id in m, one of an instance's per-counter maps bounded at
+// maxCachedCounters: when id is not in m and m is full, it deletes one entry, chosen at random (map
+// order is random, so this is cheap), and returns its key.
+func evictFor[V any](m map[string]V, id string) (victim string, evicted bool) {
+	if _, ok := m[id]; ok || len(m) < maxCachedCounters {
+		return "", false
+	}
+	for victim = range m {
+		delete(m, victim)
+		return victim, true
+	}
+	return "", false
+}
+
 // shardCountCache remembers counters' shard counts so an increment costs one write and no read.
 type shardCountCache struct {
 	ttl time.Duration
@@ -40,12 +54,7 @@ func (c *shardCountCache) get(id string) (int, bool) {
 func (c *shardCountCache) put(id string, numShards int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[id]; !ok && len(c.entries) >= maxCachedCounters {
-		for victim := range c.entries { // map order is random: a cheap random eviction
-			delete(c.entries, victim)
-			break
-		}
-	}
+	evictFor(c.entries, id)
 	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.now().Add(c.ttl)}
 }
 

@@ -27,12 +27,8 @@ func (d *shardDealer) pick(id string, numShards int) int {
 	defer d.mu.Unlock()
 	deck := d.decks[id]
 	if len(deck) == 0 || d.sizes[id] != numShards {
-		if _, known := d.sizes[id]; !known && len(d.sizes) >= maxCachedCounters {
-			for victim := range d.sizes { // random eviction: the victim starts a fresh deck
-				delete(d.sizes, victim)
-				delete(d.decks, victim)
-				break
-			}
+		if victim, ok := evictFor(d.sizes, id); ok { // the victim starts a fresh deck
+			delete(d.decks, victim)
 		}
 		deck = rand.Perm(numShards)
 		d.sizes[id] = numShards

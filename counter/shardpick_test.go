@@ -1,6 +1,9 @@
 package counter
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestDealerWritesEveryShardOncePerRound(t *testing.T) {
 	d := newShardDealer()
@@ -38,5 +41,21 @@ func TestDealerKeepsCountersApart(t *testing.T) {
 	}
 	if len(a) != 4 || len(b) != 4 {
 		t.Fatalf("counters share a deck: a got %v, b got %v", a, b)
+	}
+}
+
+// TestEvictForBoundsPerCounterMaps: a full per-counter map loses one entry to a new counter, none to a
+// counter it holds, and never grows past maxCachedCounters.
+func TestEvictForBoundsPerCounterMaps(t *testing.T) {
+	m := make(map[string]int, maxCachedCounters)
+	for i := range maxCachedCounters {
+		m[fmt.Sprint(i)] = i
+	}
+	if _, evicted := evictFor(m, "7"); evicted || len(m) != maxCachedCounters {
+		t.Fatalf("room made for a counter already held: %d entries", len(m))
+	}
+	victim, evicted := evictFor(m, "new")
+	if _, still := m[victim]; !evicted || still || len(m) != maxCachedCounters-1 {
+		t.Fatalf("room for a new counter: victim %q evicted %v, %d entries; want one entry gone", victim, evicted, len(m))
 	}
 }

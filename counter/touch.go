@@ -46,12 +46,7 @@ func (t *touchStamps) due(id string) (minute int64, ok bool) {
 func (t *touchStamps) record(id string, minute int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, seen := t.last[id]; !seen && len(t.last) >= maxCachedCounters {
-		for victim := range t.last { // random eviction: the victim only stamps once more
-			delete(t.last, victim)
-			break
-		}
-	}
+	evictFor(t.last, id) // the victim only stamps once more
 	t.last[id] = max(t.last[id], minute)
 }
 
