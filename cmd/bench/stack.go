@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,11 +46,10 @@ type stackConfig struct {
 func startStack(c stackConfig) (*stack, error) {
 	ports := make([]string, 4)
 	for i := range ports {
-		addr, err := emulators.FreeHostPort()
-		if err != nil {
+		var err error
+		if ports[i], err = emulators.FreePort(); err != nil {
 			return nil, err
 		}
-		_, ports[i], _ = net.SplitHostPort(addr)
 	}
 	s := &stack{
 		functionsURL: "http://127.0.0.1:" + ports[0],

@@ -57,12 +57,11 @@ func TestMain(m *testing.M) {
 	if err := funcframework.RegisterHTTPFunctionContext(ctx, eventHTTPPath, h.ServeHTTP); err != nil {
 		panic(err)
 	}
-	addr, err := emulators.FreeHostPort()
+	port, err := emulators.FreePort()
 	if err != nil {
 		panic(err)
 	}
-	frameworkAddr = addr
-	_, port, _ := net.SplitHostPort(frameworkAddr)
+	frameworkAddr = net.JoinHostPort("127.0.0.1", port)
 	// The framework serves until the test binary exits (it has no way to stop).
 	go func() { _ = funcframework.StartHostPort("127.0.0.1", port) }()
 	for deadline := time.Now().Add(10 * time.Second); ; {

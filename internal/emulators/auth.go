@@ -74,11 +74,10 @@ func authConfig(dir, host, port string) (string, error) {
 		"ui":   map[string]any{"enabled": false},
 	}}
 	for _, name := range []string{"hub", "logging"} {
-		addr, err := FreeHostPort()
+		p, err := FreePort()
 		if err != nil {
 			return "", err
 		}
-		_, p, _ := net.SplitHostPort(addr)
 		n, _ := strconv.Atoi(p)
 		cfg["emulators"].(map[string]any)[name] = map[string]any{"host": host, "port": n}
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
 )
 
 // Ports for the stack's servers are chosen below the kernel's ephemeral range, where a port the
@@ -23,15 +24,15 @@ const (
 	portTries = 100
 )
 
-// FreeHostPort returns a loopback address with a port that was free a moment ago, outside the ports
-// the kernel gives to outgoing connections when it can.
-func FreeHostPort() (string, error) {
+// FreePort returns a loopback port that was free a moment ago, outside the ports the kernel gives to
+// outgoing connections when it can.
+func FreePort() (string, error) {
 	if top := ephemeralStart(); top > lowestPort {
 		for range portTries {
-			addr := fmt.Sprintf("127.0.0.1:%d", lowestPort+rand.IntN(top-lowestPort))
-			if l, err := net.Listen("tcp", addr); err == nil {
+			port := strconv.Itoa(lowestPort + rand.IntN(top-lowestPort))
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port)); err == nil {
 				l.Close()
-				return addr, nil
+				return port, nil
 			}
 		}
 	}
@@ -40,7 +41,8 @@ func FreeHostPort() (string, error) {
 		return "", fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().String(), nil
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range.

@@ -329,11 +329,9 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	if o.Instances > 1 {
 		ports = make([]string, o.Instances)
 		for i := range ports {
-			addr, err := emulators.FreeHostPort()
-			if err != nil {
+			if ports[i], err = emulators.FreePort(); err != nil {
 				return err
 			}
-			_, ports[i], _ = net.SplitHostPort(addr)
 		}
 	}
 	urls := make([]string, len(ports))
@@ -382,11 +380,10 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 // argv's exit code. Tests run this way share one stack.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
 	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort, &o.AppPort} {
-		addr, err := emulators.FreeHostPort()
-		if err != nil {
+		var err error
+		if *port, err = emulators.FreePort(); err != nil {
 			return 0, err
 		}
-		_, *port, _ = net.SplitHostPort(addr)
 	}
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return 0, fmt.Errorf("log directory: %w", err)

@@ -33,11 +33,10 @@ func buildLocalstack(t *testing.T) string {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	addr, err := emulators.FreeHostPort()
+	port, err := emulators.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, port, _ := net.SplitHostPort(addr)
 	return port
 }
 
