@@ -73,9 +73,8 @@ func (e *TokenError) Error() string {
 
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// Verifier checks the tokens Requirements ask for.
+// Verifier checks the tokens Requirements ask for: a token is required when its client is set.
 type Verifier struct {
-	req      Requirements
 	idTokens *auth.Client
 	appCheck *appcheck.Client
 }
@@ -88,7 +87,7 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	if err != nil {
 		return nil, fmt.Errorf("firebase app: %w", err)
 	}
-	v := &Verifier{req: req}
+	v := &Verifier{}
 	if req.IDToken {
 		if v.idTokens, err = app.Auth(ctx); err != nil {
 			return nil, fmt.Errorf("firebase auth client: %w", err)
@@ -107,7 +106,7 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 // A missing or invalid required token is a *TokenError.
 func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (Caller, error) {
 	var c Caller
-	if v.req.AppCheck {
+	if v.appCheck != nil {
 		if appCheckToken == "" {
 			return Caller{}, &TokenError{Kind: AppCheckToken, Missing: true}
 		}
@@ -117,7 +116,7 @@ func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (C
 		}
 		c.AppID = tok.AppID
 	}
-	if v.req.IDToken {
+	if v.idTokens != nil {
 		if idToken == "" {
 			return Caller{}, &TokenError{Kind: IDToken, Missing: true}
 		}

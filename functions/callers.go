@@ -23,16 +23,16 @@ const (
 func (s *Service) RequireCallers(v *callerauth.Verifier) { s.callers = v }
 
 // requireCallersFromConfig builds the Verifier that cfg asks for, if any.
-func (s *Service) requireCallersFromConfig(ctx context.Context) (*Service, error) {
+func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 	if !s.cfg.VerifiesCallers() {
-		return s, nil
+		return nil
 	}
 	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.RequireCallers(v)
-	return s, nil
+	return nil
 }
 
 // verifiedCaller returns the request's verified caller identity, empty when callers are not verified.

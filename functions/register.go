@@ -71,8 +71,8 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewService(cfg, client, log).requireCallersFromConfig(context.Background())
-	if err != nil {
+	s := NewService(cfg, client, log)
+	if err := s.requireCallersFromConfig(context.Background()); err != nil {
 		return nil, err
 	}
 	stopOnSIGTERM(s)
