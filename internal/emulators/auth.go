@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -50,19 +49,7 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 	// firebase-tools writes its debug log into the working directory, and checks for updates unless told not to.
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start auth emulator: %w", err)
-	}
-	e := &Emulator{Kind: kind, HostPort: hostPort, cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); _ = os.RemoveAll(dir); close(e.exited) }()
-	if err := e.waitReady(ctx, timeout); err != nil {
-		e.Stop()
-		return nil, err
-	}
-	return e, nil
+	return launch(ctx, kind, cmd, hostPort, logs, timeout, func() { _ = os.RemoveAll(dir) })
 }
 
 // authConfig writes the firebase.json that places the Auth emulator, the hub and the logging

@@ -103,14 +103,21 @@ func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout
 	if err := checkPortFree(hostPort); err != nil {
 		return nil, fmt.Errorf("%s emulator: %w", k.Name, err)
 	}
-	cmd := exec.Command(launcher, k.args(host, port)...)
+	return launch(ctx, k, exec.Command(launcher, k.args(host, port)...), hostPort, logs, timeout, func() {})
+}
+
+// launch starts cmd, the emulator k on hostPort, in its own process group with its output to logs,
+// and returns once it answers HTTP, or stops it and fails after timeout. cleanup runs once the
+// process has exited (or could not start).
+func launch(ctx context.Context, k Kind, cmd *exec.Cmd, hostPort string, logs io.Writer, timeout time.Duration, cleanup func()) (*Emulator, error) {
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		cleanup()
 		return nil, fmt.Errorf("start %s emulator: %w", k.Name, err)
 	}
 	e := &Emulator{Kind: k, HostPort: hostPort, cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(e.exited) }()
+	go func() { _ = cmd.Wait(); cleanup(); close(e.exited) }()
 	if err := e.waitReady(ctx, timeout); err != nil {
 		e.Stop()
 		return nil, err
