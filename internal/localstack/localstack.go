@@ -167,7 +167,16 @@ func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*E
 		}
 		defer logs.Close()
 		// Node loads firebase-tools slowly on a busy machine: allow it twice an emulator's time.
-		e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, 2*emulatorStartTimeout)
+		// firebase-tools has exited at once now and then (twice in about 60 starts while the other
+		// emulators started beside it; cause not found): it is started once more, with fresh hub and
+		// logging ports, and auth.log keeps both attempts' output.
+		for attempt := 1; ; attempt++ {
+			e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, 2*emulatorStartTimeout)
+			if authErr == nil || attempt == 2 || ctx.Err() != nil {
+				return
+			}
+			fmt.Fprintf(logs, "localstack: %v; starting it once more\n", authErr)
+		}
 	})
 	wg.Wait()
 	if err := errors.Join(fsErr, psErr, authErr); err != nil {
