@@ -1,16 +1,32 @@
 package webtest_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/internal/testenv"
 )
 
 // webDir is the npm project, from this package's directory.
 var webDir = filepath.Join("..", "..", "web")
+
+const (
+	// perTest bounds each node test (its own timeout, so a stuck one fails by name), and runLimit a
+	// whole node run: a run that outlives it is killed with everything it started and fails here,
+	// with what it printed, instead of holding `make test` until go test's own timeout.
+	perTest  = 2 * time.Minute
+	runLimit = 4 * time.Minute
+	// pipeGrace is how long Wait waits for the output pipe once node itself has ended.
+	pipeGrace = 5 * time.Second
+)
 
 // runNodeTests runs node --test on files of web/test with the stack's environment, failing with
 // node's report unless every test passes.
@@ -23,13 +39,56 @@ func runNodeTests(t *testing.T, files ...string) {
 	if _, err := os.Stat(filepath.Join(webDir, "node_modules", ".package-lock.json")); err != nil {
 		t.Fatalf("web/node_modules is missing: run `make test`, which runs npm ci in web/ (%v)", err)
 	}
-	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec"}, files...)
-	cmd := exec.Command("node", args...)
-	cmd.Dir = webDir
-	out, err := cmd.CombinedOutput()
+	// --test-force-exit: once every test has ended, a handle left open (a client, a browser) cannot
+	// keep the file's process, and so this run, alive.
+	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec", "--test-force-exit",
+		fmt.Sprintf("--test-timeout=%d", perTest.Milliseconds())}, files...)
+	out, err := runNode(webDir, runLimit, args...)
 	t.Logf("node %v:\n%s", args, out)
 	if err != nil {
-		t.Fatalf("node tests failed: %v", err)
+		t.Fatalf("node tests: %v", err)
+	}
+}
+
+// errRunLimit says a node run was killed for outliving its limit.
+var errRunLimit = errors.New("did not finish in time: killed with its process group")
+
+// runNode runs node with args in dir and returns what it printed. A run that outlives limit is
+// killed with its whole process group; a descendant that escaped the group and still holds the
+// output pipe delays the return by at most pipeGrace.
+func runNode(dir string, limit time.Duration, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = pipeGrace
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return out.Bytes(), fmt.Errorf("node %v: %w after %v", args, errRunLimit, limit)
+	}
+	if err != nil {
+		return out.Bytes(), fmt.Errorf("node %v: %w", args, err)
+	}
+	return out.Bytes(), nil
+}
+
+// TestRunNodeKillsAHungRun: a script that never ends, with a detached descendant holding the output
+// pipe (as a browser left open would), is killed at the limit and its output kept.
+func TestRunNodeKillsAHungRun(t *testing.T) {
+	out, err := runNode("testdata", 2*time.Second, "hangs.mjs")
+	if !errors.Is(err, errRunLimit) {
+		t.Fatalf("err = %v, want %v; output:\n%s", err, errRunLimit, out)
+	}
+	var pid int
+	if _, scanErr := fmt.Sscanf(string(out), "holder %d", &pid); scanErr != nil {
+		t.Fatalf("output %q does not name the pipe holder: %v", out, scanErr)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Errorf("kill the detached holder %d: %v", pid, err)
 	}
 }
 
