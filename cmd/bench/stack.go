@@ -44,12 +44,9 @@ type stackConfig struct {
 
 // startStack runs the local stack on free ports and waits for its ready line.
 func startStack(c stackConfig) (*stack, error) {
-	ports := make([]string, 4)
-	for i := range ports {
-		var err error
-		if ports[i], err = emulators.FreePort(); err != nil {
-			return nil, err
-		}
+	ports, err := emulators.FreePorts(4)
+	if err != nil {
+		return nil, err
 	}
 	s := &stack{
 		functionsURL: "http://127.0.0.1:" + ports[0],

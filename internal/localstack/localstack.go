@@ -336,11 +336,8 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	}
 	ports := []string{o.FunctionsPort}
 	if o.Instances > 1 {
-		ports = make([]string, o.Instances)
-		for i := range ports {
-			if ports[i], err = emulators.FreePort(); err != nil {
-				return err
-			}
+		if ports, err = emulators.FreePorts(o.Instances); err != nil {
+			return err
 		}
 	}
 	urls := make([]string, len(ports))
@@ -388,12 +385,11 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 // LOCALSTACK_FUNCTIONS_LOG, the file that receives the functions' logs), stops the stack, and returns
 // argv's exit code. Tests run this way share one stack.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
-	for _, port := range []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort, &o.AppPort} {
-		var err error
-		if *port, err = emulators.FreePort(); err != nil {
-			return 0, err
-		}
+	ports, err := emulators.FreePorts(5)
+	if err != nil {
+		return 0, err
 	}
+	o.FunctionsPort, o.FirestorePort, o.PubSubPort, o.AuthPort, o.AppPort = ports[0], ports[1], ports[2], ports[3], ports[4]
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return 0, fmt.Errorf("log directory: %w", err)
 	}
