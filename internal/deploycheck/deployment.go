@@ -11,6 +11,7 @@ package deploycheck
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -112,14 +113,20 @@ func ReadCode(root string) (Code, error) {
 		return "", false
 	})
 	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return c, fmt.Errorf("read go.mod: %w", err)
+	}
 	m := goLine.FindSubmatch(goMod)
-	if err != nil || m == nil {
-		return c, fmt.Errorf("go.mod: no go 1.N line (%v)", err)
+	if m == nil {
+		return c, errors.New("go.mod: no go 1.N line")
 	}
 	c.Runtime = "go1" + string(m[1])
 	script, err := os.ReadFile(filepath.Join(root, "scripts", "deploy.sh"))
-	if m = settingsRows.FindSubmatch(script); err != nil || m == nil {
-		return c, fmt.Errorf("deploy.sh: no FUNCTION_SETTINGS table (%v)", err)
+	if err != nil {
+		return c, fmt.Errorf("read deploy.sh: %w", err)
+	}
+	if m = settingsRows.FindSubmatch(script); m == nil {
+		return c, errors.New("deploy.sh: no FUNCTION_SETTINGS table")
 	}
 	for _, row := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
 		col := strings.Fields(row)

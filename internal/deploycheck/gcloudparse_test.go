@@ -31,9 +31,7 @@ var scriptOptions = [][]string{
 // gcloud's own parser: one that gcloud refuses with a usage error fails the test.
 func TestGcloudParsesEveryCommand(t *testing.T) {
 	t.Parallel() // both mostly wait for other processes
-	if _, err := exec.LookPath("gcloud"); err != nil {
-		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
-	}
+	requireGcloud(t)
 	seen := map[string]bool{}
 	var commands [][]string
 	add := func(words []string) {
@@ -73,4 +71,13 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 	}
 	t.Logf("gcloud parsed %d distinct commands (%d from README.md; %d README lines use the shell and were left out)",
 		len(commands), len(fromReadme), skipped)
+}
+
+// requireGcloud fails the test when the Google Cloud CLI, whose parser and ignore rules the checks
+// use, is not installed.
+func requireGcloud(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
+	}
 }

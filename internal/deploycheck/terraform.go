@@ -2,6 +2,7 @@ package deploycheck
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -81,15 +82,18 @@ func LoadTerraform(dir string, vars map[string]cty.Value) (Deployment, error) {
 		}
 	}
 	for _, v := range all["terraform_data"] {
-		command := strings.Fields(v["provisioner.0.command"])
+		command, err := SplitWords(v["provisioner.0.command"])
+		if err != nil {
+			return d, fmt.Errorf("terraform_data local-exec command: %w", err)
+		}
 		if len(command) < 2 || command[0] != "bash" || filepath.Base(command[1]) != "deploy.sh" {
 			return d, fmt.Errorf("terraform runs %q: the checks know only scripts/deploy.sh", command)
 		}
 		ran, _, err := DryRun(command[1], command[2:]...)
 		if err != nil {
-			return d, err
+			return d, fmt.Errorf("terraform_data local-exec: %w", err)
 		}
-		d.DeadLetters = ran.DeadLetters
+		maps.Copy(d.DeadLetters, ran.DeadLetters)
 	}
 	return d, nil
 }
@@ -128,7 +132,7 @@ func parseModule(dir string, vars map[string]cty.Value) ([]*hclsyntax.Block, *hc
 		Functions: map[string]function.Function{
 			"keys": stdlib.KeysFunc, "merge": stdlib.MergeFunc, "join": stdlib.JoinFunc, "setsubtract": stdlib.SetSubtractFunc,
 			"setproduct": stdlib.SetProductFunc, "lower": stdlib.LowerFunc, "length": stdlib.LengthFunc,
-			"tostring": stdlib.MakeToFunc(cty.String), "toset": stdlib.MakeToFunc(cty.Set(cty.String)),
+			"tostring": toString, "toset": stdlib.MakeToFunc(cty.Set(cty.String)),
 		},
 	}
 	values, locals := map[string]cty.Value{}, map[string]hcl.Expression{}
@@ -336,9 +340,12 @@ func flatten(v cty.Value) map[string]string {
 	return out
 }
 
+// toString is Terraform's tostring, for the module and for flattening values.
+var toString = stdlib.MakeToFunc(cty.String)
+
 // scalar is a known number, bool or string as a string.
 func scalar(v cty.Value) string {
-	s, err := stdlib.MakeToFunc(cty.String).Call([]cty.Value{v})
+	s, err := toString.Call([]cty.Value{v})
 	if err != nil {
 		return unknown
 	}

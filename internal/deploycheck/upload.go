@@ -72,9 +72,15 @@ func ArchiveExcludes(dir, name string) ([]string, error) {
 	}
 	for _, b := range blocks {
 		if b.Type == "data" && b.Labels[0] == "archive_file" && b.Labels[1] == name {
-			v, excludes := flatten(evalBody(b.Body, ctx)), []string{}
-			for i := 0; v[fmt.Sprintf("excludes.%d", i)] != ""; i++ {
-				excludes = append(excludes, v[fmt.Sprintf("excludes.%d", i)])
+			// An excludes list that cannot be evaluated is an error, not an archive of everything.
+			v := evalBody(b.Body, ctx).GetAttr("excludes")
+			if v.IsNull() || !v.IsWhollyKnown() {
+				return nil, fmt.Errorf("data.archive_file.%s in %s: excludes cannot be evaluated", name, dir)
+			}
+			excludes := []string{}
+			for it := v.ElementIterator(); it.Next(); {
+				_, e := it.Element()
+				excludes = append(excludes, e.AsString())
 			}
 			return excludes, nil
 		}

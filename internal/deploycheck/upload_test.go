@@ -2,7 +2,6 @@ package deploycheck_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,9 +17,7 @@ import (
 // deployment files, and upload the same Go files.
 func TestUploadsBuild(t *testing.T) {
 	t.Parallel() // both mostly wait for other processes
-	if _, err := exec.LookPath("gcloud"); err != nil {
-		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
-	}
+	requireGcloud(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	viaGcloud, err := deploycheck.GcloudUpload(ctx, root)
