@@ -58,18 +58,20 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 		}
 		var out LimitedOutcome
 		var inTx error // the last attempt's error before its commit
+		sent := false  // some attempt reached its commit
 		err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 			out, inTx = s.limitedInTransaction(tx, callerRef, limit, inc, key, fingerprint, w)
+			sent = sent || inTx == nil
 			return inTx
 		})
 		code := status.Code(err)
 		switch {
 		case err == nil:
-			if out.Counted {
+			if out.Counted && !out.Duplicate { // a duplicate wrote nothing: w's creation or stamp did not happen
 				s.applied(&commitPlan{shards: []shardWrite{w}})
 			}
 			return out, nil
-		case inTx != nil:
+		case inTx != nil || !sent: // failed in an attempt's reads, or before any (BeginTransaction, ctx)
 			return out, notApplied(fmt.Errorf("limited increment of %q by %q: %w", inc.Counter, caller, err))
 		case attempt == 0 && (w.create && code == codes.AlreadyExists || w.stamp && code == codes.NotFound):
 			s.shardCounts.forget(inc.Counter)

@@ -2,9 +2,12 @@ package counter_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
@@ -148,5 +151,53 @@ func TestLimitedIncrementsStampTheCounterForTheSweep(t *testing.T) {
 		if m, _ := doc.DataAt(shared.FieldTouchedMinute); m == nil || m.(int64) < shared.UnixMinute(start)-1 {
 			t.Errorf("%s: touched_minute = %v after a limited increment, want at least %d", id, m, shared.UnixMinute(start)-1)
 		}
+	}
+}
+
+// TestLimitedDuplicateLeavesTheStampDue: a replayed keyed like writes nothing, so it must not count as
+// this instance's touched_minute stamp: the instance's next write of the counter still stamps it.
+// Store b plays a second instance that meets the replay first.
+func TestLimitedDuplicateLeavesTheStampDue(t *testing.T) {
+	a, client := newStore(t)
+	ctx := context.Background()
+	key := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-1"}
+	like := shared.Increment{Counter: "post", Delta: 1}
+	if out, err := a.IncrementLimited(ctx, "dave", 1, like, key); err != nil || !out.Counted {
+		t.Fatalf("first like = %+v, %v; want counted", out, err)
+	}
+	ref := schema.CounterRef(client, "post")
+	// Clear a's stamp, so that only b's own stamp can set the field below.
+	if _, err := ref.Update(ctx, []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.Delete}}); err != nil {
+		t.Fatal(err)
+	}
+	b := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute})
+	if out, err := b.IncrementLimited(ctx, "dave", 1, like, key); err != nil || !out.Duplicate {
+		t.Fatalf("replayed like on b = %+v, %v; want a duplicate", out, err)
+	}
+	if out, err := b.IncrementLimited(ctx, "erin", 1, like, nil); err != nil || !out.Counted {
+		t.Fatalf("erin's like on b = %+v, %v; want counted", out, err)
+	}
+	doc, err := ref.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := doc.DataAt(shared.FieldTouchedMinute); m == nil {
+		t.Error("touched_minute missing after b's first real write: b took the replay for a stamp it never wrote")
+	}
+}
+
+// TestLimitedIncrementThatNeverReachedFirestoreIsNotApplied: a request whose context ended before its
+// transaction began sent nothing, so it is answered "not applied" (safe to retry), not "unknown".
+func TestLimitedIncrementThatNeverReachedFirestoreIsNotApplied(t *testing.T) {
+	s, _ := newStore(t)
+	like := shared.Increment{Counter: "reel", Delta: 1}
+	if _, err := s.IncrementLimited(context.Background(), "dave", 1, like, nil); err != nil {
+		t.Fatal(err) // the counter's shard count and stamp are now cached: no read before the transaction
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.IncrementLimited(ctx, "erin", 1, like, nil)
+	if !errors.Is(err, counter.ErrNotApplied) || errors.Is(err, counter.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v; want ErrNotApplied (nothing was sent)", err)
 	}
 }
