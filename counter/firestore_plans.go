@@ -35,7 +35,6 @@ func (f *firestorePlans) writeRef(plan *commitPlan) *firestore.DocumentRef {
 // commit sends the plan as one WriteBatch commit: a single RPC that applies every write or none (a
 // write-only transaction would cost a BeginTransaction round trip more, BulkWriter is not atomic).
 func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
-	minute := shared.UnixMinute(plan.now)
 	b := f.client.Batch()
 	if plan.writeRecord {
 		b.Create(f.writeRef(plan), writeRecord(plan, false))
@@ -47,7 +46,7 @@ func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
 		counterRef := f.schema.CounterRef(f.client, w.counter)
 		switch {
 		case w.create:
-			b.Create(counterRef, newCounterFields(f.defaultNumShards, minute))
+			b.Create(counterRef, newCounterFields(f.defaultNumShards, w.minute))
 		case w.stamp:
 			b.Update(counterRef, touchUpdate(w.minute))
 		}

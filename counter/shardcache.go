@@ -5,21 +5,21 @@ import (
 	"time"
 )
 
-// maxCachedCounters bounds the memory one instance spends on cached shard counts.
+// maxCachedCounters bounds the memory one instance spends on each of its per-counter maps: cached
+// shard counts, shard decks and touched stamps.
 const maxCachedCounters = 10_000
 
 // evictFor makes room for counter id in m, one of an instance's per-counter maps bounded at
 // maxCachedCounters: when id is not in m and m is full, it deletes one entry, chosen at random (map
-// order is random, so this is cheap), and returns its key.
-func evictFor[V any](m map[string]V, id string) (victim string, evicted bool) {
+// order is random, so this is cheap).
+func evictFor[V any](m map[string]V, id string) {
 	if _, ok := m[id]; ok || len(m) < maxCachedCounters {
-		return "", false
+		return
 	}
-	for victim = range m {
+	for victim := range m {
 		delete(m, victim)
-		return victim, true
+		return
 	}
-	return "", false
 }
 
 // shardCountCache remembers counters' shard counts so an increment costs one write and no read.

@@ -13,26 +13,28 @@ import (
 // fall into step, and the roll-up sizes the shard count for their total rate.
 type shardDealer struct {
 	mu    sync.Mutex
-	decks map[string][]int // per counter: the shards not yet dealt in this round
-	sizes map[string]int   // per counter: the shard count the deck was shuffled for
+	decks map[string]deck
+}
+
+// deck is one counter's round: the shards not yet dealt, shuffled for a shard count of size.
+type deck struct {
+	size int
+	rest []int
 }
 
 func newShardDealer() *shardDealer {
-	return &shardDealer{decks: make(map[string][]int), sizes: make(map[string]int)}
+	return &shardDealer{decks: make(map[string]deck)}
 }
 
 // pick deals the next shard of counter id, whose shard count is numShards.
 func (d *shardDealer) pick(id string, numShards int) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	deck := d.decks[id]
-	if len(deck) == 0 || d.sizes[id] != numShards {
-		if victim, ok := evictFor(d.sizes, id); ok { // the victim starts a fresh deck
-			delete(d.decks, victim)
-		}
-		deck = rand.Perm(numShards)
-		d.sizes[id] = numShards
+	dk := d.decks[id]
+	if len(dk.rest) == 0 || dk.size != numShards {
+		evictFor(d.decks, id) // the victim starts a fresh deck
+		dk = deck{size: numShards, rest: rand.Perm(numShards)}
 	}
-	d.decks[id] = deck[1:]
-	return deck[0]
+	d.decks[id] = deck{size: dk.size, rest: dk.rest[1:]}
+	return dk.rest[0]
 }

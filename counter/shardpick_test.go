@@ -51,11 +51,10 @@ func TestEvictForBoundsPerCounterMaps(t *testing.T) {
 	for i := range maxCachedCounters {
 		m[fmt.Sprint(i)] = i
 	}
-	if _, evicted := evictFor(m, "7"); evicted || len(m) != maxCachedCounters {
+	if evictFor(m, "7"); len(m) != maxCachedCounters {
 		t.Fatalf("room made for a counter already held: %d entries", len(m))
 	}
-	victim, evicted := evictFor(m, "new")
-	if _, still := m[victim]; !evicted || still || len(m) != maxCachedCounters-1 {
-		t.Fatalf("room for a new counter: victim %q evicted %v, %d entries; want one entry gone", victim, evicted, len(m))
+	if evictFor(m, "new"); len(m) != maxCachedCounters-1 {
+		t.Fatalf("room for a new counter: %d entries; want one entry gone", len(m))
 	}
 }

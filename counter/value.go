@@ -63,13 +63,14 @@ type Totals struct {
 // subcollection, in one aggregation query. A counter without shards sums to 0.
 func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).Get(ctx)
-	if err == nil {
-		var n int64
-		if n, err = aggregateInt(res, sumAlias); err == nil {
-			return n, nil
-		}
+	if err != nil {
+		return 0, fmt.Errorf("sum shards of counter %q: %w", id, err)
 	}
-	return 0, fmt.Errorf("sum shards of counter %q: %w", id, err)
+	n, err := aggregateInt(res, sumAlias)
+	if err != nil {
+		return 0, fmt.Errorf("sum shards of counter %q: %w", id, err)
+	}
+	return n, nil
 }
 
 // Totals sums counter id's shards in one aggregation query (one read per 1,000 shards): its exact
