@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shardcount/counters/internal/gate"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -28,7 +29,7 @@ type Store struct {
 	plans     planStore
 	now       func() time.Time
 	touches   *touchStamps
-	life      shared.Gate   // admits increments until Close
+	life      gate.Gate     // admits increments until Close
 	dedupeTTL time.Duration // of the dedupe records a limited increment writes in its own transaction
 }
 

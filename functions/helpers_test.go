@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/cloudlog"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -35,7 +36,7 @@ func newTestServer(t *testing.T, cfg shared.Config) *testServer {
 func newTestServerWithClient(t *testing.T, cfg shared.Config, client *firestore.Client) *testServer {
 	t.Helper()
 	logs := new(bytes.Buffer)
-	svc := functions.NewService(cfg, client, shared.NewLogger(logs, slog.LevelDebug))
+	svc := functions.NewService(cfg, client, cloudlog.New(logs, slog.LevelDebug))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/"+functions.EntryIncrement, svc.Increment)
 	mux.HandleFunc("/"+functions.EntryCount, svc.Count)

@@ -11,6 +11,7 @@ import (
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
 
+	"github.com/shardcount/counters/internal/cloudlog"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -65,9 +66,9 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	level, _ := shared.ParseLogLevel(cfg.LogLevel) // validated by LoadConfig
-	log := shared.NewLogger(os.Stdout, level)
-	client, err := shared.NewFirestoreClient(context.Background(), cfg, firestoreOptions...)
+	level, _ := cloudlog.ParseLevel(cfg.LogLevel) // validated by LoadConfig
+	log := cloudlog.New(os.Stdout, level)
+	client, err := newFirestoreClient(context.Background(), cfg.Project, cfg.Database, firestoreOptions...)
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +81,13 @@ var instance = sync.OnceValues(func() (*Service, error) {
 })
 
 // startupLog reports failures to build the Service, which has no logger of its own then.
-var startupLog = shared.NewLogger(os.Stderr, slog.LevelInfo)
+var startupLog = cloudlog.New(os.Stderr, slog.LevelInfo)
 
 // startedInstance is this process's Service; a failure to build it is logged at CRITICAL each time.
 func startedInstance(ctx context.Context) (*Service, error) {
 	s, err := instance()
 	if err != nil {
-		startupLog.Log(ctx, shared.LevelCritical, "function cannot start", "error", err.Error())
+		startupLog.Log(ctx, cloudlog.LevelCritical, "function cannot start", "error", err.Error())
 	}
 	return s, err
 }

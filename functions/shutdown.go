@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/internal/gate"
 )
 
 // Graceful stop. Cloud Run stops an instance with SIGTERM and kills it 10 s later. The Functions
@@ -24,20 +24,20 @@ import (
 // stopGrace bounds the graceful stop: within Cloud Run's 10 s, with room to exit.
 const stopGrace = 8 * time.Second
 
-// gate admits the requests of this process until it stops: the registered entry points pass through it.
-var gate shared.Gate
+// requests admits the requests of this process until it stops: the registered entry points pass through it.
+var requests gate.Gate
 
 // gated serves h through the gate: a request that arrives once the process is stopping gets 503 with
 // Retry-After (nothing was done, so retrying elsewhere is safe); an admitted one counts as answered
 // once its answer is flushed to the connection, since the process may exit right after.
 func gated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !gate.Enter() {
+		if !requests.Enter() {
 			w.Header().Set("Retry-After", retryAfterSeconds)
 			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfterSeconds + " s"})
 			return
 		}
-		defer gate.Leave()
+		defer requests.Leave()
 		h(w, r)
 		_ = http.NewResponseController(w).Flush()
 	}
@@ -70,7 +70,7 @@ func stop(s *Service, grace time.Duration) int {
 	defer cancel()
 	start := time.Now()
 	s.log.InfoContext(ctx, "SIGTERM: stopping; new requests are refused, pending increments written")
-	gate.Close()
+	requests.Close()
 	if err := errors.Join(s.Shutdown(ctx), waitRequests(ctx)); err != nil {
 		s.log.ErrorContext(ctx, "graceful stop incomplete; exiting anyway", "error", err.Error(), "elapsed", time.Since(start).String())
 		return 1
@@ -81,7 +81,7 @@ func stop(s *Service, grace time.Duration) int {
 
 // waitRequests returns once every request the gate admitted is answered, or when ctx ends.
 func waitRequests(ctx context.Context) error {
-	if err := gate.Wait(ctx); err != nil {
+	if err := requests.Wait(ctx); err != nil {
 		return fmt.Errorf("requests still unanswered: %w", err)
 	}
 	return nil

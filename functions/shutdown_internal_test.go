@@ -6,13 +6,13 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/internal/gate"
 )
 
 // TestGateRefusesNewRequestsAndWaitsForAccepted: once the process stops, a new request gets 503 with
 // Retry-After without reaching its handler, and the gate waits for the request it had accepted.
 func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
-	t.Cleanup(func() { gate = shared.Gate{} })
+	t.Cleanup(func() { requests = gate.Gate{} })
 	entered, release := make(chan struct{}), make(chan struct{})
 	calls := 0
 	h := gated(func(w http.ResponseWriter, _ *http.Request) {
@@ -29,7 +29,7 @@ func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
 	}()
 	<-entered
 
-	gate.Close()
+	requests.Close()
 	late := httptest.NewRecorder()
 	h(late, httptest.NewRequest(http.MethodPost, "/", nil))
 	if late.Code != http.StatusServiceUnavailable || late.Header().Get("Retry-After") == "" || calls != 1 {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/shardcount/counters/internal/cloudlog"
 )
 
 // Environment variables the functions read. Deployment scripts and Terraform set the same names.
@@ -196,7 +198,7 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 			}
 		}
 	}
-	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+	if _, err := cloudlog.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvLogLevel, err))
 	}
 	if len(errs) > 0 {

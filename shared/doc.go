@@ -1,6 +1,6 @@
-// Package shared holds what every function and engine of the counters agrees on: the counter schema
-// (collections, document paths, field names), input validation, configuration read from the
-// environment, the Firestore client, error classification and structured logging.
+// Package shared holds what the functions, the roll-up engine and the counter store all agree on: the
+// schema (collections, document paths, field names, topics), the increment message format, input
+// validation and the classification of transient Firestore errors.
 //
 // It has no business rules of its own and never imports net/http or CloudEvents.
 package shared

@@ -1,4 +1,5 @@
-package shared
+// Package gate admits work until it is closed and waits for what it admitted.
+package gate
 
 import (
 	"context"

@@ -1,4 +1,6 @@
-package shared
+// Package cloudlog writes log/slog records as JSON lines that Cloud Logging parses into structured
+// entries (severity, message).
+package cloudlog
 
 import (
 	"fmt"
@@ -10,8 +12,8 @@ import (
 // LevelCritical is Cloud Logging's CRITICAL severity, above slog's ERROR.
 const LevelCritical = slog.LevelError + 4
 
-// ParseLogLevel reads DEBUG, INFO, WARNING (or WARN) or ERROR, case-insensitively.
-func ParseLogLevel(s string) (slog.Level, error) {
+// ParseLevel reads DEBUG, INFO, WARNING (or WARN) or ERROR, case-insensitively.
+func ParseLevel(s string) (slog.Level, error) {
 	switch strings.ToUpper(s) {
 	case "DEBUG":
 		return slog.LevelDebug, nil
@@ -25,9 +27,9 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("log level %q: must be DEBUG, INFO, WARNING or ERROR", s)
 }
 
-// NewLogger logs JSON lines that Cloud Logging parses into structured entries: the level is written as
+// New logs JSON lines that Cloud Logging parses into structured entries: the level is written as
 // "severity" (DEBUG, INFO, WARNING, ERROR, CRITICAL) and the text as "message".
-func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
+func New(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {

@@ -1,4 +1,4 @@
-package shared
+package cloudlog
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func decodeLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return out
 }
 
-func TestNewLoggerSeverityAndMessage(t *testing.T) {
+func TestNewSeverityAndMessage(t *testing.T) {
 	tests := []struct {
 		name         string
 		level        slog.Level
@@ -45,7 +45,7 @@ func TestNewLoggerSeverityAndMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			log := NewLogger(&buf, slog.LevelDebug-8)
+			log := New(&buf, slog.LevelDebug-8)
 			log.Log(context.Background(), tt.level, "hello "+tt.name, "counter", "likes", "delta", 3)
 			lines := decodeLines(t, &buf)
 			if len(lines) != 1 {
@@ -73,9 +73,9 @@ func TestNewLoggerSeverityAndMessage(t *testing.T) {
 	}
 }
 
-func TestNewLoggerConvenienceMethods(t *testing.T) {
+func TestNewConvenienceMethods(t *testing.T) {
 	var buf bytes.Buffer
-	log := NewLogger(&buf, slog.LevelDebug)
+	log := New(&buf, slog.LevelDebug)
 	log.Debug("d")
 	log.Info("i")
 	log.Warn("w")
@@ -104,7 +104,7 @@ func TestNewLoggerConvenienceMethods(t *testing.T) {
 	}
 }
 
-func TestNewLoggerLevelFiltering(t *testing.T) {
+func TestNewLevelFiltering(t *testing.T) {
 	all := []struct {
 		level    slog.Level
 		severity string
@@ -130,7 +130,7 @@ func TestNewLoggerLevelFiltering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			log := NewLogger(&buf, tt.min)
+			log := New(&buf, tt.min)
 			for _, l := range all {
 				log.Log(context.Background(), l.level, "m")
 			}
@@ -146,10 +146,10 @@ func TestNewLoggerLevelFiltering(t *testing.T) {
 	}
 }
 
-func TestNewLoggerGroupedKeysUntouched(t *testing.T) {
+func TestNewGroupedKeysUntouched(t *testing.T) {
 	// Only the top-level built-in keys are renamed; keys inside a group are the caller's.
 	var buf bytes.Buffer
-	log := NewLogger(&buf, slog.LevelInfo)
+	log := New(&buf, slog.LevelInfo)
 	log.Info("top", slog.Group("req", slog.String("msg", "inner"), slog.Int("level", 2)))
 	lines := decodeLines(t, &buf)
 	if len(lines) != 1 {
@@ -167,7 +167,7 @@ func TestNewLoggerGroupedKeysUntouched(t *testing.T) {
 	}
 }
 
-func TestParseLogLevel(t *testing.T) {
+func TestParseLevel(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    slog.Level
@@ -197,10 +197,10 @@ func TestParseLogLevel(t *testing.T) {
 			name = "empty"
 		}
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseLogLevel(tt.in)
+			got, err := ParseLevel(tt.in)
 			if tt.wantErr {
 				if err == nil {
-					t.Fatalf("ParseLogLevel(%q) = %v, nil; want error", tt.in, got)
+					t.Fatalf("ParseLevel(%q) = %v, nil; want error", tt.in, got)
 				}
 				if !strings.Contains(err.Error(), "DEBUG, INFO, WARNING or ERROR") {
 					t.Errorf("error %q does not list the allowed levels", err)
@@ -211,10 +211,10 @@ func TestParseLogLevel(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("ParseLogLevel(%q): %v", tt.in, err)
+				t.Fatalf("ParseLevel(%q): %v", tt.in, err)
 			}
 			if got != tt.want {
-				t.Errorf("ParseLogLevel(%q) = %v, want %v", tt.in, got, tt.want)
+				t.Errorf("ParseLevel(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
 	}
@@ -226,10 +226,10 @@ func TestLevelCritical(t *testing.T) {
 	}
 }
 
-func TestNewLoggerCallerLevelAttributeIsKept(t *testing.T) {
+func TestNewCallerLevelAttributeIsKept(t *testing.T) {
 	// A caller's own "level" attribute (say, from request data) must neither panic nor be renamed.
 	var buf bytes.Buffer
-	NewLogger(&buf, slog.LevelInfo).Warn("hot", "level", "high")
+	New(&buf, slog.LevelInfo).Warn("hot", "level", "high")
 	lines := decodeLines(t, &buf)
 	if len(lines) != 1 || lines[0]["severity"] != "WARNING" || lines[0]["level"] != "high" {
 		t.Errorf("lines = %v, want severity=WARNING and level=high", lines)

@@ -1,4 +1,4 @@
-package shared
+package gate
 
 import (
 	"context"

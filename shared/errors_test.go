@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -54,51 +53,5 @@ func TestIsRetryableExpiredContext(t *testing.T) {
 	<-ctx.Done()
 	if !IsRetryable(ctx.Err()) {
 		t.Errorf("IsRetryable(%v) = false, want true for an expired deadline", ctx.Err())
-	}
-}
-
-func TestNewFirestoreClient(t *testing.T) {
-	// With the emulator variable set the client is built without credentials and gRPC dials lazily,
-	// so no server needs to run at this address.
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
-	tests := []struct {
-		name     string
-		database string
-		wantPath string
-	}{
-		{name: "default database", database: "(default)", wantPath: "projects/p/databases/(default)/documents/counters/likes"},
-		{name: "named database", database: "countersdb", wantPath: "projects/p/databases/countersdb/documents/counters/likes"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Project = "p"
-			cfg.Database = tt.database
-			c, err := NewFirestoreClient(context.Background(), cfg)
-			if err != nil {
-				t.Fatalf("NewFirestoreClient: %v", err)
-			}
-			defer c.Close()
-			if got := cfg.Schema.CounterRef(c, "likes").Path; got != tt.wantPath {
-				t.Errorf("CounterRef path = %q, want %q", got, tt.wantPath)
-			}
-		})
-	}
-}
-
-func TestNewFirestoreClientErrorNamesDatabase(t *testing.T) {
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
-	cfg := DefaultConfig()
-	cfg.Project = "p"
-	cfg.Database = "" // the Firestore library refuses an empty database ID
-	c, err := NewFirestoreClient(context.Background(), cfg)
-	if err == nil {
-		c.Close()
-		t.Fatal("NewFirestoreClient with empty database = nil error, want error")
-	}
-	for _, want := range []string{`project "p"`, `database ""`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not contain %q", err, want)
-		}
 	}
 }
