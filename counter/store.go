@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/shardcount/counters/internal/gate"
+	"github.com/shardcount/counters/gate"
 	"github.com/shardcount/counters/shared"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/functions"
-	"github.com/shardcount/counters/internal/cloudlog"
+	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )

@@ -14,7 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/functions"
-	"github.com/shardcount/counters/internal/cloudlog"
+	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )

@@ -11,7 +11,7 @@ import (
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
 
-	"github.com/shardcount/counters/internal/cloudlog"
+	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/shared"
 )
 

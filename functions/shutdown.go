@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardcount/counters/internal/gate"
+	"github.com/shardcount/counters/gate"
 )
 
 // Graceful stop. Cloud Run stops an instance with SIGTERM and kills it 10 s later. The Functions

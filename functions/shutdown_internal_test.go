@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/shardcount/counters/internal/gate"
+	"github.com/shardcount/counters/gate"
 )
 
 // TestGateRefusesNewRequestsAndWaitsForAccepted: once the process stops, a new request gets 503 with

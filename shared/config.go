@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shardcount/counters/internal/cloudlog"
+	"github.com/shardcount/counters/functions/cloudlog"
 )
 
 // Environment variables the functions read. Deployment scripts and Terraform set the same names.

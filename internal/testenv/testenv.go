@@ -23,9 +23,20 @@ import (
 	"github.com/shardcount/counters/internal/faultproxy"
 )
 
-// FirestoreEmulatorHost returns the emulator's address, failing the test when there is none.
+// SkipIfShort skips t under `go test -short`, saying how to run it: t needs what `make test`
+// starts (the emulators, the local stack, gcloud, node or Chromium), named by needs.
+func SkipIfShort(t testing.TB, needs string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s: run `make test`, or go test without -short inside `bin/localstack exec --`", needs)
+	}
+}
+
+// FirestoreEmulatorHost returns the emulator's address. Under -short it skips t; otherwise it fails
+// t when there is no emulator.
 func FirestoreEmulatorHost(t testing.TB) string {
 	t.Helper()
+	SkipIfShort(t, "the Firestore emulator")
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	if host == "" {
 		t.Fatal("FIRESTORE_EMULATOR_HOST is not set: run the tests with `make test`, which starts the emulators")
@@ -134,9 +145,11 @@ type StackEnv struct {
 	EventsStatsURL string
 }
 
-// Stack returns the running stack's environment, failing the test when any of it is missing.
+// Stack returns the running stack's environment. Under -short it skips t; otherwise it fails t when
+// any of it is missing.
 func Stack(t testing.TB) StackEnv {
 	t.Helper()
+	SkipIfShort(t, "the local stack")
 	FirestoreEmulatorHost(t)
 	env := StackEnv{
 		Project:        os.Getenv("GOOGLE_CLOUD_PROJECT"),
