@@ -21,6 +21,7 @@ import (
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -30,6 +31,7 @@ import (
 func authEmulatorUser(t *testing.T, email string) (idToken, uid string) {
 	t.Helper()
 	email = strings.Replace(email, "@", "+"+strings.ToLower(rand.Text()[:12])+"@", 1)
+	testenv.SkipIfShort(t, "the Auth emulator")
 	host := os.Getenv(emulators.AuthHostEnv)
 	if host == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, which starts the Auth emulator", emulators.AuthHostEnv)

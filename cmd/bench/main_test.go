@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,10 @@ import (
 var localstackBinary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // every test that runs a stack skips under -short (testenv)
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "bench-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
