@@ -35,22 +35,11 @@ type incrementResponse struct {
 // headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
 const headerReplayed = "Idempotent-Replayed"
 
-// Increment is the HTTP entry point that adds delta to one random shard of a counter:
-// POST {"counter": "<id>", "delta": <int, default 1>}.
-//
-// With an Idempotency-Key header the increment is applied once per key (for DEDUPE_TTL): a retry gets
-// the first answer again, shard included, with Idempotent-Replayed: true, and counts nothing. The same
-// key with a different increment is refused with 422, as the IETF Idempotency-Key draft advises: the
-// key was spent on another request, and applying or ignoring this one silently would both be wrong.
-// There is no 409 "still in progress": the dedupe record and the increment are one atomic write.
-//
-// Every answer is true: 200 means counted exactly once; 503 (with Retry-After) means certainly not
-// applied; 504 means the outcome is unknown, and only a retry with the same Idempotency-Key is safe.
-//
-// With REQUIRE_ID_TOKEN and/or REQUIRE_APP_CHECK (off by default) only verified callers may increment
-// (401 for a missing or invalid ID token, 403 for a missing or invalid App Check token); the verified
-// caller scopes Idempotency-Keys, so one caller cannot consume or replay another's, and
-// PER_CALLER_LIMIT bounds each user's total per counter (the answer says "counted").
+// Increment is the HTTP entry point POST {"counter": "<id>", "delta": <int, default 1>}: it adds delta
+// to one shard of the counter, creating the counter on first use. 200 means counted exactly once, 503
+// certainly not applied, 504 unknown. With an Idempotency-Key header a key is applied once: a retry
+// gets the first answer again, and the key with another increment gets 422. With verified callers on,
+// tokens are checked first (401, 403). Requests, answers and errors: docs/api.md.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -23,19 +23,10 @@ type poisonError struct {
 
 func (e *poisonError) Error() string { return e.reason }
 
-// IncrementFromPubSub is the CloudEvent entry point for messages on the counter-increments topic.
-// The message data is one increment {"counter": "<id>", "delta": <int, default 1>} or a batch
-// {"increments": [...]} of up to shared.MaxBatchIncrements; the attribute idempotency_key, when
-// present, replaces the message ID as the dedupe key. Each key is applied exactly once, a batch all
-// or nothing; a redelivery is acknowledged without counting again.
-//
-// Messages of one counter share the commit of their counter's group with the other increments this
-// instance holds (counter.Store.ApplyOnce); each is acknowledged only once that commit, holding its
-// dedupe record, committed.
-//
-// A message that can never succeed (bad JSON, an invalid counter ID or delta, an over-long batch, a key
-// reused for other increments) is acknowledged (nil) and logged at ERROR with its message ID and the
-// reason. A transient database failure returns an error, so Pub/Sub redelivers the message.
+// IncrementFromPubSub is the CloudEvent entry point for messages on the counter-increments topic
+// (format: docs/api.md). Each message, keyed by its idempotency_key attribute or else its message ID,
+// is applied exactly once, a batch all or nothing. It returns nil once the increments are durable or
+// when the message can never succeed (logged at ERROR), and an error, for redelivery, on a transient failure.
 func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()

@@ -13,13 +13,9 @@ import (
 	"github.com/shardcount/counters/gate"
 )
 
-// Graceful stop. Cloud Run stops an instance with SIGTERM and kills it 10 s later. The Functions
-// Framework's generated main serves with http.ListenAndServe and handles no signal, so without this
-// SIGTERM ends the process at once: increments waiting in a group commit are never written and their
-// callers lose the connection, not knowing whether they counted. So the first request of a process
-// (init only registers) starts a handler that, on SIGTERM, refuses new requests (503, certainly not
-// applied), writes the pending group commits at once, waits until every accepted request is
-// answered, and exits.
+// Graceful stop: on SIGTERM (Cloud Run kills 10 s later) the process refuses new requests with 503,
+// writes pending group commits at once, waits for every accepted request to be answered, and exits.
+// The handler is installed by the first request, since init only registers.
 
 // stopGrace bounds the graceful stop: within Cloud Run's 10 s, with room to exit.
 const stopGrace = 8 * time.Second

@@ -1,17 +1,7 @@
-// Package eventhttp serves CloudEvent functions as plain HTTP handlers: each request's event is
-// decoded and handled in the request's own goroutine.
-//
-// The Functions Framework serves CloudEvent functions through cloudevents/sdk-go's HTTP receiver,
-// which hands every request across one shared unbuffered channel to a goroutine started per
-// request. When a caller cancels a request before that goroutine picked a message up, the goroutine
-// leaves and another request's send is orphaned; from then on each delivery waits for the next one
-// to arrive (cloudevents/sdk-go issues #1224 and #1332). Decoding in the request's goroutine
-// (cehttp.NewMessage and binding.ToEvent) has nothing to pair up, so it cannot wedge.
-//
-// The wire formats are production's: binary-mode CloudEvents (ce-* headers, the data as body, as
-// Eventarc sends Firestore and Pub/Sub events), structured mode (application/cloudevents+json), and
-// the Pub/Sub push envelope, which the local stack's push subscriptions send and which becomes the
-// google.cloud.pubsub.topic.v1.messagePublished event Eventarc would deliver.
+// Package eventhttp serves CloudEvent functions as plain HTTP handlers that decode each event in the
+// request's own goroutine, so no cancelled delivery can wedge another (docs/design.md, "Event
+// delivery"). It reads production's wire formats: binary and structured CloudEvents, and Pub/Sub push
+// envelopes, which become google.cloud.pubsub.topic.v1.messagePublished events.
 package eventhttp
 
 import (
