@@ -2,11 +2,11 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"slices"
-	"sync"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
@@ -60,11 +60,12 @@ func UseFirestoreOptions(opts ...option.ClientOption) {
 	firestoreOptions = append(firestoreOptions, opts...)
 }
 
-// instance is this process's Service, built on first use from the environment.
-var instance = sync.OnceValues(func() (*Service, error) {
+// instance is this process's Service, built on first use from the environment; a transient failure
+// is retried by a later request (startup).
+var instance = newStartup(func() (*Service, error) {
 	cfg, err := shared.LoadConfig()
 	if err != nil {
-		return nil, err
+		return nil, &configError{err}
 	}
 	level, _ := cloudlog.ParseLevel(cfg.LogLevel) // validated by LoadConfig
 	log := cloudlog.New(os.Stdout, level)
@@ -74,6 +75,7 @@ var instance = sync.OnceValues(func() (*Service, error) {
 	}
 	s := NewService(cfg, client, log)
 	if err := s.requireCallersFromConfig(context.Background()); err != nil {
+		_ = client.Close()
 		return nil, err
 	}
 	stopOnSIGTERM(s)
@@ -85,7 +87,7 @@ var startupLog = cloudlog.New(os.Stderr, slog.LevelInfo)
 
 // startedInstance is this process's Service; a failure to build it is logged at CRITICAL each time.
 func startedInstance(ctx context.Context) (*Service, error) {
-	s, err := instance()
+	s, err := instance.get()
 	if err != nil {
 		startupLog.Log(ctx, cloudlog.LevelCritical, "function cannot start", "error", err.Error())
 	}
@@ -93,13 +95,19 @@ func startedInstance(ctx context.Context) (*Service, error) {
 }
 
 // lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use and
-// passes through the gate of the graceful stop. A misconfigured function answers 500, so events are
-// redelivered once the configuration is fixed.
+// passes through the gate of the graceful stop. A misconfigured function answers 500 and one that
+// failed to start for a transient reason 503; events are redelivered either way.
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return gated(func(w http.ResponseWriter, r *http.Request) {
 		s, err := startedInstance(r.Context())
-		if err != nil {
+		var config *configError
+		switch {
+		case errors.As(err, &config):
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the function is misconfigured; its logs say how"})
+			return
+		case err != nil:
+			w.Header().Set("Retry-After", retryAfterSeconds)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "the function could not start; nothing was done; retry after " + retryAfterSeconds + " s", Outcome: outcomeNotApplied})
 			return
 		}
 		method(s, w, r)

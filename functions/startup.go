@@ -1,0 +1,56 @@
+package functions
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Backoff between two attempts to start after a transient failure.
+const (
+	firstStartBackoff = time.Second
+	maxStartBackoff   = time.Minute
+)
+
+// configError is a start-up failure that no retry can mend: the configuration must change.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// startup builds a value on first use. A build that fails with a *configError fails every later call
+// at once; any other failure is retried by the first call after a backoff (1 s, doubling up to 1 min),
+// and calls in between get that failure without building.
+type startup[T any] struct {
+	build func() (T, error)
+	now   func() time.Time
+
+	mu      sync.Mutex
+	built   bool
+	value   T
+	err     error
+	retryAt time.Time
+	backoff time.Duration
+}
+
+func newStartup[T any](build func() (T, error)) *startup[T] {
+	return &startup[T]{build: build, now: time.Now}
+}
+
+// get returns the built value, building it when none is built and no backoff is running.
+func (s *startup[T]) get() (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var config *configError
+	if s.built || errors.As(s.err, &config) || (s.err != nil && s.now().Before(s.retryAt)) {
+		return s.value, s.err
+	}
+	s.value, s.err = s.build()
+	if s.err == nil {
+		s.built = true
+		return s.value, nil
+	}
+	s.backoff = min(max(2*s.backoff, firstStartBackoff), maxStartBackoff)
+	s.retryAt = s.now().Add(s.backoff)
+	return s.value, s.err
+}
