@@ -34,7 +34,7 @@ $(WEB_APP): $(WEB_DEPS) web/build.mjs $(wildcard web/src/*.js)
 publish:
 	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
 
-## bench: the load harness on the local stack (see README, Performance). Without ARGS, the default
+## bench: the load harness on the local stack (see docs/performance.md). Without ARGS, the default
 ##        comparison set (about 16 minutes), each report in bench/<name>/report.md (with plots):
 ##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered, pinned vs adaptive shards), faults (a fault
 ##        proxy between the functions and Firestore), ingest (HTTP vs Pub/Sub). With ARGS, one

@@ -1,6 +1,6 @@
 // Package counters is the deployable root of the distributed counters: gcloud's Go buildpack builds
 // only this package, so it imports the Functions Framework and the package whose init registers every
-// entry point. Deploy any of them with --source=. --entry-point=<name> (see README.md).
+// entry point. Deploy any of them with --source=. --entry-point=<name> (see docs/operations.md).
 package counters
 
 import (

@@ -49,7 +49,7 @@ func post(srv *testServer, id, key string) int {
 // TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged puts the fault proxy between the
 // functions and the Firestore emulator: at each rate, that share of the requests that touch the
 // dedupe collection (every commit creates a write record there; fences and read-backs go there too)
-// is reset before it arrives, or has its response lost after it applied. Clients retry as the README
+// is reset before it arrives, or has its response lost after it applied. Clients retry as docs/api.md
 // tells them: a 503 is sent again; a 504 (outcome unknown) only when it carries an Idempotency-Key.
 // Keyed counters end exactly at what was acknowledged; unkeyed ones at least at it and at most
 // at it plus the 504s (which say the outcome is unknown), so a 503 that was in fact applied, or a

@@ -18,7 +18,7 @@ import (
 )
 
 // Environment knobs that scale TestPubSubBurstSharesShardWritesAndCountsOnce into a measurement
-// (README, Performance): the defaults are what `make test` runs.
+// (docs/performance.md): the defaults are what `make test` runs.
 const (
 	envBurstMessages = "PUBSUB_BURST_MESSAGES"  // messages published (default 2000)
 	envBurstCounters = "PUBSUB_BURST_COUNTERS"  // counters they are spread over (default 1)

@@ -60,7 +60,7 @@ type Options struct {
 
 // OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT, APP_PORT,
 // LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES, LOCALSTACK_WEB, LOCALSTACK_AUTH,
-// LOCALSTACK_INSTANCES and LOCALSTACK_FUNCTIONS_FIRESTORE, with the defaults of the README.
+// LOCALSTACK_INSTANCES and LOCALSTACK_FUNCTIONS_FIRESTORE, with the defaults of docs/development.md.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {

@@ -31,7 +31,7 @@ test('clients may get and list roll-ups, and nothing else', async (t) => {
   const id = uniqueID('guarded');
   await callFunction('Increment', { counter: id, delta: 7 });
   await eventually('the roll-up exists', async () => (await getDoc(doc(db, 'rollups', id))).data()?.count, (c) => c === 7);
-  // Listing is a documented choice (firestore.rules, README): leaderboards need it.
+  // Listing is a documented choice (firestore.rules, docs/api.md): leaderboards need it.
   const listed = await getDocs(query(collection(db, 'rollups'), limit(50)));
   assert.ok(listed.size >= 1, 'a client may list roll-ups');
 
