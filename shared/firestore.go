@@ -11,16 +11,16 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// NewFirestoreClient connects to the configured database. With FIRESTORE_EMULATOR_HOST set, the
-// client talks to the emulator without credentials.
-func NewFirestoreClient(ctx context.Context, c Config, opts ...option.ClientOption) (*firestore.Client, error) {
-	project := c.Project
-	if project == "" {
-		project = firestore.DetectProjectID
+// NewFirestoreClient connects to database in project (empty: detected from the credentials). With
+// FIRESTORE_EMULATOR_HOST set, the client talks to the emulator without credentials.
+func NewFirestoreClient(ctx context.Context, project, database string, opts ...option.ClientOption) (*firestore.Client, error) {
+	id := project
+	if id == "" {
+		id = firestore.DetectProjectID
 	}
-	client, err := firestore.NewClientWithDatabase(ctx, project, c.Database, opts...)
+	client, err := firestore.NewClientWithDatabase(ctx, id, database, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("firestore client for project %q database %q: %w", c.Project, c.Database, err)
+		return nil, fmt.Errorf("firestore client for project %q database %q: %w", project, database, err)
 	}
 	return client, nil
 }

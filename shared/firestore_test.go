@@ -71,15 +71,12 @@ func TestNewFirestoreClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Project = "p"
-			cfg.Database = tt.database
-			c, err := NewFirestoreClient(context.Background(), cfg)
+			c, err := NewFirestoreClient(context.Background(), "p", tt.database)
 			if err != nil {
 				t.Fatalf("NewFirestoreClient: %v", err)
 			}
 			defer c.Close()
-			if got := cfg.Schema.CounterRef(c, "likes").Path; got != tt.wantPath {
+			if got := (Schema{Counters: "counters"}).CounterRef(c, "likes").Path; got != tt.wantPath {
 				t.Errorf("CounterRef path = %q, want %q", got, tt.wantPath)
 			}
 		})
@@ -88,10 +85,7 @@ func TestNewFirestoreClient(t *testing.T) {
 
 func TestNewFirestoreClientErrorNamesDatabase(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
-	cfg := DefaultConfig()
-	cfg.Project = "p"
-	cfg.Database = "" // the Firestore library refuses an empty database ID
-	c, err := NewFirestoreClient(context.Background(), cfg)
+	c, err := NewFirestoreClient(context.Background(), "p", "") // the library refuses an empty database ID
 	if err == nil {
 		c.Close()
 		t.Fatal("NewFirestoreClient with empty database = nil error, want error")
