@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -27,12 +28,12 @@ type testServer struct {
 	logs   *bytes.Buffer
 }
 
-func newTestServer(t *testing.T, cfg shared.Config) *testServer {
+func newTestServer(t *testing.T, cfg config.Config) *testServer {
 	t.Helper()
 	return newTestServerWithClient(t, cfg, testenv.Firestore(t))
 }
 
-func newTestServerWithClient(t *testing.T, cfg shared.Config, client *firestore.Client) *testServer {
+func newTestServerWithClient(t *testing.T, cfg config.Config, client *firestore.Client) *testServer {
 	t.Helper()
 	logs := new(bytes.Buffer)
 	svc := functions.NewService(cfg, client, shared.NewLogger(logs, slog.LevelDebug))

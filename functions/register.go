@@ -5,23 +5,33 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/shared"
 )
 
+// EntryPoints lists every registered entry point, in Deployed's order.
+var EntryPoints = entryPoints(func(Function) bool { return true })
+
 // HTTPEntryPoints lists the HTTP-triggered entry points.
-var HTTPEntryPoints = []string{EntryIncrement, EntryCount, EntryConfigureCounter}
+var HTTPEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType == "" })
 
 // CloudEventEntryPoints lists the CloudEvent-triggered entry points.
-var CloudEventEntryPoints = []string{EntryIncrementFromPubSub, EntryRollupOnShardWrite, EntryRollupScheduled}
+var CloudEventEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType != "" })
 
-// EntryPoints lists every registered entry point.
-var EntryPoints = slices.Concat(HTTPEntryPoints, CloudEventEntryPoints)
+func entryPoints(keep func(Function) bool) []string {
+	var names []string
+	for _, f := range Deployed() {
+		if keep(f) {
+			names = append(names, f.EntryPoint)
+		}
+	}
+	return names
+}
 
 // handlers are the entry points' handlers by name, as registered. The CloudEvent entry points are
 // registered as HTTP functions that decode their event themselves (see cloudEvent).
@@ -61,13 +71,13 @@ func UseFirestoreOptions(opts ...option.ClientOption) {
 
 // instance is this process's Service, built on first use from the environment.
 var instance = sync.OnceValues(func() (*Service, error) {
-	cfg, err := shared.LoadConfig()
+	cfg, err := config.Load()
 	if err != nil {
 		return nil, err
 	}
-	level, _ := shared.ParseLogLevel(cfg.LogLevel) // validated by LoadConfig
+	level, _ := shared.ParseLogLevel(cfg.LogLevel) // validated by Load
 	log := shared.NewLogger(os.Stdout, level)
-	client, err := shared.NewFirestoreClient(context.Background(), cfg, firestoreOptions...)
+	client, err := shared.NewFirestoreClient(context.Background(), cfg.Project, cfg.Database, firestoreOptions...)
 	if err != nil {
 		return nil, err
 	}
