@@ -48,6 +48,10 @@ type Function struct {
 	Timeout time.Duration
 	// MaxInstances bounds the instances (the minimum is 0: the platform's default).
 	MaxInstances int
+	// PublicOnRequest says that a deployment lets anyone (allUsers) invoke the function when asked
+	// (deploy.sh --allow-unauthenticated-increments, Terraform var.public_increments); otherwise
+	// callers need roles/run.invoker.
+	PublicOnRequest bool
 }
 
 // Trigger is how a function is triggered: HTTP when EventType is "", else a CloudEvent of
@@ -64,6 +68,9 @@ type Trigger struct {
 	Retry bool
 	// DeadLetterTopic, when set, is where Pub/Sub parks a message the function failed on too often.
 	DeadLetterTopic string
+	// Schedule, when set, is the cron schedule (UTC) of the Cloud Scheduler job, named after Topic,
+	// that publishes "tick" to Topic.
+	Schedule string
 }
 
 // DocumentPattern is the Firestore trigger's full document path pattern in schema, or "".
@@ -77,7 +84,7 @@ func (t Trigger) DocumentPattern(schema shared.Schema) string {
 // Deployed lists every deployed function, in deployment order.
 func Deployed() []Function {
 	return []Function{
-		{Name: "increment", EntryPoint: EntryIncrement,
+		{Name: "increment", EntryPoint: EntryIncrement, PublicOnRequest: true,
 			Memory: "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 100},
 		{Name: "count", EntryPoint: EntryCount,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
@@ -91,7 +98,7 @@ func Deployed() []Function {
 			Trigger: Trigger{EventType: EventFirestoreDocWritten, Document: "{counter}/" + shared.ShardsCollection + "/{shard}", Retry: true},
 			Memory:  "512Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
 		{Name: "rollup-scheduled", EntryPoint: EntryRollupScheduled,
-			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicRollupTick},
+			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicRollupTick, Schedule: "* * * * *"},
 			Memory:  "256Mi", Concurrency: 1, Timeout: 5 * time.Minute, MaxInstances: 1},
 	}
 }
@@ -127,4 +134,35 @@ func Topics() []string {
 		}
 	}
 	return topics
+}
+
+// FieldSetting is the TTL policy and single-field index settings of one field in one collection
+// group, which deployments apply (gcloud firestore fields/indexes, google_firestore_field).
+type FieldSetting struct {
+	// Key names the setting in Terraform (google_firestore_field.field[Key]).
+	Key string
+	// Collection is the collection group: a collection setting of functions/config (e.g.
+	// "DEDUPE_COLLECTION", its value at deploy time) or a fixed subcollection name.
+	Collection string
+	// Field is the field's name.
+	Field string
+	// TTL makes Firestore delete a document after the time in Field.
+	TTL bool
+	// Ascending keeps only the ascending collection index of the field; false exempts it from
+	// every index.
+	Ascending bool
+}
+
+// FieldSettings are the field settings the design relies on. expires_at on dedupe records and
+// updated_at on roll-ups are ever-increasing values written at the increment rate: indexed, each
+// would be a hot index range, and nothing queries them (TTL needs no index; apps read roll-ups by
+// ID). The sum aggregation scans the ascending collection index of a shard's count, and of writes,
+// which the roll-up sums in the same aggregation to measure the write rate: only that one is kept.
+func FieldSettings() []FieldSetting {
+	return []FieldSetting{
+		{Key: "dedupe_expires_at", Collection: "DEDUPE_COLLECTION", Field: shared.FieldExpiresAt, TTL: true},
+		{Key: "rollup_updated_at", Collection: "ROLLUPS_COLLECTION", Field: shared.FieldUpdatedAt},
+		{Key: "shard_count", Collection: shared.ShardsCollection, Field: shared.FieldCount, Ascending: true},
+		{Key: "shard_writes", Collection: shared.ShardsCollection, Field: shared.FieldWrites, Ascending: true},
+	}
 }

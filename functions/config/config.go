@@ -22,7 +22,7 @@ type Config struct {
 	// Database is the Firestore database ID.
 	Database string `env:"FIRESTORE_DATABASE, default=(default)" usedBy:"*" option:"database"`
 	// CountersCollection is the collection of counter documents; their shards are its subcollection
-	// "shards". A valid collection ID, distinct from the other collections.
+	// "shards".
 	CountersCollection string `env:"COUNTERS_COLLECTION, default=counters" check:"collection" usedBy:"*"`
 	// RollupsCollection is the collection of the roll-up documents apps read.
 	RollupsCollection string `env:"ROLLUPS_COLLECTION, default=rollups" check:"collection" usedBy:"Count,RollupOnShardWrite,RollupScheduled"`
@@ -39,7 +39,7 @@ type Config struct {
 	// bounds how fast instances follow an adapted shard count (the ramp); it costs one counter read
 	// per instance per TTL for each counter the instance writes.
 	ShardCountCacheTTL time.Duration `env:"SHARD_COUNT_CACHE_TTL, default=5s" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
-	// LogLevel is the minimum severity logged: DEBUG, INFO, WARNING (or WARN) or ERROR.
+	// LogLevel is the minimum severity logged.
 	LogLevel string `env:"LOG_LEVEL, default=INFO" check:"logLevel" usedBy:"*"`
 	// RequestTimeout bounds the database work of one request, so a database outage gets a quick 503
 	// instead of a client left waiting while the client library retries.
@@ -63,7 +63,7 @@ type Config struct {
 	// (X-Firebase-AppCheck): they come from the project's genuine apps.
 	RequireAppCheck bool `env:"REQUIRE_APP_CHECK, default=false" usedBy:"Increment"`
 	// PerCallerLimit, when positive, holds each verified user's total on each counter within
-	// [0, PerCallerLimit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
+	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
 	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`
 }
 
