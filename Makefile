@@ -8,7 +8,7 @@ BENCH := bin/bench
 WEB_DEPS := web/node_modules/.package-lock.json
 WEB_APP := web/dist/app.js
 
-.PHONY: run test build vet publish bench check-deploy clean web
+.PHONY: run test build vet publish bench check-deploy clean web generate
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
@@ -53,6 +53,11 @@ else
 	$(BENCH) $(ARGS)
 endif
 
+## generate: write scripts/deployment.gen.sh, terraform/deployment.gen.tf.json and docs/settings.md from
+##           the Go declarations of the functions and settings (functions/deployment.go, functions/config)
+generate:
+	$(GO) generate ./...
+
 ## vet: static checks
 vet:
 	$(GO) vet ./...
@@ -64,7 +69,7 @@ test: vet build $(WEB_APP)
 	$(LOCALSTACK) exec -- $(GO) test -count=1 -timeout 15m ./...
 
 ## check-deploy: shellcheck the scripts; terraform fmt -check when a terraform binary is on PATH
-## (the Go consistency test of scripts/ and terraform/ against the code runs with `make test`)
+## (gcloud's parser over deploy.sh's commands and the provider schema check run with `make test`)
 check-deploy:
 	shellcheck scripts/*.sh .ci/run
 	@if command -v terraform >/dev/null 2>&1; then \

@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -19,8 +20,8 @@ import (
 func newStore(t *testing.T) (*counter.Store, *firestore.Client) {
 	t.Helper()
 	client := testenv.Firestore(t)
-	cfg := shared.DefaultConfig()
-	return counter.NewStore(client, cfg.Schema, counter.Options{
+	cfg := config.Default()
+	return counter.NewStore(client, cfg.Schema(), counter.Options{
 		DefaultNumShards:   cfg.DefaultNumShards,
 		ShardCountCacheTTL: cfg.ShardCountCacheTTL,
 		DedupeTTL:          cfg.DedupeTTL,
@@ -39,7 +40,7 @@ func sum(t *testing.T, s *counter.Store, id string) int64 {
 // dedupeRecords lists the dedupe records of keys (not the write records that share their collection).
 func dedupeRecords(t *testing.T, client *firestore.Client) []*firestore.DocumentSnapshot {
 	t.Helper()
-	docs, err := client.Collection(shared.DefaultConfig().Schema.Dedupe).
+	docs, err := client.Collection(config.Default().Schema().Dedupe).
 		Where(shared.FieldDedupeSource, "!=", "write").Documents(context.Background()).GetAll()
 	if err != nil {
 		t.Fatal(err)

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
 
-var schema = shared.DefaultConfig().Schema
+var schema = config.Default().Schema()
 
 // TestGroupCommitSharesWritesAndLosesNothing: 400 concurrent increments of one counter, in waves,
 // through one instance with group commit; every acknowledged increment is in the exact value, and the

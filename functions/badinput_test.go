@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -68,7 +69,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"reset an unknown counter", "POST", "/ConfigureCounter", jsonType, `{"counter":"nobody","reset":true}`, 404, "counter", ""},
 		{"configure a reserved ID", "PUT", "/ConfigureCounter", jsonType, `{"counter":"__a__","num_shards":5}`, 400, "counter", ""},
 	}
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := srv.do(t, c.method, c.path, c.contentType, []byte(c.body))

@@ -18,8 +18,8 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/cloudlog"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // benchGoroutines is about how many goroutines call the handler at once in BenchmarkIncrementHandler,
@@ -58,7 +58,7 @@ func BenchmarkIncrementHandler(b *testing.B) {
 		{fmt.Sprintf("groupcommit/interval=%s", benchGroupCommitInterval), benchGroupCommitInterval},
 	} {
 		b.Run(fmt.Sprintf("%s/goroutines=%d", c.name, parallelism*procs), func(b *testing.B) {
-			cfg := shared.DefaultConfig()
+			cfg := config.Default()
 			cfg.GroupCommitInterval = c.interval
 			cfg.ShardCountCacheTTL = time.Hour // the shard count is read once, before the timer starts
 			svc := functions.NewService(cfg, testenv.Firestore(b), cloudlog.New(io.Discard, slog.LevelInfo))
@@ -99,7 +99,7 @@ func BenchmarkIncrementHandler(b *testing.B) {
 // the figures are the handler's CPU and allocations with zero I/O, the response recorder's included
 // (the request is reused). cpu-ns/op is this process's CPU time (user + system) per request.
 func BenchmarkDecodeAndValidate(b *testing.B) {
-	svc := functions.NewService(shared.DefaultConfig(), nil, cloudlog.New(io.Discard, slog.LevelInfo))
+	svc := functions.NewService(config.Default(), nil, cloudlog.New(io.Discard, slog.LevelInfo))
 	req := newReusableRequest([]byte(`{"counter":"likes","delta":0}`))
 	if rec := req.serve(svc); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"delta"`) {
 		b.Fatalf("got %d %s, want 400 blaming delta", rec.Code, rec.Body)

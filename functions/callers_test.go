@@ -20,9 +20,9 @@ import (
 	"github.com/golang-jwt/jwt/v4"
 
 	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // authEmulatorUser signs a new email user up with the Firebase Auth emulator that the local stack
@@ -53,7 +53,7 @@ func authEmulatorUser(t *testing.T, email string) (idToken, uid string) {
 // verifier for the stack's project.
 func newCallerServer(t *testing.T, req callerauth.Requirements, perCallerLimit int64) *testServer {
 	t.Helper()
-	cfg := shared.DefaultConfig()
+	cfg := config.Default()
 	cfg.RequireIDToken, cfg.RequireAppCheck, cfg.PerCallerLimit = req.IDToken, req.AppCheck, perCallerLimit
 	srv := newTestServer(t, cfg)
 	v, err := callerauth.New(context.Background(), os.Getenv("GOOGLE_CLOUD_PROJECT"), req)

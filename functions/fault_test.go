@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
@@ -56,7 +57,7 @@ func post(srv *testServer, id, key string) int {
 // 200 counted twice, fails the test.
 func TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged(t *testing.T) {
 	const clients, perClient, maxTries = 8, 20, 30
-	dedupe := []byte(shared.DefaultConfig().Schema.Dedupe + "/")
+	dedupe := []byte(config.Default().Schema().Dedupe + "/")
 	for _, tc := range []struct {
 		name   string
 		faults faultproxy.Faults
@@ -74,12 +75,12 @@ func TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged(t *testing.T) {
 			ctx := context.Background()
 			db := testenv.FirestoreBehindFaultProxy(t)
 			proxy, commits := db.Proxy, db.Commits
-			cfg := shared.DefaultConfig()
+			cfg := config.Default()
 			if tc.requestTimeout > 0 {
 				cfg.RequestTimeout = tc.requestTimeout
 			}
 			srv := newTestServerWithClient(t, cfg, db.Client)
-			exact := counter.NewStore(db.Direct, shared.DefaultConfig().Schema, counter.Options{})
+			exact := counter.NewStore(db.Direct, config.Default().Schema(), counter.Options{})
 			srv.increment(t, "keyed", 1) // create both counters before the faults
 			srv.increment(t, "plain", 1)
 			before := len(commits())

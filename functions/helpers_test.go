@@ -15,8 +15,8 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/cloudlog"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // testServer serves the HTTP entry points of one Service over httptest, on a Firestore emulator
@@ -28,12 +28,12 @@ type testServer struct {
 	logs   *bytes.Buffer
 }
 
-func newTestServer(t *testing.T, cfg shared.Config) *testServer {
+func newTestServer(t *testing.T, cfg config.Config) *testServer {
 	t.Helper()
 	return newTestServerWithClient(t, cfg, testenv.Firestore(t))
 }
 
-func newTestServerWithClient(t *testing.T, cfg shared.Config, client *firestore.Client) *testServer {
+func newTestServerWithClient(t *testing.T, cfg config.Config, client *firestore.Client) *testServer {
 	t.Helper()
 	logs := new(bytes.Buffer)
 	svc := functions.NewService(cfg, client, cloudlog.New(logs, slog.LevelDebug))

@@ -11,11 +11,11 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/functions/config"
 )
 
 func TestIncrementCreatesCounterAndCountSumsIt(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "likes"})
 	if a.status != http.StatusOK {
 		t.Fatalf("increment: %d %s", a.status, a.raw)
@@ -42,7 +42,7 @@ func TestIncrementCreatesCounterAndCountSumsIt(t *testing.T) {
 }
 
 func TestConfigureCreatesThenReshardsKeepingTheValue(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "views", "num_shards": 4})
 	if a.status != http.StatusCreated || a.body["created"] != true || a.body["num_shards"] != 4.0 {
 		t.Fatalf("create: %d %s", a.status, a.raw)
@@ -72,7 +72,7 @@ func TestConfigureCreatesThenReshardsKeepingTheValue(t *testing.T) {
 // TestConcurrentIncrementsAreExact: 2,000 increments from 50 goroutines across 3 counters, every one
 // acknowledged, sum exactly.
 func TestConcurrentIncrementsAreExact(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	counters := []string{"likes", "views", "favourites"}
 	const goroutines, total = 50, 2000
 	var expected [3]atomic.Int64
@@ -98,7 +98,7 @@ func TestConcurrentIncrementsAreExact(t *testing.T) {
 // TestReshardingWhileIncrementingLosesNothing changes the shard count up and down while 50 goroutines
 // increment through instances whose cached shard counts go stale at different times.
 func TestReshardingWhileIncrementingLosesNothing(t *testing.T) {
-	cfg := shared.DefaultConfig()
+	cfg := config.Default()
 	cfg.ShardCountCacheTTL = 20 * time.Millisecond
 	first := newTestServer(t, cfg)
 	cfg.ShardCountCacheTTL = time.Hour // an instance that never notices the reshards
@@ -143,7 +143,7 @@ func TestReshardingWhileIncrementingLosesNothing(t *testing.T) {
 
 // TestFirstIncrementsCreateTheCounterOnce races new-counter creation from many goroutines.
 func TestFirstIncrementsCreateTheCounterOnce(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	var wg sync.WaitGroup
 	for range 30 {
 		wg.Go(func() { srv.increment(t, "new", 1) })
@@ -162,7 +162,7 @@ func TestDatabaseFailuresAnswer503Or500WithoutDetails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := shared.DefaultConfig()
+		cfg := config.Default()
 		cfg.RequestTimeout = 300 * time.Millisecond
 		srv := newTestServerWithClient(t, cfg, client)
 		a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "a"})
@@ -171,7 +171,7 @@ func TestDatabaseFailuresAnswer503Or500WithoutDetails(t *testing.T) {
 		}
 	})
 	t.Run("corrupt counter document is 500 without internals", func(t *testing.T) {
-		srv := newTestServer(t, shared.DefaultConfig())
+		srv := newTestServer(t, config.Default())
 		if _, err := srv.client.Collection("counters").Doc("broken").Set(context.Background(), map[string]any{"num_shards": "many"}); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -37,7 +38,7 @@ func (s *testServer) postKeyed(t testing.TB, body string, keys ...string) answer
 }
 
 func TestIncrementWithIdempotencyKeyCountsOnceAndReplaysTheAnswer(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	first := srv.postKeyed(t, `{"counter":"likes","delta":5}`, "order-42")
 	if first.status != http.StatusOK || first.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("first request: %d %v %s", first.status, first.header, first.raw)
@@ -58,7 +59,7 @@ func TestIncrementWithIdempotencyKeyCountsOnceAndReplaysTheAnswer(t *testing.T) 
 }
 
 func TestIncrementIdempotencyKeyReusedForAnotherIncrementIs422(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	srv.postKeyed(t, `{"counter":"likes"}`, "k1")
 	for _, body := range []string{`{"counter":"likes","delta":2}`, `{"counter":"views"}`} {
 		a := srv.postKeyed(t, body, "k1")
@@ -77,7 +78,7 @@ func TestIncrementIdempotencyKeyReusedForAnotherIncrementIs422(t *testing.T) {
 }
 
 func TestIncrementConcurrentRetriesOfOneKeyAnswerAlike(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	const retries = 20
 	answers := make([]answer, retries)
 	var wg sync.WaitGroup
@@ -103,7 +104,7 @@ func TestIncrementConcurrentRetriesOfOneKeyAnswerAlike(t *testing.T) {
 }
 
 func TestIncrementBadIdempotencyKeysChangeNothing(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	cases := map[string][]string{
 		"empty key":         {""},
 		"key over 1 KiB":    {strings.Repeat("k", shared.MaxIdempotencyKeyBytes+1)},

@@ -13,9 +13,9 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
-	"github.com/shardcount/counters/shared"
 )
 
 // shardWritten is the CloudEvent a shard write of counter id sends RollupOnShardWrite.
@@ -37,7 +37,7 @@ func (s *testServer) rollUp(t testing.TB, id string) {
 }
 
 func TestResetAndDeleteOverHTTP(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	for _, d := range []int64{5, 7, 9} {
 		srv.increment(t, "gone", d)
 	}
@@ -85,7 +85,7 @@ func TestResetAndDeleteOverHTTP(t *testing.T) {
 // increments: before (answered before op was sent), after (sent after op answered), overlapping.
 func raceLifecycle(t *testing.T, op func(srv *testServer) answer) (srv *testServer, before, overlapping, after int64) {
 	t.Helper()
-	cfg := shared.DefaultConfig()
+	cfg := config.Default()
 	srv = newTestServer(t, cfg)
 	cfg.ShardCountCacheTTL = time.Hour
 	warm := newTestServerWithClient(t, cfg, srv.client)
@@ -163,7 +163,7 @@ func TestResetWhileIncrementing(t *testing.T) {
 		t.Errorf("count after the reset %d, want %d acknowledged after it plus up to %d overlapping", got, after, overlapping)
 	}
 	srv.rollUp(t, "raced")
-	if d, err := rollup.NewStore(srv.client, shared.DefaultConfig().Schema).Get(context.Background(), "raced"); err != nil || d == nil || d.Count != got {
+	if d, err := rollup.NewStore(srv.client, config.Default().Schema()).Get(context.Background(), "raced"); err != nil || d == nil || d.Count != got {
 		t.Errorf("roll-up after the reset %+v, %v; want count %d", d, err, got)
 	}
 }
@@ -172,7 +172,7 @@ func TestResetWhileIncrementing(t *testing.T) {
 // client's snapshot listener, as the Firebase SDKs listen) sees the document go away on delete, and it
 // stays away although roll-ups were being refreshed right up to the delete.
 func TestDeletedRollupDisappearsForListeners(t *testing.T) {
-	cfg := shared.DefaultConfig()
+	cfg := config.Default()
 	cfg.RollupInterval = 100 * time.Millisecond
 	srv := newTestServer(t, cfg)
 	const id = "listened"
@@ -230,7 +230,7 @@ func counterDocuments(t *testing.T, srv *testServer) []string {
 	t.Helper()
 	var docs []string
 	for _, path := range testenv.DocumentPaths(t, srv.client) {
-		if !strings.HasPrefix(path, shared.DefaultConfig().Schema.Dedupe+"/write-") {
+		if !strings.HasPrefix(path, config.Default().Schema().Dedupe+"/write-") {
 			docs = append(docs, path)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/shared"
@@ -23,7 +25,7 @@ const (
 	envBurstMessages = "PUBSUB_BURST_MESSAGES"  // messages published (default 2000)
 	envBurstCounters = "PUBSUB_BURST_COUNTERS"  // counters they are spread over (default 1)
 	envBurstPlain    = "PUBSUB_BURST_PLAIN"     // "true": one plain delivery each, no duplicates or poison
-	envBurstInFlight = "PUBSUB_BURST_IN_FLIGHT" // deliveries in flight (default localstack.PushInFlight: one instance at its deployed concurrency)
+	envBurstInFlight = "PUBSUB_BURST_IN_FLIGHT" // deliveries in flight (default: one instance at its deployed concurrency)
 )
 
 // pushConcurrently subscribes to topic and delivers its messages to endpoint with inFlight requests
@@ -76,7 +78,8 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 	messages := envInt(t, envBurstMessages, 2000)
 	counters := envInt(t, envBurstCounters, 1)
 	plain := os.Getenv(envBurstPlain) == "true"
-	inFlight := envInt(t, envBurstInFlight, localstack.PushInFlight)
+	deployed, _ := functions.DeployedFunction(functions.EntryIncrementFromPubSub)
+	inFlight := envInt(t, envBurstInFlight, deployed.Concurrency)
 	topic := s.newTopic(t)
 	proxy := newPushProxy(t, s.env.FunctionsURL)
 	endpoint := pushEndpoint(proxy.copiesURL(2), topic)
@@ -126,7 +129,7 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 	}
 	shardWrites, hottest := 0, 0
 	db := s.env.StackFirestore(t)
-	schema := shared.DefaultConfig().Schema
+	schema := config.Default().Schema()
 	for id := range expected {
 		shards, err := schema.ShardsRef(db, id).Documents(context.Background()).GetAll()
 		if err != nil {
@@ -167,7 +170,7 @@ func commitFigures(t *testing.T, path, prefix string, start time.Time, increment
 	if err != nil {
 		t.Fatal(err)
 	}
-	shardPrefix := shared.DefaultConfig().Schema.Counters + "/" + prefix
+	shardPrefix := config.Default().Schema().Counters + "/" + prefix
 	isOurShard := func(doc string) bool {
 		return strings.HasPrefix(doc, shardPrefix) && strings.Contains(doc, "/"+shared.ShardsCollection+"/")
 	}

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/publisher"
@@ -452,8 +453,8 @@ func TestPubSubPoisonMessagesAreAcknowledgedAndLoggedGoodOnesCounted(t *testing.
 	// Nothing else written: the only counters with the test's prefix are the good ones, and no
 	// dedupe record exists for a poison message.
 	db := s.env.StackFirestore(t)
-	cfg := shared.DefaultConfig()
-	counters := db.Collection(cfg.Schema.Counters)
+	cfg := config.Default()
+	counters := db.Collection(cfg.Schema().Counters)
 	docs, err := counters.Where(firestore.DocumentID, ">=", counters.Doc(s.prefix)).
 		Where(firestore.DocumentID, "<", counters.Doc(s.prefix+"\uffff")).Documents(context.Background()).GetAll()
 	if err != nil {
@@ -472,7 +473,7 @@ func TestPubSubPoisonMessagesAreAcknowledgedAndLoggedGoodOnesCounted(t *testing.
 			poisonIDs = append(poisonIDs, id)
 		}
 	}
-	recs, err := db.Collection(cfg.Schema.Dedupe).Where(shared.FieldDedupeKey, "in", poisonIDs).Documents(context.Background()).GetAll()
+	recs, err := db.Collection(cfg.Schema().Dedupe).Where(shared.FieldDedupeKey, "in", poisonIDs).Documents(context.Background()).GetAll()
 	if err != nil || len(recs) != 0 {
 		t.Errorf("%d dedupe records of poison messages (%v), want none", len(recs), err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -42,7 +43,7 @@ func (s *testServer) deliver(t testing.TB, id string, m pubsubMessage) error {
 }
 
 func TestIncrementFromPubSubCountsEachMessageOnceHoweverOftenDelivered(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	single := pubsubMessage{data: []byte(`{"counter":"likes","delta":2}`)}
 	batch := pubsubMessage{data: []byte(`{"increments":[{"counter":"likes","delta":3},{"counter":"views"},{"counter":"likes","delta":-1}]}`)}
 	// Sequential redeliveries, then concurrent ones.
@@ -71,7 +72,7 @@ func TestIncrementFromPubSubCountsEachMessageOnceHoweverOftenDelivered(t *testin
 }
 
 func TestIncrementFromPubSubIdempotencyKeyOverridesTheMessageID(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	m := pubsubMessage{data: []byte(`{"counter":"orders","delta":7}`), attrs: map[string]string{shared.AttributeIdempotencyKey: "order-42"}}
 	// A publisher that retries gets a new message ID each time; the key stays.
 	for _, id := range []string{"10", "11", "12"} {
@@ -96,7 +97,7 @@ func TestIncrementFromPubSubIdempotencyKeyOverridesTheMessageID(t *testing.T) {
 }
 
 func TestIncrementFromPubSubAcknowledgesAndLogsPoisonWritingNothing(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	poison := poisonMessages("unit")
 	for i, m := range poison {
 		if err := srv.deliver(t, fmt.Sprint(100+i), m); err != nil {
@@ -130,7 +131,7 @@ func TestIncrementFromPubSubTransientFailureAsksForRedelivery(t *testing.T) {
 	dead := l.Addr().String()
 	l.Close()
 	t.Setenv("FIRESTORE_EMULATOR_HOST", dead) // connections are refused: Unavailable
-	cfg := shared.DefaultConfig()
+	cfg := config.Default()
 	cfg.RequestTimeout = 500 * time.Millisecond
 	srv := newTestServerWithClient(t, cfg, testenv.Firestore(t))
 	err = srv.deliver(t, "1", pubsubMessage{data: []byte(`{"counter":"likes"}`)})

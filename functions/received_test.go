@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/functions/config"
 )
 
 // TestIncrementAnswersWhenItReceivedTheIncrement: an unkeyed answer carries received_at, taken before
 // the write (apps compare it with the roll-up's updated_at); a keyed answer leaves it out, so that a
 // retry repeats the first answer byte for byte.
 func TestIncrementAnswersWhenItReceivedTheIncrement(t *testing.T) {
-	srv := newTestServer(t, shared.DefaultConfig())
+	srv := newTestServer(t, config.Default())
 	before := time.Now()
 	a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "seen"})
 	after := time.Now()

@@ -6,23 +6,32 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/functions/cloudlog"
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/functions/config"
 )
 
+// EntryPoints lists every registered entry point, in Deployed's order.
+var EntryPoints = entryPoints(func(Function) bool { return true })
+
 // HTTPEntryPoints lists the HTTP-triggered entry points.
-var HTTPEntryPoints = []string{EntryIncrement, EntryCount, EntryConfigureCounter}
+var HTTPEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType == "" })
 
 // CloudEventEntryPoints lists the CloudEvent-triggered entry points.
-var CloudEventEntryPoints = []string{EntryIncrementFromPubSub, EntryRollupOnShardWrite, EntryRollupScheduled}
+var CloudEventEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType != "" })
 
-// EntryPoints lists every registered entry point.
-var EntryPoints = slices.Concat(HTTPEntryPoints, CloudEventEntryPoints)
+func entryPoints(keep func(Function) bool) []string {
+	var names []string
+	for _, f := range Deployed() {
+		if keep(f) {
+			names = append(names, f.EntryPoint)
+		}
+	}
+	return names
+}
 
 // handlers are the entry points' handlers by name, as registered. The CloudEvent entry points are
 // registered as HTTP functions that decode their event themselves (see cloudEvent).
@@ -63,11 +72,11 @@ func UseFirestoreOptions(opts ...option.ClientOption) {
 // instance is this process's Service, built on first use from the environment; a transient failure
 // is retried by a later request (startup).
 var instance = newStartup(func() (*Service, error) {
-	cfg, err := shared.LoadConfig()
+	cfg, err := config.Load()
 	if err != nil {
 		return nil, &configError{err}
 	}
-	level, _ := cloudlog.ParseLevel(cfg.LogLevel) // validated by LoadConfig
+	level, _ := cloudlog.ParseLevel(cfg.LogLevel) // validated by Load
 	log := cloudlog.New(os.Stdout, level)
 	client, err := newFirestoreClient(context.Background(), cfg.Project, cfg.Database, firestoreOptions...)
 	if err != nil {

@@ -26,11 +26,11 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 	} else if ok && written.Before(changedAt) {
 		changedAt = written
 	}
-	id, ok := s.cfg.Schema.ParseShardPath(e.Subject())
+	id, ok := s.cfg.Schema().ParseShardPath(e.Subject())
 	if !ok {
 		// Redelivery cannot fix a subject that names no shard: acknowledge, and say so loudly.
 		s.log.ErrorContext(ctx, "event subject is not a shard document; event dropped",
-			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema.ShardPathPattern())
+			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema().ShardPathPattern())
 		return nil
 	}
 	outcome, err := s.engine.Refresh(ctx, id, changedAt, rollup.SourceTrigger)

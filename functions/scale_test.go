@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
-	"github.com/shardcount/counters/shared"
 )
 
 // scaleLoad is one multi-instance load run: instances functions instances (each a Service with a
@@ -36,7 +36,7 @@ type scaleResult struct {
 
 func (l scaleLoad) run(t *testing.T, id string) scaleResult {
 	t.Helper()
-	cfg := shared.DefaultConfig()
+	cfg := config.Default()
 	cfg.GroupCommitInterval = l.groupCommit
 	clients, commits := testenv.FirestoreInstancesWithCommits(t, l.instances)
 	servers := make([]*testServer, l.instances)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
 )
@@ -18,7 +19,7 @@ import (
 // Service is every entry point over one set of dependencies. Production builds one lazily per
 // instance (see register.go); tests build their own over an emulator.
 type Service struct {
-	cfg      shared.Config
+	cfg      config.Config
 	counters *counter.Store
 	rollups  *rollup.Store
 	engine   *rollup.Engine
@@ -27,8 +28,8 @@ type Service struct {
 }
 
 // NewService wires the entry points to a Firestore client.
-func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *Service {
-	counters := counter.NewStore(client, cfg.Schema, counter.Options{
+func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *Service {
+	counters := counter.NewStore(client, cfg.Schema(), counter.Options{
 		DefaultNumShards:    cfg.DefaultNumShards,
 		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
 		GroupCommitInterval: cfg.GroupCommitInterval,
@@ -37,8 +38,8 @@ func NewService(cfg shared.Config, client *firestore.Client, log *slog.Logger) *
 	return &Service{
 		cfg:      cfg,
 		counters: counters,
-		rollups:  rollup.NewStore(client, cfg.Schema),
-		engine:   rollup.NewEngine(client, cfg.Schema, counters, cfg.RollupInterval),
+		rollups:  rollup.NewStore(client, cfg.Schema()),
+		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
 		log:      log,
 	}
 }

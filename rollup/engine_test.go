@@ -11,12 +11,13 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
 )
 
-var schema = shared.DefaultConfig().Schema
+var schema = config.Default().Schema()
 
 func newCounters(client *firestore.Client) *counter.Store {
 	return counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute})

@@ -4,8 +4,9 @@
 # accounts and their roles, and every function (2nd gen, one `gcloud functions deploy` per entry
 # point). Every step is idempotent: run it again to update. See README.md, "Deploy".
 #
-# The consistency test (internal/deploycheck) runs `--dry-run` and compares the commands with the
-# code's trigger table (functions.Triggers), go.mod and the environment variables shared/ reads.
+# What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
+# (functions/deployment.go, functions/config) and read from deployment.gen.sh, which
+# `go generate ./...` writes.
 set -euo pipefail
 
 usage() {
@@ -19,7 +20,8 @@ Usage: scripts/deploy.sh [options]
   --database-location LOC   location of the Firestore database, e.g. nam5 or us-central1: the
                             Firestore trigger must be there (default: $FIRESTORE_LOCATION, else the
                             existing database's location, else --region)
-  --env NAME=VALUE          set one of the functions' optional variables (repeatable); see --list-env
+  --env NAME=VALUE          set one of the functions' settings (repeatable): --list-env names
+                            them, docs/settings.md says what each means
   --invoker MEMBER          grant MEMBER (e.g. serviceAccount:backend@p.iam.gserviceaccount.com)
                             roles/run.invoker on the HTTP functions (repeatable)
   --allow-unauthenticated-increments
@@ -36,44 +38,11 @@ Usage: scripts/deploy.sh [options]
 EOF
 }
 
-# Optional configuration of the functions: the names shared/config.go reads (checked by the
-# consistency test). GOOGLE_CLOUD_PROJECT and FIRESTORE_DATABASE come from --project and --database.
-readonly OPTIONAL_ENV=(
-  COUNTERS_COLLECTION ROLLUPS_COLLECTION DEDUPE_COLLECTION
-  DEFAULT_NUM_SHARDS MAX_DELTA SHARD_COUNT_CACHE_TTL REQUEST_TIMEOUT LOG_LEVEL
-  ROLLUP_INTERVAL ROLLUP_SWEEP_LOOKBACK GROUP_COMMIT_INTERVAL DEDUPE_TTL
-  REQUIRE_ID_TOKEN REQUIRE_APP_CHECK PER_CALLER_LIMIT
-)
-
-# Names fixed by the code (shared/schema.go): topics, fields and the shards subcollection.
-readonly TOPIC_INCREMENTS=counter-increments
-readonly TOPIC_ROLLUP_TICK=counter-rollup-tick
-# Increments that failed --max-delivery-attempts times are parked here (with a pull subscription of
-# the same name that keeps them 7 days) instead of being retried until Pub/Sub drops them.
-readonly TOPIC_DEAD_LETTER=counter-increments-dead-letter
-readonly SHARDS_COLLECTION=shards
-readonly FIELD_COUNT=count
-readonly FIELD_WRITES=writes
-readonly FIELD_UPDATED_AT=updated_at
-readonly FIELD_EXPIRES_AT=expires_at
-
-# Per-function deploy settings, one row per function: name, entry point, memory, vCPU ("-": the
-# platform's default for the memory, 0.167 at 256Mi), concurrent requests per instance, timeout, most
-# instances. Cloud Run wants a whole vCPU for a concurrency above 1, and gcloud wants --memory with
-# --cpu. terraform/variables.tf, variable "function_settings", holds the same table: the consistency
-# test (internal/deploycheck) fails when they differ. README.md, "Production limits", says why.
-readonly FUNCTION_SETTINGS='
-increment              Increment            256Mi  1  80    60s   100
-count                  Count                256Mi  -  1     60s   10
-configure-counter      ConfigureCounter     256Mi  -  1     60s   5
-increment-from-pubsub  IncrementFromPubSub  256Mi  1  1000  60s   100
-rollup-on-shard-write  RollupOnShardWrite   512Mi  1  80    60s   20
-rollup-scheduled       RollupScheduled      256Mi  -  1     300s  1
-'
+# shellcheck source=scripts/deployment.gen.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/deployment.gen.sh"
 
 readonly RUNTIME_SA_NAME=counters-runtime
 readonly TRIGGER_SA_NAME=counters-trigger
-readonly SCHEDULER_JOB=counter-rollup-tick
 
 PROJECT=${GOOGLE_CLOUD_PROJECT:-}
 REGION=${GOOGLE_CLOUD_REGION:-}
@@ -158,7 +127,7 @@ parse_flags() {
       local pair=${2:?--env needs NAME=VALUE} name value
       name=${pair%%=*} value=${pair#*=}
       [[ $pair == *=* ]] || die "--env $pair: expected NAME=VALUE"
-      in_list "$name" "${OPTIONAL_ENV[@]}" || die "--env $name: unknown; known: ${OPTIONAL_ENV[*]}"
+      in_list "$name" "${ENV_NAMES[@]}" || die "--env $name: unknown; known: ${ENV_NAMES[*]}"
       [[ $value != *,* ]] || die "--env $name: a value may not contain a comma"
       ENV_VALUES[$name]=$value
       shift
@@ -169,7 +138,7 @@ parse_flags() {
     --max-delivery-attempts) MAX_DELIVERY_ATTEMPTS=${2:?--max-delivery-attempts needs a number} && shift ;;
     --dry-run) DRY_RUN=true ;;
     --list-env)
-      printf '%s\n' GOOGLE_CLOUD_PROJECT FIRESTORE_DATABASE "${OPTIONAL_ENV[@]}"
+      printf '%s\n' "${ENV_OF_OPTION[project]}" "${ENV_OF_OPTION[database]}" "${ENV_NAMES[@]}"
       exit 0
       ;;
     -h | --help) usage && exit 0 ;;
@@ -181,9 +150,18 @@ parse_flags() {
   [[ -n $REGION ]] || die "no region: pass --region or set GOOGLE_CLOUD_REGION"
 }
 
-# env_or_default prints the value given with --env NAME=..., or the default.
-env_or_default() {
-  printf '%s\n' "${ENV_VALUES[$1]:-$2}"
+# setting prints the value given with --env NAME=..., or the setting's default.
+setting() {
+  printf '%s\n' "${ENV_VALUES[$1]:-${ENV_DEFAULTS[$1]}}"
+}
+
+# function_row NAME prints the FUNCTIONS row of the function NAME.
+function_row() {
+  local row
+  for row in "${FUNCTIONS[@]}"; do
+    [[ $row == "$1 "* ]] && printf '%s\n' "$row" && return
+  done
+  die "no function $1 in deployment.gen.sh"
 }
 
 # go_runtime prints the Cloud Functions runtime matching go.mod's go line: "go 1.26.0" is go126.
@@ -240,128 +218,146 @@ ensure_identities() {
 
 ensure_topics() {
   local topic
-  for topic in "$TOPIC_INCREMENTS" "$TOPIC_ROLLUP_TICK" "$TOPIC_DEAD_LETTER"; do
+  for topic in "${TOPICS[@]}"; do
     if missing gcloud pubsub topics describe "$topic" --project="$PROJECT"; then
       run gcloud pubsub topics create "$topic" --project="$PROJECT"
     fi
   done
-  # A topic keeps nothing by itself: this subscription holds the parked increments for inspection.
-  if missing gcloud pubsub subscriptions describe "$TOPIC_DEAD_LETTER" --project="$PROJECT"; then
-    run gcloud pubsub subscriptions create "$TOPIC_DEAD_LETTER" --project="$PROJECT" \
-      --topic="$TOPIC_DEAD_LETTER" --message-retention-duration=7d --expiration-period=never
+  # A topic keeps nothing by itself: a pull subscription named after each dead-letter topic holds
+  # the parked messages for inspection.
+  each_function ensure_dead_letter_subscription
+}
+
+# ensure_dead_letter_subscription creates the subscription of a function's dead-letter topic.
+ensure_dead_letter_subscription() {
+  local dead_letter=$7
+  [[ $dead_letter != - ]] || return 0
+  if missing gcloud pubsub subscriptions describe "$dead_letter" --project="$PROJECT"; then
+    run gcloud pubsub subscriptions create "$dead_letter" --project="$PROJECT" \
+      --topic="$dead_letter" --message-retention-duration=7d --expiration-period=never
   fi
 }
 
-# attach_dead_letter makes Pub/Sub park an increment message after MAX_DELIVERY_ATTEMPTS failed
-# deliveries. Eventarc made the push subscription of increment-from-pubsub's trigger, so the policy
-# goes on that subscription, and Pub/Sub's service agent needs to read it and publish to the topic.
+# each_function CALLBACK calls CALLBACK with the columns of every FUNCTIONS row, in order: name,
+# entry point, event type, topic, document pattern, retry, dead-letter topic, memory, vCPU,
+# concurrency, timeout, max instances, public on request.
+each_function() {
+  local row columns
+  for row in "${FUNCTIONS[@]}"; do
+    read -r -a columns <<<"$row"
+    "$1" "${columns[@]}"
+  done
+}
+
+# attach_dead_letter makes Pub/Sub park a message of a function with a dead-letter topic after
+# MAX_DELIVERY_ATTEMPTS failed deliveries. Eventarc made the push subscription of the function's
+# trigger, so the policy goes on that subscription, and Pub/Sub's service agent needs to read it and
+# publish to the topic.
 attach_dead_letter() {
-  local TRIGGER SUBSCRIPTION PROJECT_NUMBER agent
-  lookup TRIGGER gcloud functions describe increment-from-pubsub --project="$PROJECT" --region="$REGION" \
+  local name=$1 dead_letter=$7 TRIGGER SUBSCRIPTION PROJECT_NUMBER agent
+  [[ $dead_letter != - ]] || return 0
+  lookup TRIGGER gcloud functions describe "$name" --project="$PROJECT" --region="$REGION" \
     --format='value(eventTrigger.trigger)'
   lookup SUBSCRIPTION gcloud eventarc triggers describe "$TRIGGER" --project="$PROJECT" --location="$REGION" \
     --format='value(transport.pubsub.subscription)'
   lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
   agent="serviceAccount:service-$PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com"
-  run gcloud pubsub topics add-iam-policy-binding "$TOPIC_DEAD_LETTER" --project="$PROJECT" \
+  run gcloud pubsub topics add-iam-policy-binding "$dead_letter" --project="$PROJECT" \
     --member="$agent" --role=roles/pubsub.publisher
   run gcloud pubsub subscriptions add-iam-policy-binding "$SUBSCRIPTION" --project="$PROJECT" \
     --member="$agent" --role=roles/pubsub.subscriber
   run gcloud pubsub subscriptions update "$SUBSCRIPTION" --project="$PROJECT" \
-    --dead-letter-topic="projects/$PROJECT/topics/$TOPIC_DEAD_LETTER" --max-delivery-attempts="$MAX_DELIVERY_ATTEMPTS"
+    --dead-letter-topic="projects/$PROJECT/topics/$dead_letter" --max-delivery-attempts="$MAX_DELIVERY_ATTEMPTS"
 }
 
-# configure_fields sets the TTL policy and the single-field index settings the design relies on.
+# configure_fields applies FIELD_SETTINGS: the TTL policies and single-field index settings the
+# design relies on (functions.FieldSettings says why).
 configure_fields() {
-  local fs=(--project="$PROJECT" --database="$DATABASE")
-  # Dedupe records expire: Firestore's TTL policy deletes each one after its expires_at.
-  run gcloud firestore fields ttls update "$FIELD_EXPIRES_AT" --collection-group="$DEDUPE_COLLECTION" \
-    --enable-ttl "${fs[@]}"
-  # expires_at is now + DEDUPE_TTL for every keyed increment, and rollups' updated_at is a timestamp
-  # written up to once a second per counter: indexed, both make a hot, ever-increasing index range.
-  # Nothing queries them (TTL needs no index; apps read roll-ups by ID).
-  run gcloud firestore indexes fields update "$FIELD_EXPIRES_AT" --collection-group="$DEDUPE_COLLECTION" \
-    --disable-indexes "${fs[@]}"
-  run gcloud firestore indexes fields update "$FIELD_UPDATED_AT" --collection-group="$ROLLUPS_COLLECTION" \
-    --disable-indexes "${fs[@]}"
-  # Every increment writes a shard's count. The sum aggregation scans the ascending index of count in
-  # the counter's shards collection, so keep that one and drop descending and array-contains.
-  run gcloud firestore indexes fields update "$FIELD_COUNT" --collection-group="$SHARDS_COLLECTION" \
-    --index=order=ascending "${fs[@]}"
-  # Every shard write also adds 1 to writes, which the roll-up sums (in the same aggregation as count)
-  # to measure the counter's write rate: the same single ascending index.
-  run gcloud firestore indexes fields update "$FIELD_WRITES" --collection-group="$SHARDS_COLLECTION" \
-    --index=order=ascending "${fs[@]}"
+  local fs=(--project="$PROJECT" --database="$DATABASE") row collection field ttl ascending
+  for row in "${FIELD_SETTINGS[@]}"; do
+    read -r collection field ttl ascending <<<"$row"
+    if [[ -v ENV_DEFAULTS[$collection] ]]; then collection=$(setting "$collection"); fi
+    if $ttl; then
+      run gcloud firestore fields ttls update "$field" --collection-group="$collection" --enable-ttl "${fs[@]}"
+    fi
+    if $ascending; then
+      run gcloud firestore indexes fields update "$field" --collection-group="$collection" \
+        --index=order=ascending "${fs[@]}"
+    else
+      run gcloud firestore indexes fields update "$field" --collection-group="$collection" \
+        --disable-indexes "${fs[@]}"
+    fi
+  done
 }
 
-# deploy_function NAME TRIGGER_FLAGS... deploys one function from this folder, with its row of
-# FUNCTION_SETTINGS.
+# deploy_function deploys the function of one FUNCTIONS row (see each_function) from this folder.
+# Cloud Run wants a whole vCPU for a concurrency above 1, and gcloud wants --memory with --cpu.
 deploy_function() {
-  local name=$1 row fn entry_point memory cpu concurrency timeout max_instances
-  shift
-  row=$(awk -v name="$name" '$1 == name' <<<"$FUNCTION_SETTINGS")
-  read -r fn entry_point memory cpu concurrency timeout max_instances <<<"$row"
-  [[ $fn == "$name" ]] || die "no FUNCTION_SETTINGS row for $name"
+  local name=$1 entry_point=$2 event_type=$3 topic=$4 document=$5 retry=$6 memory=$8 cpu=$9
+  local concurrency=${10} timeout=${11} max_instances=${12} public_on_request=${13}
   local limits=(--memory="$memory" --concurrency="$concurrency" --timeout="$timeout" --max-instances="$max_instances")
   [[ $cpu == - ]] || limits+=(--cpu="$cpu")
+  local trigger=(--trigger-http --no-allow-unauthenticated)
+  if [[ $event_type == - ]]; then
+    if $public_on_request && $PUBLIC_INCREMENTS; then trigger=(--trigger-http --allow-unauthenticated); fi
+  elif [[ $topic != - ]]; then
+    trigger=(--trigger-service-account="$TRIGGER_SA" --trigger-topic="$topic")
+  else
+    # The Firestore trigger lives where the database is.
+    trigger=(--trigger-location="$DATABASE_LOCATION" --trigger-service-account="$TRIGGER_SA"
+      --trigger-event-filters=type="$event_type" --trigger-event-filters=database="$DATABASE"
+      --trigger-event-filters-path-pattern=document="$(setting COUNTERS_COLLECTION)/$document")
+  fi
+  ! $retry || trigger+=(--retry)
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
-    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" "${limits[@]}" --quiet "$@"
+    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" "${limits[@]}" --quiet "${trigger[@]}"
 }
 
-deploy_functions() {
-  local event=(--trigger-service-account="$TRIGGER_SA")
-  local private=--no-allow-unauthenticated increment_access=--no-allow-unauthenticated
-  $PUBLIC_INCREMENTS && increment_access=--allow-unauthenticated
-
-  deploy_function increment --trigger-http "$increment_access"
-  deploy_function count --trigger-http "$private"
-  deploy_function configure-counter --trigger-http "$private"
-  deploy_function increment-from-pubsub "${event[@]}" --trigger-topic="$TOPIC_INCREMENTS" --retry
-  # The Firestore trigger lives where the database is.
-  deploy_function rollup-on-shard-write \
-    --trigger-location="$DATABASE_LOCATION" --trigger-service-account="$TRIGGER_SA" \
-    --trigger-event-filters=type=google.cloud.firestore.document.v1.written \
-    --trigger-event-filters=database="$DATABASE" \
-    --trigger-event-filters-path-pattern=document="$COUNTERS_COLLECTION/{counter}/$SHARDS_COLLECTION/{shard}" \
-    --retry
-  deploy_function rollup-scheduled "${event[@]}" --trigger-topic="$TOPIC_ROLLUP_TICK"
+# grant_trigger_invoker lets the trigger account invoke an event function: Pub/Sub push and
+# Eventarc call it as that account, and only it.
+grant_trigger_invoker() {
+  [[ $3 != - ]] || return 0
+  run gcloud functions add-invoker-policy-binding "$1" --project="$PROJECT" --region="$REGION" \
+    --member="serviceAccount:$TRIGGER_SA"
 }
 
+# grant_invokers lets each --invoker member invoke an HTTP function.
 grant_invokers() {
-  local fn member
-  # Pub/Sub push and Eventarc call the event functions as the trigger account, and only those.
-  for fn in increment-from-pubsub rollup-on-shard-write rollup-scheduled; do
-    run gcloud functions add-invoker-policy-binding "$fn" --project="$PROJECT" --region="$REGION" \
-      --member="serviceAccount:$TRIGGER_SA"
-  done
+  local member
+  [[ $3 == - ]] || return 0
   for member in "${INVOKERS[@]}"; do
-    for fn in increment count configure-counter; do
-      run gcloud functions add-invoker-policy-binding "$fn" --project="$PROJECT" --region="$REGION" \
-        --member="$member"
-    done
+    run gcloud functions add-invoker-policy-binding "$1" --project="$PROJECT" --region="$REGION" \
+      --member="$member"
   done
-  if ! $PUBLIC_INCREMENTS; then
-    # Private again after a public deployment: drop allUsers (fails harmlessly when it is not there).
-    run gcloud functions remove-invoker-policy-binding increment --project="$PROJECT" --region="$REGION" \
+}
+
+# drop_public makes a function that is public on request private again after a public deployment:
+# it drops allUsers (fails harmlessly when it is not there).
+drop_public() {
+  if ${13} && ! $PUBLIC_INCREMENTS; then
+    run gcloud functions remove-invoker-policy-binding "$1" --project="$PROJECT" --region="$REGION" \
       --member=allUsers || true
   fi
 }
 
-ensure_scheduler_job() {
-  local verb=update
-  missing gcloud scheduler jobs describe "$SCHEDULER_JOB" --project="$PROJECT" --location="$REGION" && verb=create
-  # Every minute, at least once: RollupScheduled rolls up the counters that changed.
-  run gcloud scheduler jobs "$verb" pubsub "$SCHEDULER_JOB" --project="$PROJECT" --location="$REGION" \
-    --schedule='* * * * *' --time-zone=Etc/UTC --topic="$TOPIC_ROLLUP_TICK" --message-body=tick
+# ensure_scheduler_jobs makes each job of SCHEDULES publish "tick" to its topic on its schedule (at
+# least once).
+ensure_scheduler_jobs() {
+  local row topic schedule verb
+  for row in "${SCHEDULES[@]}"; do
+    read -r topic schedule <<<"$row"
+    verb=update
+    missing gcloud scheduler jobs describe "$topic" --project="$PROJECT" --location="$REGION" && verb=create
+    run gcloud scheduler jobs "$verb" pubsub "$topic" --project="$PROJECT" --location="$REGION" \
+      --schedule="$schedule" --time-zone=Etc/UTC --topic="$topic" --message-body=tick
+  done
 }
 
-print_urls() {
-  local fn
-  for fn in increment count configure-counter; do
-    run gcloud functions describe "$fn" --project="$PROJECT" --region="$REGION" --format='value(url)'
-  done
-  note "Firestore security rules: firebase deploy --only firestore:rules --project $PROJECT (README.md)"
+# print_url prints the URL of an HTTP function.
+print_url() {
+  [[ $3 == - ]] || return 0
+  run gcloud functions describe "$1" --project="$PROJECT" --region="$REGION" --format='value(url)'
 }
 
 main() {
@@ -370,17 +366,14 @@ main() {
   RUNTIME=$(go_runtime)
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"
-  COUNTERS_COLLECTION=$(env_or_default COUNTERS_COLLECTION counters)
-  ROLLUPS_COLLECTION=$(env_or_default ROLLUPS_COLLECTION rollups)
-  DEDUPE_COLLECTION=$(env_or_default DEDUPE_COLLECTION counter_dedupe)
-  ENV_VARS="GOOGLE_CLOUD_PROJECT=$PROJECT,FIRESTORE_DATABASE=$DATABASE"
+  ENV_VARS="${ENV_OF_OPTION[project]}=$PROJECT,${ENV_OF_OPTION[database]}=$DATABASE"
   local name
-  for name in "${OPTIONAL_ENV[@]}"; do
+  for name in "${ENV_NAMES[@]}"; do
     if [[ -n ${ENV_VALUES[$name]:-} ]]; then ENV_VARS+=",$name=${ENV_VALUES[$name]}"; fi
   done
 
   if $DEAD_LETTER_ONLY; then
-    attach_dead_letter
+    each_function attach_dead_letter
     return
   fi
   enable_apis
@@ -388,11 +381,14 @@ main() {
   ensure_identities
   ensure_topics
   configure_fields
-  deploy_functions
-  attach_dead_letter
-  grant_invokers
-  ensure_scheduler_job
-  print_urls
+  each_function deploy_function
+  each_function attach_dead_letter
+  each_function grant_trigger_invoker
+  each_function grant_invokers
+  each_function drop_public
+  ensure_scheduler_jobs
+  each_function print_url
+  note "Firestore security rules: firebase deploy --only firestore:rules --project $PROJECT (README.md)"
 }
 
 main "$@"

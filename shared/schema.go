@@ -79,7 +79,8 @@ const (
 // UnixMinute is the value of FieldTouchedMinute for a write at t.
 func UnixMinute(t time.Time) int64 { return t.Unix() / 60 }
 
-// Schema names the top-level collections. Its zero value is not useful; use Config.Schema.
+// Schema names the top-level collections. Its zero value is not useful; the functions take theirs from
+// their configuration (functions/config, Config.Schema).
 type Schema struct {
 	// Counters is the collection of counter documents (default "counters").
 	Counters string

@@ -22,9 +22,12 @@ func offlineClient(t *testing.T) *firestore.Client {
 
 const docsRoot = "projects/p/databases/(default)/documents/"
 
+// defaultSchema names the collections as the functions do by default (functions/config).
+var defaultSchema = Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe"}
+
 func TestSchemaRefs(t *testing.T) {
 	c := offlineClient(t)
-	def := DefaultConfig().Schema
+	def := defaultSchema
 	custom := Schema{Counters: "ctrs", Rollups: "sums"}
 	tests := []struct {
 		name       string
@@ -67,7 +70,7 @@ func TestSchemaRefs(t *testing.T) {
 
 func TestSchemaRefIDs(t *testing.T) {
 	c := offlineClient(t)
-	s := DefaultConfig().Schema
+	s := defaultSchema
 	shard := s.ShardRef(c, "likes", 7)
 	if shard.ID != "7" {
 		t.Errorf("ShardRef ID = %q, want %q", shard.ID, "7")
@@ -106,7 +109,7 @@ func TestShardPathPattern(t *testing.T) {
 		schema Schema
 		want   string
 	}{
-		{name: "default", schema: DefaultConfig().Schema, want: "counters/{counter}/shards/{shard}"},
+		{name: "default", schema: defaultSchema, want: "counters/{counter}/shards/{shard}"},
 		{name: "custom", schema: Schema{Counters: "ctrs", Rollups: "sums"}, want: "ctrs/{counter}/shards/{shard}"},
 	}
 	for _, tt := range tests {
@@ -119,7 +122,7 @@ func TestShardPathPattern(t *testing.T) {
 }
 
 func TestParseShardPath(t *testing.T) {
-	def := DefaultConfig().Schema
+	def := defaultSchema
 	custom := Schema{Counters: "ctrs", Rollups: "sums"}
 	tests := []struct {
 		name   string
@@ -161,7 +164,7 @@ func TestParseShardPath(t *testing.T) {
 func TestParseShardPathRoundTrip(t *testing.T) {
 	// The path a ShardRef names must parse back to its counter ID.
 	c := offlineClient(t)
-	for _, s := range []Schema{DefaultConfig().Schema, {Counters: "ctrs", Rollups: "sums"}} {
+	for _, s := range []Schema{defaultSchema, {Counters: "ctrs", Rollups: "sums"}} {
 		for _, id := range []string{"likes", "a", "いいね", ".a", "__x"} {
 			t.Run(s.Counters+"/"+id, func(t *testing.T) {
 				full := s.ShardRef(c, id, 4).Path

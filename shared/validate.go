@@ -14,6 +14,9 @@ const (
 	// one aggregation read (one read per 1,000 index entries).
 	MinNumShards = 1
 	MaxNumShards = 1000
+	// MaxDeltaLimit bounds every delta (and MAX_DELTA): 2^53 keeps every delta exact in JavaScript
+	// clients that read the JSON answers.
+	MaxDeltaLimit = 1 << 53
 )
 
 // FieldError is bad input: which request field was wrong and what is allowed instead.

@@ -8,29 +8,15 @@ resource "google_firestore_database" "database" {
   depends_on = [google_project_service.api]
 }
 
-# Field settings (see README.md, "Index settings"). expires_at on dedupe records and updated_at on
-# roll-ups are ever-increasing values written at the increment rate: indexed, each is a hot index
-# range, and nothing queries them (TTL needs no index; apps read roll-ups by ID). Every increment
-# writes a shard's count and the sum aggregation scans its ascending collection index: keep that one
-# only, and the same for writes, which the roll-up sums in the same aggregation to measure the write
-# rate.
+# Field settings (TTL policies, single-field indexes) declared in Go (functions.FieldSettings, which
+# says why); a collection named by a setting is that setting's value.
 locals {
-  field_settings = {
-    dedupe_expires_at = {
-      collection = var.dedupe_collection, field = "expires_at", ttl = true, indexes = []
-    }
-    rollup_updated_at = {
-      collection = var.rollups_collection, field = "updated_at", ttl = false, indexes = []
-    }
-    shard_count = {
-      collection = "shards", field = "count", ttl = false
-      indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION" }]
-    }
-    shard_writes = {
-      collection = "shards", field = "writes", ttl = false
-      indexes    = [{ order = "ASCENDING", query_scope = "COLLECTION" }]
-    }
-  }
+  field_settings = { for key, f in local.deployment.field_settings : key => {
+    collection = lookup(local.environment, f.collection, f.collection)
+    field      = f.field
+    ttl        = f.ttl
+    indexes    = f.ascending ? [{ order = "ASCENDING", query_scope = "COLLECTION" }] : []
+  } }
 }
 
 resource "google_firestore_field" "field" {

@@ -48,11 +48,11 @@ resource "google_cloudfunctions2_function" "function" {
   service_config {
     service_account_email            = google_service_account.identity["runtime"].email
     environment_variables            = local.environment
-    available_memory                 = var.function_settings[each.key].memory
-    available_cpu                    = var.function_settings[each.key].cpu
-    max_instance_request_concurrency = var.function_settings[each.key].concurrency
-    timeout_seconds                  = var.function_settings[each.key].timeout_seconds
-    max_instance_count               = var.function_settings[each.key].max_instances
+    available_memory                 = each.value.memory
+    available_cpu                    = each.value.cpu
+    max_instance_request_concurrency = each.value.concurrency
+    timeout_seconds                  = each.value.timeout_seconds
+    max_instance_count               = each.value.max_instances
     all_traffic_on_latest_revision   = true
   }
 

@@ -1,56 +1,36 @@
 # The distributed counters as one Terraform module: the same system scripts/deploy.sh deploys with
-# gcloud. The consistency test (internal/deploycheck) parses these files and compares them with the
-# code's trigger table (functions.Triggers), go.mod and the environment variables shared/ reads.
+# gcloud. What it deploys (functions, triggers, limits, topics, the scheduler, settings, field
+# settings) is declared in Go (functions/deployment.go, functions/config) and read from
+# local.deployment, which `go generate ./...` writes into deployment.gen.tf.json.
 
 locals {
   database_location = var.database_location != "" ? var.database_location : var.region
 
-  # Every entry point the code registers, with its production trigger (functions/triggers.go).
-  # Settings (memory, cpu, ...) are in var.function_settings.
-  functions = {
-    Increment        = { name = "increment", event_type = null, topic = null, document = null, retry = false, public = var.public_increments }
-    Count            = { name = "count", event_type = null, topic = null, document = null, retry = false, public = false }
-    ConfigureCounter = { name = "configure-counter", event_type = null, topic = null, document = null, retry = false, public = false }
-    IncrementFromPubSub = {
-      name  = "increment-from-pubsub", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
-      topic = "counter-increments", document = null, retry = true, public = false
-    }
-    RollupOnShardWrite = {
-      name  = "rollup-on-shard-write", event_type = "google.cloud.firestore.document.v1.written"
-      topic = null, document = "${var.counters_collection}/{counter}/shards/{shard}", retry = true, public = false
-    }
-    RollupScheduled = {
-      name  = "rollup-scheduled", event_type = "google.cloud.pubsub.topic.v1.messagePublished"
-      topic = "counter-rollup-tick", document = null, retry = false, public = false
-    }
-  }
+  # Every deployed function by entry point: its declaration, var.function_settings' overrides, its
+  # Firestore trigger's full document pattern, and whether allUsers may invoke it.
+  functions = { for entry_point, f in local.deployment.functions : entry_point => merge(
+    f,
+    { for name, value in try(var.function_settings[entry_point], {}) : name => value if value != null },
+    {
+      document = f.document == null ? null : "${var.counters_collection}/${f.document}"
+      public   = f.public_on_request && var.public_increments
+    },
+  ) }
 
   event_functions = { for entry_point, f in local.functions : entry_point => f if f.event_type != null }
   http_functions  = { for entry_point, f in local.functions : entry_point => f if f.event_type == null }
 
-  # Pub/Sub topics (shared/schema.go): name => what it carries.
-  topics = {
-    "counter-increments"  = "increments for IncrementFromPubSub"
-    "counter-rollup-tick" = "Cloud Scheduler's ticks for RollupScheduled"
-    # Increments that failed var.max_delivery_attempts times are parked here (pubsub.tf).
-    "counter-increments-dead-letter" = "increments IncrementFromPubSub kept failing on"
-  }
-
-  # The optional variables the functions read (shared/config.go, the Env* constants; the consistency
-  # test checks this list). var.environment may set these; a new one is one more name here.
-  optional_environment = [
-    "DEFAULT_NUM_SHARDS", "MAX_DELTA", "SHARD_COUNT_CACHE_TTL", "REQUEST_TIMEOUT", "LOG_LEVEL",
-    "ROLLUP_INTERVAL", "ROLLUP_SWEEP_LOOKBACK", "GROUP_COMMIT_INTERVAL", "DEDUPE_TTL",
-    "REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "PER_CALLER_LIMIT",
-  ]
+  # The functions' environment: var.environment may set the settings deployment.gen.tf.json lists,
+  # but those the module sets itself (the project, the database, the collections).
   environment = merge(var.environment, {
-    GOOGLE_CLOUD_PROJECT = var.project
-    FIRESTORE_DATABASE   = var.database
-    COUNTERS_COLLECTION  = var.counters_collection
-    ROLLUPS_COLLECTION   = var.rollups_collection
-    DEDUPE_COLLECTION    = var.dedupe_collection
+    (local.deployment.env_of_option.project)  = var.project
+    (local.deployment.env_of_option.database) = var.database
+    COUNTERS_COLLECTION                       = var.counters_collection
+    ROLLUPS_COLLECTION                        = var.rollups_collection
+    DEDUPE_COLLECTION                         = var.dedupe_collection
   })
-  unknown_environment = setsubtract(keys(var.environment), local.optional_environment)
+  optional_environment = setsubtract(keys(local.deployment.env_defaults), ["COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "DEDUPE_COLLECTION"])
+  unknown_environment  = setsubtract(keys(var.environment), local.optional_environment)
 
   apis = [
     "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
@@ -91,7 +71,7 @@ resource "google_project_iam_member" "identity_role" {
 }
 
 resource "google_pubsub_topic" "topic" {
-  for_each = local.topics
+  for_each = toset(local.deployment.topics)
   project  = var.project
   name     = each.key
   labels   = { system = "distributed-counters" }
@@ -99,17 +79,22 @@ resource "google_pubsub_topic" "topic" {
   depends_on = [google_project_service.api]
 }
 
-# Every minute, at least once: RollupScheduled rolls up the counters that changed. Cloud Scheduler
-# publishes with its own service agent.
+# The Cloud Scheduler job publishes "tick" to its topic on its schedule, at least once
+# (RollupScheduled rolls up the counters that changed). Cloud Scheduler publishes with its own
+# service agent.
+locals {
+  schedule = one(local.deployment.schedules)
+}
+
 resource "google_cloud_scheduler_job" "rollup_tick" {
   project   = var.project
   region    = var.region
-  name      = "counter-rollup-tick"
-  schedule  = "* * * * *"
+  name      = local.schedule.topic
+  schedule  = local.schedule.schedule
   time_zone = "Etc/UTC"
 
   pubsub_target {
-    topic_name = google_pubsub_topic.topic["counter-rollup-tick"].id
+    topic_name = google_pubsub_topic.topic[local.schedule.topic].id
     data       = base64encode("tick")
   }
 

@@ -45,27 +45,20 @@ variable "http_invokers" {
   default     = []
 }
 
-# Per-function deploy settings by entry point: the same table as FUNCTION_SETTINGS in
-# scripts/deploy.sh (the consistency test compares them). cpu null is the platform's default for the
-# memory (0.167 vCPU at 256Mi); Cloud Run wants a whole vCPU for a concurrency above 1. To change one
-# value, copy the whole map. README.md, "Production limits", says why each value is what it is.
+# Per-function deploy settings are declared in Go (functions/deployment.go) and read from
+# deployment.gen.tf.json; this variable overrides some of them, e.g.
+# { Increment = { max_instances = 200 } }. The deploy documentation ("Production limits") says why
+# each default is what it is.
 variable "function_settings" {
-  description = "Per entry point: memory, cpu (null: the platform's default for the memory), concurrency (requests per instance), timeout_seconds and max_instances."
+  description = "Overrides of the per-function settings, by entry point: memory, cpu, concurrency (requests per instance), timeout_seconds, max_instances. What is not given keeps the declared value (functions/deployment.go)."
   type = map(object({
-    memory          = string
-    cpu             = string
-    concurrency     = number
-    timeout_seconds = number
-    max_instances   = number
+    memory          = optional(string)
+    cpu             = optional(string)
+    concurrency     = optional(number)
+    timeout_seconds = optional(number)
+    max_instances   = optional(number)
   }))
-  default = {
-    Increment           = { memory = "256Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 100 }
-    Count               = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 10 }
-    ConfigureCounter    = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 60, max_instances = 5 }
-    IncrementFromPubSub = { memory = "256Mi", cpu = "1", concurrency = 1000, timeout_seconds = 60, max_instances = 100 }
-    RollupOnShardWrite  = { memory = "512Mi", cpu = "1", concurrency = 80, timeout_seconds = 60, max_instances = 20 }
-    RollupScheduled     = { memory = "256Mi", cpu = null, concurrency = 1, timeout_seconds = 300, max_instances = 1 }
-  }
+  default = {}
 }
 
 variable "max_delivery_attempts" {
@@ -93,7 +86,7 @@ variable "dedupe_collection" {
 }
 
 variable "environment" {
-  description = "Optional environment variables of the functions (README.md, \"Configuration\"), e.g. { MAX_DELTA = \"100\", ROLLUP_INTERVAL = \"2s\" }; a name not given keeps the code's default. The collection names have variables of their own."
+  description = "Settings of the functions (docs/settings.md), e.g. { MAX_DELTA = \"100\", ROLLUP_INTERVAL = \"2s\" }; a name not given keeps the code's default. The collection names have variables of their own."
   type        = map(string)
   default     = {}
 }

@@ -13,6 +13,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/loadreport"
@@ -63,10 +64,10 @@ func (p plan) name() string {
 func modeEnv(o options, mode string) ([]string, error) {
 	switch mode {
 	case "guide":
-		return []string{shared.EnvGroupCommit + "=0"}, nil
+		return []string{"GROUP_COMMIT_INTERVAL=0"}, nil
 	case "group-commit", "adaptive":
 		if o.groupInterval != "" {
-			return []string{shared.EnvGroupCommit + "=" + o.groupInterval}, nil
+			return []string{"GROUP_COMMIT_INTERVAL=" + o.groupInterval}, nil
 		}
 		return nil, nil
 	}
@@ -201,7 +202,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	if err != nil {
 		return run, err
 	}
-	schema := shared.DefaultConfig().Schema
+	schema := config.Default().Schema()
 	run.CountCommits(commits, obs.start, settled, schema.Rollups+"/", "/"+shared.ShardsCollection+"/", o.counters)
 	return run, nil
 }
@@ -209,7 +210,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 // waitRollups waits (up to a minute) until every counter's roll-up shows its exact count, and returns
 // how long after the load's last answer that was, or -1 if it never was.
 func waitRollups(ctx context.Context, client *firestore.Client, ids []string, obs *observed) time.Duration {
-	store := rollup.NewStore(client, shared.DefaultConfig().Schema)
+	store := rollup.NewStore(client, config.Default().Schema())
 	var edge time.Duration
 	for i, id := range ids {
 		deadline := time.Now().Add(time.Minute)

@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/loadreport"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
@@ -103,7 +104,7 @@ func (w *watcher) stop(end time.Time) {
 func (w *watcher) loop() {
 	defer close(w.done)
 	ctx := context.Background()
-	store := rollup.NewStore(w.client, shared.DefaultConfig().Schema)
+	store := rollup.NewStore(w.client, config.Default().Schema())
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	nextSecond := w.t0.Add(time.Second)
@@ -167,7 +168,7 @@ func (w *watcher) sampleSecond(ctx context.Context, t time.Time) {
 
 // shardCount is the largest num_shards of the counters, read from counters/{id}.
 func (w *watcher) shardCount(ctx context.Context) int {
-	schema := shared.DefaultConfig().Schema
+	schema := config.Default().Schema()
 	refs := make([]*firestore.DocumentRef, len(w.ids))
 	for i, id := range w.ids {
 		refs[i] = schema.CounterRef(w.client, id)

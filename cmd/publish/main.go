@@ -37,7 +37,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("publish", flag.ContinueOnError)
-	project := flags.String("project", os.Getenv(shared.EnvProject), "Google Cloud project (default $GOOGLE_CLOUD_PROJECT, or "+localProject+" on the emulator)")
+	project := flags.String("project", os.Getenv("GOOGLE_CLOUD_PROJECT"), "Google Cloud project (default $GOOGLE_CLOUD_PROJECT, or "+localProject+" on the emulator)")
 	topic := flags.String("topic", shared.TopicIncrements, "topic ID")
 	key := flags.String("key", "", "idempotency key: messages with the same key count once (default: none, the message ID dedupes redeliveries only)")
 	times := flags.Int("times", 1, "publish the message this many times, as a retrying publisher would")

@@ -1,141 +1,90 @@
 package deploycheck_test
 
 import (
+	"fmt"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/deploycheck"
-	"github.com/shardcount/counters/internal/localstack"
-	"github.com/shardcount/counters/shared"
 )
 
 // root is the repository, seen from this package's folder.
 const root = "../.."
 
-var (
-	script    = filepath.Join(root, "scripts", "deploy.sh")
-	terraform = filepath.Join(root, "terraform")
-)
+var script = filepath.Join(root, "scripts", "deploy.sh")
 
-// scenarios are the option combinations both deployments are compared with the code in, each in
-// project p, region r; what an option leaves empty is not given, so that the defaults are compared too.
-func scenarios(codeEnv map[string]bool) map[string]deploycheck.Options {
-	every := map[string]string{} // every variable the code reads, but those with flags of their own
-	for name := range codeEnv {
-		if name != shared.EnvProject && name != shared.EnvDatabase {
-			every[name] = strings.ToLower(name)
+// flags maps each --flag of words to its values, in order; a flag without a value maps to [""].
+func flags(words []string) map[string][]string {
+	f := map[string][]string{}
+	for _, w := range words {
+		if strings.HasPrefix(w, "--") {
+			name, value, _ := strings.Cut(w, "=")
+			f[name] = append(f[name], value)
 		}
 	}
-	all := map[string]deploycheck.Options{
-		"defaults":                      {},
-		"database location":             {DatabaseLocation: "nam5"},
-		"named database":                {Database: "counts", DatabaseLocation: "eur3"},
-		"public increments":             {PublicIncrements: true},
-		"more delivery attempts":        {MaxDeliveryAttempts: 20},
-		"every variable the code reads": {Env: every},
-		"renamed collections": {Env: map[string]string{
-			shared.EnvCountersCollection: "tally", shared.EnvRollupsCollection: "totals", shared.EnvDedupeCollection: "seen"}},
-	}
-	for name, o := range all {
-		o.Project, o.Region = "p", "r"
-		all[name] = o
-	}
-	return all
+	return f
 }
 
-// deployments deploys o with deploy.sh (its dry run) and with Terraform, each read as a Deployment.
-func deployments(t *testing.T, o deploycheck.Options) []deploycheck.Deployment {
-	t.Helper()
-	args := []string{"--project", o.Project, "--region", o.Region}
-	vars := map[string]cty.Value{"project": cty.StringVal(o.Project), "region": cty.StringVal(o.Region)}
-	give := func(variable string, value cty.Value, words ...string) {
-		vars[variable], args = value, append(args, words...)
+// TestDryRunDeploysEachDeclaredFunctionOnce: with every documented option combination, deploy.sh
+// deploys each function of functions.Deployed exactly once, with its entry point, trigger and
+// limits, and gives it only variables that functions/config declares.
+func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
+	known := map[string]bool{}
+	for _, s := range config.Settings() {
+		known[s.Name] = true
 	}
-	if o.Database != "" {
-		give("database", cty.StringVal(o.Database), "--database", o.Database)
-	}
-	if o.DatabaseLocation != "" {
-		give("database_location", cty.StringVal(o.DatabaseLocation), "--database-location", o.DatabaseLocation)
-	}
-	if n := o.MaxDeliveryAttempts; n != 0 {
-		give("max_delivery_attempts", cty.NumberIntVal(int64(n)), "--max-delivery-attempts", strconv.Itoa(n))
-	}
-	if o.PublicIncrements {
-		give("public_increments", cty.True, "--allow-unauthenticated-increments")
-	}
-	env := map[string]cty.Value{}
-	for name, value := range o.Env {
-		args = append(args, "--env", name+"="+value)
-		if v := strings.ToLower(name); strings.HasSuffix(v, "_collection") { // variables of their own
-			vars[v] = cty.StringVal(value)
-		} else {
-			env[name] = cty.StringVal(value)
-		}
-	}
-	if len(env) > 0 {
-		vars["environment"] = cty.MapVal(env)
-	}
-	viaScript, _, err := deploycheck.DryRun(script, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaTerraform, err := deploycheck.LoadTerraform(terraform, vars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []deploycheck.Deployment{viaScript, viaTerraform}
-}
-
-// TestDeploymentsAreWhatTheCodeAsksFor: in every scenario, deploy.sh and Terraform each deploy
-// exactly the deployment the code asks for (Code.Expected): the entry points and triggers of
-// functions.Triggers, deploy.sh's FUNCTION_SETTINGS (within the platform's limits), go.mod's runtime,
-// the variables shared/ reads, the topics, the dead-letter policy, the scheduler and the field
-// settings. Equal to one expectation, the two paths are equal to each other.
-func TestDeploymentsAreWhatTheCodeAsksFor(t *testing.T) {
-	code, err := deploycheck.ReadCode(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, o := range scenarios(code.Env) {
-		t.Run(name, func(t *testing.T) {
-			want, err := code.Expected(o)
+	for _, options := range scriptOptions {
+		t.Run(strings.Join(options, " "), func(t *testing.T) {
+			commands, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, got := range deployments(t, o) {
-				for _, p := range code.Diff(want, got) {
-					t.Error(p)
+			deployed := map[string]int{}
+			for _, words := range commands {
+				if len(words) < 4 || strings.Join(words[:3], " ") != "gcloud functions deploy" {
+					continue
+				}
+				name, got := words[3], flags(words)
+				deployed[name]++
+				i := slices.IndexFunc(functions.Deployed(), func(f functions.Function) bool { return f.Name == name })
+				if i < 0 {
+					t.Errorf("deploys %s, which functions.Deployed does not declare", name)
+					continue
+				}
+				f := functions.Deployed()[i]
+				want := map[string]string{"--entry-point": f.EntryPoint, "--memory": f.Memory, "--cpu": f.CPU,
+					"--concurrency": fmt.Sprint(f.Concurrency), "--timeout": fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
+					"--max-instances": fmt.Sprint(f.MaxInstances), "--trigger-topic": f.Trigger.Topic}
+				for flag, w := range want {
+					if g := strings.Join(got[flag], ","); g != w {
+						t.Errorf("%s: %s is %q, want %q", name, flag, g, w)
+					}
+				}
+				if retry := len(got["--retry"]) > 0; retry != f.Trigger.Retry {
+					t.Errorf("%s: --retry given %t, want %t", name, retry, f.Trigger.Retry)
+				}
+				for pair := range strings.SplitSeq(strings.Join(got["--set-env-vars"], ","), ",") {
+					if k, _, _ := strings.Cut(pair, "="); !known[k] {
+						t.Errorf("%s: sets %s, which functions/config does not declare", name, k)
+					}
+				}
+			}
+			for _, f := range functions.Deployed() {
+				if deployed[f.Name] != 1 && !slices.Contains(options, "--dead-letter-only") {
+					t.Errorf("deploys %s %d times, want once", f.Name, deployed[f.Name])
 				}
 			}
 		})
 	}
 }
 
-// TestUnknownVariablesAreRefused: a typo in a variable's name stops either deployment before it starts.
+// TestUnknownVariablesAreRefused: a typo in a variable's name stops deploy.sh before it starts.
 func TestUnknownVariablesAreRefused(t *testing.T) {
-	if _, _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5"); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
+	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5"); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
 		t.Errorf("deploy.sh accepted --env MAX_DELTAS=5: %v", err)
-	}
-	vars := map[string]cty.Value{"project": cty.StringVal("p"), "environment": cty.MapVal(map[string]cty.Value{"MAX_DELTAS": cty.StringVal("5")})}
-	if _, err := deploycheck.LoadTerraform(terraform, vars); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
-		t.Errorf("terraform accepted environment MAX_DELTAS: %v", err)
-	}
-}
-
-// TestLocalPushFillsTheDeployedConcurrency: the local stack's Pub/Sub pusher gives each instance as many
-// increment deliveries at once as IncrementFromPubSub's deployed concurrency, so local figures (group
-// commit's sharing, drain rates) are those of the deployed function.
-func TestLocalPushFillsTheDeployedConcurrency(t *testing.T) {
-	code, err := deploycheck.ReadCode(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := code.Settings[functions.EntryIncrementFromPubSub].Concurrency; got != localstack.PushInFlight {
-		t.Errorf("IncrementFromPubSub is deployed at concurrency %d, the local pusher keeps %d in flight per instance", got, localstack.PushInFlight)
 	}
 }

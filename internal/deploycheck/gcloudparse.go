@@ -125,6 +125,20 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
+// DryRun runs the deploy.sh at script with --dry-run and args, its defaults from the environment
+// cleared, and returns the commands it prints (as words).
+func DryRun(script string, args ...string) ([][]string, error) {
+	cmd := exec.Command("bash", append([]string{script, "--dry-run"}, args...)...)
+	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=", "FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	listing, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("deploy.sh --dry-run %s: %w\n%s", shellwords.Join(args), err, stderr.String())
+	}
+	return Commands(string(listing))
+}
+
 // Commands returns the commands of a dry-run listing as words, skipping "#" comments and blank lines.
 func Commands(listing string) ([][]string, error) {
 	var commands [][]string

@@ -27,7 +27,7 @@ var scriptOptions = [][]string{
 }
 
 // TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option
-// combination, identical lines once) and every gcloud command of README.md through the installed
+// combination, identical lines once) and every gcloud command of README.md and docs/*.md through the installed
 // gcloud's own parser: one that gcloud refuses with a usage error fails the test.
 func TestGcloudParsesEveryCommand(t *testing.T) {
 	t.Parallel() // both mostly wait for other processes
@@ -41,7 +41,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 		}
 	}
 	for _, options := range scriptOptions {
-		_, printed, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
+		printed, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, options...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,16 +49,24 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 			add(words)
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromReadme, skipped := deploycheck.MarkdownGcloudCommands(string(readme))
-	if len(fromReadme) == 0 {
-		t.Error("README.md: no gcloud command found in its code blocks")
+	fromDocs, skipped := 0, 0
+	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, left := deploycheck.MarkdownGcloudCommands(string(text))
+		for _, words := range found {
+			add(words)
+		}
+		fromDocs, skipped = fromDocs+len(found), skipped+left
 	}
-	for _, words := range fromReadme {
-		add(words)
+	if fromDocs == 0 {
+		t.Error("README.md and docs/*.md: no gcloud command found in their code blocks")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -69,14 +77,17 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 	for _, r := range refused {
 		t.Error(r)
 	}
-	t.Logf("gcloud parsed %d distinct commands (%d from README.md; %d README lines use the shell and were left out)",
-		len(commands), len(fromReadme), skipped)
+	t.Logf("gcloud parsed %d distinct commands (%d from README.md and docs/*.md; %d of their lines use the shell and were left out)",
+		len(commands), fromDocs, skipped)
 }
 
-// requireGcloud fails the test when the Google Cloud CLI, whose parser and ignore rules the checks
-// use, is not installed.
+// requireGcloud skips the test under -short, and fails it when the Google Cloud CLI, whose parser
+// and ignore rules the checks use, is not installed.
 func requireGcloud(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs gcloud: run `make test` (or go test without -short)")
+	}
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
 	}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
@@ -60,6 +63,36 @@ var metaArguments = []string{"count", "for_each", "depends_on", "provider", "lif
 type moduleBlock struct {
 	kind, typ, name string // kind: resource, data or provider
 	body            *hclsyntax.Body
+}
+
+// parseFiles returns the top-level blocks of every .tf file of dir, and checks that every .tf.json
+// file (the generated deployment.gen.tf.json) parses and holds only locals, which no provider
+// schema governs.
+func parseFiles(dir string) ([]*hclsyntax.Block, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no .tf files in %s: %v", dir, err)
+	}
+	parser := hclparse.NewParser()
+	var blocks []*hclsyntax.Block
+	for _, file := range files {
+		f, diags := parser.ParseHCLFile(file)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("parse %s: %w", file, diags)
+		}
+		blocks = append(blocks, f.Body.(*hclsyntax.Body).Blocks...)
+	}
+	jsonFiles, _ := filepath.Glob(filepath.Join(dir, "*.tf.json"))
+	for _, file := range jsonFiles {
+		f, diags := parser.ParseJSONFile(file)
+		if !diags.HasErrors() {
+			_, diags = f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "locals"}}})
+		}
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("%s: want only locals: %w", file, diags)
+		}
+	}
+	return blocks, nil
 }
 
 // parseModuleBlocks reads the resource, data and provider blocks of every .tf file of dir.

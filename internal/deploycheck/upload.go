@@ -64,26 +64,36 @@ func ArchiveUpload(dir string, excludes []string) ([]string, error) {
 	return files, nil
 }
 
-// ArchiveExcludes returns the excludes of the module's archive_file data source named name, evaluated.
+// ArchiveExcludes returns the excludes of the module's archive_file data source named name: a
+// literal list of strings (one that cannot be evaluated without the module is an error, not an
+// archive of everything).
 func ArchiveExcludes(dir, name string) ([]string, error) {
-	blocks, ctx, err := parseModule(dir, map[string]cty.Value{"project": cty.StringVal("p")})
+	blocks, err := parseFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range blocks {
-		if b.Type == "data" && b.Labels[0] == "archive_file" && b.Labels[1] == name {
-			// An excludes list that cannot be evaluated is an error, not an archive of everything.
-			v := evalBody(b.Body, ctx).GetAttr("excludes")
-			if v.IsNull() || !v.IsWhollyKnown() {
-				return nil, fmt.Errorf("data.archive_file.%s in %s: excludes cannot be evaluated", name, dir)
-			}
-			excludes := []string{}
-			for it := v.ElementIterator(); it.Next(); {
-				_, e := it.Element()
-				excludes = append(excludes, e.AsString())
-			}
-			return excludes, nil
+		if b.Type != "data" || b.Labels[0] != "archive_file" || b.Labels[1] != name {
+			continue
 		}
+		where := fmt.Sprintf("data.archive_file.%s in %s", name, dir)
+		a, ok := b.Body.Attributes["excludes"]
+		if !ok {
+			return nil, fmt.Errorf("%s: no excludes", where)
+		}
+		v, diags := a.Expr.Value(nil)
+		if diags.HasErrors() || !v.CanIterateElements() {
+			return nil, fmt.Errorf("%s: excludes is not a literal list: %v", where, diags)
+		}
+		var excludes []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			if e.Type() != cty.String {
+				return nil, fmt.Errorf("%s: an exclude is not a string", where)
+			}
+			excludes = append(excludes, e.AsString())
+		}
+		return excludes, nil
 	}
 	return nil, fmt.Errorf("no data.archive_file.%s in %s", name, dir)
 }

@@ -15,15 +15,16 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
 )
 
 // interval is the stack's roll-up interval (ROLLUP_INTERVAL's default).
-var interval = shared.DefaultConfig().RollupInterval
+var interval = config.Default().RollupInterval
 
-var schema = shared.DefaultConfig().Schema
+var schema = config.Default().Schema()
 
 // readRollup reads a roll-up document straight from Firestore; nil when there is none.
 func readRollup(t testing.TB, stack *stack, id string) *rollup.Document {

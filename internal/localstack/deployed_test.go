@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
@@ -32,7 +33,7 @@ func TestEventEntryPointsServedAsDeployed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	schema := shared.DefaultConfig().Schema
+	schema := config.Default().Schema()
 
 	pubsubEvent := func(url string) *http.Request {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(`{"message":{"data":"eyJjb3VudGVyIjoiZGVwbG95ZWQiLCJkZWx0YSI6M30=","messageId":"m-1"},"subscription":"projects/p/subscriptions/eventarc"}`)))

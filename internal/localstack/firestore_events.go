@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/shared"
 )
 
 // Delivery of Firestore document events, as Eventarc does it in production.
@@ -181,22 +182,25 @@ func (b *EventBridge) deliver(template *http.Request) error {
 }
 
 // registerFirestoreTriggers registers, with the Firestore emulator at firestoreAddr, a trigger for
-// every function with a Firestore trigger, delivering through the bridge to functionsURL.
-func (b *EventBridge) registerFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, triggers []functions.Trigger) error {
-	for _, t := range triggers {
-		if t.DocumentPattern == "" {
+// every deployed function with a Firestore trigger on the collections of schema, delivering through
+// the bridge to functionsURL.
+func (b *EventBridge) registerFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema) error {
+	for _, f := range functions.Deployed() {
+		t := f.Trigger
+		pattern := t.DocumentPattern(schema)
+		if pattern == "" {
 			continue
 		}
 		b.mu.Lock()
-		b.targets[t.EntryPoint] = functionsURL + "/" + t.EntryPoint
+		b.targets[f.EntryPoint] = functionsURL + "/" + f.EntryPoint
 		b.mu.Unlock()
 		body, _ := json.Marshal(map[string]any{
 			"eventType": t.EventType,
 			"database":  "(default)",
 			"namespace": "(default)",
-			"document":  map[string]string{"value": t.DocumentPattern, "matchType": "PATH_PATTERN"},
+			"document":  map[string]string{"value": pattern, "matchType": "PATH_PATTERN"},
 		})
-		url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/eventarcTrigger?eventarcTriggerId=%s", firestoreAddr, project, t.EntryPoint)
+		url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/eventarcTrigger?eventarcTriggerId=%s", firestoreAddr, project, f.EntryPoint)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return err
@@ -204,12 +208,12 @@ func (b *EventBridge) registerFirestoreTriggers(ctx context.Context, firestoreAd
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return fmt.Errorf("register %s trigger with the Firestore emulator: %w", t.EntryPoint, err)
+			return fmt.Errorf("register %s trigger with the Firestore emulator: %w", f.EntryPoint, err)
 		}
 		msg, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("register %s trigger with the Firestore emulator: %s: %s", t.EntryPoint, resp.Status, msg)
+			return fmt.Errorf("register %s trigger with the Firestore emulator: %s: %s", f.EntryPoint, resp.Status, msg)
 		}
 	}
 	return nil

@@ -17,9 +17,9 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // cloudRunStopGrace is what Cloud Run gives an instance between SIGTERM and SIGKILL.
@@ -120,7 +120,7 @@ func TestServeFunctionsStopsGracefullyOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	store := counter.NewStore(db, shared.DefaultConfig().Schema, counter.Options{DefaultNumShards: 10})
+	store := counter.NewStore(db, config.Default().Schema(), counter.Options{DefaultNumShards: 10})
 	waited, refused := 0, 0
 	for _, id := range counters {
 		acknowledged := int64(1) // the first increment

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/emulators"
-	"github.com/shardcount/counters/shared"
 )
 
 // ServeFunctionsCommand is the argument that makes the localstack binary serve the functions.
@@ -239,7 +239,7 @@ type Stack struct {
 // Start starts the emulators, the functions process and the event wiring, and returns when every
 // part answers.
 func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) {
-	cfg, err := shared.LoadConfig()
+	cfg, err := config.Load()
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +261,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
 		return nil, err
 	}
-	triggers := functions.Triggers(cfg.Schema)
-	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, triggers); err != nil {
+	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema()); err != nil {
 		return nil, err
 	}
 	if err := s.startFunctions(ctx, out); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/publisher"
-	"github.com/shardcount/counters/shared"
 )
 
 // Push subscription settings of the local stack. A failed delivery is retried after 1 s, then with
@@ -29,15 +27,15 @@ const (
 	pushMaxBackoff  = 10 * time.Second
 )
 
-// pubsubTriggers are the Pub/Sub-triggered entry points.
-func pubsubTriggers() []functions.Trigger {
-	var ts []functions.Trigger
-	for _, t := range functions.Triggers(shared.DefaultConfig().Schema) {
-		if t.EventType == functions.EventPubSubMessagePublished {
-			ts = append(ts, t)
+// pubsubFunctions are the deployed functions with a Pub/Sub trigger.
+func pubsubFunctions() []functions.Function {
+	var fs []functions.Function
+	for _, f := range functions.Deployed() {
+		if f.Trigger.Topic != "" {
+			fs = append(fs, f)
 		}
 	}
-	return ts
+	return fs
 }
 
 // TopicName is the full name of topic in project.
@@ -58,28 +56,24 @@ func PushEndpoint(functionsURL, entryPoint, topicName string) string {
 // Functions deliver to the one function of the service, so production needs none of this. Call it
 // before starting the framework's server.
 func RegisterPushPaths(ctx context.Context) error {
-	for _, t := range pubsubTriggers() {
-		h, ok := functions.Handler(t.EntryPoint)
+	for _, f := range pubsubFunctions() {
+		h, ok := functions.Handler(f.EntryPoint)
 		if !ok {
 			continue // not implemented yet: nothing to serve
 		}
-		if err := funcframework.RegisterHTTPFunctionContext(ctx, "/"+t.EntryPoint+"/", h); err != nil {
-			return fmt.Errorf("serve %s at its push path: %w", t.EntryPoint, err)
+		if err := funcframework.RegisterHTTPFunctionContext(ctx, "/"+f.EntryPoint+"/", h); err != nil {
+			return fmt.Errorf("serve %s at its push path: %w", f.EntryPoint, err)
 		}
 	}
 	return nil
 }
 
-// PushInFlight is how many deliveries of increments each functions instance gets at once: the
-// concurrency IncrementFromPubSub is deployed with (scripts/deploy.sh FUNCTION_SETTINGS), which
-// production push fills (its push window grows with successful deliveries). Other Pub/Sub functions
-// (the scheduler tick) get one at a time.
-const PushInFlight = 1000
-
-// wirePubSub creates, in the Pub/Sub emulator, the topic of every Pub/Sub trigger and, for each one
-// whose function is registered, a subscription "<EntryPoint>-push" that Push delivers to the function
-// as production push does, many at once (the emulator's own push subscriptions deliver one message at
-// a time). It returns the function that stops the deliveries.
+// wirePubSub creates, in the Pub/Sub emulator, the topic of every Pub/Sub trigger and a subscription
+// "<EntryPoint>-push" that Push delivers to the function as production push does, many at once (the
+// emulator's own push subscriptions deliver one message at a time): as many as the function's
+// deployed concurrency times its instances (the local functions processes, at most its deployed
+// MaxInstances), so local figures (group commit's sharing, drain rates) are those of the deployed
+// function. It returns the function that stops the deliveries.
 func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err error) {
 	client, err := pubsub.NewClient(ctx, s.Options.Project, publisher.EmulatorOptions(s.Emulators.PubSub.HostPort)...)
 	if err != nil {
@@ -92,18 +86,15 @@ func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err
 		deliveries.Wait()
 		client.Close()
 	}
-	for _, t := range pubsubTriggers() {
-		topic := TopicName(s.Options.Project, t.Topic)
+	for _, f := range pubsubFunctions() {
+		topic := TopicName(s.Options.Project, f.Trigger.Topic)
 		_, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic})
 		if err != nil && status.Code(err) != codes.AlreadyExists {
 			stop()
 			return nil, fmt.Errorf("create topic %s: %w", topic, err)
 		}
-		if !slices.Contains(functions.EntryPoints, t.EntryPoint) {
-			continue
-		}
 		sub := &pubsubpb.Subscription{
-			Name:               "projects/" + s.Options.Project + "/subscriptions/" + t.EntryPoint + "-push",
+			Name:               "projects/" + s.Options.Project + "/subscriptions/" + f.EntryPoint + "-push",
 			Topic:              topic,
 			AckDeadlineSeconds: int32(pushAckDeadline / time.Second),
 			RetryPolicy: &pubsubpb.RetryPolicy{
@@ -115,11 +106,8 @@ func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err
 			stop()
 			return nil, fmt.Errorf("create subscription %s: %w", sub.Name, err)
 		}
-		inFlight := 1
-		if t.EntryPoint == functions.EntryIncrementFromPubSub {
-			inFlight = PushInFlight * len(s.functions)
-		}
-		endpoint := PushEndpoint(s.FunctionsURL, t.EntryPoint, topic)
+		inFlight := f.Concurrency * min(f.MaxInstances, len(s.functions))
+		endpoint := PushEndpoint(s.FunctionsURL, f.EntryPoint, topic)
 		deliveries.Go(func() {
 			if err := Push(ctx, client, sub.Name, endpoint, inFlight); err != nil {
 				fmt.Fprintf(out, "localstack: %v\n", err)

@@ -1,0 +1,83 @@
+// Package config declares every setting of the functions once, as a field of Config: its
+// environment variable and default (the env tag, read by go-envconfig), its bounds (min, max), the
+// functions that use it (usedBy) and its meaning (the field's doc comment, which docs/settings.md
+// shows). Parse reads them and reports every invalid variable with what is allowed.
+package config
+
+import (
+	"time"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Config is the functions' configuration, read once from the environment.
+//
+// Tags: env is the variable and its default (go-envconfig syntax); min and max bound a number or a
+// duration (a number or one of namedBounds); check names a rule of stringChecks; usedBy lists the entry points that use the setting,
+// "*" for all; option says that deployments set the variable from their own project or database
+// option instead of --env / var.environment.
+type Config struct {
+	// Project is the Google Cloud project; empty means detect it from the runtime's credentials.
+	Project string `env:"GOOGLE_CLOUD_PROJECT" usedBy:"*" option:"project"`
+	// Database is the Firestore database ID.
+	Database string `env:"FIRESTORE_DATABASE, default=(default)" usedBy:"*" option:"database"`
+	// CountersCollection is the collection of counter documents; their shards are its subcollection
+	// "shards".
+	CountersCollection string `env:"COUNTERS_COLLECTION, default=counters" check:"collection" usedBy:"*"`
+	// RollupsCollection is the collection of the roll-up documents apps read.
+	RollupsCollection string `env:"ROLLUPS_COLLECTION, default=rollups" check:"collection" usedBy:"Count,RollupOnShardWrite,RollupScheduled"`
+	// DedupeCollection is the collection of the dedupe records of keyed increments (a Pub/Sub
+	// message, an HTTP Idempotency-Key); Firestore's TTL policy deletes them.
+	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"collection" usedBy:"Increment,IncrementFromPubSub"`
+	// DefaultNumShards is the shard count of a counter created by its first increment, and the
+	// least shard count the roll-up adapts a counter to unless ConfigureCounter said otherwise.
+	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,IncrementFromPubSub,ConfigureCounter,RollupOnShardWrite,RollupScheduled"`
+	// MaxDelta bounds the magnitude of one increment.
+	MaxDelta int64 `env:"MAX_DELTA, default=1000000" min:"1" max:"MaxDeltaLimit" usedBy:"Increment,IncrementFromPubSub"`
+	// ShardCountCacheTTL is how long an instance trusts a counter's cached shard count. A stale count
+	// never loses an increment (the value sums every shard document); it only delays a reshard. It
+	// bounds how fast instances follow an adapted shard count (the ramp); it costs one counter read
+	// per instance per TTL for each counter the instance writes.
+	ShardCountCacheTTL time.Duration `env:"SHARD_COUNT_CACHE_TTL, default=5s" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
+	// LogLevel is the minimum severity logged.
+	LogLevel string `env:"LOG_LEVEL, default=INFO" check:"logLevel" usedBy:"*"`
+	// RequestTimeout bounds the database work of one request, so a database outage gets a quick 503
+	// instead of a client left waiting while the client library retries.
+	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT, default=10s" min:"1ms" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
+	// RollupInterval is the least time between two writes of one counter's roll-up document.
+	RollupInterval time.Duration `env:"ROLLUP_INTERVAL, default=1s" min:"100ms" usedBy:"RollupOnShardWrite,RollupScheduled"`
+	// RollupSweepLookback is how far back the scheduled roll-up looks for written shards. It must
+	// exceed the scheduler's period (one minute) with room for late or missed ticks.
+	RollupSweepLookback time.Duration `env:"ROLLUP_SWEEP_LOOKBACK, default=10m" min:"2m" usedBy:"RollupScheduled"`
+	// GroupCommitInterval is the least time between two shard writes of one counter by one instance:
+	// concurrent increments share a write. 0 writes every increment on its own ("guide mode").
+	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
+	// DedupeTTL is how long a keyed increment is remembered: its dedupe record expires then and
+	// Firestore's TTL policy deletes it. It must outlast every redelivery and client retry; the
+	// default is a day more than Pub/Sub's 7-day retention.
+	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub"`
+	// RequireIDToken makes Increment accept only requests with a valid Firebase Auth ID token
+	// (Authorization: Bearer): the user it names is the verified caller.
+	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`
+	// RequireAppCheck makes Increment accept only requests with a valid Firebase App Check token
+	// (X-Firebase-AppCheck): they come from the project's genuine apps.
+	RequireAppCheck bool `env:"REQUIRE_APP_CHECK, default=false" usedBy:"Increment"`
+	// PerCallerLimit, when positive, holds each verified user's total on each counter within
+	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
+	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`
+}
+
+// namedBounds are the constants a min or max tag may name.
+var namedBounds = map[string]int64{
+	"MinNumShards":  shared.MinNumShards,
+	"MaxNumShards":  shared.MaxNumShards,
+	"MaxDeltaLimit": shared.MaxDeltaLimit,
+}
+
+// Schema names the collections of c.
+func (c Config) Schema() shared.Schema {
+	return shared.Schema{Counters: c.CountersCollection, Rollups: c.RollupsCollection, Dedupe: c.DedupeCollection}
+}
+
+// VerifiesCallers says whether Increment checks any token.
+func (c Config) VerifiesCallers() bool { return c.RequireIDToken || c.RequireAppCheck }

@@ -1,0 +1,216 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/shardcount/counters/functions/cloudlog"
+	"github.com/shardcount/counters/shared"
+)
+
+// Setting is one field of Config as its tags declare it.
+type Setting struct {
+	// Name is the environment variable; Field the Config field.
+	Name, Field string
+	// Default is the value taken when the variable is unset or empty, as the env tag writes it.
+	Default string
+	// Allowed says what values are accepted, e.g. "an integer from 1 to 1000".
+	Allowed string
+	// UsedBy lists the entry points that use the setting; "*" stands for all.
+	UsedBy []string
+	// Option is "project" or "database" for the variables that deployments set from their own
+	// options, "" for those set with --env (scripts/deploy.sh) or var.environment (Terraform).
+	Option string
+
+	index    int
+	kind     string // integer, duration, boolean or string
+	rule     string // the check tag of a string setting
+	min, max int64  // bounds of an integer or a duration (nanoseconds)
+	check    func(string) error
+}
+
+// stringChecks are the rules a check tag names for a string setting, each with what it allows.
+var stringChecks = map[string]struct {
+	allowed string
+	check   func(string) error
+}{
+	"collection": {"a Firestore collection ID, unlike the other collections", func(v string) error {
+		if err := shared.ValidateCounterID(v); err != nil {
+			return fmt.Errorf("not a valid collection ID: %w", err)
+		}
+		return nil
+	}},
+	"logLevel": {"DEBUG, INFO, WARNING (or WARN) or ERROR", func(v string) error {
+		_, err := cloudlog.ParseLevel(v)
+		return err
+	}},
+}
+
+// settings are the declared settings, in Config's order; defaults is Config with none of them set.
+var settings, defaults = mustDeclare()
+
+// Settings lists every declared setting, in Config's order.
+func Settings() []Setting { return append([]Setting(nil), settings...) }
+
+// Default is the configuration with nothing set in the environment.
+func Default() Config { return defaults }
+
+// Load reads the configuration from the environment, with Default for what is unset or empty.
+// Every invalid variable is reported, each with what is allowed.
+func Load() (Config, error) { return Parse(os.LookupEnv) }
+
+// Parse is Load over any variable lookup, so tests need not touch the process environment. It
+// returns the zero Config with the error.
+func Parse(lookup func(string) (string, bool)) (Config, error) {
+	c := defaults
+	fields := reflect.ValueOf(&c).Elem()
+	var errs []error
+	for _, s := range settings {
+		v, ok := lookup(s.Name)
+		if !ok || v == "" {
+			continue
+		}
+		value, err := s.parse(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", s.Name, v, err))
+			continue
+		}
+		fields.Field(s.index).Set(value)
+	}
+	if c.PerCallerLimit > 0 && !c.RequireIDToken {
+		errs = append(errs, fmt.Errorf("PER_CALLER_LIMIT=%d needs REQUIRE_ID_TOKEN=true: the limit is per signed-in user", c.PerCallerLimit))
+	}
+	errs = append(errs, distinctCollections(c)...)
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// parse decodes v as the setting's field (go-envconfig, with only this variable set) and checks it.
+func (s Setting) parse(v string) (reflect.Value, error) {
+	var one Config
+	err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
+		Target: &one, Lookuper: envconfig.MapLookuper(map[string]string{s.Name: v})})
+	value := reflect.New(reflect.TypeOf(one).Field(s.index).Type).Elem()
+	value.Set(reflect.ValueOf(one).Field(s.index))
+	switch s.kind {
+	case "integer", "duration":
+		if s.kind == "integer" { // decimal only: envconfig would also read 0x10, 010 (octal) and 1_000
+			var n int64
+			if n, err = strconv.ParseInt(v, 10, 64); err == nil {
+				value.SetInt(n)
+			}
+		}
+		if err != nil || value.Int() < s.min || value.Int() > s.max {
+			return value, errors.New("must be " + s.Allowed)
+		}
+	case "boolean":
+		if err != nil {
+			return value, errors.New("must be " + s.Allowed)
+		}
+	default:
+		if err == nil && s.check != nil {
+			err = s.check(v)
+		}
+	}
+	return value, err
+}
+
+// distinctCollections reports every two collection settings that name the same collection.
+func distinctCollections(c Config) []error {
+	var errs []error
+	var seen []Setting
+	fields := reflect.ValueOf(c)
+	for _, s := range settings {
+		if s.rule != "collection" {
+			continue
+		}
+		for _, before := range seen {
+			if id := fields.Field(s.index).String(); id == fields.Field(before.index).String() {
+				errs = append(errs, fmt.Errorf("%s and %s must differ, both are %q", before.Name, s.Name, id))
+			}
+		}
+		seen = append(seen, s)
+	}
+	return errs
+}
+
+// mustDeclare reads the settings from Config's tags and the defaults with go-envconfig; a mistake
+// in a tag panics at start-up, and the package's tests catch it.
+func mustDeclare() ([]Setting, Config) {
+	var c Config
+	if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
+		Target: &c, Lookuper: envconfig.MapLookuper(nil)}); err != nil {
+		panic(fmt.Sprintf("config: the defaults do not decode: %v", err))
+	}
+	t := reflect.TypeOf(c)
+	all := make([]Setting, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, def, _ := strings.Cut(f.Tag.Get("env"), ",")
+		s := Setting{Name: name, Field: f.Name, index: i, Option: f.Tag.Get("option"),
+			Default: strings.TrimPrefix(strings.TrimSpace(def), "default="), UsedBy: strings.Split(f.Tag.Get("usedBy"), ",")}
+		var err error
+		switch {
+		case f.Type == reflect.TypeFor[time.Duration]():
+			s.kind = "duration"
+			s.min, s.max, err = bounds(f.Tag, func(b string) (int64, error) { d, err := time.ParseDuration(b); return int64(d), err })
+			s.Allowed = "a Go duration (e.g. 500ms, 30s) of at least " + time.Duration(s.min).String()
+			if s.max != maxInt64 {
+				s.Allowed += " and at most " + time.Duration(s.max).String()
+			}
+		case f.Type.Kind() == reflect.Int || f.Type.Kind() == reflect.Int64:
+			s.kind = "integer"
+			s.min, s.max, err = bounds(f.Tag, func(b string) (int64, error) { return strconv.ParseInt(b, 10, 64) })
+			s.Allowed = fmt.Sprintf("an integer from %d to %d", s.min, s.max)
+		case f.Type.Kind() == reflect.Bool:
+			s.kind, s.Allowed = "boolean", "true or false"
+		case f.Type.Kind() == reflect.String:
+			s.kind, s.Allowed = "string", "any text"
+			if s.rule = f.Tag.Get("check"); s.rule != "" {
+				rule, ok := stringChecks[s.rule]
+				if !ok {
+					err = fmt.Errorf("unknown check %q", s.rule)
+				}
+				s.Allowed, s.check = rule.allowed, rule.check
+			}
+		default:
+			err = fmt.Errorf("type %s is not supported", f.Type)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("config: field %s: %v", f.Name, err))
+		}
+		all[i] = s
+	}
+	return all, c
+}
+
+const maxInt64 = 1<<63 - 1
+
+// bounds reads the min and max tags with parse, or as a name of namedBounds; an absent min is 0
+// and an absent max is unbounded.
+func bounds(tag reflect.StructTag, parse func(string) (int64, error)) (lo, hi int64, err error) {
+	read := func(key string, absent int64) (int64, error) {
+		b, ok := tag.Lookup(key)
+		if !ok {
+			return absent, nil
+		}
+		if n, ok := namedBounds[b]; ok {
+			return n, nil
+		}
+		return parse(b)
+	}
+	if lo, err = read("min", 0); err == nil {
+		hi, err = read("max", maxInt64)
+	}
+	return lo, hi, err
+}

@@ -1,0 +1,168 @@
+package functions
+
+import (
+	"slices"
+	"time"
+
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
+	"github.com/shardcount/counters/shared"
+)
+
+//go:generate go run ../internal/gendeploy -root ..
+
+// Entry-point names: the names the functions are registered under, and so each deployment's
+// --entry-point.
+const (
+	EntryIncrement           = "Increment"
+	EntryCount               = "Count"
+	EntryConfigureCounter    = "ConfigureCounter"
+	EntryIncrementFromPubSub = "IncrementFromPubSub"
+	EntryRollupOnShardWrite  = "RollupOnShardWrite"
+	EntryRollupScheduled     = "RollupScheduled"
+)
+
+// CloudEvent types of the event-triggered entry points.
+const (
+	EventPubSubMessagePublished = eventhttp.EventPubSubMessagePublished
+	EventFirestoreDocWritten    = "google.cloud.firestore.document.v1.written"
+)
+
+// Function is one deployed function (2nd gen): its name, the entry point it runs, its trigger and
+// its limits. scripts/deploy.sh and terraform/ deploy exactly these (`go generate` writes them into
+// scripts/deployment.gen.sh and terraform/deployment.gen.tf.json); the local stack wires the same
+// triggers. The deploy documentation ("Production limits") says why each limit is what it is.
+type Function struct {
+	// Name is the deployed function's name, e.g. "increment".
+	Name string
+	// EntryPoint is the registered name the function runs.
+	EntryPoint string
+	// Trigger is how it is called in production.
+	Trigger Trigger
+	// Memory is the instance memory (e.g. "256Mi"); CPU the vCPUs, "" for the platform's default
+	// for the memory (0.167 at 256Mi). Cloud Run serves concurrent requests only with 1 vCPU or more.
+	Memory, CPU string
+	// Concurrency is how many requests one instance serves at once.
+	Concurrency int
+	// Timeout bounds one request.
+	Timeout time.Duration
+	// MaxInstances bounds the instances (the minimum is 0: the platform's default).
+	MaxInstances int
+	// PublicOnRequest says that a deployment lets anyone (allUsers) invoke the function when asked
+	// (deploy.sh --allow-unauthenticated-increments, Terraform var.public_increments); otherwise
+	// callers need roles/run.invoker.
+	PublicOnRequest bool
+}
+
+// Trigger is how a function is triggered: HTTP when EventType is "", else a CloudEvent of
+// EventType from Topic (Pub/Sub) or from writes of the documents that match Document (Firestore).
+type Trigger struct {
+	// EventType is the CloudEvent type, or "" for an HTTP function.
+	EventType string
+	// Topic is the Pub/Sub topic of a messagePublished trigger.
+	Topic string
+	// Document is the document path pattern of a Firestore trigger, below the counters collection
+	// (see DocumentPattern).
+	Document string
+	// Retry says whether the platform redelivers an event whose function failed.
+	Retry bool
+	// DeadLetterTopic, when set, is where Pub/Sub parks a message the function failed on too often.
+	DeadLetterTopic string
+	// Schedule, when set, is the cron schedule (UTC) of the Cloud Scheduler job, named after Topic,
+	// that publishes "tick" to Topic.
+	Schedule string
+}
+
+// DocumentPattern is the Firestore trigger's full document path pattern in schema, or "".
+func (t Trigger) DocumentPattern(schema shared.Schema) string {
+	if t.Document == "" {
+		return ""
+	}
+	return schema.Counters + "/" + t.Document
+}
+
+// Deployed lists every deployed function, in deployment order.
+func Deployed() []Function {
+	return []Function{
+		{Name: "increment", EntryPoint: EntryIncrement, PublicOnRequest: true,
+			Memory: "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 100},
+		{Name: "count", EntryPoint: EntryCount,
+			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
+		{Name: "configure-counter", EntryPoint: EntryConfigureCounter,
+			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 5},
+		{Name: "increment-from-pubsub", EntryPoint: EntryIncrementFromPubSub,
+			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicIncrements, Retry: true,
+				DeadLetterTopic: shared.TopicIncrementsDeadLetter},
+			Memory: "256Mi", CPU: "1", Concurrency: 1000, Timeout: time.Minute, MaxInstances: 100},
+		{Name: "rollup-on-shard-write", EntryPoint: EntryRollupOnShardWrite,
+			Trigger: Trigger{EventType: EventFirestoreDocWritten, Document: "{counter}/" + shared.ShardsCollection + "/{shard}", Retry: true},
+			Memory:  "512Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
+		{Name: "rollup-scheduled", EntryPoint: EntryRollupScheduled,
+			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicRollupTick, Schedule: "* * * * *"},
+			Memory:  "256Mi", Concurrency: 1, Timeout: 5 * time.Minute, MaxInstances: 1},
+	}
+}
+
+// DeployedFunction is the deployed function that runs entryPoint.
+func DeployedFunction(entryPoint string) (Function, bool) {
+	i := slices.IndexFunc(Deployed(), func(f Function) bool { return f.EntryPoint == entryPoint })
+	if i < 0 {
+		return Function{}, false
+	}
+	return Deployed()[i], true
+}
+
+// Settings are the variables of functions/config that f uses (config.Setting.UsedBy).
+func (f Function) Settings() []string {
+	var names []string
+	for _, s := range config.Settings() {
+		if slices.Contains(s.UsedBy, "*") || slices.Contains(s.UsedBy, f.EntryPoint) {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// Topics lists the Pub/Sub topics of every deployed function's trigger and dead letters, once each.
+func Topics() []string {
+	var topics []string
+	for _, f := range Deployed() {
+		for _, t := range []string{f.Trigger.Topic, f.Trigger.DeadLetterTopic} {
+			if t != "" && !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	return topics
+}
+
+// FieldSetting is the TTL policy and single-field index settings of one field in one collection
+// group, which deployments apply (gcloud firestore fields/indexes, google_firestore_field).
+type FieldSetting struct {
+	// Key names the setting in Terraform (google_firestore_field.field[Key]).
+	Key string
+	// Collection is the collection group: a collection setting of functions/config (e.g.
+	// "DEDUPE_COLLECTION", its value at deploy time) or a fixed subcollection name.
+	Collection string
+	// Field is the field's name.
+	Field string
+	// TTL makes Firestore delete a document after the time in Field.
+	TTL bool
+	// Ascending keeps only the ascending collection index of the field; false exempts it from
+	// every index.
+	Ascending bool
+}
+
+// FieldSettings are the field settings the design relies on. expires_at on dedupe records and
+// updated_at on roll-ups are ever-increasing values written at the increment rate: indexed, each
+// would be a hot index range, and nothing queries them (TTL needs no index; apps read roll-ups by
+// ID). The sum aggregation scans the ascending collection index of a shard's count, and of writes,
+// which the roll-up sums in the same aggregation to measure the write rate: only that one is kept.
+func FieldSettings() []FieldSetting {
+	return []FieldSetting{
+		{Key: "dedupe_expires_at", Collection: "DEDUPE_COLLECTION", Field: shared.FieldExpiresAt, TTL: true},
+		{Key: "rollup_updated_at", Collection: "ROLLUPS_COLLECTION", Field: shared.FieldUpdatedAt},
+		{Key: "shard_count", Collection: shared.ShardsCollection, Field: shared.FieldCount, Ascending: true},
+		{Key: "shard_writes", Collection: shared.ShardsCollection, Field: shared.FieldWrites, Ascending: true},
+	}
+}
