@@ -2,7 +2,7 @@
 # Deploys the distributed counters into one Google Cloud project with gcloud: the Firestore database
 # settings (TTL, single-field indexes), the Pub/Sub topics, the Cloud Scheduler job, the service
 # accounts and their roles, and every function (2nd gen, one `gcloud functions deploy` per entry
-# point). Every step is idempotent: run it again to update. See README.md, "Deploy".
+# point). Every step is idempotent: run it again to update. See docs/operations.md.
 #
 # What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
 # (functions/deployment.go, functions/config) and read from deployment.gen.sh, which
@@ -26,7 +26,7 @@ Usage: scripts/deploy.sh [options]
                             roles/run.invoker on the HTTP functions (repeatable)
   --allow-unauthenticated-increments
                             make Increment public (allUsers may invoke it). Off by default: read
-                            README.md, "Public increments", first
+                            docs/operations.md, "Public increments", first
   --max-delivery-attempts N deliveries of an increment message before it is parked in the
                             dead-letter topic (5..100, default 10)
   --dead-letter-only        only park the increments that keep failing: attach the dead-letter topic
@@ -388,7 +388,7 @@ main() {
   each_function drop_public
   ensure_scheduler_jobs
   each_function print_url
-  note "Firestore security rules: firebase deploy --only firestore:rules --project $PROJECT (README.md)"
+  note "Firestore security rules: firebase deploy --only firestore:rules --project $PROJECT (docs/operations.md)"
 }
 
 main "$@"

@@ -1,7 +1,7 @@
 # Dead letters of the function with a dead-letter topic (increment-from-pubsub): a message that
 # failed var.max_delivery_attempts deliveries is parked in that topic, not retried for 7 days. A
 # topic keeps nothing by itself: this pull subscription, named after it, holds the parked messages
-# for 7 days, to inspect and replay them (README.md, "Dead letters").
+# for 7 days, to inspect and replay them (docs/operations.md, "Dead letters").
 locals {
   dead_letter = one([for entry_point, f in local.functions : { entry_point = entry_point, topic = f.dead_letter_topic } if f.dead_letter_topic != null])
 }

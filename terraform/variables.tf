@@ -34,7 +34,7 @@ variable "runtime" {
 }
 
 variable "public_increments" {
-  description = "Let anyone (allUsers) invoke Increment. Off by default: callers need roles/run.invoker. Read README.md, \"Public increments\", before turning it on."
+  description = "Let anyone (allUsers) invoke Increment. Off by default: callers need roles/run.invoker. Read docs/operations.md, \"Public increments\", before turning it on."
   type        = bool
   default     = false
 }

@@ -320,6 +320,31 @@ func settingsDoc(meanings map[string]string) []byte {
 		}
 		p("| `%s` | %s | %s | %s | %s |\n", s.Name, def, s.Allowed, usedBy, meaning(s.Field, meanings[s.Field]))
 	}
+	p("\n## Deployed functions\n\n")
+	p("Both deploy paths deploy each function with these limits (`functions.Deployed` in\n")
+	p("`functions/deployment.go`); [operations.md](operations.md#production-limits) says why each is what it is.\n\n")
+	p("| Function | Entry point | Trigger | Retry | Memory | vCPU | Concurrency | Timeout | Max instances |\n")
+	p("|---|---|---|---|---|---|---|---|---|\n")
+	for _, f := range functions.Deployed() {
+		trigger := "HTTP"
+		switch {
+		case f.Trigger.Topic != "":
+			trigger = "Pub/Sub `" + f.Trigger.Topic + "`"
+		case f.Trigger.Document != "":
+			trigger = "Firestore `" + f.Trigger.DocumentPattern(config.Default().Schema()) + "`"
+		}
+		retry := "no"
+		if f.Trigger.EventType == "" {
+			retry = "—"
+		} else if f.Trigger.Retry {
+			retry = "yes"
+		}
+		cpu := f.CPU
+		if cpu == "" {
+			cpu = "platform default"
+		}
+		p("| `%s` | `%s` | %s | %s | %s | %s | %d | %s | %d |\n", f.Name, f.EntryPoint, trigger, retry, f.Memory, cpu, f.Concurrency, f.Timeout, f.MaxInstances)
+	}
 	return b.Bytes()
 }
 
