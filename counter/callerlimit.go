@@ -127,7 +127,7 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 	if key != nil {
 		// No write ID: a transaction's commit is never applied twice (its retry is refused), so the
 		// record needs none to be told from another write's.
-		now := s.now()
+		now := s.clock.Now()
 		rec := dedupeRecord(keyedWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", now, now.Add(s.dedupeTTL))
 		if err := tx.Create(recordRef, rec); err != nil {
 			return LimitedOutcome{}, err

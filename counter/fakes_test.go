@@ -184,11 +184,11 @@ func (f *fakePlans) fence(context.Context, *commitPlan) error {
 func newFakeStore(plans planStore) *Store {
 	s := &Store{
 		defaultNumShards: 10,
-		shardCounts:      newShardCountCache(time.Hour, time.Now),
+		shardCounts:      newShardCountCache(time.Hour, shared.SystemClock{}),
 		pickShard:        func(string, int) int { return 7 },
 		plans:            plans,
-		now:              time.Now,
-		touches:          newTouchStamps(time.Now),
+		clock:            shared.SystemClock{},
+		touches:          newTouchStamps(shared.SystemClock{}),
 	}
 	s.shardCounts.put("c", 10)
 	return s

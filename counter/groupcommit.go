@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // maxGroupSize bounds the increments merged into one write. With deltas of at most 2^53 in
@@ -16,18 +18,6 @@ const maxGroupSize = 512
 // which stays within Firestore's historical 500 writes per commit with the write record, the shard
 // and the counter on top.
 const maxKeyedPerGroup = 450
-
-// clock is the time source of the group committer; tests drive a fake one.
-type clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-// systemClock is the real clock.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // batchWriter writes a batch of entries of one counter in one commit (or a few, when duplicates are
 // taken out) and returns each entry's result, in order.
@@ -42,7 +32,7 @@ type batchWriter func(ctx context.Context, batch []entry) []entryResult
 // "not applied" is true; one whose write is in flight waits for that write's outcome.
 type groupCommitter struct {
 	interval time.Duration
-	clock    clock
+	clock    shared.Clock
 	write    batchWriter
 
 	mu     sync.Mutex
@@ -64,7 +54,7 @@ type pendingEntry struct {
 	done  chan entryResult
 }
 
-func newGroupCommitter(interval time.Duration, c clock, write batchWriter) *groupCommitter {
+func newGroupCommitter(interval time.Duration, c shared.Clock, write batchWriter) *groupCommitter {
 	return &groupCommitter{interval: interval, clock: c, write: write, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
 }
 

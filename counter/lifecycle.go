@@ -93,7 +93,7 @@ func (s *Store) lockCounter(tx *firestore.Transaction, id string) ([]*firestore.
 // Restore recreates the counter document of counter id, with the default shard count, when it is
 // missing while shards exist: they hold increments acknowledged after a delete (see Delete).
 func (s *Store) Restore(ctx context.Context, id string) error {
-	_, err := s.schema.CounterRef(s.client, id).Create(ctx, newCounterFields(s.defaultNumShards, shared.UnixMinute(s.now())))
+	_, err := s.schema.CounterRef(s.client, id).Create(ctx, newCounterFields(s.defaultNumShards, shared.UnixMinute(s.clock.Now())))
 	if err != nil && status.Code(err) != codes.AlreadyExists {
 		return fmt.Errorf("restore counter %q: %w", id, err)
 	}

@@ -3,6 +3,8 @@ package counter
 import (
 	"sync"
 	"time"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // maxCachedCounters bounds the memory one instance spends on each of its per-counter maps: cached
@@ -24,8 +26,8 @@ func evictFor[V any](m map[string]V, id string) {
 
 // shardCountCache remembers counters' shard counts so an increment costs one write and no read.
 type shardCountCache struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl   time.Duration
+	clock shared.Clock
 
 	mu      sync.Mutex
 	entries map[string]shardCountEntry
@@ -36,8 +38,8 @@ type shardCountEntry struct {
 	expires   time.Time
 }
 
-func newShardCountCache(ttl time.Duration, now func() time.Time) *shardCountCache {
-	return &shardCountCache{ttl: ttl, now: now, entries: make(map[string]shardCountEntry)}
+func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {
+	return &shardCountCache{ttl: ttl, clock: clock, entries: make(map[string]shardCountEntry)}
 }
 
 // get returns the cached shard count of a counter, or false when it is unknown or expired.
@@ -45,7 +47,7 @@ func (c *shardCountCache) get(id string) (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
-	if !ok || !c.now().Before(e.expires) {
+	if !ok || !c.clock.Now().Before(e.expires) {
 		return 0, false
 	}
 	return e.numShards, true
@@ -55,7 +57,7 @@ func (c *shardCountCache) put(id string, numShards int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	evictFor(c.entries, id)
-	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.now().Add(c.ttl)}
+	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.clock.Now().Add(c.ttl)}
 }
 
 // forget drops a counter's cached shard count, so the next write reads it again.

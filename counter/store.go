@@ -26,7 +26,7 @@ type Store struct {
 	pickShard func(id string, numShards int) int
 	groups    *groupCommitter // nil: one write per increment
 	plans     planStore
-	now       func() time.Time
+	clock     shared.Clock
 	touches   *touchStamps
 	life      shared.Gate   // admits increments until Close
 	dedupeTTL time.Duration // of the dedupe records a limited increment writes in its own transaction
@@ -48,19 +48,20 @@ type Options struct {
 
 // NewStore returns a Store over client with the collections named by schema.
 func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Store {
+	clock := shared.SystemClock{}
 	s := &Store{
 		client:           client,
 		schema:           schema,
 		defaultNumShards: opts.DefaultNumShards,
-		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, time.Now),
+		shardCounts:      newShardCountCache(opts.ShardCountCacheTTL, clock),
 		pickShard:        newShardDealer().pick,
 		plans:            &firestorePlans{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL},
-		now:              time.Now,
-		touches:          newTouchStamps(time.Now),
+		clock:            clock,
+		touches:          newTouchStamps(clock),
 		dedupeTTL:        opts.DedupeTTL,
 	}
 	if opts.GroupCommitInterval > 0 {
-		s.groups = newGroupCommitter(opts.GroupCommitInterval, systemClock{}, s.writeEntries)
+		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.writeEntries)
 	}
 	return s
 }

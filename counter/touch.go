@@ -21,21 +21,21 @@ import (
 // once. The stamp is the minute of the write's time less the offset: it is never later than the
 // write's minute and at most one minute earlier (the sweep allows for that).
 type touchStamps struct {
-	now    func() time.Time
+	clock  shared.Clock
 	offset time.Duration
 
 	mu   sync.Mutex
 	last map[string]int64
 }
 
-func newTouchStamps(now func() time.Time) *touchStamps {
-	return &touchStamps{now: now, offset: rand.N(time.Minute), last: make(map[string]int64)}
+func newTouchStamps(clock shared.Clock) *touchStamps {
+	return &touchStamps{clock: clock, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 
 // due reports whether a write of counter id now must stamp the counter document, and with which
 // minute. The stamp counts only once record says a commit holding it applied.
 func (t *touchStamps) due(id string) (minute int64, ok bool) {
-	minute = shared.UnixMinute(t.now().Add(-t.offset))
+	minute = shared.UnixMinute(t.clock.Now().Add(-t.offset))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	last, seen := t.last[id]

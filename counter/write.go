@@ -324,7 +324,7 @@ func followerResult(e entry, first entryResult) entryResult {
 // plan makes the commit of the live entries: a random shard of each counter, the sum of its deltas,
 // the counter's creation when it is absent, the touched_minute stamp when it is due.
 func (s *Store) plan(ctx context.Context, batch []entry, live []int) (*commitPlan, error) {
-	p := &commitPlan{writeID: newWriteID(), now: s.now(), keyedOf: make(map[int]int)}
+	p := &commitPlan{writeID: newWriteID(), now: s.clock.Now(), keyedOf: make(map[int]int)}
 	index := make(map[string]int)
 	for _, i := range live {
 		p.writeRecord = p.writeRecord || batch[i].key == nil

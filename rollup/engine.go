@@ -47,7 +47,7 @@ const maxAttempts = 8
 // computation.
 type Engine struct {
 	store    backend
-	clock    clock
+	clock    shared.Clock
 	interval time.Duration
 	policy   ShardPolicy
 	// sweeper is the Firestore the scheduled sweep queries; nil in unit tests of the engine.
@@ -60,13 +60,13 @@ type Engine struct {
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
 	fs := &firestoreBackend{client: client, schema: schema, counters: counters}
-	e := newEngine(fs, realClock{}, interval)
+	e := newEngine(fs, shared.SystemClock{}, interval)
 	e.sweeper = fs
 	return e
 }
 
 // newEngine returns an Engine over any backend and clock.
-func newEngine(store backend, clk clock, interval time.Duration) *Engine {
+func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine {
 	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, pending: make(map[string]*refresh)}
 }
 
@@ -157,7 +157,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 		}
 		if next := e.nextWriteAt(v); e.clock.Now().Before(next) {
 			// A roll-up was written less than an interval ago; ours comes an interval after it.
-			if err := e.clock.SleepUntil(ctx, next); err != nil {
+			if err := shared.SleepUntil(ctx, e.clock, next); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return
 			}
