@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/shardcount/counters/shared"
 )
 
@@ -56,18 +54,4 @@ func (t *touchStamps) forget(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.last, id)
-}
-
-// touchUpdate stamps a counter document with the minute of a write. The stamp never lowers the field
-// (a server-side maximum), so instances with other offsets or a clock a little behind cannot hide
-// another instance's later stamp. It is an update, not a set: a deleted counter must not come back
-// as a document without its shard count.
-func touchUpdate(minute int64) []firestore.Update {
-	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
-}
-
-// newCounterFields is the counter document of a counter created by a write: numShards (the default
-// count, adaptive), stamped as touched in minute.
-func newCounterFields(numShards int, minute int64) map[string]any {
-	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute}
 }
