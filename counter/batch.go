@@ -61,7 +61,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 		if res.applied {
 			s.remember(plan.shards)
 			for _, i := range live {
-				replies[i] = reply{outcome: Outcome{Applied: plan.appliedOf(i, batch[i])}, fingerprint: batch[i].fingerprint}
+				replies[i] = reply{outcome: Outcome{Applied: appliedOf(plan, i, batch[i])}, fingerprint: batch[i].fingerprint}
 			}
 			return
 		}
@@ -107,6 +107,22 @@ func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspect
 		replies[i] = reply{outcome: out, fingerprint: rec.Fingerprint, err: err}
 	}
 	return rest
+}
+
+// appliedOf is what request i of the batch, req, got from plan: its increments on the shards chosen.
+func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
+	if d, ok := plan.dedupeOf[i]; ok {
+		return plan.dedupes[d].applied
+	}
+	applied := make([]AppliedIncrement, len(req.incs))
+	for n, inc := range req.incs {
+		for _, w := range plan.shards {
+			if w.counter == inc.Counter {
+				applied[n] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
+			}
+		}
+	}
+	return applied
 }
 
 // followerReply answers req, which repeats the key of an earlier request of its batch, from that

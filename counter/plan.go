@@ -118,23 +118,6 @@ func (s *Store) numShards(ctx context.Context, id string) (int, error) {
 	return shape.NumShards, nil
 }
 
-// appliedOf is what request i of the batch, req, got from the plan: its increments on the shards
-// chosen.
-func (plan *commitPlan) appliedOf(i int, req request) []AppliedIncrement {
-	if d, ok := plan.dedupeOf[i]; ok {
-		return plan.dedupes[d].applied
-	}
-	applied := make([]AppliedIncrement, len(req.incs))
-	for n, inc := range req.incs {
-		for _, w := range plan.shards {
-			if w.counter == inc.Counter {
-				applied[n] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
-			}
-		}
-	}
-	return applied
-}
-
 // remember updates what this Store knows once shard writes ws committed: counters they created
 // exist, and counters they stamped need no stamp for a while.
 func (s *Store) remember(ws []shardWrite) {

@@ -7,13 +7,11 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// maxCachedCounters bounds the memory one instance spends on each of its per-counter maps: cached
-// shard counts, shard decks and touched stamps.
+// maxCachedCounters bounds each per-counter map of a Store: shard counts, shard decks, touched stamps.
 const maxCachedCounters = 10_000
 
-// evictFor makes room for counter id in m, one of an instance's per-counter maps bounded at
-// maxCachedCounters: when id is not in m and m is full, it deletes one entry, chosen at random (map
-// order is random, so this is cheap).
+// evictFor makes room for counter id in m: when id is not in m and m holds maxCachedCounters
+// entries, it deletes one at random.
 func evictFor[V any](m map[string]V, id string) {
 	if _, ok := m[id]; ok || len(m) < maxCachedCounters {
 		return
@@ -24,7 +22,7 @@ func evictFor[V any](m map[string]V, id string) {
 	}
 }
 
-// shardCountCache remembers counters' shard counts so an increment costs one write and no read.
+// shardCountCache remembers counters' shard counts for a TTL, so a warm increment reads nothing.
 type shardCountCache struct {
 	ttl   time.Duration
 	clock shared.Clock
@@ -53,6 +51,7 @@ func (c *shardCountCache) get(id string) (int, bool) {
 	return e.numShards, true
 }
 
+// put caches numShards as counter id's shard count.
 func (c *shardCountCache) put(id string, numShards int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
