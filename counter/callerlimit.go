@@ -26,16 +26,13 @@ type LimitedOutcome struct {
 }
 
 // IncrementLimited adds inc to the counter for one verified caller, only while that caller's total on
-// the counter (the sum of what they added, kept in {counters}/{id}/callers/{hash of caller}) stays
-// within [0, limit]: with limit 1, a user's +1 counts once, a second +1 does not, and a -1 takes it
-// back. One transaction reads the caller's total (and key's dedupe record, when key is not nil) and
-// writes the shard, the total and the record together, so concurrent requests of one caller can never
-// go past the limit. It bypasses group commit: each counted increment is its own shard write, planned
-// as any other (its counter created or stamped as touched in the same commit).
+// the counter (kept in {counters}/{id}/callers/{hash of caller}) stays within [0, limit]: with limit
+// 1, a user's +1 counts once, a second +1 does not, and a -1 takes it back. One transaction reads the
+// caller's total (and key's dedupe record, when key is not nil) and writes the shard, the total and
+// the record, so concurrent requests of one caller never pass the limit. It bypasses group commit.
 //
-// A failure before the commit applied nothing (ErrNotApplied); a failed commit may have applied
-// (ErrOutcomeUnknown): the caller's total read in the same transaction keeps a retry within the
-// limit, and a retry with the same key is answered as its duplicate.
+// An error wraps ErrNotApplied when nothing was applied, ErrOutcomeUnknown when the commit may have
+// applied; a retry stays within the limit, and a retry with the same key is answered as a duplicate.
 func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64, inc shared.Increment, key *Key) (LimitedOutcome, error) {
 	if caller == "" || limit < 1 {
 		return LimitedOutcome{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
@@ -49,8 +46,8 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 		return LimitedOutcome{}, err
 	}
 	callerRef := s.schema.CallerRef(s.client, inc.Counter, callerDocID(caller))
-	// A retry follows a commit refused because the counter this call meant to create exists, or was
-	// deleted under its cached shard count.
+	// A second attempt follows a commit refused because the counter this call meant to create exists,
+	// or was deleted under its cached shard count.
 	for attempt := 0; ; attempt++ {
 		w, err := s.planShard(ctx, inc.Counter, inc.Delta)
 		if err != nil {
@@ -68,7 +65,7 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 		switch {
 		case err == nil:
 			if out.Counted && !out.Duplicate { // a duplicate wrote nothing: w's creation or stamp did not happen
-				s.applied(&commitPlan{shards: []shardWrite{w}})
+				s.remember([]shardWrite{w})
 			}
 			return out, nil
 		case inTx != nil || !sent: // failed in an attempt's reads, or before any (BeginTransaction, ctx)
@@ -84,14 +81,12 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 // limitedInTransaction is one attempt of IncrementLimited's transaction: reads first, then writes.
 func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
 	inc shared.Increment, key *Key, fingerprint string, w shardWrite) (LimitedOutcome, error) {
-	var recordRef *firestore.DocumentRef
 	if key != nil {
-		recordRef = s.schema.DedupeRef(s.client, key.recordID())
-		snap, err := tx.Get(recordRef)
+		snap, err := tx.Get(s.dedupeRecordRef(*key))
 		if err == nil {
-			var rec dedupeRecordData
-			if err := snap.DataTo(&rec); err != nil {
-				return LimitedOutcome{}, fmt.Errorf("decode dedupe record of key %q: %w", key.ID, err)
+			rec, err := decodeDedupeRecord(snap, *key)
+			if err != nil {
+				return LimitedOutcome{}, err
 			}
 			first, err := duplicateOutcome(rec, *key, fingerprint)
 			if len(first.Applied) != 1 {
@@ -117,43 +112,25 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 	out := LimitedOutcome{Shard: -1}
 	// A dedupe record of an uncounted request says delta 0, which no counted request has.
 	applied := []AppliedIncrement{{Counter: inc.Counter, Shard: -1}}
+	var ops []op
 	if next := total + inc.Delta; next >= 0 && next <= limit {
 		out = LimitedOutcome{Counted: true, Shard: w.shard}
 		applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
-		if err := s.writeLimited(tx, callerRef, w, next); err != nil {
-			return LimitedOutcome{}, err
-		}
+		ops = append(s.shardWriteOps(w), op{kind: opSet, ref: callerRef, data: callerTotalFields(next)})
 	}
 	if key != nil {
-		// No write ID: a transaction's commit is never applied twice (its retry is refused), so the
-		// record needs none to be told from another write's.
-		now := s.now()
-		rec := dedupeRecord(keyedWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", now, now.Add(s.dedupeTTL))
-		if err := tx.Create(recordRef, rec); err != nil {
-			return LimitedOutcome{}, err
-		}
+		// No write ID: a transaction's commit is never applied twice.
+		ops = append(ops, s.dedupeRecordOp(dedupeWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", s.clock.Now()))
+	}
+	if err := addToTransaction(tx, ops); err != nil {
+		return LimitedOutcome{}, err
 	}
 	return out, nil
 }
 
-// writeLimited writes a counted limited increment: the shard write w (with the counter's creation or
-// touched stamp it plans) and the caller's new total.
-func (s *Store) writeLimited(tx *firestore.Transaction, callerRef *firestore.DocumentRef, w shardWrite, total int64) error {
-	counterRef := s.schema.CounterRef(s.client, w.counter)
-	var err error
-	switch {
-	case w.create:
-		err = tx.Create(counterRef, newCounterFields(s.defaultNumShards, w.minute))
-	case w.stamp:
-		err = tx.Update(counterRef, touchUpdate(w.minute))
-	}
-	if err != nil {
-		return err
-	}
-	if err := tx.Set(s.schema.ShardRef(s.client, w.counter, w.shard), shardIncrement(w.delta), firestore.MergeAll); err != nil {
-		return err
-	}
-	return tx.Set(callerRef, map[string]any{shared.FieldNet: total, shared.FieldUpdatedAt: firestore.ServerTimestamp})
+// callerTotalFields is a caller document holding total.
+func callerTotalFields(total int64) map[string]any {
+	return map[string]any{shared.FieldNet: total, shared.FieldUpdatedAt: firestore.ServerTimestamp}
 }
 
 // callerTotal reads a caller document's total.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 )
 
-// Close stops the Store taking increments and sees the ones it holds through: from now on Increment
-// and ApplyOnce fail with ErrClosed (and ErrNotApplied), every group writes what it holds without
-// waiting for its interval, and Close returns when every increment that was taken has its outcome,
-// or with ctx's error when ctx ends first (Cloud Run allows 10 s after SIGTERM). Reads keep working.
+// Close stops the Store taking increments and sees the ones it holds through: from now on increments
+// fail with ErrClosed (and ErrNotApplied), every group commits what it holds at once, and Close
+// returns when every increment taken has its outcome, or with ctx's error when ctx ends first.
+// Reads keep working.
 func (s *Store) Close(ctx context.Context) error {
 	s.life.Close()
 	if s.groups != nil {

@@ -58,10 +58,8 @@ type Configuration struct {
 	Created bool
 }
 
-// Configure creates counter id with zeroed shards, or changes the shape of an existing counter, in
-// one transaction; shards added by a growth are then created zeroed. Changing the shard count never changes the value, even while increments are
-// arriving: a lower count folds the retired shards into the kept ones in the same commit, and
-// instances with a stale cached count still write to documents that are summed.
+// Configure creates counter id, or changes its shape, in one transaction, then creates the shards it
+// added with count 0. It never changes the counter's value, even while increments arrive.
 func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
 	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
 		return st.shape(cur, existed, s.defaultNumShards)

@@ -10,7 +10,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Fakes for the fast unit tests of the write path: a clock the test moves, a batch writer the test
+// Fakes for the fast unit tests of the write path: a clock the test moves, a commit function the test
 // answers, a plan store that fails as the test says. None of these tests needs the emulator, and none
 // waits a fixed time to be right: each waits for a state it can observe.
 
@@ -79,8 +79,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // writeCall is one batch the committer asked the fake writer to write; the test answers it.
 type writeCall struct {
-	batch []entry
-	reply chan []entryResult
+	batch   []request
+	replies chan []reply
 }
 
 // fakeWriter hands every batch to the test and returns the test's answer.
@@ -88,10 +88,10 @@ type fakeWriter struct{ calls chan writeCall }
 
 func newFakeWriter() *fakeWriter { return &fakeWriter{calls: make(chan writeCall, 16)} }
 
-func (f *fakeWriter) write(_ context.Context, batch []entry) []entryResult {
-	c := writeCall{batch: batch, reply: make(chan []entryResult, 1)}
+func (f *fakeWriter) write(_ context.Context, batch []request) []reply {
+	c := writeCall{batch: batch, replies: make(chan []reply, 1)}
 	f.calls <- c
-	return <-c.reply
+	return <-c.replies
 }
 
 // next is the next batch the committer writes.
@@ -111,33 +111,33 @@ func (f *fakeWriter) none(t *testing.T) {
 	t.Helper()
 	select {
 	case c := <-f.calls:
-		t.Fatalf("unexpected write of %d entries", len(c.batch))
+		t.Fatalf("unexpected write of %d requests", len(c.batch))
 	default:
 	}
 }
 
-// applyAll answers a batch as applied on shard 3, or with err for every entry.
+// answer answers a batch as applied on shard 3, or with err for every request.
 func (c writeCall) answer(err error) {
-	results := make([]entryResult, len(c.batch))
-	for i, e := range c.batch {
+	replies := make([]reply, len(c.batch))
+	for i, req := range c.batch {
 		if err != nil {
-			results[i] = entryResult{err: err}
+			replies[i] = reply{err: err}
 			continue
 		}
-		results[i] = entryResult{outcome: Outcome{Applied: []AppliedIncrement{{Counter: e.incs[0].Counter, Delta: e.incs[0].Delta, Shard: 3}}}}
+		replies[i] = reply{outcome: Outcome{Applied: []AppliedIncrement{{Counter: req.incs[0].Counter, Delta: req.incs[0].Delta, Shard: 3}}}}
 	}
-	c.reply <- results
+	c.replies <- replies
 }
 
-func unkeyed(id string, delta int64) entry {
-	return entry{incs: []shared.Increment{{Counter: id, Delta: delta}}}
+func unkeyed(id string, delta int64) request {
+	return request{incs: []shared.Increment{{Counter: id, Delta: delta}}}
 }
 
-func keyed(id string, delta int64, key string) entry {
-	e := unkeyed(id, delta)
-	e.key = &Key{Source: SourcePubSub, ID: key}
-	e.fingerprint, _ = fingerprintOf(e.incs)
-	return e
+func keyed(id string, delta int64, key string) request {
+	req := unkeyed(id, delta)
+	req.key = &Key{Source: SourcePubSub, ID: key}
+	req.fingerprint, _ = fingerprintOf(req.incs)
+	return req
 }
 
 // fakePlans is a plan store whose answers the test scripts, one per call.
@@ -183,12 +183,12 @@ func (f *fakePlans) fence(context.Context, *commitPlan) error {
 // newFakeStore is a Store over fake plans, whose counter "c" is known to have 10 shards.
 func newFakeStore(plans planStore) *Store {
 	s := &Store{
-		defaultNumShards: 10,
-		shardCounts:      newShardCountCache(time.Hour, time.Now),
-		pickShard:        func(string, int) int { return 7 },
-		plans:            plans,
-		now:              time.Now,
-		touches:          newTouchStamps(time.Now),
+		documents:   documents{defaultNumShards: 10},
+		shardCounts: newShardCountCache(time.Hour, shared.SystemClock{}),
+		pickShard:   func(string, int) int { return 7 },
+		plans:       plans,
+		clock:       shared.SystemClock{},
+		touches:     newTouchStamps(shared.SystemClock{}),
 	}
 	s.shardCounts.put("c", 10)
 	return s

@@ -6,113 +6,97 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/shardcount/counters/shared"
 )
 
-// maxGroupSize bounds the increments merged into one write. With deltas of at most 2^53 in
-// magnitude (shared.ParseConfig's bound on MAX_DELTA), 512 of them cannot overflow an int64.
+// maxGroupSize bounds the requests in one batch; with deltas of at most 2^53 in magnitude, their sum
+// cannot overflow an int64.
 const maxGroupSize = 512
 
-// maxKeyedPerGroup bounds the keyed entries in one write: each adds a dedupe record to the commit,
-// which stays within Firestore's historical 500 writes per commit with the write record, the shard
-// and the counter on top.
+// maxKeyedPerGroup bounds the keyed requests in one batch, so its commit stays within 500 writes.
 const maxKeyedPerGroup = 450
 
-// clock is the time source of the group committer; tests drive a fake one.
-type clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+// commitFunc commits a batch of requests and returns one reply per request, in order.
+type commitFunc func(ctx context.Context, batch []request) []reply
 
-// systemClock is the real clock.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
-// batchWriter writes a batch of entries of one counter in one commit (or a few, when duplicates are
-// taken out) and returns each entry's result, in order.
-type batchWriter func(ctx context.Context, batch []entry) []entryResult
-
-// groupCommitter merges the concurrent increments of each counter in this instance into one shard
-// write, at most one per interval per counter. A write goes out at once when the counter's previous
-// one is an interval old, so a lone increment waits for nothing; under load, the increments that
-// arrive while the counter waits out its interval share the next write. Each increment is answered
-// only when the write holding it has an outcome, and a failed write fails exactly the increments it
-// held. An increment whose caller gives up before its write is sent is taken out of its group, so
-// "not applied" is true; one whose write is in flight waits for that write's outcome.
+// groupCommitter merges the concurrent requests of each counter into one batch, committed at most
+// once per interval per counter; a request that finds its counter idle is committed at once. Each
+// request is answered only when the commit holding it has an outcome, and a failed commit fails
+// exactly the requests it held.
 type groupCommitter struct {
 	interval time.Duration
-	clock    clock
-	write    batchWriter
+	clock    shared.Clock
+	commit   commitFunc
 
 	mu     sync.Mutex
 	groups map[string]*counterGroup
-	// flushing is closed by flush: every group writes what it holds without waiting.
+	// flushing is closed by flush: every group commits what it holds without waiting.
 	flushing  chan struct{}
 	flushOnce sync.Once
 }
 
-// counterGroup is one counter's queue of increments waiting for their write.
+// counterGroup is one counter's queue of requests waiting for their commit.
 type counterGroup struct {
-	pending    []*pendingEntry
+	queue      []*queued
 	lastCommit time.Time
 }
 
-// pendingEntry is one caller's entry and where its result goes.
-type pendingEntry struct {
-	entry entry
-	done  chan entryResult
+// queued is one request in a group's queue and where its reply goes.
+type queued struct {
+	req  request
+	done chan reply
 }
 
-func newGroupCommitter(interval time.Duration, c clock, write batchWriter) *groupCommitter {
-	return &groupCommitter{interval: interval, clock: c, write: write, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
+func newGroupCommitter(interval time.Duration, c shared.Clock, commit commitFunc) *groupCommitter {
+	return &groupCommitter{interval: interval, clock: c, commit: commit, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
 }
 
-// add queues e for counter id and returns its result once the write holding it has an outcome, or
-// "not applied" when ctx ends before its write was sent.
-func (g *groupCommitter) add(ctx context.Context, id string, e entry) entryResult {
-	p := &pendingEntry{entry: e, done: make(chan entryResult, 1)}
+// add queues req for counter id and returns its reply once the commit holding it has an outcome, or
+// "not applied" when ctx ends before that commit was sent.
+func (g *groupCommitter) add(ctx context.Context, id string, req request) reply {
+	q := &queued{req: req, done: make(chan reply, 1)}
 	g.mu.Lock()
 	group, running := g.groups[id]
 	if !running {
 		group = &counterGroup{}
 		g.groups[id] = group
 	}
-	group.pending = append(group.pending, p)
+	group.queue = append(group.queue, q)
 	g.mu.Unlock()
 	if !running {
 		go g.commitLoop(id, group)
 	}
 	select {
-	case r := <-p.done:
+	case r := <-q.done:
 		return r
 	case <-ctx.Done():
-		if g.takeOut(group, p) {
-			return entryResult{err: notApplied(fmt.Errorf("gave up waiting for the group write of counter %q: %w", id, ctx.Err()))}
+		if g.takeOut(group, q) {
+			return reply{err: notApplied(fmt.Errorf("gave up waiting for the group write of counter %q: %w", id, ctx.Err()))}
 		}
-		// The write holding it is in flight: its outcome comes within the write's own bounds.
-		return <-p.done
+		// The commit holding it is in flight: its outcome comes within the commit's own bounds.
+		return <-q.done
 	}
 }
 
-// takeOut removes p from its group if its write has not been sent, and reports whether it did.
-func (g *groupCommitter) takeOut(group *counterGroup, p *pendingEntry) bool {
+// takeOut removes q from its group if its commit has not been sent, and reports whether it did.
+func (g *groupCommitter) takeOut(group *counterGroup, q *queued) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	i := slices.Index(group.pending, p)
+	i := slices.Index(group.queue, q)
 	if i < 0 {
 		return false
 	}
-	group.pending = slices.Delete(group.pending, i, i+1)
+	group.queue = slices.Delete(group.queue, i, i+1)
 	return true
 }
 
-// flush makes every group write what it holds now, and every later write go out at once.
+// flush makes every group commit what it holds now, and every later commit go out at once.
 func (g *groupCommitter) flush() {
 	g.flushOnce.Do(func() { close(g.flushing) })
 }
 
-// commitLoop writes counter id's queued increments, one write per interval, until none are left.
+// commitLoop commits counter id's queued requests, one batch per interval, until none are left.
 func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 	for {
 		g.mu.Lock()
@@ -126,9 +110,9 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		}
 
 		g.mu.Lock()
-		batch := takeBatch(group)
-		if len(batch) == 0 {
-			// An interval has passed since the last write, so a new loop may write at once.
+		taken := takeBatch(group)
+		if len(taken) == 0 {
+			// An interval has passed since the last commit, so a new loop may commit at once.
 			delete(g.groups, id)
 			g.mu.Unlock()
 			return
@@ -136,27 +120,26 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		group.lastCommit = g.clock.Now()
 		g.mu.Unlock()
 
-		entries := make([]entry, len(batch))
-		for i, p := range batch {
-			entries[i] = p.entry
+		batch := make([]request, len(taken))
+		for i, q := range taken {
+			batch[i] = q.req
 		}
-		// Bounds the reads before the commit (a counter's shard count); the commit and what settles
-		// it have bounds of their own (write.go).
+		// Bounds the reads before the commit; the commit and its settling have bounds of their own.
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		results := g.write(ctx, entries)
+		replies := g.commit(ctx, batch)
 		cancel()
-		for i, p := range batch {
-			p.done <- results[i]
+		for i, q := range taken {
+			q.done <- replies[i]
 		}
 	}
 }
 
-// takeBatch takes the next write's entries off the front of group's queue: at most maxGroupSize,
-// and at most maxKeyedPerGroup keyed ones.
-func takeBatch(group *counterGroup) []*pendingEntry {
+// takeBatch takes the next batch off the front of group's queue: at most maxGroupSize requests, and
+// at most maxKeyedPerGroup keyed ones.
+func takeBatch(group *counterGroup) []*queued {
 	n, keyed := 0, 0
-	for n < len(group.pending) && n < maxGroupSize {
-		if group.pending[n].entry.key != nil {
+	for n < len(group.queue) && n < maxGroupSize {
+		if group.queue[n].req.key != nil {
 			if keyed == maxKeyedPerGroup {
 				break
 			}
@@ -164,7 +147,7 @@ func takeBatch(group *counterGroup) []*pendingEntry {
 		}
 		n++
 	}
-	batch := slices.Clone(group.pending[:n])
-	group.pending = slices.Delete(group.pending, 0, n)
-	return batch
+	taken := slices.Clone(group.queue[:n])
+	group.queue = slices.Delete(group.queue, 0, n)
+	return taken
 }

@@ -11,16 +11,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Delete removes counter id and everything it owns (its counter document, every shard document and
-// its roll-up, so apps listening to the roll-up see it disappear) in one transaction; it fails with
-// ErrNotFound when there is no counter document.
-//
-// An increment racing the delete is ordered before it or after it, never half: the transaction reads
-// (and so locks) every shard document, so an increment of an existing shard waits for the delete
-// and then lands on a fresh document. An increment ordered before the delete is deleted with the
-// counter; one ordered after it (from an instance whose cached shard count is still warm) recreates
-// its shard, and the roll-up that its shard write triggers recreates the counter document: the
-// counter comes back holding exactly the increments acknowledged after the delete.
+// Delete removes counter id's counter document, every shard document and its roll-up in one
+// transaction; it fails with ErrNotFound when there is no counter document. An increment racing it
+// is ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly
+// the increments acknowledged after the delete (see Restore).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		shards, err := s.lockCounter(tx, id)
@@ -40,17 +34,14 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete counter %q: %w", id, err)
 	}
-	// This instance's next increment creates the counter anew; other instances learn within
-	// SHARD_COUNT_CACHE_TTL, and until then their increments restore it as said above.
 	s.shardCounts.forget(id)
 	s.touches.forget(id)
 	return nil
 }
 
-// Reset sets counter id to zero in one transaction and returns the value it discarded; it fails with
-// ErrNotFound when there is no counter document. Every shard's count becomes 0 and its writes stay
-// (they measure load, not value). An increment racing the reset is ordered before it (and discarded
-// with the value) or after it (and counted), as for Delete; the roll-up follows through its trigger.
+// Reset sets every shard's count of counter id to 0 in one transaction (their writes stay) and
+// returns the value it discarded; it fails with ErrNotFound when there is no counter document. An
+// increment racing it is ordered wholly before it (discarded) or after it (counted).
 func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err error) {
 	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		discarded = 0
@@ -90,10 +81,10 @@ func (s *Store) lockCounter(tx *firestore.Transaction, id string) ([]*firestore.
 	return tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll()
 }
 
-// Restore recreates the counter document of counter id, with the default shard count, when it is
-// missing while shards exist: they hold increments acknowledged after a delete (see Delete).
+// Restore creates counter id's counter document with the default shard count if it is missing; the
+// roll-up calls it for shards found without one (increments acknowledged after a Delete).
 func (s *Store) Restore(ctx context.Context, id string) error {
-	_, err := s.schema.CounterRef(s.client, id).Create(ctx, newCounterFields(s.defaultNumShards, shared.UnixMinute(s.now())))
+	_, err := s.schema.CounterRef(s.client, id).Create(ctx, newCounterFields(s.defaultNumShards, shared.UnixMinute(s.clock.Now())))
 	if err != nil && status.Code(err) != codes.AlreadyExists {
 		return fmt.Errorf("restore counter %q: %w", id, err)
 	}

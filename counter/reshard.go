@@ -23,13 +23,9 @@ type reshapeResult struct {
 	changed       bool
 }
 
-// reshape changes counter id's shape in one transaction, so the value never changes and no
-// increment is lost. change gets the current shape (existed false: there is no counter) and returns
-// the new one, or errShapeUnchanged. Shrinking folds every shard document outside
-// 0..NumShards-1 (retired shards, and shards recreated by instances with a stale cached count) into
-// the kept shards: count and writes move, the retired documents are deleted, all in the same commit.
-// An instance that still writes a retired shard afterwards recreates it; it is summed like every
-// shard document, and the next shrink folds it.
+// reshape changes counter id's shape in one transaction without changing its value. change gets the
+// current shape (existed false: there is no counter) and returns the new one, or errShapeUnchanged.
+// A shrink folds every shard document outside 0..NumShards-1 into the kept shards in the same commit.
 func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error)) (reshapeResult, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var res reshapeResult
@@ -77,11 +73,8 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 	return res, nil
 }
 
-// createZeroShards creates shards from..to-1 of counter id zeroed, where missing, as the Firebase
-// guide's clients update (not set) a random shard. They are not part of the reshape's transaction:
-// hundreds of writes would hold the counter document's lock for as long as their commit takes, and a
-// zeroed shard is harmless at any time (it never overwrites a count, and shards beyond the count are
-// summed like any other).
+// createZeroShards creates the missing shards among from..to-1 of counter id with count 0, outside
+// any transaction; an existing shard is left as it is.
 func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) error {
 	if from >= to {
 		return nil
@@ -153,19 +146,14 @@ func int64Field(snap *firestore.DocumentSnapshot, field string) (int64, bool) {
 	return n, ok
 }
 
-// zeroShard creates a shard with count 0 without changing an existing one. It does not count as a
-// write: the shard writes measure increments, and a reshard must not look like load.
+// zeroShard creates a shard with count 0 and writes 0 without changing an existing one.
 func zeroShard() map[string]any {
 	return map[string]any{shared.FieldCount: firestore.Increment(0), shared.FieldWrites: firestore.Increment(0)}
 }
 
-// Adapt changes counter id's shard count from `from` to `to` (clamped to the counter's bounds), the
-// roll-up's decision from the counter's write rate. Unlike Configure it creates no zeroed shards:
-// every zeroed shard is a write, and every shard write a roll-up trigger event, so a growth to
-// hundreds of shards would be a burst of hundreds of events for nothing; this package's increments
-// create a shard with their first write (set with merge). It does nothing, and reports false, when the count
-// is no longer `from` (another roll-up or an operator changed it first), when the counter is pinned
-// or gone, or when the clamped count is `from`.
+// Adapt changes counter id's shard count from `from` to `to`, clamped to the counter's bounds, and
+// creates no shards. It does nothing and reports false when the count is no longer `from`, the
+// counter is pinned or gone, or the clamped count is `from`.
 func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
 	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
 		n := cur.Clamp(to)

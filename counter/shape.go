@@ -23,10 +23,8 @@ func (sh Shape) Pinned() bool { return sh.MinShards == sh.MaxShards }
 // Clamp returns n within the shape's bounds.
 func (sh Shape) Clamp(n int) int { return min(max(n, sh.MinShards), sh.MaxShards) }
 
-// ShapeOf reads a counter document. A document without num_shards (the touched-minute stamp of an
-// increment that raced the counter's deletion recreates the document with that field alone) has the
-// default shard count; missing bounds default to DefaultNumShards (or the count, if lower) and
-// shared.MaxNumShards, so a counter is adaptive unless configured otherwise.
+// ShapeOf reads a counter document's shape. A missing num_shards is DefaultNumShards; missing bounds
+// are DefaultNumShards (or the count, if lower) and shared.MaxNumShards.
 func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
 	data := snap.Data()
 	numShards, err := shardCountField(snap.Ref.ID, data, shared.FieldNumShards, s.defaultNumShards)

@@ -3,15 +3,15 @@ package counter
 import (
 	"sync"
 	"time"
+
+	"github.com/shardcount/counters/shared"
 )
 
-// maxCachedCounters bounds the memory one instance spends on each of its per-counter maps: cached
-// shard counts, shard decks and touched stamps.
+// maxCachedCounters bounds each per-counter map of a Store: shard counts, shard decks, touched stamps.
 const maxCachedCounters = 10_000
 
-// evictFor makes room for counter id in m, one of an instance's per-counter maps bounded at
-// maxCachedCounters: when id is not in m and m is full, it deletes one entry, chosen at random (map
-// order is random, so this is cheap).
+// evictFor makes room for counter id in m: when id is not in m and m holds maxCachedCounters
+// entries, it deletes one at random.
 func evictFor[V any](m map[string]V, id string) {
 	if _, ok := m[id]; ok || len(m) < maxCachedCounters {
 		return
@@ -22,10 +22,10 @@ func evictFor[V any](m map[string]V, id string) {
 	}
 }
 
-// shardCountCache remembers counters' shard counts so an increment costs one write and no read.
+// shardCountCache remembers counters' shard counts for a TTL, so a warm increment reads nothing.
 type shardCountCache struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl   time.Duration
+	clock shared.Clock
 
 	mu      sync.Mutex
 	entries map[string]shardCountEntry
@@ -36,8 +36,8 @@ type shardCountEntry struct {
 	expires   time.Time
 }
 
-func newShardCountCache(ttl time.Duration, now func() time.Time) *shardCountCache {
-	return &shardCountCache{ttl: ttl, now: now, entries: make(map[string]shardCountEntry)}
+func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {
+	return &shardCountCache{ttl: ttl, clock: clock, entries: make(map[string]shardCountEntry)}
 }
 
 // get returns the cached shard count of a counter, or false when it is unknown or expired.
@@ -45,17 +45,18 @@ func (c *shardCountCache) get(id string) (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
-	if !ok || !c.now().Before(e.expires) {
+	if !ok || !c.clock.Now().Before(e.expires) {
 		return 0, false
 	}
 	return e.numShards, true
 }
 
+// put caches numShards as counter id's shard count.
 func (c *shardCountCache) put(id string, numShards int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	evictFor(c.entries, id)
-	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.now().Add(c.ttl)}
+	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.clock.Now().Add(c.ttl)}
 }
 
 // forget drops a counter's cached shard count, so the next write reads it again.

@@ -5,12 +5,9 @@ import (
 	"sync"
 )
 
-// shardDealer picks the shard of each write of a counter by dealing from a shuffled deck of the
-// counter's shard numbers, reshuffled once every shard has been dealt. Within one instance a shard is
-// then written exactly once per numShards writes of the counter (a random pick would put Poisson
-// bursts on some shards: at 8 writes/s over 10 shards, 10 s windows with 11 or more writes on one
-// shard happen every few minutes). Across instances the decks are independent, so instances never
-// fall into step, and the roll-up sizes the shard count for their total rate.
+// shardDealer picks the shard of each write of a counter from a shuffled deck of its shard numbers,
+// reshuffled once every shard has been dealt: one Store writes each shard once per numShards writes.
+// It is safe for concurrent use.
 type shardDealer struct {
 	mu    sync.Mutex
 	decks map[string]deck

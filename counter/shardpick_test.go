@@ -44,7 +44,7 @@ func TestDealerKeepsCountersApart(t *testing.T) {
 	}
 }
 
-// TestEvictForBoundsPerCounterMaps: a full per-counter map loses one entry to a new counter, none to a
+// TestEvictForBoundsPerCounterMaps: a full per-counter map loses one request to a new counter, none to a
 // counter it holds, and never grows past maxCachedCounters.
 func TestEvictForBoundsPerCounterMaps(t *testing.T) {
 	m := make(map[string]int, maxCachedCounters)
@@ -55,6 +55,6 @@ func TestEvictForBoundsPerCounterMaps(t *testing.T) {
 		t.Fatalf("room made for a counter already held: %d entries", len(m))
 	}
 	if evictFor(m, "new"); len(m) != maxCachedCounters-1 {
-		t.Fatalf("room for a new counter: %d entries; want one entry gone", len(m))
+		t.Fatalf("room for a new counter: %d entries; want one request gone", len(m))
 	}
 }

@@ -5,37 +5,28 @@ import (
 	"sync"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/shardcount/counters/shared"
 )
 
-// touchStamps remembers, per counter, the last minute this instance stamped on counters/{id} as
-// touched_minute. A shard write stamps the counter document in the same commit at most once per
-// minute per instance, so the scheduled sweep finds every changed counter with one query on the
-// counters collection (one read per changed counter) while the counter document stays far below one
-// write per second: with K instances, K writes a minute.
-//
-// Each instance's minutes start at its own random offset: were they to start on the clock's
-// minute, every instance serving a hot counter would stamp it within the same instant, K writes at
-// once. The stamp is the minute of the write's time less the offset: it is never later than the
-// write's minute and at most one minute earlier (the sweep allows for that).
+// touchStamps remembers, per counter, the last touched_minute this Store stamped on its counter
+// document, so that shard writes stamp it at most once a minute. Minutes start at a random offset of
+// this Store: a stamp is never later than its write's minute and at most one minute earlier.
 type touchStamps struct {
-	now    func() time.Time
+	clock  shared.Clock
 	offset time.Duration
 
 	mu   sync.Mutex
 	last map[string]int64
 }
 
-func newTouchStamps(now func() time.Time) *touchStamps {
-	return &touchStamps{now: now, offset: rand.N(time.Minute), last: make(map[string]int64)}
+func newTouchStamps(clock shared.Clock) *touchStamps {
+	return &touchStamps{clock: clock, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 
 // due reports whether a write of counter id now must stamp the counter document, and with which
-// minute. The stamp counts only once record says a commit holding it applied.
+// minute; the stamp counts once record notes that its commit applied.
 func (t *touchStamps) due(id string) (minute int64, ok bool) {
-	minute = shared.UnixMinute(t.now().Add(-t.offset))
+	minute = shared.UnixMinute(t.clock.Now().Add(-t.offset))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	last, seen := t.last[id]
@@ -46,28 +37,13 @@ func (t *touchStamps) due(id string) (minute int64, ok bool) {
 func (t *touchStamps) record(id string, minute int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	evictFor(t.last, id) // the victim only stamps once more
+	evictFor(t.last, id)
 	t.last[id] = max(t.last[id], minute)
 }
 
-// forget drops what this instance knows of counter id's stamp (the counter was deleted), so its next
-// write stamps again.
+// forget drops counter id's stamp (the counter was deleted), so its next write stamps again.
 func (t *touchStamps) forget(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.last, id)
-}
-
-// touchUpdate stamps a counter document with the minute of a write. The stamp never lowers the field
-// (a server-side maximum), so instances with other offsets or a clock a little behind cannot hide
-// another instance's later stamp. It is an update, not a set: a deleted counter must not come back
-// as a document without its shard count.
-func touchUpdate(minute int64) []firestore.Update {
-	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
-}
-
-// newCounterFields is the counter document of a counter created by a write: numShards (the default
-// count, adaptive), stamped as touched in minute.
-func newCounterFields(numShards int, minute int64) map[string]any {
-	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute}
 }

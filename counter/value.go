@@ -74,8 +74,7 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 }
 
 // Totals sums counter id's shards in one aggregation query (one read per 1,000 shards): its exact
-// value, its shard writes so far, and its shard documents. The roll-up needs all three; Sum asks for
-// the value alone.
+// value, its shard writes so far, and its shard documents.
 func (s *Store) Totals(ctx context.Context, id string) (Totals, error) {
 	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().
 		WithSum(shared.FieldCount, sumAlias).
@@ -104,8 +103,6 @@ func aggregateInt(res firestore.AggregationResult, alias string) (int64, error) 
 	case *firestorepb.Value_IntegerValue:
 		return x.IntegerValue, nil
 	case *firestorepb.Value_DoubleValue:
-		// Firestore sums integers as a double only when the sum overflows int64 or a shard holds a
-		// non-integer (written by hand): both make the exact value unrepresentable.
 		if x.DoubleValue == math.Trunc(x.DoubleValue) && math.Abs(x.DoubleValue) < 1<<63 {
 			return int64(x.DoubleValue), nil
 		}

@@ -7,18 +7,10 @@ import (
 	"github.com/shardcount/counters/counter"
 )
 
-// ShardPolicy sizes a counter's shard count from its shard write rate across every instance, which
-// each roll-up measures: the growth of the sum of the shards' writes fields since the previous
-// roll-up, over the time between the two.
-//
-// Writes pick a shard uniformly at random, so a shard's writes in a 10 s window are about Poisson with
-// mean 10 × rate / shards. Sized at Target writes/s per shard (mean 1), the chance that a shard has
-// more than 10 writes in a 10 s window (over 1 write/s) is 1e-8; at GrowAbove (mean 1.5), the most a
-// shard sees before the count grows, 6e-7. (At 0.25 writes/s per shard it would be 6e-5: with
-// hundreds of shards, a hot window every few minutes.) Growth is at once, to the size for Target;
-// shrinking waits until the rate per shard has stayed below ShrinkBelow for ShrinkAfter, so a bursty
-// counter does not flap. With at most shared.MaxNumShards shards, a counter keeps every shard below
-// GrowAbove up to 150 shard writes/s: 19 instances each writing every 125 ms (group commit).
+// ShardPolicy sizes a counter's shard count from its shard write rate across every instance, measured
+// by each roll-up from the growth of the shards' writes since the previous roll-up. It grows the
+// count at once, to the size for Target, when the rate per shard exceeds GrowAbove; it shrinks it once
+// the rate per shard has stayed below ShrinkBelow for ShrinkAfter.
 type ShardPolicy struct {
 	// Target is the writes per second per shard the count is sized for.
 	Target float64

@@ -57,29 +57,6 @@ type backend interface {
 	adapt(ctx context.Context, id string, from, to int) error
 }
 
-// clock is the engine's time: the real one in production, a fake in unit tests.
-type clock interface {
-	Now() time.Time
-	// SleepUntil waits until t or the end of ctx.
-	SleepUntil(ctx context.Context, t time.Time) error
-}
-
-// realClock is the wall clock.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) SleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // firestoreBackend keeps roll-ups in Firestore.
 type firestoreBackend struct {
 	client   *firestore.Client

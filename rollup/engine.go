@@ -33,13 +33,11 @@ const (
 	SourceScheduler = "scheduler"
 )
 
-// clockSkewAllowance is how far apart two instances' clocks may be. A roll-up counts as covering a
-// change only if it was computed at least this long after the change was seen; the price of a wrong
-// "not covered" is one more roll-up in the next window, the price of a wrong "covered" a stale one.
+// clockSkewAllowance is how far apart two instances' clocks may be: a roll-up covers a change only if
+// it was computed at least this long after the change was seen.
 const clockSkewAllowance = 100 * time.Millisecond
 
-// maxAttempts bounds the read-compute-write rounds of one refresh; each lost race means another
-// instance wrote a newer roll-up, so a few rounds always suffice.
+// maxAttempts bounds the read-compute-write rounds of one refresh.
 const maxAttempts = 8
 
 // Engine keeps roll-up documents fresh: the exact sum, recomputed (never adjusted by deltas), written
@@ -47,7 +45,7 @@ const maxAttempts = 8
 // computation.
 type Engine struct {
 	store    backend
-	clock    clock
+	clock    shared.Clock
 	interval time.Duration
 	policy   ShardPolicy
 	// sweeper is the Firestore the scheduled sweep queries; nil in unit tests of the engine.
@@ -60,13 +58,13 @@ type Engine struct {
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
 	fs := &firestoreBackend{client: client, schema: schema, counters: counters}
-	e := newEngine(fs, realClock{}, interval)
+	e := newEngine(fs, shared.SystemClock{}, interval)
 	e.sweeper = fs
 	return e
 }
 
 // newEngine returns an Engine over any backend and clock.
-func newEngine(store backend, clk clock, interval time.Duration) *Engine {
+func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine {
 	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, pending: make(map[string]*refresh)}
 }
 
@@ -95,10 +93,9 @@ type refresh struct {
 }
 
 // Refresh makes sure the roll-up of counter id reflects every change the caller saw before
-// changedAt, and returns once it does. It may wait up to about one interval: when the roll-up was
-// written less than an interval ago, the next one is computed an interval after it, so a burst of
-// changes costs one write per interval and the last change is rolled up within about one interval.
-// Concurrent callers in one instance share one refresh.
+// changedAt, and returns once it does: Covered when a roll-up computed after changedAt existed, Wrote
+// when it wrote one. It waits until an interval after the previous roll-up when that is younger.
+// Concurrent callers in one Engine share one refresh.
 func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, source string) (Outcome, error) {
 	e.mu.Lock()
 	r := e.pending[id]
@@ -157,7 +154,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 		}
 		if next := e.nextWriteAt(v); e.clock.Now().Before(next) {
 			// A roll-up was written less than an interval ago; ours comes an interval after it.
-			if err := e.clock.SleepUntil(ctx, next); err != nil {
+			if err := shared.SleepUntil(ctx, e.clock, next); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return
 			}
@@ -176,11 +173,8 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 	r.err = fmt.Errorf("roll up counter %q: lost %d races in a row", id, maxAttempts)
 }
 
-// counterMissing handles a refresh of a counter without a counter document. With no shard either,
-// the counter is deleted: a roll-up left by a write that raced the delete is removed, and gone is
-// true. Shards without a counter document hold increments acknowledged after a delete (instances
-// with a warm shard-count cache wrote them): the counter document is restored so they are counted,
-// and the refresh goes on.
+// counterMissing handles a refresh of a counter without a counter document: with no shard either,
+// it removes any roll-up and reports gone; with shards, it restores the counter document.
 func (e *Engine) counterMissing(ctx context.Context, id string, v view) (gone bool, _ error) {
 	totals, err := e.store.totals(ctx, id)
 	if err != nil {
@@ -206,11 +200,8 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	return r.decided
 }
 
-// write computes the exact sum and the shard write rate now, decides the shard count, and writes the
-// roll-up on condition that it is still as read in v: of two instances that read the same roll-up
-// only one writes, so writes stay an interval apart, an older computation can never overwrite a newer
-// one, and only one instance acts on each measurement. A first roll-up is created only while the
-// counter document exists, so a refresh that raced a delete cannot bring the roll-up back.
+// write computes the exact sum and the shard write rate now, writes the roll-up on condition that it
+// is still as read in v (errConflict when not), then adapts the shard count if the policy says so.
 func (e *Engine) write(ctx context.Context, id string, v view, source string) error {
 	computedAt := e.clock.Now()
 	totals, err := e.store.totals(ctx, id)
@@ -228,9 +219,8 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string) er
 	return nil
 }
 
-// nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval
-// after it was computed and after it was committed, so that neither computations nor commits of one
-// roll-up document come more often than one per interval.
+// nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval after
+// the later of its computation and its commit.
 func (e *Engine) nextWriteAt(v view) time.Time {
 	if v.rollup == nil {
 		return time.Time{}

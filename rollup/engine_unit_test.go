@@ -28,14 +28,14 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) SleepUntil(_ context.Context, t time.Time) error {
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sleeps = append(c.sleeps, t)
-	if t.After(c.now) {
-		c.now = t
-	}
-	return nil
+	c.now = c.now.Add(max(d, 0))
+	c.sleeps = append(c.sleeps, c.now)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
 }
 
 // fakeStore is one counter's roll-up and shards in memory.

@@ -16,17 +16,10 @@ import (
 // sweepConcurrency bounds the counters one sweep checks at once.
 const sweepConcurrency = 16
 
-// sweepPage is how many changed counters one query of a sweep returns; the sweep decides between
-// pages whether another one fits in its time, so a page must be quick to check.
+// sweepPage is how many changed counters one query of a sweep returns.
 const sweepPage = 100
 
-// DefaultSweepBudget is how long a sweep runs when its context has no deadline: a minute short of the
-// 300 s timeout rollup-scheduled is deployed with (scripts/deploy.sh, terraform), so the last page and
-// saving its progress end before the platform cuts the request. Ticks come a minute apart, but the
-// function runs one sweep at a time (max instances 1, concurrency 1): a long sweep delays the next
-// tick, which then covers everything changed since two minutes before this one began, so a sweep
-// never needs to stop at the next tick to keep coverage whole, and stopping early only moves its
-// remaining work to a later tick.
+// DefaultSweepBudget is how long a sweep runs when its context has no deadline.
 const DefaultSweepBudget = 4 * time.Minute
 
 // stampLag is how many minutes a counter's touched_minute may trail its latest write, plus one: a
@@ -66,18 +59,11 @@ type sweepState struct {
 	AfterID     string `firestore:"after_id"`
 }
 
-// Sweep is the safety net for lost or disabled triggers: it rolls up every counter changed since the
-// previous sweep whose roll-up differs from its exact value. It finds them with one query on the
-// counters' touched_minute (stamped by shard writes at most once a minute per instance), so a sweep
-// costs a small constant number of reads per changed counter (see SweepResult.Reads), however many
-// idle counters exist. A pass that runs out of time (another page would not end before the
-// context's deadline less a margin, or DefaultSweepBudget) saves where it stopped and the next sweep
-// resumes there. The first sweep ever
-// looks back lookback.
-//
-// A pass covers changes since two minutes before the previous pass began: a write's stamp is at most
-// one minute before the write's minute (see counter's touch stamps), and instances' clocks differ by
-// far less than another minute.
+// Sweep rolls up every counter changed since two minutes before the previous pass began whose roll-up
+// differs from its exact value; the first sweep ever looks back lookback. It costs a few reads per
+// changed counter (SweepResult.Reads), none per idle one. A pass that would not end before ctx's
+// deadline less a margin (or DefaultSweepBudget) saves where it stopped, returns with Done false, and
+// the next sweep resumes there.
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
 	fs := e.sweeper
 	stopBy := e.clock.Now().Add(DefaultSweepBudget)

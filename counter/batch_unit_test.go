@@ -13,9 +13,9 @@ import (
 const testInterval = 100 * time.Millisecond
 
 // addAsync runs add in a goroutine and returns where its result arrives.
-func addAsync(ctx context.Context, g *groupCommitter, e entry) <-chan entryResult {
-	out := make(chan entryResult, 1)
-	go func() { out <- g.add(ctx, e.incs[0].Counter, e) }()
+func addAsync(ctx context.Context, g *groupCommitter, req request) <-chan reply {
+	out := make(chan reply, 1)
+	go func() { out <- g.add(ctx, req.incs[0].Counter, req) }()
 	return out
 }
 
@@ -23,7 +23,7 @@ func (g *groupCommitter) pendingOf(id string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if group, ok := g.groups[id]; ok {
-		return len(group.pending)
+		return len(group.queue)
 	}
 	return 0
 }
@@ -34,14 +34,14 @@ func (g *groupCommitter) running() int {
 	return len(g.groups)
 }
 
-func result(t *testing.T, ch <-chan entryResult) entryResult {
+func result(t *testing.T, ch <-chan reply) reply {
 	t.Helper()
 	select {
 	case r := <-ch:
 		return r
 	case <-time.After(10 * time.Second):
 		t.Fatal("no answer")
-		return entryResult{}
+		return reply{}
 	}
 }
 
@@ -87,10 +87,10 @@ func TestGroupCancelledInFlightLearnsItsWritesOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		write error
-		want  func(entryResult) bool
+		want  func(reply) bool
 	}{
-		{"applied", nil, func(r entryResult) bool { return r.err == nil && r.outcome.Applied[0].Shard == 3 }},
-		{"unknown", outcomeUnknown(status.Error(codes.Unavailable, "lost")), func(r entryResult) bool { return errors.Is(r.err, ErrOutcomeUnknown) }},
+		{"applied", nil, func(r reply) bool { return r.err == nil && r.outcome.Applied[0].Shard == 3 }},
+		{"unknown", outcomeUnknown(status.Error(codes.Unavailable, "lost")), func(r reply) bool { return errors.Is(r.err, ErrOutcomeUnknown) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newFakeWriter()
@@ -137,7 +137,7 @@ func TestGroupFailedWriteFailsExactlyItsBatch(t *testing.T) {
 	if r := result(t, a1); r.err != nil {
 		t.Errorf("a1: %v, want applied", r.err)
 	}
-	for name, ch := range map[string]<-chan entryResult{"a2": a2, "a3": a3, "b": b} {
+	for name, ch := range map[string]<-chan reply{"a2": a2, "a3": a3, "b": b} {
 		if r := result(t, ch); !errors.Is(r.err, ErrNotApplied) {
 			t.Errorf("%s: %+v, want ErrNotApplied", name, r)
 		}
@@ -219,7 +219,7 @@ func TestCloseGivesUpWhenItsContextEnds(t *testing.T) {
 type settleCase struct {
 	name     string
 	plans    *fakePlans
-	want     func(entryResult) bool
+	want     func(reply) bool
 	commits  int
 	wantDesc string
 }
@@ -232,25 +232,25 @@ var (
 func TestAmbiguousCommitIsSettledByFencing(t *testing.T) {
 	for _, tc := range []settleCase{
 		{"fence applies: not applied", &fakePlans{commits: []error{unavailable}},
-			func(r entryResult) bool {
+			func(r reply) bool {
 				return errors.Is(r.err, ErrNotApplied) && !errors.Is(r.err, ErrOutcomeUnknown)
 			}, 1, "ErrNotApplied"},
 		{"fence finds the write: applied", &fakePlans{commits: []error{unavailable}, fences: []error{exists}, inspects: []inspection{{write: writeApplied}}},
-			func(r entryResult) bool { return r.err == nil && r.outcome.Applied[0].Shard == 7 }, 1, "applied"},
+			func(r reply) bool { return r.err == nil && r.outcome.Applied[0].Shard == 7 }, 1, "applied"},
 		{"fence finds its own earlier attempt: not applied", &fakePlans{commits: []error{unavailable}, fences: []error{exists}, inspects: []inspection{{write: writeFenced}}},
-			func(r entryResult) bool { return errors.Is(r.err, ErrNotApplied) }, 1, "ErrNotApplied"},
+			func(r reply) bool { return errors.Is(r.err, ErrNotApplied) }, 1, "ErrNotApplied"},
 		{"fence fails: unknown", &fakePlans{commits: []error{unavailable}, fences: []error{unavailable}},
-			func(r entryResult) bool {
+			func(r reply) bool {
 				return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied)
 			}, 1, "ErrOutcomeUnknown"},
 		{"library re-sent an applied commit: applied, no fence", &fakePlans{commits: []error{exists}, inspects: []inspection{{write: writeApplied}}},
-			func(r entryResult) bool { return r.err == nil }, 1, "applied"},
+			func(r reply) bool { return r.err == nil }, 1, "applied"},
 		{"contention: fenced, then sent again with a new write ID", &fakePlans{commits: []error{status.Error(codes.Aborted, "contention"), nil}},
-			func(r entryResult) bool { return r.err == nil }, 2, "applied"},
+			func(r reply) bool { return r.err == nil }, 2, "applied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeStore(tc.plans)
-			r := s.writeEntries(context.Background(), []entry{unkeyed("c", 5)})[0]
+			r := s.commitBatch(context.Background(), []request{unkeyed("c", 5)})[0]
 			if !tc.want(r) {
 				t.Errorf("result %+v (%v), want %s", r, r.err, tc.wantDesc)
 			}
@@ -286,29 +286,29 @@ func TestDuplicateKeysInAGroupNeverBlockTheOthers(t *testing.T) {
 	}
 	s := newFakeStore(plans)
 	reused := keyed("c", 9, "new") // the key "new" again, with another delta
-	batch := []entry{keyed("c", 1, "new"), old, keyed("c", 1, "new"), unkeyed("c", 4), reused}
-	results := s.writeEntries(context.Background(), batch)
+	batch := []request{keyed("c", 1, "new"), old, keyed("c", 1, "new"), unkeyed("c", 4), reused}
+	replies := s.commitBatch(context.Background(), batch)
 
 	if len(plans.committed) != 2 {
 		t.Fatalf("%d commits, want 2 (the second without the old key)", len(plans.committed))
 	}
 	second := plans.committed[1]
-	if len(second.keyed) != 1 || second.keyed[0].key.ID != "new" || second.shards[0].delta != 5 {
-		t.Errorf("second commit: keys %+v, delta %d; want only key new and 1+4", second.keyed, second.shards[0].delta)
+	if len(second.dedupes) != 1 || second.dedupes[0].key.ID != "new" || second.shards[0].delta != 5 {
+		t.Errorf("second commit: keys %+v, delta %d; want only key new and 1+4", second.dedupes, second.shards[0].delta)
 	}
-	if r := results[0]; r.err != nil || r.outcome.Duplicate || r.outcome.Applied[0].Shard != 7 {
+	if r := replies[0]; r.err != nil || r.outcome.Duplicate || r.outcome.Applied[0].Shard != 7 {
 		t.Errorf("new: %+v, want applied on shard 7", r)
 	}
-	if r := results[1]; r.err != nil || !r.outcome.Duplicate || r.outcome.Applied[0] != first {
+	if r := replies[1]; r.err != nil || !r.outcome.Duplicate || r.outcome.Applied[0] != first {
 		t.Errorf("old: %+v, want a duplicate answered with %+v", r, first)
 	}
-	if r := results[2]; r.err != nil || !r.outcome.Duplicate || r.outcome.Applied[0].Shard != 7 {
+	if r := replies[2]; r.err != nil || !r.outcome.Duplicate || r.outcome.Applied[0].Shard != 7 {
 		t.Errorf("repeat of new: %+v, want a duplicate of the first", r)
 	}
-	if r := results[3]; r.err != nil || r.outcome.Applied[0].Delta != 4 {
+	if r := replies[3]; r.err != nil || r.outcome.Applied[0].Delta != 4 {
 		t.Errorf("unkeyed: %+v, want applied", r)
 	}
-	if r := results[4]; !errors.Is(r.err, ErrKeyReused) {
+	if r := replies[4]; !errors.Is(r.err, ErrKeyReused) {
 		t.Errorf("key new with another delta: %+v, want ErrKeyReused", r)
 	}
 }
@@ -317,19 +317,19 @@ func TestDuplicateKeysInAGroupNeverBlockTheOthers(t *testing.T) {
 // record to fence: it is sent once more (its dedupe records make that safe). Applied, or found applied
 // by its write ID on its dedupe records, it is answered applied; failing again, unknown.
 func TestAmbiguousKeyedCommitIsSettledBySendingItAgain(t *testing.T) {
-	applied := func(r entryResult) bool { return r.err == nil && !r.outcome.Duplicate }
+	applied := func(r reply) bool { return r.err == nil && !r.outcome.Duplicate }
 	for _, tc := range []settleCase{
 		{name: "sent again: applied", plans: &fakePlans{commits: []error{unavailable, nil}}, want: applied},
 		{name: "sent again, finds its own records: applied", want: applied,
 			plans: &fakePlans{commits: []error{unavailable, exists}, inspects: []inspection{{write: writeApplied}}}},
 		{name: "sent again, fails again: unknown", plans: &fakePlans{commits: []error{unavailable, unavailable}},
-			want: func(r entryResult) bool {
+			want: func(r reply) bool {
 				return errors.Is(r.err, ErrOutcomeUnknown) && !errors.Is(r.err, ErrNotApplied)
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeStore(tc.plans)
-			r := s.writeEntries(context.Background(), []entry{keyed("c", 1, "k1"), keyed("c", 2, "k2")})[0]
+			r := s.commitBatch(context.Background(), []request{keyed("c", 1, "k1"), keyed("c", 2, "k2")})[0]
 			if !tc.want(r) {
 				t.Errorf("result %+v (%v)", r, r.err)
 			}

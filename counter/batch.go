@@ -1,0 +1,139 @@
+package counter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// maxCommitAttempts bounds the commits of one batch; each new attempt follows a certain "not
+// applied" (contention, a duplicate key taken out, a counter created or deleted meanwhile).
+const maxCommitAttempts = 4
+
+// commitBatch commits batch in one commit, or in a few when requests must be taken out (a key applied
+// before), and returns one reply per request. A request repeating a key earlier in the batch is
+// answered as that request's duplicate; a duplicate never fails the others.
+func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
+	replies := make([]reply, len(batch))
+	// One commit cannot create a dedupe record twice: a repeated key follows its first request.
+	leader := make([]int, len(batch))
+	var live []int
+	seen := make(map[string]int)
+	for i, req := range batch {
+		leader[i] = i
+		if req.key != nil {
+			id := req.key.recordID()
+			if j, ok := seen[id]; ok {
+				leader[i] = j
+				continue
+			}
+			seen[id] = i
+		}
+		live = append(live, i)
+	}
+	s.commitLive(ctx, batch, live, replies)
+	for i, req := range batch {
+		if j := leader[i]; j != i {
+			replies[i] = followerReply(req, replies[j])
+		}
+	}
+	return replies
+}
+
+// commitLive commits the live requests of batch, taking out duplicates, until they are committed or
+// fail, and fills in their replies.
+func (s *Store) commitLive(ctx context.Context, batch []request, live []int, replies []reply) {
+	fail := func(err error) {
+		for _, i := range live {
+			replies[i] = reply{err: err}
+		}
+	}
+	for attempt := 1; len(live) > 0; attempt++ {
+		plan, err := s.plan(ctx, batch, live)
+		if err != nil {
+			fail(notApplied(err))
+			return
+		}
+		res := s.apply(ctx, plan)
+		if res.applied {
+			s.remember(plan.shards)
+			for _, i := range live {
+				replies[i] = reply{outcome: Outcome{Applied: appliedOf(plan, i, batch[i])}, fingerprint: batch[i].fingerprint}
+			}
+			return
+		}
+		if status.Code(res.err) == codes.NotFound {
+			// A counter was deleted under its cached shard count: the next plan creates it again.
+			for _, w := range plan.shards {
+				s.shardCounts.forget(w.counter)
+			}
+		}
+		if attempt == maxCommitAttempts || !canRetry(res) {
+			fail(res.err)
+			return
+		}
+		live = takeOutDuplicates(batch, live, plan, res.conflicts, replies)
+	}
+}
+
+// canRetry reports whether a commit that certainly did not apply may be sent again at once:
+// contention, documents in the way, or a counter deleted under a cached count.
+func canRetry(res commitResult) bool {
+	if !errors.Is(res.err, ErrNotApplied) {
+		return false
+	}
+	switch status.Code(res.err) {
+	case codes.Aborted, codes.AlreadyExists, codes.NotFound:
+		return true
+	}
+	return false
+}
+
+// takeOutDuplicates answers the live requests whose keys were applied before with the first
+// application, and returns the others.
+func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspection, replies []reply) []int {
+	var rest []int
+	for _, i := range live {
+		d, keyed := plan.dedupeOf[i]
+		rec, dup := in.duplicates[d]
+		if !keyed || !dup {
+			rest = append(rest, i)
+			continue
+		}
+		out, err := duplicateOutcome(rec, *batch[i].key, batch[i].fingerprint)
+		replies[i] = reply{outcome: out, fingerprint: rec.Fingerprint, err: err}
+	}
+	return rest
+}
+
+// appliedOf is what request i of the batch, req, got from plan: its increments on the shards chosen.
+func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
+	if d, ok := plan.dedupeOf[i]; ok {
+		return plan.dedupes[d].applied
+	}
+	applied := make([]AppliedIncrement, len(req.incs))
+	for n, inc := range req.incs {
+		for _, w := range plan.shards {
+			if w.counter == inc.Counter {
+				applied[n] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
+			}
+		}
+	}
+	return applied
+}
+
+// followerReply answers req, which repeats the key of an earlier request of its batch, from that
+// request's reply first.
+func followerReply(req request, first reply) reply {
+	if first.err != nil && !errors.Is(first.err, ErrKeyReused) {
+		return first // not applied, or unknown: the same holds for the repeat
+	}
+	r := reply{outcome: Outcome{Applied: first.outcome.Applied, Duplicate: true}, fingerprint: first.fingerprint}
+	if req.fingerprint != first.fingerprint {
+		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
+	}
+	return r
+}

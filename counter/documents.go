@@ -1,0 +1,210 @@
+package counter
+
+import (
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// writeRecordTTL is how long a write record lives: only the settling of its commit reads it.
+const writeRecordTTL = time.Hour
+
+// writeRecordSource is the source field of a write record; it lives among the dedupe records, so
+// their TTL policy deletes it too.
+const writeRecordSource = "write"
+
+// documents names a Store's documents and maps its writes to Firestore operations.
+type documents struct {
+	client           *firestore.Client
+	schema           shared.Schema
+	defaultNumShards int
+	// dedupeTTL is how long a dedupe record lives.
+	dedupeTTL time.Duration
+}
+
+// opKind is how an op writes its document.
+type opKind int
+
+const (
+	opCreate opKind = iota // Create: fails with AlreadyExists when the document exists
+	opUpdate               // Update: fails with NotFound when the document is missing
+	opMerge                // Set with MergeAll: creates or merges
+	opSet                  // Set: creates or replaces
+)
+
+// op is one document write of a commit, sent in a WriteBatch or a Transaction alike.
+type op struct {
+	kind    opKind
+	ref     *firestore.DocumentRef
+	data    any                // opCreate, opMerge, opSet
+	updates []firestore.Update // opUpdate
+}
+
+// shardWriteOps is the mapping of shard write w to Firestore operations: the counter's creation
+// (w.create) or touched stamp (w.stamp), then the shard's server-side increment.
+func (d documents) shardWriteOps(w shardWrite) []op {
+	var ops []op
+	counterRef := d.schema.CounterRef(d.client, w.counter)
+	switch {
+	case w.create:
+		ops = append(ops, op{kind: opCreate, ref: counterRef, data: newCounterFields(d.defaultNumShards, w.minute)})
+	case w.stamp:
+		ops = append(ops, op{kind: opUpdate, ref: counterRef, updates: touchUpdate(w.minute)})
+	}
+	return append(ops, op{kind: opMerge, ref: d.schema.ShardRef(d.client, w.counter, w.shard), data: shardIncrement(w.delta)})
+}
+
+// planOps is every operation of plan's commit: its write record, its dedupe records and its shard
+// writes.
+func (d documents) planOps(plan *commitPlan) []op {
+	var ops []op
+	if plan.writeRecord {
+		ops = append(ops, op{kind: opCreate, ref: d.writeRecordRef(plan), data: writeRecord(plan, false)})
+	}
+	for _, dw := range plan.dedupes {
+		ops = append(ops, d.dedupeRecordOp(dw, plan.writeID, plan.now))
+	}
+	for _, w := range plan.shards {
+		ops = append(ops, d.shardWriteOps(w)...)
+	}
+	return ops
+}
+
+// addToBatch adds ops to b.
+func addToBatch(b *firestore.WriteBatch, ops []op) {
+	for _, o := range ops {
+		switch o.kind {
+		case opCreate:
+			b.Create(o.ref, o.data)
+		case opUpdate:
+			b.Update(o.ref, o.updates)
+		case opMerge:
+			b.Set(o.ref, o.data, firestore.MergeAll)
+		case opSet:
+			b.Set(o.ref, o.data)
+		}
+	}
+}
+
+// addToTransaction adds ops to tx; it returns the first error.
+func addToTransaction(tx *firestore.Transaction, ops []op) error {
+	for _, o := range ops {
+		var err error
+		switch o.kind {
+		case opCreate:
+			err = tx.Create(o.ref, o.data)
+		case opUpdate:
+			err = tx.Update(o.ref, o.updates)
+		case opMerge:
+			err = tx.Set(o.ref, o.data, firestore.MergeAll)
+		case opSet:
+			err = tx.Set(o.ref, o.data)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newCounterFields is the counter document of a counter created by a write: numShards, stamped as
+// touched in minute.
+func newCounterFields(numShards int, minute int64) map[string]any {
+	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute}
+}
+
+// touchUpdate raises a counter document's touched_minute to minute (a server-side maximum, never
+// lowered); it fails on a missing counter document.
+func touchUpdate(minute int64) []firestore.Update {
+	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
+}
+
+// shardIncrement adds delta to a shard's count and 1 to its writes, server-side; it creates the
+// shard document if needed.
+func shardIncrement(delta int64) map[string]any {
+	return map[string]any{
+		shared.FieldCount:  firestore.Increment(delta),
+		shared.FieldWrites: firestore.Increment(1),
+	}
+}
+
+func (d documents) writeRecordRef(plan *commitPlan) *firestore.DocumentRef {
+	return d.schema.DedupeRef(d.client, plan.writeID)
+}
+
+// writeRecord is the document that marks a commit holding unkeyed requests (or its fence) as written.
+func writeRecord(plan *commitPlan, fence bool) map[string]any {
+	return map[string]any{
+		shared.FieldDedupeSource: writeRecordSource,
+		shared.FieldWriteFence:   fence,
+		shared.FieldCreatedAt:    plan.now,
+		shared.FieldExpiresAt:    plan.now.Add(writeRecordTTL),
+	}
+}
+
+func (d documents) dedupeRecordRef(key Key) *firestore.DocumentRef {
+	return d.schema.DedupeRef(d.client, key.recordID())
+}
+
+// dedupeRecordOp creates dw's dedupe record, which marks its key as applied by write writeID at now:
+// what a retry must answer, and the fingerprint that tells a retry from a reused key. It expires
+// after dedupeTTL.
+func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time) op {
+	applied := make([]map[string]any, len(dw.applied))
+	for i, a := range dw.applied {
+		applied[i] = map[string]any{
+			shared.FieldAppliedCounter: a.Counter,
+			shared.FieldAppliedDelta:   a.Delta,
+			shared.FieldAppliedShard:   a.Shard,
+		}
+	}
+	rec := map[string]any{
+		shared.FieldDedupeSource:      string(dw.key.Source),
+		shared.FieldDedupeKey:         dw.key.ID,
+		shared.FieldDedupeFingerprint: dw.fingerprint,
+		shared.FieldDedupeApplied:     applied,
+		shared.FieldDedupeWrite:       writeID,
+		shared.FieldCreatedAt:         now,
+		shared.FieldExpiresAt:         now.Add(d.dedupeTTL),
+	}
+	if dw.key.Caller != "" {
+		rec[shared.FieldDedupeCaller] = dw.key.Caller
+	}
+	return op{kind: opCreate, ref: d.dedupeRecordRef(dw.key), data: rec}
+}
+
+// dedupeRecordData is a dedupe record as read back.
+type dedupeRecordData struct {
+	Fingerprint string `firestore:"fingerprint"`
+	Write       string `firestore:"write"`
+	Applied     []struct {
+		Counter string `firestore:"counter"`
+		Delta   int64  `firestore:"delta"`
+		Shard   int    `firestore:"shard"`
+	} `firestore:"applied"`
+}
+
+// decodeDedupeRecord reads key's dedupe record.
+func decodeDedupeRecord(snap *firestore.DocumentSnapshot, key Key) (dedupeRecordData, error) {
+	var rec dedupeRecordData
+	if err := snap.DataTo(&rec); err != nil {
+		return dedupeRecordData{}, fmt.Errorf("decode dedupe record of key %s %q: %w", key.Source, key.ID, err)
+	}
+	return rec, nil
+}
+
+// duplicateOutcome is the Outcome of key, whose dedupe record rec exists: the first application, and
+// ErrKeyReused when fingerprint is not the first application's.
+func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Outcome, error) {
+	outcome := Outcome{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied))}
+	for i, a := range rec.Applied {
+		outcome.Applied[i] = AppliedIncrement{Counter: a.Counter, Delta: a.Delta, Shard: a.Shard}
+	}
+	if rec.Fingerprint != fingerprint {
+		return outcome, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, ErrKeyReused)
+	}
+	return outcome, nil
+}

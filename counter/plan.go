@@ -1,0 +1,132 @@
+package counter
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// writeRecordPrefix starts every write ID, so a write record's document ID never equals a dedupe
+// record's (a hex hash).
+const writeRecordPrefix = "write-"
+
+// commitPlan is the content of one atomic commit.
+type commitPlan struct {
+	// writeID marks every document the commit creates, so an attempt that applied can be recognised.
+	writeID string
+	// writeRecord: the commit creates the write record writeID, because it holds an unkeyed request.
+	writeRecord bool
+	now         time.Time
+	shards      []shardWrite
+	dedupes     []dedupeWrite
+	// dedupeOf maps a keyed request's index in its batch to its dedupe record's index in dedupes.
+	dedupeOf map[int]int
+}
+
+// shardWrite is one counter's part of a commit.
+type shardWrite struct {
+	counter string
+	delta   int64
+	shard   int
+	// create makes the counter (absent when planned) with the default shard count in the same commit.
+	create bool
+	// stamp sets the counter's touched_minute to minute in the same commit.
+	stamp  bool
+	minute int64
+}
+
+// dedupeWrite is one dedupe record of a commit.
+type dedupeWrite struct {
+	key         Key
+	fingerprint string
+	applied     []AppliedIncrement
+}
+
+// newWriteID is a fresh write ID: 128 random bits.
+func newWriteID() string { return writeRecordPrefix + rand.Text() }
+
+// plan makes the commit of the live requests of batch: one shard write per counter with the sum of its
+// deltas, and one dedupe record per keyed request.
+func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitPlan, error) {
+	plan := &commitPlan{writeID: newWriteID(), now: s.clock.Now(), dedupeOf: make(map[int]int)}
+	index := make(map[string]int)
+	for _, i := range live {
+		plan.writeRecord = plan.writeRecord || batch[i].key == nil
+		for _, inc := range batch[i].incs {
+			if n, ok := index[inc.Counter]; ok {
+				plan.shards[n].delta += inc.Delta
+				continue
+			}
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta)
+			if err != nil {
+				return nil, err
+			}
+			index[inc.Counter] = len(plan.shards)
+			plan.shards = append(plan.shards, w)
+		}
+	}
+	for _, i := range live {
+		if req := batch[i]; req.key != nil {
+			applied := make([]AppliedIncrement, len(req.incs))
+			for n, inc := range req.incs {
+				applied[n] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: plan.shards[index[inc.Counter]].shard}
+			}
+			plan.dedupeOf[i] = len(plan.dedupes)
+			plan.dedupes = append(plan.dedupes, dedupeWrite{key: *req.key, fingerprint: req.fingerprint, applied: applied})
+		}
+	}
+	return plan, nil
+}
+
+// planShard plans a write of delta to counter id: the next shard of its cached (or read) shard count,
+// its creation when it does not exist, and its touched stamp when one is due.
+func (s *Store) planShard(ctx context.Context, id string, delta int64) (shardWrite, error) {
+	numShards, err := s.numShards(ctx, id)
+	create := errors.Is(err, ErrNotFound)
+	if create {
+		numShards = s.defaultNumShards
+	} else if err != nil {
+		return shardWrite{}, err
+	}
+	minute, due := s.touches.due(id)
+	return shardWrite{counter: id, delta: delta, shard: s.pickShard(id, numShards), create: create, stamp: !create && due, minute: minute}, nil
+}
+
+// numShards returns the shard count of counter id, from the cache when it is fresh; ErrNotFound when
+// the counter does not exist.
+func (s *Store) numShards(ctx context.Context, id string) (int, error) {
+	if n, ok := s.shardCounts.get(id); ok {
+		return n, nil
+	}
+	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read counter %q: %w", id, err)
+	}
+	shape, err := s.ShapeOf(snap)
+	if err != nil {
+		return 0, err
+	}
+	s.shardCounts.put(id, shape.NumShards)
+	return shape.NumShards, nil
+}
+
+// remember updates what this Store knows once shard writes ws committed: counters they created
+// exist, and counters they stamped need no stamp for a while.
+func (s *Store) remember(ws []shardWrite) {
+	for _, w := range ws {
+		if w.create {
+			s.shardCounts.put(w.counter, s.defaultNumShards)
+		}
+		if w.create || w.stamp {
+			s.touches.record(w.counter, w.minute)
+		}
+	}
+}
