@@ -8,7 +8,7 @@ BENCH := bin/bench
 WEB_DEPS := web/node_modules/.package-lock.json
 WEB_APP := web/dist/app.js
 
-.PHONY: run test build vet publish bench check-deploy clean web generate
+.PHONY: run test fuzz build vet publish bench check-deploy clean web generate
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
@@ -65,8 +65,20 @@ vet:
 ## test: go vet, then every test against real emulators started once for the run (the JS SDK and
 ##       browser tests in web/test run inside it, from internal/webtest). The slowest package takes
 ##       about 3 minutes; 15 minutes per package makes a hang fail the run, not eat CI's 90.
+##       Then each fuzz target of functions/ (fuzz_test.go) runs FUZZ_EXECS inputs on the same stack.
 test: vet build $(WEB_APP)
-	$(LOCALSTACK) exec -- $(GO) test -count=1 -timeout 15m ./...
+	$(LOCALSTACK) exec -- sh -c '$(GO) test -count=1 -timeout 15m ./... && $(call fuzz-each,$(FUZZ_EXECS))'
+
+## fuzz: every fuzz target of functions/ for FUZZTIME each (default 1m), on the local stack's emulators
+fuzz: build
+	$(LOCALSTACK) exec -- sh -c '$(call fuzz-each,$(FUZZTIME))'
+
+FUZZ_EXECS ?= 2000x
+FUZZTIME ?= 1m
+# fuzz-each runs every Fuzz target of functions/ (as go test -list names them) for $(1) each: a
+# duration, or a number of inputs (2000x), which never stops before the targets have started.
+fuzz-each = for t in $$($(GO) test -list "^Fuzz" ./functions/ | grep "^Fuzz"); do \
+	echo "fuzz $$t for $(1)"; $(GO) test -run "^$$" -fuzz "^$$t$$" -fuzztime $(1) ./functions/ || exit 1; done
 
 ## check-deploy: shellcheck the scripts; terraform fmt -check when a terraform binary is on PATH
 ## (gcloud's parser over deploy.sh's commands and the provider schema check run with `make test`)
