@@ -79,6 +79,7 @@ func runNode(dir string, limit time.Duration, args ...string) ([]byte, error) {
 // TestRunNodeKillsAHungRun: a script that never ends, with a detached descendant holding the output
 // pipe (as a browser left open would), is killed at the limit and its output kept.
 func TestRunNodeKillsAHungRun(t *testing.T) {
+	testenv.SkipIfShort(t, "Node.js")
 	out, err := runNode("testdata", 2*time.Second, "hangs.mjs")
 	if !errors.Is(err, errRunLimit) {
 		t.Fatalf("err = %v, want %v; output:\n%s", err, errRunLimit, out)
