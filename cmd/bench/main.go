@@ -45,7 +45,8 @@ func main() {
 	var o options
 	flag.IntVar(&o.clients, "clients", 64, "concurrent clients (HTTP) or publishers (Pub/Sub)")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "how long HTTP clients send increments")
-	flag.IntVar(&o.counters, "counters", 1, "counters the clients spread over")
+	flag.IntVar(&o.counters, "counters", 1, "counters the clients spread over (up to 10,000)")
+	flag.Float64Var(&o.zipf, "zipf", 0, "pick each increment's counter from a Zipf distribution with this exponent (> 1, e.g. 1.1); 0 spreads increments evenly")
 	flag.IntVar(&o.shards, "shards", 10, "shards per counter (ConfigureCounter before the load)")
 	flag.Float64Var(&o.rate, "rate", 0, "offered increments per second over all clients (0: as fast as answers come)")
 	flag.StringVar(&o.groupInterval, "group-interval", "", "GROUP_COMMIT_INTERVAL of the group-commit mode (default: the code's)")
@@ -63,6 +64,10 @@ func main() {
 	out := flag.String("out", "bench", "directory for report.json, report.md and the plots")
 	flag.Parse()
 
+	if o.zipf != 0 && o.zipf <= 1 {
+		fmt.Fprintln(os.Stderr, "bench: -zipf must be more than 1 (or 0 for an even spread)")
+		os.Exit(2)
+	}
 	plans, err := plansOf(*vias, *modes, *instances, *faults)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

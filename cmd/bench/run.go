@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand"
 	"net/http"
 	"os"
 	"sync"
@@ -23,9 +24,11 @@ import (
 
 // options are the harness's flags that apply to every run.
 type options struct {
-	clients       int
-	duration      time.Duration
-	counters      int
+	clients  int
+	duration time.Duration
+	counters int
+	// zipf, when more than 1, is the exponent of the Zipf distribution of increments over counters.
+	zipf          float64
 	shards        int
 	rate          float64
 	groupInterval string
@@ -104,7 +107,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	run := loadreport.Run{Name: p.name(), Mode: p.mode, Via: p.via, Instances: p.instances, Settings: map[string]string{
 		"clients": fmt.Sprint(o.clients), "duration": o.duration.String(), "counters": fmt.Sprint(o.counters),
 		"shards": fmt.Sprint(o.shards), "offered_rate": fmt.Sprint(o.rate), "kill_at": o.killAt.String(),
-		"keyed_fraction": fmt.Sprint(o.keyedFraction),
+		"keyed_fraction": fmt.Sprint(o.keyedFraction), "zipf": fmt.Sprint(o.zipf),
 	}}
 	if p.via == "pubsub" {
 		run.Settings["messages"], run.Settings["republish_fraction"] = fmt.Sprint(o.messages), fmt.Sprint(o.republishFraction)
@@ -195,6 +198,11 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	run.End, run.Settings["logs"] = settled, logDir
 
 	fill(&run, obs, w, p.faults != nil || o.killAt > 0)
+	run.RollupInvocationsPer1000, run.RollupInstanceSecondsPer1000 = -1, -1
+	if st, ok := s.eventStats(); ok && run.Acknowledged > 0 {
+		run.RollupInvocationsPer1000 = float64(st.Invocations) * 1000 / float64(run.Acknowledged)
+		run.RollupInstanceSecondsPer1000 = st.InstanceSeconds * 1000 / float64(run.Acknowledged)
+	}
 	if run.RequestsPerInstance, err = s.instanceRequests(); err != nil {
 		return run, err
 	}
@@ -243,6 +251,7 @@ func fill(run *loadreport.Run, obs *observed, w *watcher, disturbed bool) {
 	}
 	run.LatencyP50, run.LatencyP99, run.LatencyMax = loadreport.Percentile(obs.latencies, 0.5), loadreport.Percentile(obs.latencies, 0.99), loadreport.Percentile(obs.latencies, 1)
 	run.StalenessP50, run.StalenessP99, run.StalenessMax = loadreport.Percentile(w.ages, 0.5), loadreport.Percentile(w.ages, 0.99), loadreport.Percentile(w.ages, 1)
+	run.RollupAgeP50, run.RollupAgeP99, run.RollupAgeMax = loadreport.Percentile(w.behind, 0.5), loadreport.Percentile(w.behind, 0.99), loadreport.Percentile(w.behind, 1)
 	run.Timeline = w.seconds
 	for _, s := range w.seconds {
 		run.FinalShards = s.Shards
@@ -317,7 +326,7 @@ func (t *tally) done(k int, out outcome, retries int, latency time.Duration) {
 	case applied:
 		t.obs.outcomes[k].Acknowledged++
 		t.obs.latencies = append(t.obs.latencies, latency)
-		t.watcher.acknowledged(time.Now())
+		t.watcher.acknowledged(k, time.Now())
 	case unknown:
 		t.obs.outcomes[k].Unknown++
 	}
@@ -341,11 +350,12 @@ func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher
 	var wg sync.WaitGroup
 	for c := range o.clients {
 		cl := &incrementClient{url: s.functionsURL + "/Increment", keyed: c < keyed, answer: t.answer}
+		pick := counterPicker(o, c)
 		wg.Go(func() {
 			pace := newPacer(o)
 			for i := c; time.Now().Before(stop); i++ {
 				pace.wait()
-				k := i % len(ids)
+				k := pick(i)
 				t.offer()
 				began := time.Now()
 				out, retries := cl.increment(ctx, ids[k], giveUp)
@@ -380,4 +390,14 @@ func (p *pacer) wait() {
 		p.next = p.next.Add(p.every)
 		time.Sleep(time.Until(p.next))
 	}
+}
+
+// counterPicker returns client c's choice of counter for its i-th increment: in turn over the
+// counters, or from a Zipf distribution over them (counter 0 the most written) when o.zipf is set.
+func counterPicker(o options, c int) func(i int) int {
+	if o.zipf <= 1 {
+		return func(i int) int { return i % o.counters }
+	}
+	z := rand.NewZipf(rand.New(rand.NewSource(int64(c)+1)), o.zipf, 1, uint64(o.counters-1))
+	return func(int) int { return int(z.Uint64()) }
 }

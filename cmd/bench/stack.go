@@ -27,7 +27,9 @@ type stack struct {
 	pubsub       string
 	project      string
 	commitLog    string
-	exited       chan error
+	// eventsStats is the event bridge's stats URL, "" when the stack does not say it.
+	eventsStats string
+	exited      chan error
 }
 
 // stackConfig says how to run the local stack.
@@ -89,6 +91,11 @@ func startStack(c stackConfig) (*stack, error) {
 		for scanner.Scan() {
 			fmt.Fprintln(logs, scanner.Text())
 			if !signalled && strings.HasPrefix(scanner.Text(), "ready") {
+				for _, field := range strings.Fields(scanner.Text()) {
+					if url, ok := strings.CutPrefix(field, "events="); ok {
+						s.eventsStats = url
+					}
+				}
 				close(ready)
 				signalled = true
 			}
@@ -159,4 +166,17 @@ func (s *stack) instanceRequests() ([]int64, error) {
 		served[i] = st.Served
 	}
 	return served, nil
+}
+
+// eventStats reads the event bridge's counts; ok is false when the stack does not report them.
+func (s *stack) eventStats() (st localstack.BridgeStats, ok bool) {
+	if s.eventsStats == "" {
+		return st, false
+	}
+	resp, err := httpClient.Get(s.eventsStats)
+	if err != nil {
+		return st, false
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st) == nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -27,10 +28,14 @@ type watcher struct {
 	// than the acknowledgements clients received (HTTP).
 	countExact bool
 
-	mu       sync.Mutex
-	t0       time.Time
-	seconds  []loadreport.Second
-	ages     []time.Duration
+	mu      sync.Mutex
+	t0      time.Time
+	seconds []loadreport.Second
+	ages    []time.Duration
+	// behind are roll-up ages across counters (see loadreport.Run.RollupAgeP50); acks are, per
+	// counter, when each of its increments was acknowledged.
+	behind   []time.Duration
+	acks     [][]time.Time
 	loadOver bool
 	killed   bool
 	exact    int64 // the exact total at the last sample
@@ -40,7 +45,8 @@ type watcher struct {
 }
 
 func newWatcher(o options, s *stack, client *firestore.Client, ids []string, countExact bool) *watcher {
-	return &watcher{o: o, s: s, client: client, ids: ids, countExact: countExact, quit: make(chan struct{}), done: make(chan struct{})}
+	return &watcher{o: o, s: s, client: client, ids: ids, countExact: countExact, acks: make([][]time.Time, len(ids)),
+		quit: make(chan struct{}), done: make(chan struct{})}
 }
 
 // start begins sampling, with second 0 starting at t0.
@@ -65,14 +71,16 @@ func (w *watcher) offered(t time.Time) {
 	w.second(t).Offered++
 }
 
-// acknowledged counts an increment acknowledged at t (HTTP only: Pub/Sub counts the exact count).
-func (w *watcher) acknowledged(t time.Time) {
+// acknowledged counts an increment of counter k acknowledged at t (HTTP only: Pub/Sub counts the
+// exact count).
+func (w *watcher) acknowledged(k int, t time.Time) {
 	if w.countExact {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.second(t).Acknowledged++
+	w.acks[k] = append(w.acks[k], t)
 }
 
 // loadEnded stops the roll-up age samples: after the load a roll-up rightly stays as it is.
@@ -104,7 +112,6 @@ func (w *watcher) stop(end time.Time) {
 func (w *watcher) loop() {
 	defer close(w.done)
 	ctx := context.Background()
-	store := rollup.NewStore(w.client, config.Default().Schema())
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	nextSecond := w.t0.Add(time.Second)
@@ -117,7 +124,7 @@ func (w *watcher) loop() {
 			over := w.loadOver
 			w.mu.Unlock()
 			if !over {
-				w.sampleAges(ctx, store, now)
+				w.sampleAges(ctx, now)
 			}
 			if w.o.killAt > 0 && !w.killed && now.Sub(w.t0) >= w.o.killAt {
 				w.killed = true
@@ -133,14 +140,48 @@ func (w *watcher) loop() {
 	}
 }
 
-// sampleAges records now - updated_at of every roll-up.
-func (w *watcher) sampleAges(ctx context.Context, store *rollup.Store, now time.Time) {
-	for _, id := range w.ids {
-		if d, err := store.Get(ctx, id); err == nil && d != nil {
-			w.mu.Lock()
-			w.ages = append(w.ages, now.Sub(d.UpdatedAt))
-			w.mu.Unlock()
+// ageSample is how many counters one roll-up age sample reads at most.
+const ageSample = 200
+
+// sampleAges records now - updated_at of the roll-ups, and their age behind the acknowledged
+// increments, of up to ageSample counters (at random among those written, when there are more).
+func (w *watcher) sampleAges(ctx context.Context, now time.Time) {
+	w.mu.Lock()
+	var ks []int
+	for k := range w.ids {
+		if len(w.acks[k]) > 0 {
+			ks = append(ks, k)
 		}
+	}
+	w.mu.Unlock()
+	if len(ks) > ageSample {
+		rand.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
+		ks = ks[:ageSample]
+	}
+	schema := config.Default().Schema()
+	refs := make([]*firestore.DocumentRef, len(ks))
+	for i, k := range ks {
+		refs[i] = schema.RollupRef(w.client, w.ids[k])
+	}
+	snaps, err := w.client.GetAll(ctx, refs)
+	if err != nil || len(ks) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, snap := range snaps {
+		var d rollup.Document
+		if snap.Exists() {
+			if snap.DataTo(&d) != nil {
+				continue
+			}
+			w.ages = append(w.ages, now.Sub(d.UpdatedAt))
+		}
+		behind := time.Duration(0)
+		if acks := w.acks[ks[i]]; d.Count >= 0 && int(d.Count) < len(acks) {
+			behind = now.Sub(acks[d.Count])
+		}
+		w.behind = append(w.behind, behind)
 	}
 }
 

@@ -74,6 +74,16 @@ type Run struct {
 	StalenessP99 time.Duration `json:"staleness_p99_ns"`
 	StalenessMax time.Duration `json:"staleness_max_ns"`
 	TrailingEdge time.Duration `json:"trailing_edge_ns"`
+	// RollupAge is sampled across counters during the load: how long ago the oldest acknowledged
+	// increment a counter's roll-up does not show was acknowledged (0 when it shows every one).
+	RollupAgeP50 time.Duration `json:"rollup_age_p50_ns"`
+	RollupAgeP99 time.Duration `json:"rollup_age_p99_ns"`
+	RollupAgeMax time.Duration `json:"rollup_age_max_ns"`
+	// RollupInvocationsPer1000 and RollupInstanceSecondsPer1000 are the roll-up trigger's
+	// invocations and the instance-seconds they held (the local stack's event bridge), per 1,000
+	// acknowledged increments; negative when the stack does not report them.
+	RollupInvocationsPer1000     float64 `json:"rollup_invocations_per_1000"`
+	RollupInstanceSecondsPer1000 float64 `json:"rollup_instance_seconds_per_1000"`
 	// FinalShards is the largest num_shards of the run's counters at the end.
 	FinalShards int `json:"final_shards"`
 	// RequestsPerInstance is how many requests each functions instance served (several instances).
@@ -246,6 +256,11 @@ var rows = []struct {
 	{"roll-up staleness p50 / p99 / max", func(r Run) string {
 		return ms(r.StalenessP50) + " / " + ms(r.StalenessP99) + " / " + ms(r.StalenessMax)
 	}},
+	{"roll-up age across counters p50 / p99 / max", func(r Run) string {
+		return ms(r.RollupAgeP50) + " / " + ms(r.RollupAgeP99) + " / " + ms(r.RollupAgeMax)
+	}},
+	{"roll-up trigger invocations per 1,000 increments", func(r Run) string { return perThousand(r.RollupInvocationsPer1000, "%.0f") }},
+	{"roll-up trigger instance-seconds per 1,000 increments", func(r Run) string { return perThousand(r.RollupInstanceSecondsPer1000, "%.2f") }},
 	{"roll-up exact after the load stopped", func(r Run) string {
 		if r.TrailingEdge < 0 {
 			return "not within 1 min"
@@ -359,4 +374,12 @@ func writeSideBySide(b *strings.Builder, runs []Run) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// perThousand formats a per-1,000 figure, "-" when it was not measured (negative).
+func perThousand(v float64, format string) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
 }

@@ -24,12 +24,14 @@ import (
 // Eventarc-style requests are not what Eventarc sends: the body is base64 text, a ce-datacontenttype
 // header makes functions-framework-go answer 500, and ce-source says "projects/projects/". It also
 // delivers one event at a time and never retries. The event bridge receives those deliveries,
-// acknowledges them at once, and delivers each to the function concurrently, with retries, as the
-// binary-mode CloudEvent Eventarc sends: Content-Type application/protobuf, the DocumentEventData
-// protobuf as body, subject documents/counters/{id}/shards/{n}.
+// acknowledges them at once, and delivers each to the function as the binary-mode CloudEvent Eventarc
+// sends (Content-Type application/protobuf, the DocumentEventData protobuf as body, subject
+// documents/counters/{id}/shards/{n}), with retries, and as many at once as the deployed function
+// takes: its concurrency times its max instances, as Eventarc keeps that many in flight before
+// Cloud Run answers 429 (Cloud Run scales the function out to its max instances; one local process
+// holds what they would).
 const (
-	bridgeWorkers     = 16
-	bridgeQueue       = 10_000
+	bridgeQueue       = 100_000
 	bridgeMaxAttempts = 20
 	bridgeMaxBackoff  = 2 * time.Second
 )
@@ -47,7 +49,14 @@ type EventBridge struct {
 	mu      sync.Mutex
 	targets map[string]string
 
-	received, delivered, failed atomic.Int64
+	received, delivered, failed, attempts atomic.Int64
+
+	// held measures instance time: how many deliveries are in flight since heldSince, and the
+	// instance-seconds accumulated before it (guarded by mu).
+	concurrency int
+	held        int
+	heldSince   time.Time
+	instanceSec float64
 }
 
 // BridgeStats counts the bridge's events.
@@ -55,11 +64,59 @@ type BridgeStats struct {
 	Received  int64 `json:"received"`
 	Delivered int64 `json:"delivered"`
 	Failed    int64 `json:"failed"`
+	// Invocations is every delivery attempt: the function's invocations, retries included.
+	Invocations int64 `json:"invocations"`
+	// InstanceSeconds is the instance time the deliveries held, as Cloud Run bills it under
+	// request-based billing: at each moment, the deliveries in flight over the function's
+	// concurrency, rounded up (the instances it takes to hold them), summed over time.
+	InstanceSeconds float64 `json:"instance_seconds"`
+}
+
+// eventsInFlight is how many events Eventarc keeps in flight to the deployed functions with a
+// Firestore trigger: each function's concurrency times its max instances.
+func eventsInFlight() int {
+	n := 0
+	for _, f := range functions.Deployed() {
+		if f.Trigger.Document != "" {
+			n += f.Concurrency * f.MaxInstances
+		}
+	}
+	return max(1, n)
+}
+
+// eventConcurrency is the concurrency of the deployed functions with a Firestore trigger (the
+// largest, if several).
+func eventConcurrency() int {
+	c := 1
+	for _, f := range functions.Deployed() {
+		if f.Trigger.Document != "" {
+			c = max(c, f.Concurrency)
+		}
+	}
+	return c
+}
+
+// hold counts one more (delta 1) or one fewer (delta -1) delivery in flight now.
+func (b *EventBridge) hold(delta int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settleHeld(time.Now())
+	b.held += delta
+}
+
+// settleHeld adds the instance time held since heldSince. Call with mu held.
+func (b *EventBridge) settleHeld(now time.Time) {
+	if b.held > 0 {
+		instances := (b.held + b.concurrency - 1) / b.concurrency
+		b.instanceSec += float64(instances) * now.Sub(b.heldSince).Seconds()
+	}
+	b.heldSince = now
 }
 
 // startEventBridge listens on a free loopback port, the address to give the Firestore emulator as
 // --functions_emulator. It also answers GET /stats with BridgeStats.
-func startEventBridge(log io.Writer) (*EventBridge, error) {
+// It delivers inFlight events at once.
+func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("event bridge: %w", err)
@@ -71,6 +128,9 @@ func startEventBridge(log io.Writer) (*EventBridge, error) {
 		client:   &http.Client{Timeout: time.Minute},
 		log:      log,
 		targets:  make(map[string]string),
+
+		concurrency: eventConcurrency(),
+		heldSince:   time.Now(),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /functions/projects/{project}/triggers/{trigger}", b.receive)
@@ -79,7 +139,7 @@ func startEventBridge(log io.Writer) (*EventBridge, error) {
 	})
 	b.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = b.server.Serve(l) }()
-	for range bridgeWorkers {
+	for range inFlight {
 		go b.work()
 	}
 	return b, nil
@@ -90,7 +150,12 @@ func (b *EventBridge) Addr() string { return b.listener.Addr().String() }
 
 // Stats returns the bridge's counts so far.
 func (b *EventBridge) Stats() BridgeStats {
-	return BridgeStats{Received: b.received.Load(), Delivered: b.delivered.Load(), Failed: b.failed.Load()}
+	b.mu.Lock()
+	b.settleHeld(time.Now())
+	held := b.instanceSec
+	b.mu.Unlock()
+	return BridgeStats{Received: b.received.Load(), Delivered: b.delivered.Load(), Failed: b.failed.Load(),
+		Invocations: b.attempts.Load(), InstanceSeconds: held}
 }
 
 // receive takes one delivery from the emulator, converts it and queues it for its function.
@@ -166,6 +231,9 @@ func (b *EventBridge) work() {
 
 // deliver sends one event; any non-2xx answer is a failure.
 func (b *EventBridge) deliver(template *http.Request) error {
+	b.attempts.Add(1)
+	b.hold(1)
+	defer b.hold(-1)
 	body, _ := template.GetBody()
 	req := template.Clone(context.Background())
 	req.Body = body

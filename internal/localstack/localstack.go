@@ -243,7 +243,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	bridge, err := startEventBridge(out)
+	bridge, err := startEventBridge(out, eventsInFlight())
 	if err != nil {
 		return nil, err
 	}
@@ -372,9 +372,9 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range functions.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s instances=%d functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",
+	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s instances=%d events=http://%s/stats functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",
 		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, s.Emulators.authAddr(),
-		len(s.functions), strings.Join(urls, " "), s.App.URL(), o.LogDir)
+		len(s.functions), s.Events.Addr(), strings.Join(urls, " "), s.App.URL(), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil
