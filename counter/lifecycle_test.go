@@ -98,3 +98,30 @@ func TestResetStampsTheCounterForTheSweep(t *testing.T) {
 		t.Errorf("touched_minute = %v after the reset, want at least %d", m, start)
 	}
 }
+
+// TestKeyedIncrementAfterADeleteIsAnsweredDefinitively: an instance whose cached shard count outlived
+// a delete sends a keyed commit whose touched stamp finds no counter (NotFound). That is "not applied",
+// not "unknown": the commit is planned again, creates the counter, and the key applies once.
+func TestKeyedIncrementAfterADeleteIsAnsweredDefinitively(t *testing.T) {
+	a, client := newStore(t)
+	ctx := context.Background()
+	// Configuring through a caches the shard count but stamps nothing: a's next write stamps.
+	if _, err := a.Configure(ctx, "post", counter.Settings{NumShards: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute})
+	if err := b.Delete(ctx, "post"); err != nil {
+		t.Fatal(err)
+	}
+	key := counter.Key{Source: counter.SourcePubSub, ID: "m-1"}
+	out, err := a.ApplyOnce(ctx, key, []shared.Increment{{Counter: "post", Delta: 4}})
+	if err != nil || out.Duplicate {
+		t.Fatalf("keyed increment after the delete = %+v, %v; want applied", out, err)
+	}
+	if got := sum(t, a, "post"); got != 4 {
+		t.Errorf("post = %d, want 4", got)
+	}
+	if _, err := schema.CounterRef(client, "post").Get(ctx); err != nil {
+		t.Errorf("counter document after the keyed increment: %v; want it created again", err)
+	}
+}
