@@ -125,3 +125,34 @@ func TestKeyedIncrementAfterADeleteIsAnsweredDefinitively(t *testing.T) {
 		t.Errorf("counter document after the keyed increment: %v; want it created again", err)
 	}
 }
+
+// TestAdaptToTheSameCountFoldsStrayShards: a counter at min_shards never shrinks, so a shard recreated
+// past num_shards by an instance with a stale count is folded by Adapt(n, n), value unchanged.
+func TestAdaptToTheSameCountFoldsStrayShards(t *testing.T) {
+	s, client := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Configure(ctx, "views", counter.Settings{NumShards: 2, MinShards: 2, MaxShards: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Increment(ctx, "views", 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schema.ShardRef(client, "views", 5).Set(ctx, map[string]any{shared.FieldCount: 3, shared.FieldWrites: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := s.Adapt(ctx, "views", 3, 3); err != nil || changed {
+		t.Fatalf("Adapt(3, 3) of a counter of 2 shards = %v, %v; want nothing done", changed, err)
+	}
+	if changed, err := s.Adapt(ctx, "views", 2, 2); err != nil || !changed {
+		t.Fatalf("Adapt(2, 2) = %v, %v; want the stray shard folded", changed, err)
+	}
+	if _, err := schema.ShardRef(client, "views", 5).Get(ctx); err == nil {
+		t.Error("stray shard 5 still exists")
+	}
+	if got := sum(t, s, "views"); got != 7 {
+		t.Errorf("views = %d after the fold, want 7", got)
+	}
+	if changed, err := s.Adapt(ctx, "views", 2, 2); err != nil || changed {
+		t.Errorf("second Adapt(2, 2) = %v, %v; want nothing left to fold", changed, err)
+	}
+}
