@@ -90,9 +90,13 @@ func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ co
 }
 
 // settle finds out whether a commit that failed with cause applied: by fencing its write record, or,
-// for a plan without one (keyed requests only), by sending it once more.
+// for a plan without one (keyed requests only), by reading back its dedupe records after NotFound,
+// else by sending it once more.
 func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	if !plan.writeRecord {
+		if status.Code(cause) == codes.NotFound {
+			return s.refusedKeyed(ctx, plan, cause)
+		}
 		return s.resend(ctx, plan, cause)
 	}
 	ferr := s.plans.fence(ctx, plan)
@@ -124,4 +128,20 @@ func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commi
 		return res
 	}
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; sending it again failed: %w", cause, err))}
+}
+
+// refusedKeyed settles a plan of keyed requests only whose commit was refused with NotFound (its
+// touched stamp found the counter deleted): that attempt applied nothing, and any earlier attempt
+// that applied left dedupe records carrying the plan's write ID. So it is applied if they are found,
+// and otherwise certainly not applied; while the counter stays deleted no attempt of it can apply
+// (each carries the same stamp), and the next plan's dedupe records would catch one that did.
+func (s *Store) refusedKeyed(ctx context.Context, plan *commitPlan, cause error) commitResult {
+	in, err := s.plans.inspect(ctx, plan)
+	switch {
+	case err != nil:
+		return commitResult{err: outcomeUnknown(fmt.Errorf("%w; reading it back failed: %w", cause, err))}
+	case in.write == writeApplied:
+		return commitResult{applied: true}
+	}
+	return commitResult{conflicts: in, err: notApplied(cause)}
 }

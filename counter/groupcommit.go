@@ -10,8 +10,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// maxGroupSize bounds the requests in one batch; with deltas of at most 2^53 in magnitude, their sum
-// cannot overflow an int64.
+// maxGroupSize bounds the requests in one batch.
 const maxGroupSize = 512
 
 // maxKeyedPerGroup bounds the keyed requests in one batch, so its commit stays within 500 writes.
@@ -134,17 +133,25 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 	}
 }
 
-// takeBatch takes the next batch off the front of group's queue: at most maxGroupSize requests, and
-// at most maxKeyedPerGroup keyed ones.
+// takeBatch takes the next batch off the front of group's queue: at most maxGroupSize requests, at
+// most maxKeyedPerGroup keyed ones, and no more than keep their deltas' sum within int64 (a request
+// of one counter merges up to shared.MaxBatchIncrements deltas, so 512 of them could overflow).
 func takeBatch(group *counterGroup) []*queued {
 	n, keyed := 0, 0
+	var sum int64
 	for n < len(group.queue) && n < maxGroupSize {
-		if group.queue[n].req.key != nil {
+		req := group.queue[n].req
+		next, ok := addDeltas(sum, req.incs[0].Delta)
+		if !ok {
+			break
+		}
+		if req.key != nil {
 			if keyed == maxKeyedPerGroup {
 				break
 			}
 			keyed++
 		}
+		sum = next
 		n++
 	}
 	taken := slices.Clone(group.queue[:n])

@@ -51,7 +51,8 @@ func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard in
 //
 // When the key was applied before, nothing is written and the Outcome is the first application's,
 // with Duplicate set; the error wraps ErrKeyReused if incs differ from it. Any other error wraps
-// ErrNotApplied or ErrOutcomeUnknown; a keyed increment is always safe to send again.
+// ErrNotApplied or ErrOutcomeUnknown (ErrNotApplied and ErrDeltaOverflow when one counter's deltas
+// sum past int64); a keyed increment is always safe to send again.
 func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment) (Outcome, error) {
 	if len(incs) == 0 || len(incs) > shared.MaxBatchIncrements {
 		return Outcome{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), shared.MaxBatchIncrements)
@@ -60,7 +61,11 @@ func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment)
 	if err != nil {
 		return Outcome{}, err
 	}
-	r := s.submit(ctx, request{incs: mergeByCounter(incs), key: &key, fingerprint: fingerprint})
+	merged, err := mergeByCounter(incs)
+	if err != nil {
+		return Outcome{}, notApplied(fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, err))
+	}
+	r := s.submit(ctx, request{incs: merged, key: &key, fingerprint: fingerprint})
 	if r.err != nil && !errors.Is(r.err, ErrKeyReused) {
 		return Outcome{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, r.err)
 	}
@@ -99,17 +104,22 @@ func (s *Store) submit(ctx context.Context, req request) reply {
 	return s.commitBatch(ctx, []request{req})[0]
 }
 
-// mergeByCounter sums the deltas of each counter, in the order counters first appear.
-func mergeByCounter(incs []shared.Increment) []shared.Increment {
+// mergeByCounter sums the deltas of each counter, in the order counters first appear;
+// ErrDeltaOverflow when a sum overflows int64.
+func mergeByCounter(incs []shared.Increment) ([]shared.Increment, error) {
 	index := make(map[string]int, len(incs))
 	var merged []shared.Increment
 	for _, inc := range incs {
 		if i, ok := index[inc.Counter]; ok {
-			merged[i].Delta += inc.Delta
+			sum, ok := addDeltas(merged[i].Delta, inc.Delta)
+			if !ok {
+				return nil, fmt.Errorf("counter %q: %w", inc.Counter, ErrDeltaOverflow)
+			}
+			merged[i].Delta = sum
 			continue
 		}
 		index[inc.Counter] = len(merged)
 		merged = append(merged, inc)
 	}
-	return merged
+	return merged, nil
 }

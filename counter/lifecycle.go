@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
@@ -11,18 +12,27 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Delete removes counter id's counter document, every shard document and its roll-up in one
-// transaction; it fails with ErrNotFound when there is no counter document. An increment racing it
-// is ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly
-// the increments acknowledged after the delete (see Restore).
+// MaxLockedCallers bounds the per-caller totals (IncrementLimited) that Reset and Delete remove in
+// their one transaction; a counter with more is refused with ErrTooManyCallers, changing nothing.
+const MaxLockedCallers = 10_000
+
+// ErrTooManyCallers is returned by Reset and Delete for a counter holding more than MaxLockedCallers
+// per-caller totals: they could not be removed in the same transaction as the value.
+var ErrTooManyCallers = errors.New("too many per-caller totals to reset or delete in one transaction")
+
+// Delete removes counter id's counter document, every shard document, every per-caller total and its
+// roll-up in one transaction; it fails with ErrNotFound when there is no counter document, and with
+// ErrTooManyCallers (deleting nothing) beyond MaxLockedCallers totals. An increment racing it is
+// ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly the
+// increments acknowledged after the delete (see Restore), and callers' totals start from 0.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		shards, err := s.lockCounter(tx, id)
+		locked, err := s.lockCounter(tx, id)
 		if err != nil {
 			return err
 		}
-		for _, shard := range shards {
-			if err := tx.Delete(shard.Ref); err != nil {
+		for _, doc := range append(locked.shards, locked.callers...) {
+			if err := tx.Delete(doc.Ref); err != nil {
 				return err
 			}
 		}
@@ -39,17 +49,20 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Reset sets every shard's count of counter id to 0 in one transaction (their writes stay) and
-// returns the value it discarded; it fails with ErrNotFound when there is no counter document. An
+// Reset sets every shard's count of counter id to 0 (their writes stay) and removes every per-caller
+// total in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
+// sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
+// document, and with ErrTooManyCallers (changing nothing) beyond MaxLockedCallers totals. An
 // increment racing it is ordered wholly before it (discarded) or after it (counted).
 func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err error) {
 	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		discarded = 0
-		shards, err := s.lockCounter(tx, id)
+		locked, err := s.lockCounter(tx, id)
 		if err != nil {
 			return err
 		}
-		for _, shard := range shards {
+		changed := false
+		for _, shard := range locked.shards {
 			count, ok := int64Field(shard, shared.FieldCount)
 			if !ok {
 				return fmt.Errorf("shard %s: count is not an integer", shard.Ref.ID)
@@ -58,11 +71,20 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 				continue
 			}
 			discarded += count
+			changed = true
 			if err := tx.Update(shard.Ref, []firestore.Update{{Path: shared.FieldCount, Value: 0}}); err != nil {
 				return err
 			}
 		}
-		return nil
+		for _, caller := range locked.callers {
+			if err := tx.Delete(caller.Ref); err != nil {
+				return err
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return tx.Update(s.schema.CounterRef(s.client, id), touchUpdate(shared.UnixMinute(s.clock.Now())))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("reset counter %q: %w", id, err)
@@ -70,15 +92,34 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 	return discarded, nil
 }
 
-// lockCounter reads counter id's document and every shard document within tx, so the transaction's
-// writes are ordered against every increment; ErrNotFound when the counter document is missing.
-func (s *Store) lockCounter(tx *firestore.Transaction, id string) ([]*firestore.DocumentSnapshot, error) {
-	if _, err := tx.Get(s.schema.CounterRef(s.client, id)); status.Code(err) == codes.NotFound {
-		return nil, ErrNotFound
+// lockedCounter is what lockCounter read: every document of a counter that holds part of its state.
+type lockedCounter struct {
+	shards, callers []*firestore.DocumentSnapshot
+}
+
+// lockCounter reads counter id's document, every shard document and every per-caller total within
+// tx, so the transaction's writes are ordered against every increment, limited or not; ErrNotFound
+// when the counter document is missing, ErrTooManyCallers beyond MaxLockedCallers totals.
+func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter, error) {
+	counterRef := s.schema.CounterRef(s.client, id)
+	if _, err := tx.Get(counterRef); status.Code(err) == codes.NotFound {
+		return lockedCounter{}, ErrNotFound
 	} else if err != nil {
-		return nil, err
+		return lockedCounter{}, err
 	}
-	return tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll()
+	var locked lockedCounter
+	var err error
+	if locked.shards, err = tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll(); err != nil {
+		return lockedCounter{}, err
+	}
+	callers := counterRef.Collection(shared.CallersCollection).Limit(MaxLockedCallers + 1)
+	if locked.callers, err = tx.Documents(callers).GetAll(); err != nil {
+		return lockedCounter{}, err
+	}
+	if len(locked.callers) > MaxLockedCallers {
+		return lockedCounter{}, fmt.Errorf("%w: more than %d", ErrTooManyCallers, MaxLockedCallers)
+	}
+	return locked, nil
 }
 
 // Restore creates counter id's counter document with the default shard count if it is missing; the

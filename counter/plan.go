@@ -47,11 +47,21 @@ type dedupeWrite struct {
 	applied     []AppliedIncrement
 }
 
+// ErrDeltaOverflow refuses, before anything is written, increments of one counter whose deltas in
+// one write would sum past int64.
+var ErrDeltaOverflow = errors.New("the sum of the deltas of one write overflows int64")
+
+// addDeltas is a+b, and false when that overflows int64.
+func addDeltas(a, b int64) (int64, bool) {
+	sum := a + b
+	return sum, (sum > a) == (b > 0)
+}
+
 // newWriteID is a fresh write ID: 128 random bits.
 func newWriteID() string { return writeRecordPrefix + rand.Text() }
 
 // plan makes the commit of the live requests of batch: one shard write per counter with the sum of its
-// deltas, and one dedupe record per keyed request.
+// deltas, and one dedupe record per keyed request; ErrDeltaOverflow when a sum overflows int64.
 func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitPlan, error) {
 	plan := &commitPlan{writeID: newWriteID(), now: s.clock.Now(), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
@@ -59,7 +69,11 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitP
 		plan.writeRecord = plan.writeRecord || batch[i].key == nil
 		for _, inc := range batch[i].incs {
 			if n, ok := index[inc.Counter]; ok {
-				plan.shards[n].delta += inc.Delta
+				sum, ok := addDeltas(plan.shards[n].delta, inc.Delta)
+				if !ok {
+					return nil, fmt.Errorf("counter %q: %w", inc.Counter, ErrDeltaOverflow)
+				}
+				plan.shards[n].delta = sum
 				continue
 			}
 			w, err := s.planShard(ctx, inc.Counter, inc.Delta)

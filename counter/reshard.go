@@ -104,10 +104,10 @@ func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.D
 	type moved struct{ count, writes int64 }
 	into := make(map[int]moved)
 	for _, shard := range shards {
-		n, err := strconv.Atoi(shard.Ref.ID)
-		if err == nil && n >= 0 && n < numShards {
-			continue // kept
+		if kept(shard.Ref.ID, numShards) {
+			continue
 		}
+		n, err := strconv.Atoi(shard.Ref.ID)
 		count, okCount := int64Field(shard, shared.FieldCount)
 		writes, okWrites := int64Field(shard, shared.FieldWrites)
 		if !okCount || !okWrites {
@@ -135,6 +135,12 @@ func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.D
 	return nil
 }
 
+// kept reports whether shard document shardID is one of shards 0..numShards-1.
+func kept(shardID string, numShards int) bool {
+	n, err := strconv.Atoi(shardID)
+	return err == nil && n >= 0 && n < numShards && strconv.Itoa(n) == shardID
+}
+
 // int64Field reads an integer field of a shard; an absent field is 0 (shards written by the guide's
 // own clients have no writes field).
 func int64Field(snap *firestore.DocumentSnapshot, field string) (int64, bool) {
@@ -153,8 +159,18 @@ func zeroShard() map[string]any {
 
 // Adapt changes counter id's shard count from `from` to `to`, clamped to the counter's bounds, and
 // creates no shards. It does nothing and reports false when the count is no longer `from`, the
-// counter is pinned or gone, or the clamped count is `from`.
+// counter is pinned or gone, or the clamped count is `from`. Adapt(id, n, n) folds the shard
+// documents outside 0..n-1 (shards recreated by instances with a stale cached count) while the count
+// is still n, and reports whether there were any: a counter at min_shards never shrinks, so no
+// shrink would ever fold them.
 func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
+	if from == to {
+		changed, err := s.foldStrays(ctx, id, from)
+		if err != nil {
+			return false, fmt.Errorf("fold stray shards of counter %q into %d: %w", id, from, err)
+		}
+		return changed, nil
+	}
 	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
 		n := cur.Clamp(to)
 		if !existed || cur.NumShards != from || n == from {
@@ -167,4 +183,33 @@ func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed boo
 		return false, fmt.Errorf("adapt counter %q from %d to %d shards: %w", id, from, to, err)
 	}
 	return res.changed, nil
+}
+
+// foldStrays folds counter id's shard documents outside 0..numShards-1 into the kept shards in one
+// transaction, if its count is still numShards, and reports whether there were any.
+func (s *Store) foldStrays(ctx context.Context, id string, numShards int) (folded bool, _ error) {
+	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+		folded = false
+		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
+		if status.Code(err) == codes.NotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if shape, err := s.ShapeOf(snap); err != nil || shape.NumShards != numShards {
+			return err
+		}
+		shards, err := tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll()
+		if err != nil {
+			return err
+		}
+		for _, shard := range shards {
+			folded = folded || !kept(shard.Ref.ID, numShards)
+		}
+		if !folded {
+			return nil
+		}
+		return s.fold(tx, id, shards, numShards)
+	})
+	return folded, err
 }

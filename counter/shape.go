@@ -24,7 +24,8 @@ func (sh Shape) Pinned() bool { return sh.MinShards == sh.MaxShards }
 func (sh Shape) Clamp(n int) int { return min(max(n, sh.MinShards), sh.MaxShards) }
 
 // ShapeOf reads a counter document's shape. A missing num_shards is DefaultNumShards; missing bounds
-// are DefaultNumShards (or the count, if lower) and shared.MaxNumShards.
+// are DefaultNumShards (or the count, if lower) and shared.MaxNumShards. A field out of range or not
+// an integer is ErrUncountable.
 func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
 	data := snap.Data()
 	numShards, err := shardCountField(snap.Ref.ID, data, shared.FieldNumShards, s.defaultNumShards)
@@ -40,7 +41,7 @@ func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
 		return Shape{}, err
 	}
 	if lo > hi {
-		return Shape{}, fmt.Errorf("counter %q: %s %d exceeds %s %d", snap.Ref.ID, shared.FieldMinShards, lo, shared.FieldMaxShards, hi)
+		return Shape{}, fmt.Errorf("%w: counter %q: %s %d exceeds %s %d", ErrUncountable, snap.Ref.ID, shared.FieldMinShards, lo, shared.FieldMaxShards, hi)
 	}
 	return Shape{NumShards: numShards, MinShards: lo, MaxShards: hi}, nil
 }
@@ -53,8 +54,8 @@ func shardCountField(id string, data map[string]any, field string, def int) (int
 	}
 	n, isInt := v.(int64)
 	if !isInt || n < shared.MinNumShards || n > shared.MaxNumShards {
-		return 0, fmt.Errorf("counter %q: %s is %v, want an integer from %d to %d",
-			id, field, v, shared.MinNumShards, shared.MaxNumShards)
+		return 0, fmt.Errorf("%w: counter %q: %s is %v, want an integer from %d to %d",
+			ErrUncountable, id, field, v, shared.MinNumShards, shared.MaxNumShards)
 	}
 	return int(n), nil
 }

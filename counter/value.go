@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -21,8 +22,36 @@ type Value struct {
 	NumShards int
 }
 
+// ErrUncountable marks a counter whose documents hold what no counter writes, so its value cannot be
+// computed (a shard count of 1.5 from a console edit, a sum past int64, a num_shards of 0): no retry
+// helps until an operator fixes the document.
+var ErrUncountable = errors.New("the counter's value cannot be computed")
+
+// UncountableError is Value's ErrUncountable: it names the shard to blame, when one is.
+type UncountableError struct {
+	// Counter is the counter ID.
+	Counter string
+	// Shard is the ID of the first shard document whose count is not an integer; "" when no one
+	// shard is to blame (the sum of integers overflows int64).
+	Shard string
+	// Count is that shard's count, as stored.
+	Count any
+}
+
+func (e *UncountableError) Error() string {
+	if e.Shard == "" {
+		return fmt.Sprintf("counter %q cannot be summed: the sum of its shards' counts overflows int64", e.Counter)
+	}
+	return fmt.Sprintf("counter %q cannot be summed: shard %s holds count %v (%T), not an integer; fix or delete that shard document",
+		e.Counter, e.Shard, e.Count, e.Count)
+}
+
+// Is makes an UncountableError match ErrUncountable.
+func (e *UncountableError) Is(target error) bool { return target == ErrUncountable }
+
 // Value reads counter id's configuration and its exact value: one document read and one aggregation
-// query (one read per 1,000 shards), never one read per shard.
+// query (one read per 1,000 shards), never one read per shard. A counter that cannot be summed costs
+// one read per shard more and fails with an *UncountableError naming the shard.
 func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -36,10 +65,30 @@ func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 		return Value{}, err
 	}
 	sum, err := s.Sum(ctx, id)
+	if errors.Is(err, ErrUncountable) {
+		return Value{}, s.blameShard(ctx, id)
+	}
 	if err != nil {
 		return Value{}, err
 	}
 	return Value{Count: sum, NumShards: shape.NumShards}, nil
+}
+
+// blameShard finds why counter id cannot be summed: the first shard whose count is not an integer,
+// or else an overflow. It reads every shard's count (one read per shard).
+func (s *Store) blameShard(ctx context.Context, id string) error {
+	shards, err := s.schema.ShardsRef(s.client, id).Select(shared.FieldCount).Documents(ctx).GetAll()
+	if err != nil {
+		return fmt.Errorf("find the shard that stops counter %q from being summed: %w", id, err)
+	}
+	for _, shard := range shards {
+		if count, ok := shard.Data()[shared.FieldCount]; ok {
+			if _, isInt := count.(int64); !isInt {
+				return &UncountableError{Counter: id, Shard: shard.Ref.ID, Count: count}
+			}
+		}
+	}
+	return &UncountableError{Counter: id}
 }
 
 // Aliases of the aggregation results.
@@ -106,7 +155,7 @@ func aggregateInt(res firestore.AggregationResult, alias string) (int64, error) 
 		if x.DoubleValue == math.Trunc(x.DoubleValue) && math.Abs(x.DoubleValue) < 1<<63 {
 			return int64(x.DoubleValue), nil
 		}
-		return 0, fmt.Errorf("%s %v is not an int64", alias, x.DoubleValue)
+		return 0, fmt.Errorf("%w: %s %v is not an int64", ErrUncountable, alias, x.DoubleValue)
 	}
-	return 0, fmt.Errorf("unexpected aggregation value %v for %s", v, alias)
+	return 0, fmt.Errorf("%w: unexpected aggregation value %v for %s", ErrUncountable, v, alias)
 }

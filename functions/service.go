@@ -56,7 +56,8 @@ const (
 )
 
 // writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
-// unknown counter, 504 when an increment's outcome is unknown, 503 for transient failures (of an
+// unknown counter, 500 naming what to fix for a counter whose documents cannot be summed
+// (counter.ErrUncountable), 409 for a reset or delete of a counter with too many per-caller totals, 504 when an increment's outcome is unknown, 503 for transient failures (of an
 // increment: only when it was certainly not applied), 500 for the rest. Internal details are logged,
 // never sent.
 func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
@@ -74,6 +75,20 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it with ConfigureCounter or by incrementing it", Field: "counter"})
+	case errors.Is(err, counter.ErrUncountable):
+		// The stored data is broken, not the request: 500, with what an operator must fix.
+		s.log.ErrorContext(r.Context(), "counter cannot be computed", "error", err.Error(), "path", r.URL.Path)
+		body := errorBody{Error: err.Error()}
+		if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
+			body.Error = uncountable.Error()
+		}
+		if errors.Is(err, counter.ErrNotApplied) {
+			body.Outcome = outcomeNotApplied
+		}
+		writeJSON(w, http.StatusInternalServerError, body)
+	case errors.Is(err, counter.ErrTooManyCallers):
+		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("the counter holds more than %d per-user totals "+
+			"(PER_CALLER_LIMIT), too many to reset or delete with its value in one transaction; nothing was changed", counter.MaxLockedCallers)})
 	case errors.Is(err, counter.ErrOutcomeUnknown):
 		// Cloud Run answers 504 to a request that timed out, also an unknown outcome.
 		s.log.ErrorContext(r.Context(), "increment outcome unknown", "error", err.Error(), "path", r.URL.Path)

@@ -70,3 +70,11 @@ func (p ShardPolicy) decide(shape counter.Shape, prev *Document, writes int64, a
 	}
 	return keep
 }
+
+// reshapes reports whether a roll-up that decided d for a counter of shape, whose shards summed to
+// totals, must call Adapt: to change the count, or, with the count unchanged, to fold shard documents
+// outside 0..NumShards-1 (more documents than the count means some are outside). A counter at
+// min_shards never shrinks, so without this no shrink would ever fold them.
+func (d shardDecision) reshapes(shape counter.Shape, totals counter.Totals) bool {
+	return d.numShards != shape.NumShards || totals.Shards > int64(shape.NumShards)
+}

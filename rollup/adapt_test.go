@@ -56,3 +56,25 @@ func TestShardPolicyDecide(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionReshapesToFoldStrayShards: a roll-up that keeps the count still adapts when the shards
+// summed outnumber the count (strays past num_shards, never folded by a shrink at min_shards).
+func TestDecisionReshapesToFoldStrayShards(t *testing.T) {
+	atMin := counter.Shape{NumShards: 10, MinShards: 10, MaxShards: 1000}
+	cases := []struct {
+		name     string
+		decision shardDecision
+		shards   int64
+		want     bool
+	}{
+		{"count kept, no strays", shardDecision{numShards: 10}, 10, false},
+		{"count kept, shards not all written yet", shardDecision{numShards: 10}, 4, false},
+		{"count kept at min_shards, strays", shardDecision{numShards: 10}, 11, true},
+		{"count grows", shardDecision{numShards: 20}, 10, true},
+	}
+	for _, tc := range cases {
+		if got := tc.decision.reshapes(atMin, counter.Totals{Shards: tc.shards}); got != tc.want {
+			t.Errorf("%s: reshapes = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package rollup
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -45,7 +48,35 @@ type SweepResult struct {
 	Written int
 	// Done is false when the sweep ran out of time: its progress is saved and the next sweep resumes.
 	Done bool
+	// Skipped is how many counters the sweep could not roll up because of what their documents hold;
+	// it went on past them, and its *SkippedError says which and why.
+	Skipped int
 }
+
+// SkippedCounter is a counter a sweep skipped and why.
+type SkippedCounter struct {
+	ID     string
+	Reason string
+}
+
+// SkippedError is a sweep's error when it finished but skipped counters whose value or roll-up
+// cannot be computed (counter.ErrUncountable, an undecodable roll-up): no redelivery can help, so it
+// is not retryable, and it names each counter and why.
+type SkippedError struct {
+	Skipped []SkippedCounter
+}
+
+func (e *SkippedError) Error() string {
+	parts := make([]string, len(e.Skipped))
+	for i, c := range e.Skipped {
+		parts[i] = fmt.Sprintf("%q: %s", c.ID, c.Reason)
+	}
+	return fmt.Sprintf("sweep skipped %d counters that cannot be rolled up until their documents are fixed: %s",
+		len(e.Skipped), strings.Join(parts, "; "))
+}
+
+// Is makes a SkippedError match counter.ErrUncountable.
+func (e *SkippedError) Is(target error) bool { return target == counter.ErrUncountable }
 
 // sweepState is the sweep's progress document (shared.Schema.SweepStateRef). Between passes only
 // FromMinute is set; a pass that ran out of time leaves its start and where it stopped.
@@ -63,7 +94,8 @@ type sweepState struct {
 // differs from its exact value; the first sweep ever looks back lookback. It costs a few reads per
 // changed counter (SweepResult.Reads), none per idle one. A pass that would not end before ctx's
 // deadline less a margin (or DefaultSweepBudget) saves where it stopped, returns with Done false, and
-// the next sweep resumes there.
+// the next sweep resumes there. A counter whose value or roll-up cannot be computed is skipped: the
+// sweep goes on and saves its progress, and then returns a *SkippedError naming each such counter.
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
 	fs := e.sweeper
 	stopBy := e.clock.Now().Add(DefaultSweepBudget)
@@ -71,6 +103,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		stopBy = deadline.Add(-sweepMargin)
 	}
 	res := SweepResult{Reads: 1}
+	var skipped []SkippedCounter
 	stateRef := fs.schema.SweepStateRef(fs.client)
 	state, err := e.readSweepState(ctx, stateRef, lookback)
 	if err != nil {
@@ -96,7 +129,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		}
 		res.Counters += len(counters)
 		res.Reads += max(1, len(counters))
-		if err := e.sweepPage(ctx, counters, &res); err != nil {
+		if err := e.sweepPage(ctx, counters, &res, &skipped); err != nil {
 			return res, err
 		}
 		if len(counters) < sweepPage {
@@ -112,14 +145,22 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 			if err != nil {
 				return res, fmt.Errorf("save sweep progress: %w", err)
 			}
-			return res, nil
+			return res, skippedError(skipped)
 		}
 	}
 	res.Done = true
 	if _, err := stateRef.Set(ctx, sweepState{FromMinute: state.PassMinute - stampLag}); err != nil {
 		return res, fmt.Errorf("save sweep state: %w", err)
 	}
-	return res, nil
+	return res, skippedError(skipped)
+}
+
+// skippedError is the error of a sweep that skipped these counters; nil when none.
+func skippedError(skipped []SkippedCounter) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	return &SkippedError{Skipped: skipped}
 }
 
 // readSweepState reads the sweep's progress; the first sweep starts lookback ago.
@@ -140,8 +181,9 @@ func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef,
 
 // sweepPage rolls up the changed counters of one page whose roll-up may be stale. A roll-up computed
 // after the latest write its touched minute can stand for covers it without further reads; the
-// others are checked by value, one aggregation each.
-func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult) error {
+// others are checked by value, one aggregation each. A counter whose value or roll-up cannot be
+// computed is added to skipped; any other failure fails the page.
+func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult, skipped *[]SkippedCounter) error {
 	fs := e.sweeper
 	if len(counters) == 0 {
 		return nil
@@ -165,7 +207,8 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 		current, err := decodeRollup(snap)
 		if err != nil {
 			mu.Lock()
-			errs = append(errs, err)
+			res.Skipped++
+			*skipped = append(*skipped, SkippedCounter{ID: counters[i].Ref.ID, Reason: err.Error()})
 			mu.Unlock()
 			continue
 		}
@@ -183,7 +226,11 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 			defer mu.Unlock()
 			res.Checked++
 			res.Reads++
-			if err != nil {
+			switch {
+			case errors.Is(err, counter.ErrUncountable):
+				res.Skipped++
+				*skipped = append(*skipped, SkippedCounter{ID: id, Reason: err.Error()})
+			case err != nil:
 				errs = append(errs, err)
 			}
 			if stale {
