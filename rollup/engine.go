@@ -213,7 +213,7 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string) er
 	if err := e.store.write(ctx, id, v, w); err != nil {
 		return err
 	}
-	if d.numShards != v.shape.NumShards {
+	if d.reshapes(v.shape, totals) {
 		return e.store.adapt(ctx, id, v.shape.NumShards, d.numShards)
 	}
 	return nil

@@ -227,3 +227,17 @@ func TestUnitRefreshFailureIsReportedAndWritesNothing(t *testing.T) {
 		t.Errorf("refresh with a failing sum: %v, %d writes; want the failure, no write", err, len(store.written))
 	}
 }
+
+// TestUnitRefreshFoldsStrayShardsAtTheSameCount: shard documents past num_shards (recreated by an
+// instance with a stale cached count) are folded even when the count itself stays, at min_shards.
+func TestUnitRefreshFoldsStrayShardsAtTheSameCount(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.totalsResult = counter.Totals{Count: 5, Writes: 3, Shards: 12} // 10 shards + 2 strays
+	clk.now = t0.Add(time.Second)
+	if _, err := e.Refresh(context.Background(), "c", t0, SourceTrigger); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.adapted) != 1 || store.adapted[0] != [2]int{10, 10} {
+		t.Errorf("adapted %v; want one fold at 10 -> 10 shards", store.adapted)
+	}
+}
