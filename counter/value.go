@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -122,19 +123,35 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// Totals sums counter id's shards in one aggregation query (one read per 1,000 shards): its exact
-// value, its shard writes so far, and its shard documents.
+// Totals sums counter id's shards in two aggregation queries, sent together (each one read per
+// 1,000 shards): its exact value with its shard documents, and its shard writes so far. They are two
+// because a query with several sums counts only the documents that hold every summed field, and a
+// shard written without writes (by the guide's clients, by hand) must still count.
 func (s *Store) Totals(ctx context.Context, id string) (Totals, error) {
-	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().
-		WithSum(shared.FieldCount, sumAlias).
-		WithSum(shared.FieldWrites, writesAlias).
-		WithCount(shardsAlias).
-		Get(ctx)
-	if err != nil {
-		return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
+	shards := s.schema.ShardsRef(s.client, id)
+	queries := []*firestore.AggregationQuery{
+		shards.NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).WithCount(shardsAlias),
+		shards.NewAggregationQuery().WithSum(shared.FieldWrites, writesAlias),
+	}
+	results := make([]firestore.AggregationResult, len(queries))
+	errs := make([]error, len(queries))
+	var wg sync.WaitGroup
+	for i, q := range queries {
+		wg.Go(func() { results[i], errs[i] = q.Get(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
+		}
 	}
 	var t Totals
-	for alias, dst := range map[string]*int64{sumAlias: &t.Count, writesAlias: &t.Writes, shardsAlias: &t.Shards} {
+	for alias, dst := range map[string]*int64{sumAlias: &t.Count, shardsAlias: &t.Shards, writesAlias: &t.Writes} {
+		res := results[0]
+		if alias == writesAlias {
+			res = results[1]
+		}
+		var err error
 		if *dst, err = aggregateInt(res, alias); err != nil {
 			return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
 		}

@@ -157,7 +157,7 @@ type FieldSetting struct {
 // updated_at on roll-ups are ever-increasing values written at the increment rate: indexed, each
 // would be a hot index range, and nothing queries them (TTL needs no index; apps read roll-ups by
 // ID). The sum aggregation scans the ascending collection index of a shard's count, and of writes,
-// which the roll-up sums in the same aggregation to measure the write rate: only that one is kept.
+// which the roll-up sums to measure the write rate: only that one is kept.
 func FieldSettings() []FieldSetting {
 	return []FieldSetting{
 		{Key: "dedupe_expires_at", Collection: "DEDUPE_COLLECTION", Field: shared.FieldExpiresAt, TTL: true},
