@@ -4,14 +4,15 @@
 
 # Every deployed function, one row each: name, entry point, event type, topic, document pattern
 # (below the counters collection), retry, dead-letter topic, memory, vCPU, concurrency, timeout,
-# max instances, public on request; "-" is none (an HTTP trigger, the platform's default vCPU).
+# max instances, public on request, admin (invoked by the admin invokers); "-" is none (an HTTP
+# trigger, the platform's default vCPU).
 readonly FUNCTIONS=(
-  'increment Increment - - - false - 256Mi 1 80 60s 100 true'
-  'count Count - - - false - 256Mi - 1 60s 10 false'
-  'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false'
-  'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false'
-  'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false'
-  'rollup-scheduled RollupScheduled google.cloud.pubsub.topic.v1.messagePublished counter-rollup-tick - false - 256Mi - 1 300s 1 false'
+  'increment Increment - - - false - 256Mi 1 80 60s 100 true false'
+  'count Count - - - false - 256Mi - 1 60s 10 false false'
+  'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false true'
+  'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false false'
+  'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false false'
+  'rollup-scheduled RollupScheduled google.cloud.pubsub.topic.v1.messagePublished counter-rollup-tick - false - 256Mi - 1 300s 1 false false'
 )
 
 # Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).
