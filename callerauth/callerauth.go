@@ -20,6 +20,9 @@ type Requirements struct {
 	IDToken bool
 	// AppCheck requires a Firebase App Check token.
 	AppCheck bool
+	// RefuseAnonymous refuses ID tokens of anonymous sign-in (sign-in provider "anonymous"), which
+	// anyone can get without limit; it matters only with IDToken.
+	RefuseAnonymous bool
 }
 
 // Caller is who a request comes from, as verified.
@@ -53,30 +56,63 @@ const (
 	AppCheckToken
 )
 
-// TokenError is a required token that is missing or failed verification.
+// Reason says why a token was refused.
+type Reason int
+
+// The reasons a token is refused.
+const (
+	// Invalid: the token failed verification (signature, issuer, audience, expiry, shape).
+	Invalid Reason = iota
+	// Missing: the request carried no such token.
+	Missing
+	// Anonymous: a valid ID token of an anonymous user, refused by Requirements.RefuseAnonymous.
+	Anonymous
+)
+
+// TokenError is a required token that is missing, failed verification or is refused: the caller's
+// fault, never the platform's (that is an *UnavailableError).
 type TokenError struct {
 	// Kind is the token at fault.
 	Kind Kind
-	// Missing is true when the request carried no such token.
-	Missing bool
-	// Err is why verification failed (nil when Missing).
+	// Reason says why it was refused.
+	Reason Reason
+	// Err is why verification failed (nil unless Reason is Invalid).
 	Err error
 }
 
 func (e *TokenError) Error() string {
 	name := map[Kind]string{IDToken: "Firebase Auth ID token", AppCheckToken: "Firebase App Check token"}[e.Kind]
-	if e.Missing {
+	switch e.Reason {
+	case Missing:
 		return "a " + name + " is required"
+	case Anonymous:
+		return "the " + name + " is of an anonymous user, which is not accepted"
 	}
 	return "the " + name + " is not valid: " + e.Err.Error()
 }
 
 func (e *TokenError) Unwrap() error { return e.Err }
 
+// UnavailableError is a token that could not be verified for a reason of the platform (the public
+// keys could not be fetched, a transport failure, the request's deadline): retrying may succeed.
+type UnavailableError struct {
+	// Kind is the token that could not be verified.
+	Kind Kind
+	// Err is the failure.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return "token verification unavailable: " + e.Err.Error()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // Verifier checks the tokens Requirements ask for: a token is required when its client is set.
 type Verifier struct {
-	idTokens *auth.Client
-	appCheck *appcheck.Client
+	idTokens        *auth.Client
+	appCheck        *appcheck.Client
+	refuseAnonymous bool
 }
 
 // New returns a Verifier for project (empty: the project of the runtime's credentials). With
@@ -87,7 +123,7 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	if err != nil {
 		return nil, fmt.Errorf("firebase app: %w", err)
 	}
-	v := &Verifier{}
+	v := &Verifier{refuseAnonymous: req.RefuseAnonymous}
 	if req.IDToken {
 		if v.idTokens, err = app.Auth(ctx); err != nil {
 			return nil, fmt.Errorf("firebase auth client: %w", err)
@@ -103,30 +139,44 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 
 // Verify checks the required tokens (empty strings are absent tokens) and returns the verified caller.
 // Tokens that are not required are ignored, so an optional token never changes who the caller is.
-// A missing or invalid required token is a *TokenError.
+// A missing, invalid or refused required token is a *TokenError; a token that could not be verified
+// for the platform's reasons is an *UnavailableError.
 func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (Caller, error) {
 	var c Caller
 	if v.appCheck != nil {
 		if appCheckToken == "" {
-			return Caller{}, &TokenError{Kind: AppCheckToken, Missing: true}
+			return Caller{}, &TokenError{Kind: AppCheckToken, Reason: Missing}
 		}
 		tok, err := v.verifyAppCheck(appCheckToken)
 		if err != nil {
-			return Caller{}, &TokenError{Kind: AppCheckToken, Err: err}
+			return Caller{}, classify(ctx, AppCheckToken, err)
 		}
 		c.AppID = tok.AppID
 	}
 	if v.idTokens != nil {
 		if idToken == "" {
-			return Caller{}, &TokenError{Kind: IDToken, Missing: true}
+			return Caller{}, &TokenError{Kind: IDToken, Reason: Missing}
 		}
 		tok, err := v.idTokens.VerifyIDToken(ctx, idToken)
 		if err != nil {
-			return Caller{}, &TokenError{Kind: IDToken, Err: err}
+			return Caller{}, classify(ctx, IDToken, err)
+		}
+		if v.refuseAnonymous && tok.Firebase.SignInProvider == "anonymous" {
+			return Caller{}, &TokenError{Kind: IDToken, Reason: Anonymous}
 		}
 		c.UserID = tok.UID
 	}
 	return c, nil
+}
+
+// classify tells a verification failure of the platform (the keys could not be fetched, the request
+// ended) from a bad token.
+func classify(ctx context.Context, kind Kind, err error) error {
+	if auth.IsCertificateFetchFailed(err) || ctx.Err() != nil ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &UnavailableError{Kind: kind, Err: err}
+	}
+	return &TokenError{Kind: kind, Reason: Invalid, Err: err}
 }
 
 // verifyAppCheck verifies an App Check token. The SDK asserts the types of claims it reads after the

@@ -27,7 +27,8 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 	if !s.cfg.VerifiesCallers() {
 		return nil
 	}
-	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck})
+	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{
+		IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck, RefuseAnonymous: s.cfg.RefuseAnonymousUsers})
 	if err != nil {
 		return err
 	}
@@ -36,9 +37,11 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 }
 
 // verifiedCaller returns the request's verified caller identity, empty when callers are not verified.
-// A missing or invalid ID token is a 401 (sign in, then retry, with WWW-Authenticate set); a missing or
-// invalid App Check token is a 403: the request does not come from one of the project's attested apps,
-// and signing in again cannot change that.
+// A missing or invalid ID token is a 401 (sign in, then retry, with WWW-Authenticate set); an
+// anonymous user's token, where refused, and a missing or invalid App Check token are a 403: signing
+// in again as the same kind of caller cannot change that. A token that could not be verified for the
+// platform's reasons (the public keys could not be fetched) is a 503: nothing was done, retry. The
+// answers are fixed texts; why a token failed is logged, never sent.
 func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
 	if s.callers == nil {
 		return "", nil
@@ -49,21 +52,34 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 		return "", err
 	}
 	caller, err := s.callers.Verify(r.Context(), idToken, r.Header.Get(headerAppCheck))
-	var tokenErr *callerauth.TokenError
+	if err == nil {
+		return caller.Identity(), nil
+	}
+	var (
+		tokenErr    *callerauth.TokenError
+		unavailable *callerauth.UnavailableError
+	)
 	switch {
-	case errors.As(err, &tokenErr) && tokenErr.Kind == callerauth.IDToken:
-		s.log.InfoContext(r.Context(), "caller refused", "error", err.Error())
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization,
-			message: tokenErr.Error() + `; send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`}
-	case errors.As(err, &tokenErr):
-		s.log.InfoContext(r.Context(), "caller refused", "error", err.Error())
-		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck,
-			message: tokenErr.Error() + "; only the project's apps may call, with " + headerAppCheck + ": <token from the Firebase App Check SDK>"}
-	case err != nil:
+	case errors.As(err, &unavailable):
+		s.log.WarnContext(r.Context(), "caller's token could not be verified", "error", err.Error())
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		return "", &requestError{status: http.StatusServiceUnavailable, outcome: outcomeNotApplied,
+			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfterSeconds + " s"}
+	case !errors.As(err, &tokenErr):
 		return "", err
 	}
-	return caller.Identity(), nil
+	s.log.InfoContext(r.Context(), "caller refused", "error", err.Error())
+	switch {
+	case tokenErr.Kind == callerauth.AppCheckToken:
+		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck,
+			message: "a valid Firebase App Check token is required: only the project's apps may call, with " + headerAppCheck + ": <token from the Firebase App Check SDK>"}
+	case tokenErr.Reason == callerauth.Anonymous:
+		return "", &requestError{status: http.StatusForbidden, field: headerAuthorization,
+			message: "anonymous users may not do this; sign in with an account, then send its ID token"}
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization,
+		message: `a valid Firebase Auth ID token is required (this one is missing, malformed, expired or for another project); send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`}
 }
 
 // bearerToken reads "Authorization: Bearer <token>"; no header is an empty token.

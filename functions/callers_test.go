@@ -7,8 +7,10 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,20 +33,32 @@ import (
 func authEmulatorUser(t *testing.T, email string) (idToken, uid string) {
 	t.Helper()
 	email = strings.Replace(email, "@", "+"+strings.ToLower(rand.Text()[:12])+"@", 1)
+	return authEmulatorSignUp(t, map[string]any{"email": email, "password": "secret-123", "returnSecureToken": true})
+}
+
+// authEmulatorAnonymous signs a new anonymous user in, as signInAnonymously does.
+func authEmulatorAnonymous(t *testing.T) (idToken, uid string) {
+	t.Helper()
+	return authEmulatorSignUp(t, map[string]any{"returnSecureToken": true})
+}
+
+// authEmulatorSignUp calls the Auth emulator's accounts:signUp with request.
+func authEmulatorSignUp(t *testing.T, request map[string]any) (idToken, uid string) {
+	t.Helper()
 	testenv.SkipIfShort(t, "the Auth emulator")
 	host := os.Getenv(emulators.AuthHostEnv)
 	if host == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, which starts the Auth emulator", emulators.AuthHostEnv)
 	}
-	body, _ := json.Marshal(map[string]any{"email": email, "password": "secret-123", "returnSecureToken": true})
+	body, _ := json.Marshal(request)
 	resp, err := http.Post("http://"+host+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key=local", "application/json", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("sign up %s: %v", email, err)
+		t.Fatalf("sign up %v: %v", request, err)
 	}
 	defer resp.Body.Close()
 	var out struct{ IDToken, LocalID string }
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
-		t.Fatalf("sign up %s: HTTP %d, %v", email, resp.StatusCode, err)
+		t.Fatalf("sign up %v: HTTP %d, %v", request, resp.StatusCode, err)
 	}
 	return out.IDToken, out.LocalID
 }
@@ -55,6 +69,7 @@ func newCallerServer(t *testing.T, req callerauth.Requirements, perCallerLimit i
 	t.Helper()
 	cfg := config.Default()
 	cfg.RequireIDToken, cfg.RequireAppCheck, cfg.PerCallerLimit = req.IDToken, req.AppCheck, perCallerLimit
+	cfg.RefuseAnonymousUsers = req.RefuseAnonymous
 	srv := newTestServer(t, cfg)
 	v, err := callerauth.New(context.Background(), os.Getenv("GOOGLE_CLOUD_PROJECT"), req)
 	if err != nil {
@@ -108,12 +123,19 @@ func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
 		"expired":           {"Authorization": "Bearer " + unsignedToken(claims(project, now-7200, now-3600))},
 		"app check instead": {"X-Firebase-AppCheck": token},
 	}
+	messages := map[any]bool{}
 	for name, headers := range refused {
 		a := srv.incrementAs(t, headers, `{"counter":"posts"}`)
 		if a.status != http.StatusUnauthorized || a.body["field"] != "Authorization" || a.body["error"] == "" ||
 			!strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%s: %d %s (WWW-Authenticate %q), want 401 with field Authorization", name, a.status, a.raw, a.header.Get("WWW-Authenticate"))
 		}
+		if name != "not bearer" && name != "empty bearer" { // a malformed header has its own fixed text
+			messages[a.body["error"]] = true
+		}
+	}
+	if len(messages) != 1 { // the verifier's own text (claims, expected values) stays in the logs
+		t.Errorf("refused tokens got %d different texts, want one fixed text: %v", len(messages), messages)
 	}
 	if got := srv.count(t, "posts"); got != 1 {
 		t.Errorf("posts = %d, want 1: refused requests must change nothing", got)
@@ -139,6 +161,9 @@ func TestIdempotencyKeysAreScopedToTheVerifiedUser(t *testing.T) {
 	}
 	if a := send(ann, 2); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "true" || a.body["delta"] != 2.0 {
 		t.Fatalf("ann's retry: %d %s; want her own first answer replayed", a.status, a.raw)
+	}
+	if a := send(ann, 3); a.status != http.StatusUnprocessableEntity || !strings.Contains(a.raw, `to add 2 to counter \"orders\"`) {
+		t.Errorf("ann's key with another delta: %d %s; want 422 telling her own first use", a.status, a.raw)
 	}
 	if got := srv.count(t, "orders"); got != 7 {
 		t.Errorf("orders = %d, want 7 (ann 2 + bob 5, retries not counted)", got)
@@ -237,13 +262,128 @@ func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 		"unsigned":        unsignedToken(map[string]any{"aud": []string{"projects/" + project}, "sub": "x", "exp": now.Add(time.Hour).Unix()}),
 		"malformed aud":   iss.token(t, claims("projects/"+project, now.Add(time.Hour)), iss.key),
 	}
+	messages := map[any]bool{}
 	for name, token := range refused {
 		a := srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": token}, `{"counter":"views"}`)
 		if a.status != http.StatusForbidden || a.body["field"] != "X-Firebase-AppCheck" || a.body["error"] == "" {
 			t.Errorf("%s: %d %s, want 403 with field X-Firebase-AppCheck", name, a.status, a.raw)
 		}
+		messages[a.body["error"]] = true
+	}
+	if len(messages) != 1 {
+		t.Errorf("refused tokens got %d different texts, want one fixed text: %v", len(messages), messages)
 	}
 	if got := srv.count(t, "views"); got != 1 {
 		t.Errorf("views = %d, want 1: refused requests must change nothing", got)
+	}
+}
+
+// productionCallerServer is a test server whose Increment requires ID tokens verified as in
+// production (not by the Auth emulator's rules). With keysUnreachable, Google's public keys cannot be
+// fetched (every connection of the verifier's transport fails).
+func productionCallerServer(t *testing.T, keysUnreachable bool) *testServer {
+	t.Helper()
+	cfg := config.Default()
+	cfg.RequireIDToken = true
+	srv := newTestServer(t, cfg)
+	testenv.OutsideEmulatorMode(t, os.Getenv("GOOGLE_CLOUD_PROJECT"))
+	if keysUnreachable { // the SDK clones http.DefaultTransport when the verifier is made
+		saved := http.DefaultTransport
+		http.DefaultTransport = &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("network unreachable (test)")
+		}}
+		defer func() { http.DefaultTransport = saved }()
+	}
+	v, err := callerauth.New(context.Background(), os.Getenv("GOOGLE_CLOUD_PROJECT"), callerauth.Requirements{IDToken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.svc.RequireCallers(v)
+	return srv
+}
+
+// TestUnsignedIDTokensAreRefusedInProduction: outside emulator mode, an ID token the Auth emulator
+// issues (alg none, unsigned), one of the emulator with a made-up kid, and one forged with a guessed
+// HS256 secret are refused with 401 and count nothing, whatever user they name.
+func TestUnsignedIDTokensAreRefusedInProduction(t *testing.T) {
+	emulated, uid := authEmulatorUser(t, "eve@example.com")
+	srv := productionCallerServer(t, false)
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
+	now := time.Now().Unix()
+	claims := map[string]any{"aud": project, "iss": "https://securetoken.google.com/" + project, "sub": uid, "user_id": uid,
+		"iat": now, "exp": now + 3600, "auth_time": now}
+	hs256 := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims(claims))
+	hs256.Header["kid"] = "k1"
+	guessed, err := hs256.SignedString([]byte("guessed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(unsignedToken(claims), ".")
+	forged := map[string]string{
+		"the Auth emulator's own token": emulated,
+		"alg none":                      unsignedToken(claims),
+		"alg none with a kid":           base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT","kid":"k1"}`)) + "." + rest,
+		"HS256 with a guessed secret":   guessed,
+	}
+	for name, token := range forged {
+		if a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + token}, `{"counter":"forged"}`); a.status != http.StatusUnauthorized {
+			t.Errorf("%s: %d %s, want 401", name, a.status, a.raw)
+		}
+	}
+	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
+		t.Errorf("refused tokens wrote %v", paths)
+	}
+}
+
+// TestTokenVerificationFailuresOfThePlatformAre503: when Google's public keys cannot be fetched, a
+// well-formed ID token gets 503 with Retry-After, outcome not_applied and a fixed text (no transport
+// details), and nothing is counted.
+func TestTokenVerificationFailuresOfThePlatformAre503(t *testing.T) {
+	srv := productionCallerServer(t, true)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
+	now := time.Now().Unix()
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"aud": project, "iss": "https://securetoken.google.com/" + project,
+		"sub": "ann", "iat": now, "exp": now + 3600, "auth_time": now})
+	tok.Header["kid"] = "k1"
+	signed, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + signed}, `{"counter":"unverified"}`)
+	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || a.body["outcome"] != "not_applied" {
+		t.Errorf("%d %s (Retry-After %q); want 503, Retry-After, outcome not_applied", a.status, a.raw, a.header.Get("Retry-After"))
+	}
+	if strings.Contains(a.raw, "unreachable") || strings.Contains(a.raw, "googleapis") {
+		t.Errorf("the answer %s tells internal details", a.raw)
+	}
+	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
+		t.Errorf("an unverified request wrote %v", paths)
+	}
+}
+
+// TestAnonymousUsersRefusedWhenAsked: with REFUSE_ANONYMOUS_USERS an anonymous user's ID token gets
+// 403 (field Authorization) and counts nothing, while a user with an account counts; without it the
+// anonymous user counts too.
+func TestAnonymousUsersRefusedWhenAsked(t *testing.T) {
+	anonymous, _ := authEmulatorAnonymous(t)
+	member, _ := authEmulatorUser(t, "member@example.com")
+	strict := newCallerServer(t, callerauth.Requirements{IDToken: true, RefuseAnonymous: true}, 1)
+	a := strict.incrementAs(t, map[string]string{"Authorization": "Bearer " + anonymous}, `{"counter":"photo"}`)
+	if a.status != http.StatusForbidden || a.body["field"] != "Authorization" {
+		t.Errorf("anonymous user: %d %s, want 403 with field Authorization", a.status, a.raw)
+	}
+	if a := strict.incrementAs(t, map[string]string{"Authorization": "Bearer " + member}, `{"counter":"photo"}`); a.status != http.StatusOK {
+		t.Errorf("user with an account: %d %s, want 200", a.status, a.raw)
+	}
+	if got := strict.count(t, "photo"); got != 1 {
+		t.Errorf("photo = %d, want 1 (the member's like only)", got)
+	}
+	lenient := newCallerServer(t, callerauth.Requirements{IDToken: true}, 1)
+	if a := lenient.incrementAs(t, map[string]string{"Authorization": "Bearer " + anonymous}, `{"counter":"photo"}`); a.status != http.StatusOK {
+		t.Errorf("anonymous user, not refused: %d %s, want 200", a.status, a.raw)
 	}
 }

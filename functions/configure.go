@@ -59,7 +59,8 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		return 0, nil, err
 	}
 	if r.Method == http.MethodDelete {
-		id, err := counterParam(r)
+		// Not held to COUNTER_ID_PATTERN: counters made before the pattern must stay deletable.
+		id, err := counterParam(r, shared.ValidateCounterID)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -75,7 +76,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err := shared.ValidateCounterID(req.Counter); err != nil {
 		return 0, nil, err
 	}
-	if req.Reset {
+	if req.Reset { // not held to COUNTER_ID_PATTERN either: it creates nothing
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil {
 			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards or max_shards; send them in a request of their own"}
 		}
@@ -84,6 +85,9 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 			return 0, nil, err
 		}
 		return http.StatusOK, resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded}, nil
+	}
+	if err := s.checkCounterID(req.Counter); err != nil {
+		return 0, nil, err
 	}
 	settings, err := req.settings()
 	if err != nil {

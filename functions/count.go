@@ -29,7 +29,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	if err := checkMethod(r, http.MethodGet, http.MethodHead); err != nil {
 		return 0, nil, err
 	}
-	id, err := counterParam(r)
+	id, err := counterParam(r, s.checkCounterID)
 	if err != nil {
 		return 0, nil, err
 	}

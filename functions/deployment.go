@@ -52,6 +52,10 @@ type Function struct {
 	// (deploy.sh --allow-unauthenticated-increments, Terraform var.public_increments); otherwise
 	// callers need roles/run.invoker.
 	PublicOnRequest bool
+	// Admin says that the function manages counters (creates, reshapes, resets, deletes): deployments
+	// let the admin invokers call it (deploy.sh --admin-invoker, Terraform var.admin_invokers), and
+	// not the invokers of the other HTTP functions.
+	Admin bool
 }
 
 // Trigger is how a function is triggered: HTTP when EventType is "", else a CloudEvent of
@@ -88,7 +92,7 @@ func Deployed() []Function {
 			Memory: "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 100},
 		{Name: "count", EntryPoint: EntryCount,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
-		{Name: "configure-counter", EntryPoint: EntryConfigureCounter,
+		{Name: "configure-counter", EntryPoint: EntryConfigureCounter, Admin: true,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 5},
 		{Name: "increment-from-pubsub", EntryPoint: EntryIncrementFromPubSub,
 			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicIncrements, Retry: true,

@@ -22,6 +22,7 @@ type requestError struct {
 	message string
 	field   string // the field to blame, if any
 	allow   string // Allow header of a 405
+	outcome string // the increment's outcome, when the answer says it (see errorBody)
 }
 
 func (e *requestError) Error() string { return e.message }

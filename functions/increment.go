@@ -59,7 +59,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if req.Delta != nil {
 		delta = *req.Delta
 	}
-	if err := shared.ValidateCounterID(req.Counter); err != nil {
+	if err := s.checkCounterID(req.Counter); err != nil {
 		return 0, nil, err
 	}
 	if err := shared.ValidateDelta(delta, s.cfg.MaxDelta); err != nil {
@@ -105,9 +105,12 @@ func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
 // key's first request was answered.
 func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key counter.Key, inc shared.Increment) (int, any, error) {
 	out, err := s.counters.ApplyOnce(r.Context(), key, []shared.Increment{inc})
-	if errors.Is(err, counter.ErrKeyReused) && len(out.Applied) == 1 {
-		first := out.Applied[0]
-		return 0, nil, keyReusedError(fmt.Sprintf("to add %d to counter %q", first.Delta, first.Counter))
+	if errors.Is(err, counter.ErrKeyReused) {
+		// Only the verified caller who spent the key learns what for: an unscoped key is anyone's to guess.
+		if first := out.Applied; key.Caller != "" && len(first) == 1 {
+			return 0, nil, keyReusedError(fmt.Sprintf("to add %d to counter %q", first[0].Delta, first[0].Counter))
+		}
+		return 0, nil, keyReusedError("for another increment")
 	}
 	if err != nil {
 		return 0, nil, err
@@ -120,7 +123,7 @@ func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key coun
 }
 
 // keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on
-// what).
+// what, to the caller who spent it, or only that it was another increment).
 func keyReusedError(first string) error {
 	return &requestError{
 		status: http.StatusUnprocessableEntity,

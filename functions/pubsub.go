@@ -72,7 +72,7 @@ func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Ke
 	if key.ID == "" {
 		return key, nil, &poisonError{reason: "the message has no message ID and no " + shared.AttributeIdempotencyKey + " attribute"}
 	}
-	incs, err := shared.ParseIncrementMessage(data.Message.Data, s.cfg.MaxDelta)
+	incs, err := shared.ParseIncrementMessageOf(data.Message.Data, s.cfg.MaxDelta, s.checkCounterID)
 	return key, incs, err
 }
 

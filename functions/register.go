@@ -3,9 +3,12 @@ package functions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
@@ -71,7 +74,16 @@ func UseFirestoreOptions(opts ...option.ClientOption) {
 
 // instance is this process's Service, built on first use from the environment; a transient failure
 // is retried by a later request (startup).
-var instance = newStartup(func() (*Service, error) {
+var instance = newStartup(func() (*Service, error) { return newInstance(os.Environ()) })
+
+// newInstance builds the Service from the environment (environ lists it, as os.Environ does). On Cloud
+// Run it first refuses emulator switches: see emulatorSwitches.
+func newInstance(environ []string) (*Service, error) {
+	if names := emulatorSwitches(environ); len(names) > 0 {
+		return nil, &configError{fmt.Errorf("%s set on Cloud Run (K_SERVICE is set): emulator switches turn off "+
+			"checks that production relies on (the Admin SDK accepts unsigned ID tokens with FIREBASE_AUTH_EMULATOR_HOST); "+
+			"remove them from the function's environment", strings.Join(names, ", "))}
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return nil, &configError{err}
@@ -89,7 +101,29 @@ var instance = newStartup(func() (*Service, error) {
 	}
 	stopOnSIGTERM(s)
 	return s, nil
-})
+}
+
+// emulatorSwitches lists the variables of environ named *_EMULATOR_HOST with a value, when K_SERVICE
+// (set by Cloud Run, so in every deployed function) is set too; nil elsewhere (the local stack and the
+// tests run against emulators on purpose).
+func emulatorSwitches(environ []string) []string {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		vars[name] = value
+	}
+	if vars["K_SERVICE"] == "" {
+		return nil
+	}
+	var names []string
+	for name, value := range vars {
+		if strings.HasSuffix(name, "_EMULATOR_HOST") && value != "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
 
 // startupLog reports failures to build the Service, which has no logger of its own then.
 var startupLog = cloudlog.New(os.Stderr, slog.LevelInfo)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"strconv"
 
 	"cloud.google.com/go/firestore"
 
@@ -25,6 +27,7 @@ type Service struct {
 	engine   *rollup.Engine
 	log      *slog.Logger
 	callers  *callerauth.Verifier // nil: callers are not verified
+	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
 }
 
 // NewService wires the entry points to a Firestore client.
@@ -41,7 +44,20 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		rollups:  rollup.NewStore(client, cfg.Schema()),
 		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
 		log:      log,
+		ids:      cfg.CounterIDs(),
 	}
+}
+
+// checkCounterID accepts a valid Firestore document ID that COUNTER_ID_PATTERN, if set, matches as a
+// whole; anything else is a *shared.FieldError of the field "counter".
+func (s *Service) checkCounterID(id string) error {
+	if err := shared.ValidateCounterID(id); err != nil {
+		return err
+	}
+	if s.ids != nil && !s.ids.MatchString(id) {
+		return &shared.FieldError{Field: "counter", Message: "counter ID does not match this deployment's COUNTER_ID_PATTERN " + strconv.Quote(s.cfg.CounterIDPattern)}
+	}
+	return nil
 }
 
 // retryAfterSeconds is the Retry-After of a 503: Firestore's transient failures clear in about that.
@@ -70,7 +86,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		if reqErr.allow != "" {
 			w.Header().Set("Allow", reqErr.allow)
 		}
-		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message, Field: reqErr.field})
+		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message, Field: reqErr.field, Outcome: reqErr.outcome})
 	case errors.As(err, &fieldErr):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
@@ -113,13 +129,13 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 	}
 }
 
-// counterParam reads the one counter ID of a query string.
-func counterParam(r *http.Request) (string, error) {
+// counterParam reads the one counter ID of a query string; check validates it.
+func counterParam(r *http.Request, check func(id string) error) (string, error) {
 	ids := r.URL.Query()["counter"]
 	if len(ids) != 1 {
 		return "", &shared.FieldError{Field: "counter", Message: fmt.Sprintf("give exactly one counter query parameter, got %d", len(ids))}
 	}
-	return ids[0], shared.ValidateCounterID(ids[0])
+	return ids[0], check(ids[0])
 }
 
 // serve runs an HTTP handler that returns its answer, and writes that answer or the failure.

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,5 +84,32 @@ func TestStartupBackoffIsBounded(t *testing.T) {
 	}
 	if s.backoff != maxStartBackoff {
 		t.Errorf("backoff %s after 12 failures, want %s", s.backoff, maxStartBackoff)
+	}
+}
+
+// TestEmulatorSwitchesStopADeployedFunction: on Cloud Run (K_SERVICE set) any *_EMULATOR_HOST with a
+// value is a configuration error naming each such variable, before anything is built; without
+// K_SERVICE (the local stack, the tests) they are the point.
+func TestEmulatorSwitchesStopADeployedFunction(t *testing.T) {
+	deployed := []string{"K_SERVICE=increment", "PATH=/usr/bin", "FIREBASE_AUTH_EMULATOR_HOST=10.0.0.9:9099",
+		"FIRESTORE_EMULATOR_HOST=10.0.0.9:8080", "PUBSUB_EMULATOR_HOST=", "GOOGLE_CLOUD_PROJECT=p"}
+	s, err := newInstance(deployed)
+	var config *configError
+	if s != nil || !errors.As(err, &config) {
+		t.Fatalf("newInstance = %v, %v; want a configuration error", s, err)
+	}
+	for _, name := range []string{"FIREBASE_AUTH_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+	if strings.Contains(err.Error(), "PUBSUB_EMULATOR_HOST") {
+		t.Errorf("error %q names PUBSUB_EMULATOR_HOST, which is empty", err)
+	}
+	if got := emulatorSwitches(deployed[1:]); got != nil {
+		t.Errorf("without K_SERVICE: %v, want none refused", got)
+	}
+	if got := emulatorSwitches([]string{"K_SERVICE=count", "FIRESTORE_DATABASE=(default)"}); got != nil {
+		t.Errorf("deployed without emulator variables: %v, want none refused", got)
 	}
 }

@@ -22,11 +22,15 @@ Usage: scripts/deploy.sh [options]
                             existing database's location, else --region)
   --env NAME=VALUE          set one of the functions' settings (repeatable): --list-env names
                             them, docs/settings.md says what each means
-  --invoker MEMBER          grant MEMBER (e.g. serviceAccount:backend@p.iam.gserviceaccount.com)
-                            roles/run.invoker on the HTTP functions (repeatable)
+  --invoker MEMBER          let MEMBER (e.g. serviceAccount:backend@p.iam.gserviceaccount.com)
+                            invoke Increment and Count (repeatable). The list is authoritative:
+                            members no longer given lose roles/run.invoker there
+  --admin-invoker MEMBER    let MEMBER invoke ConfigureCounter, which creates, resets and deletes
+                            counters (repeatable; authoritative like --invoker)
   --allow-unauthenticated-increments
                             make Increment public (allUsers may invoke it). Off by default: read
-                            docs/operations.md, "Public increments", first
+                            docs/operations.md, "Public increments", first. allUsers and
+                            allAuthenticatedUsers are refused as --invoker and --admin-invoker
   --max-delivery-attempts N deliveries of an increment message before it is parked in the
                             dead-letter topic (5..100, default 10)
   --dead-letter-only        only park the increments that keep failing: attach the dead-letter topic
@@ -43,6 +47,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/deployment.gen.sh"
 
 readonly RUNTIME_SA_NAME=counters-runtime
 readonly TRIGGER_SA_NAME=counters-trigger
+readonly BUILD_SA_NAME=counters-build
+# What the build account needs to build a function from source (Google's list for a custom build
+# service account): write the build's logs and images, read the uploaded source.
+readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer roles/storage.objectAdmin)
 
 PROJECT=${GOOGLE_CLOUD_PROJECT:-}
 REGION=${GOOGLE_CLOUD_REGION:-}
@@ -53,6 +61,7 @@ DEAD_LETTER_ONLY=false
 MAX_DELIVERY_ATTEMPTS=10
 PUBLIC_INCREMENTS=false
 INVOKERS=()
+ADMIN_INVOKERS=()
 declare -A ENV_VALUES=()
 
 die() {
@@ -83,11 +92,16 @@ run() {
   fi
 }
 
-# missing succeeds when the resource the describe command names does not exist. A dry run assumes a
-# fresh project, so that it prints every command that creates something.
+# missing succeeds when the resource the describe command names does not exist, and fails when it
+# does. Any other failure of the command (no permission, an API not enabled, a network error) stops
+# the deploy with its message. A dry run assumes a fresh project, so that it prints every command
+# that creates something.
 missing() {
   $DRY_RUN && return 0
-  ! "$@" >/dev/null 2>&1
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then return 1; fi
+  if [[ $err == *NOT_FOUND* || $err == *"not found"* || $err == *"does not exist"* ]]; then return 0; fi
+  die "$(quote "$@") failed: $err"
 }
 
 # lookup VAR COMMAND... sets VAR to what COMMAND prints, for later commands. A dry run prints the
@@ -107,6 +121,21 @@ lookup() {
 # note prints a comment: to stderr normally, as a "#" line in a dry run's listing.
 note() {
   if $DRY_RUN; then printf '# %s\n' "$*"; else printf '%s\n' "$*" >&2; fi
+}
+
+# warn prints a warning to stderr, in a dry run too.
+warn() {
+  printf 'deploy.sh: WARNING: %s\n' "$*" >&2
+}
+
+# check_member refuses a public member in an invoker list: only --allow-unauthenticated-increments
+# opens a function to everyone.
+check_member() {
+  case $2 in
+  allUsers | allAuthenticatedUsers)
+    die "$1 $2: public members are refused; --allow-unauthenticated-increments opens Increment alone (docs/operations.md, \"Public increments\")"
+    ;;
+  esac
 }
 
 in_list() {
@@ -132,7 +161,8 @@ parse_flags() {
       ENV_VALUES[$name]=$value
       shift
       ;;
-    --invoker) INVOKERS+=("${2:?--invoker needs a member}") && shift ;;
+    --invoker) check_member --invoker "${2:?--invoker needs a member}" && INVOKERS+=("$2") && shift ;;
+    --admin-invoker) check_member --admin-invoker "${2:?--admin-invoker needs a member}" && ADMIN_INVOKERS+=("$2") && shift ;;
     --allow-unauthenticated-increments) PUBLIC_INCREMENTS=true ;;
     --dead-letter-only) DEAD_LETTER_ONLY=true ;;
     --max-delivery-attempts) MAX_DELIVERY_ATTEMPTS=${2:?--max-delivery-attempts needs a number} && shift ;;
@@ -180,9 +210,10 @@ enable_apis() {
 }
 
 ensure_database() {
-  if [[ -z $DATABASE_LOCATION ]] && ! $DRY_RUN; then
+  if [[ -z $DATABASE_LOCATION ]] && ! $DRY_RUN &&
+    ! missing gcloud firestore databases describe --project="$PROJECT" --database="$DATABASE"; then
     DATABASE_LOCATION=$(gcloud firestore databases describe --project="$PROJECT" --database="$DATABASE" \
-      --format='value(locationId)' 2>/dev/null || true)
+      --format='value(locationId)')
   fi
   if [[ -z $DATABASE_LOCATION ]]; then
     DATABASE_LOCATION=$REGION
@@ -202,18 +233,25 @@ ensure_service_account() {
   fi
 }
 
+# grant_project_role ACCOUNT ROLE [CONDITION] grants ROLE on the project, under the IAM condition
+# CONDITION (gcloud's expression=...,title=... form) if given.
 grant_project_role() {
   run gcloud projects add-iam-policy-binding "$PROJECT" --member="serviceAccount:$1" --role="$2" \
-    --condition=None --quiet
+    --condition="${3:-None}" --quiet
 }
 
 ensure_identities() {
   ensure_service_account "$RUNTIME_SA_NAME" "Distributed counters: functions at runtime"
   ensure_service_account "$TRIGGER_SA_NAME" "Distributed counters: Eventarc and Pub/Sub push deliveries"
-  # The functions read and write Firestore, nothing else.
-  grant_project_role "$RUNTIME_SA" roles/datastore.user
+  ensure_service_account "$BUILD_SA_NAME" "Distributed counters: builds of the functions"
+  # The functions read and write Firestore, this database only, nothing else.
+  local db="projects/$PROJECT/databases/$DATABASE"
+  grant_project_role "$RUNTIME_SA" roles/datastore.user \
+    "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
   # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
   grant_project_role "$TRIGGER_SA" roles/eventarc.eventReceiver
+  local role
+  for role in "${BUILD_ROLES[@]}"; do grant_project_role "$BUILD_SA" "$role"; done
 }
 
 ensure_topics() {
@@ -240,7 +278,7 @@ ensure_dead_letter_subscription() {
 
 # each_function CALLBACK calls CALLBACK with the columns of every FUNCTIONS row, in order: name,
 # entry point, event type, topic, document pattern, retry, dead-letter topic, memory, vCPU,
-# concurrency, timeout, max instances, public on request.
+# concurrency, timeout, max instances, public on request, admin.
 each_function() {
   local row columns
   for row in "${FUNCTIONS[@]}"; do
@@ -311,6 +349,7 @@ deploy_function() {
   ! $retry || trigger+=(--retry)
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
+    --build-service-account="projects/$PROJECT/serviceAccounts/$BUILD_SA" \
     --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" "${limits[@]}" --quiet "${trigger[@]}"
 }
 
@@ -322,22 +361,47 @@ grant_trigger_invoker() {
     --member="serviceAccount:$TRIGGER_SA"
 }
 
-# grant_invokers lets each --invoker member invoke an HTTP function.
-grant_invokers() {
-  local member
-  [[ $3 == - ]] || return 0
-  for member in "${INVOKERS[@]}"; do
-    run gcloud functions add-invoker-policy-binding "$1" --project="$PROJECT" --region="$REGION" \
+# sync_invokers makes the invokers of an HTTP function exactly its list: --admin-invoker members for
+# an admin function, --invoker members for the others, plus allUsers for a function that is public on
+# request when --allow-unauthenticated-increments is given. It grants the listed members, then reads
+# the service's policy and revokes roles/run.invoker from every other member.
+sync_invokers() {
+  local name=$1 event_type=$3 public_on_request=${13} admin=${14} member CURRENT_INVOKERS
+  [[ $event_type == - ]] || return 0
+  local wanted=("${INVOKERS[@]}")
+  if $admin; then wanted=("${ADMIN_INVOKERS[@]}"); fi
+  if $public_on_request && $PUBLIC_INCREMENTS; then wanted+=(allUsers); fi
+  for member in "${wanted[@]}"; do
+    run gcloud functions add-invoker-policy-binding "$name" --project="$PROJECT" --region="$REGION" \
+      --member="$member"
+  done
+  lookup CURRENT_INVOKERS gcloud run services get-iam-policy "$name" --project="$PROJECT" --region="$REGION" \
+    --flatten='bindings[].members' --filter='bindings.role=roles/run.invoker' --format='value(bindings.members)'
+  if $DRY_RUN; then
+    note "then, for each member of CURRENT_INVOKERS not granted above:"
+    run gcloud functions remove-invoker-policy-binding "$name" --project="$PROJECT" --region="$REGION" \
+      --member=CURRENT_INVOKERS_MEMBER
+    return
+  fi
+  for member in $CURRENT_INVOKERS; do
+    in_list "$member" "${wanted[@]}" && continue
+    run gcloud functions remove-invoker-policy-binding "$name" --project="$PROJECT" --region="$REGION" \
       --member="$member"
   done
 }
 
-# drop_public makes a function that is public on request private again after a public deployment:
-# it drops allUsers (fails harmlessly when it is not there).
-drop_public() {
-  if ${13} && ! $PUBLIC_INCREMENTS; then
-    run gcloud functions remove-invoker-policy-binding "$1" --project="$PROJECT" --region="$REGION" \
-      --member=allUsers || true
+# warn_public_increments says what public increments risk when nothing else guards them.
+warn_public_increments() {
+  $PUBLIC_INCREMENTS || return 0
+  local verified=false name
+  for name in REQUIRE_ID_TOKEN REQUIRE_APP_CHECK; do
+    case ${ENV_VALUES[$name]:-} in 1 | t | T | TRUE | true | True) verified=true ;; esac
+  done
+  if ! $verified && [[ -z ${ENV_VALUES[COUNTER_ID_PATTERN]:-} ]]; then
+    warn "Increment is public with neither verified callers (REQUIRE_ID_TOKEN, REQUIRE_APP_CHECK)" \
+      "nor COUNTER_ID_PATTERN: anyone may create any number of counters with any name (each stays," \
+      "costs writes and shows in roll-up lists) and add up to MAX_DELTA=$(setting MAX_DELTA) per request." \
+      "See docs/operations.md, \"Public increments\"."
   fi
 }
 
@@ -366,12 +430,14 @@ main() {
   RUNTIME=$(go_runtime)
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"
+  BUILD_SA="$BUILD_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   ENV_VARS="${ENV_OF_OPTION[project]}=$PROJECT,${ENV_OF_OPTION[database]}=$DATABASE"
   local name
   for name in "${ENV_NAMES[@]}"; do
     if [[ -n ${ENV_VALUES[$name]:-} ]]; then ENV_VARS+=",$name=${ENV_VALUES[$name]}"; fi
   done
 
+  warn_public_increments
   if $DEAD_LETTER_ONLY; then
     each_function attach_dead_letter
     return
@@ -384,8 +450,7 @@ main() {
   each_function deploy_function
   each_function attach_dead_letter
   each_function grant_trigger_invoker
-  each_function grant_invokers
-  each_function drop_public
+  each_function sync_invokers
   ensure_scheduler_jobs
   each_function print_url
   note "Firestore security rules: firebase deploy --only firestore:rules --project $PROJECT (docs/operations.md)"

@@ -49,6 +49,13 @@ type incrementMessage struct {
 // failure is a *FieldError naming the field (for example "increments[3].delta"); a message that fails
 // can never succeed.
 func ParseIncrementMessage(data []byte, maxDelta int64) ([]Increment, error) {
+	return ParseIncrementMessageOf(data, maxDelta, ValidateCounterID)
+}
+
+// ParseIncrementMessageOf is ParseIncrementMessage with checkID in place of ValidateCounterID (a
+// deployment's own ID rules on top of it); a *FieldError of checkID is reported for the increment's
+// counter field.
+func ParseIncrementMessageOf(data []byte, maxDelta int64, checkID func(id string) error) ([]Increment, error) {
 	var msg incrementMessage
 	if err := DecodeJSONObject(data, &msg, "the message data"); err != nil {
 		return nil, err
@@ -77,7 +84,11 @@ func ParseIncrementMessage(data []byte, maxDelta int64) ([]Increment, error) {
 		if item.Delta != nil {
 			inc.Delta = *item.Delta
 		}
-		if err := ValidateIncrement(inc, maxDelta); err != nil {
+		err := checkID(inc.Counter)
+		if err == nil {
+			err = ValidateDelta(inc.Delta, maxDelta)
+		}
+		if err != nil {
 			if fe, ok := err.(*FieldError); ok {
 				return nil, &FieldError{Field: prefix(i) + fe.Field, Message: fe.Message}
 			}

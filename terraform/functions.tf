@@ -35,8 +35,9 @@ resource "google_cloudfunctions2_function" "function" {
   description = "Distributed counters: ${each.key}"
 
   build_config {
-    runtime     = var.runtime
-    entry_point = each.key
+    runtime         = var.runtime
+    entry_point     = each.key
+    service_account = google_service_account.identity["build"].id
     source {
       storage_source {
         bucket = google_storage_bucket.source.name
@@ -87,15 +88,20 @@ resource "google_cloudfunctions2_function" "function" {
 }
 
 # Who may invoke what (2nd gen functions are Cloud Run services): the trigger identity the event
-# functions; http_invokers the HTTP functions; allUsers Increment only when public_increments is on.
+# functions; admin_invokers the admin function (ConfigureCounter); http_invokers the other HTTP
+# functions; allUsers Increment only when public_increments is on. The set is authoritative: a member
+# dropped from a list loses its binding on the next apply.
 locals {
   invokers = merge(
     { for entry_point, f in local.event_functions : "${entry_point} trigger" => {
       entry_point = entry_point, member = "serviceAccount:${google_service_account.identity["trigger"].email}"
     } },
-    { for pair in setproduct(keys(local.http_functions), var.http_invokers) : "${pair[0]} ${pair[1]}" => {
-      entry_point = pair[0], member = pair[1]
-    } },
+    { for pair in setproduct([for entry_point, f in local.http_functions : entry_point if !f.admin], var.http_invokers) :
+      "${pair[0]} ${pair[1]}" => { entry_point = pair[0], member = pair[1] }
+    },
+    { for pair in setproduct([for entry_point, f in local.http_functions : entry_point if f.admin], var.admin_invokers) :
+      "${pair[0]} ${pair[1]}" => { entry_point = pair[0], member = pair[1] }
+    },
     { for entry_point, f in local.http_functions : "${entry_point} allUsers" => {
       entry_point = entry_point, member = "allUsers"
     } if f.public },
@@ -109,4 +115,16 @@ resource "google_cloud_run_service_iam_member" "invoker" {
   service  = google_cloudfunctions2_function.function[each.value.entry_point].service_config[0].service
   role     = "roles/run.invoker"
   member   = each.value.member
+}
+
+# Public increments with neither verified callers nor a counter ID pattern: `terraform plan` and
+# `apply` warn (a check does not stop them) and say what that risks.
+check "public_increments_guarded" {
+  assert {
+    condition = (!var.public_increments
+      || contains(["1", "t", "T", "TRUE", "true", "True"], lookup(var.environment, "REQUIRE_ID_TOKEN", "false"))
+      || contains(["1", "t", "T", "TRUE", "true", "True"], lookup(var.environment, "REQUIRE_APP_CHECK", "false"))
+    || lookup(var.environment, "COUNTER_ID_PATTERN", "") != "")
+    error_message = "Increment is public with neither verified callers (REQUIRE_ID_TOKEN, REQUIRE_APP_CHECK) nor COUNTER_ID_PATTERN: anyone may create any number of counters with any name (each stays, costs writes and shows in roll-up lists) and add up to MAX_DELTA (${lookup(var.environment, "MAX_DELTA", local.deployment.env_defaults.MAX_DELTA)}) per request. See docs/operations.md, \"Public increments\"."
+  }
 }

@@ -47,12 +47,25 @@ resource "google_project_service" "api" {
   disable_on_destroy = false
 }
 
-# Identities: the functions run as "runtime" (Firestore only); Eventarc and Pub/Sub push call the event
-# functions as "trigger", which may invoke those (functions.tf) and nothing else.
+# Identities: the functions run as "runtime" (Firestore, this database only); Eventarc and Pub/Sub
+# push call the event functions as "trigger", which may invoke those (functions.tf) and nothing else;
+# Cloud Build builds the functions as "build" (its logs, its images, the uploaded source).
 locals {
   identities = {
-    runtime = { account_id = "counters-runtime", role = "roles/datastore.user", display_name = "Distributed counters: functions at runtime" }
-    trigger = { account_id = "counters-trigger", role = "roles/eventarc.eventReceiver", display_name = "Distributed counters: Eventarc and Pub/Sub push deliveries" }
+    runtime = { account_id = "counters-runtime", display_name = "Distributed counters: functions at runtime" }
+    trigger = { account_id = "counters-trigger", display_name = "Distributed counters: Eventarc and Pub/Sub push deliveries" }
+    build   = { account_id = "counters-build", display_name = "Distributed counters: builds of the functions" }
+  }
+  database_name = "projects/${var.project}/databases/${var.database}"
+  identity_roles = {
+    "runtime roles/datastore.user" = {
+      identity  = "runtime", role = "roles/datastore.user"
+      condition = "resource.name == \"${local.database_name}\" || resource.name.startsWith(\"${local.database_name}/\")"
+    }
+    "trigger roles/eventarc.eventReceiver" = { identity = "trigger", role = "roles/eventarc.eventReceiver", condition = null }
+    "build roles/logging.logWriter"        = { identity = "build", role = "roles/logging.logWriter", condition = null }
+    "build roles/artifactregistry.writer"  = { identity = "build", role = "roles/artifactregistry.writer", condition = null }
+    "build roles/storage.objectAdmin"      = { identity = "build", role = "roles/storage.objectAdmin", condition = null }
   }
 }
 
@@ -64,10 +77,18 @@ resource "google_service_account" "identity" {
 }
 
 resource "google_project_iam_member" "identity_role" {
-  for_each = local.identities
+  for_each = local.identity_roles
   project  = var.project
   role     = each.value.role
-  member   = "serviceAccount:${google_service_account.identity[each.key].email}"
+  member   = "serviceAccount:${google_service_account.identity[each.value.identity].email}"
+
+  dynamic "condition" {
+    for_each = each.value.condition == null ? [] : [each.value.condition]
+    content {
+      title      = "counters-database-only"
+      expression = condition.value
+    }
+  }
 }
 
 resource "google_pubsub_topic" "topic" {

@@ -40,9 +40,25 @@ variable "public_increments" {
 }
 
 variable "http_invokers" {
-  description = "Members granted roles/run.invoker on the HTTP functions (Increment, Count, ConfigureCounter), e.g. serviceAccount:backend@PROJECT.iam.gserviceaccount.com."
+  description = "Members granted roles/run.invoker on Increment and Count, e.g. serviceAccount:backend@PROJECT.iam.gserviceaccount.com. Public members are refused: public_increments opens Increment."
   type        = list(string)
   default     = []
+
+  validation {
+    condition     = length(setintersection(var.http_invokers, ["allUsers", "allAuthenticatedUsers"])) == 0
+    error_message = "http_invokers: allUsers and allAuthenticatedUsers are refused; public_increments opens Increment alone (docs/operations.md, \"Public increments\")."
+  }
+}
+
+variable "admin_invokers" {
+  description = "Members granted roles/run.invoker on ConfigureCounter, which creates, resets and deletes counters, e.g. user:ops@example.com. Public members are refused."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = length(setintersection(var.admin_invokers, ["allUsers", "allAuthenticatedUsers"])) == 0
+    error_message = "admin_invokers: allUsers and allAuthenticatedUsers are refused."
+  }
 }
 
 # Per-function deploy settings are declared in Go (functions/deployment.go) and read from

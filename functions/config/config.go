@@ -5,6 +5,7 @@
 package config
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/shardcount/counters/shared"
@@ -32,6 +33,11 @@ type Config struct {
 	// DefaultNumShards is the shard count of a counter created by its first increment, and the
 	// least shard count the roll-up adapts a counter to unless ConfigureCounter said otherwise.
 	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,IncrementFromPubSub,ConfigureCounter,RollupOnShardWrite,RollupScheduled"`
+	// CounterIDPattern, when set, is an RE2 regular expression every counter ID must match as a whole
+	// (e.g. post-[0-9]{1,12}): an increment, a Pub/Sub message, a configuration or a Count of another
+	// ID is refused with 400 (field "counter") and changes nothing. Empty: any valid Firestore
+	// document ID. Set it before opening increments to the public.
+	CounterIDPattern string `env:"COUNTER_ID_PATTERN" check:"counterIDPattern" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
 	// MaxDelta bounds the magnitude of one increment.
 	MaxDelta int64 `env:"MAX_DELTA, default=1000000" min:"1" max:"MaxDeltaLimit" usedBy:"Increment,IncrementFromPubSub"`
 	// ShardCountCacheTTL is how long an instance trusts a counter's cached shard count. A stale count
@@ -65,6 +71,10 @@ type Config struct {
 	// PerCallerLimit, when positive, holds each verified user's total on each counter within
 	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
 	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`
+	// RefuseAnonymousUsers makes Increment refuse (403) the ID tokens of anonymous sign-in, which any
+	// client gets at will: it keeps PER_CALLER_LIMIT's "one per user" to users with an account. It
+	// needs REQUIRE_ID_TOKEN.
+	RefuseAnonymousUsers bool `env:"REFUSE_ANONYMOUS_USERS, default=false" usedBy:"Increment"`
 }
 
 // namedBounds are the constants a min or max tag may name.
@@ -81,3 +91,15 @@ func (c Config) Schema() shared.Schema {
 
 // VerifiesCallers says whether Increment checks any token.
 func (c Config) VerifiesCallers() bool { return c.RequireIDToken || c.RequireAppCheck }
+
+// CounterIDs returns the compiled COUNTER_ID_PATTERN, anchored to match whole IDs; nil when none is
+// set. The pattern must be valid (Load checks it).
+func (c Config) CounterIDs() *regexp.Regexp {
+	if c.CounterIDPattern == "" {
+		return nil
+	}
+	return regexp.MustCompile(wholeID(c.CounterIDPattern))
+}
+
+// wholeID anchors pattern so that it matches whole IDs only.
+func wholeID(pattern string) string { return `^(?:` + pattern + `)$` }

@@ -99,6 +99,9 @@ func TestParseEachVariable(t *testing.T) {
 		{name: "REQUIRE_APP_CHECK", env: env{"REQUIRE_APP_CHECK": "1"}, modify: func(c *Config) { c.RequireAppCheck = true }},
 		{name: "PER_CALLER_LIMIT", env: env{"REQUIRE_ID_TOKEN": "true", "PER_CALLER_LIMIT": "1"},
 			modify: func(c *Config) { c.RequireIDToken, c.PerCallerLimit = true, 1 }},
+		{name: "COUNTER_ID_PATTERN", env: env{"COUNTER_ID_PATTERN": "post-[0-9]+"}, modify: func(c *Config) { c.CounterIDPattern = "post-[0-9]+" }},
+		{name: "REFUSE_ANONYMOUS_USERS", env: env{"REQUIRE_ID_TOKEN": "true", "REFUSE_ANONYMOUS_USERS": "true"},
+			modify: func(c *Config) { c.RequireIDToken, c.RefuseAnonymousUsers = true, true }},
 		{name: "LOG_LEVEL DEBUG", env: env{"LOG_LEVEL": "DEBUG"}, modify: func(c *Config) { c.LogLevel = "DEBUG" }},
 		{name: "LOG_LEVEL warn", env: env{"LOG_LEVEL": "warn"}, modify: func(c *Config) { c.LogLevel = "warn" }},
 		{name: "all at once", env: env{
@@ -187,6 +190,10 @@ func TestParseInvalid(t *testing.T) {
 			wantMsgs: []string{"PER_CALLER_LIMIT", "REQUIRE_ID_TOKEN", "per signed-in user"}},
 		{name: "per caller limit negative", env: env{"REQUIRE_ID_TOKEN": "true", "PER_CALLER_LIMIT": "-1"},
 			wantMsgs: []string{"PER_CALLER_LIMIT", `"-1"`, "integer from 0"}},
+		{name: "counter ID pattern not RE2", env: env{"COUNTER_ID_PATTERN": "post-(?=[0-9])"},
+			wantMsgs: []string{"COUNTER_ID_PATTERN", `"post-(?=[0-9])"`, "RE2"}},
+		{name: "refuse anonymous users without id tokens", env: env{"REFUSE_ANONYMOUS_USERS": "true"},
+			wantMsgs: []string{"REFUSE_ANONYMOUS_USERS", "REQUIRE_ID_TOKEN"}},
 		{name: "log level unknown", env: env{"LOG_LEVEL": "LOUD"},
 			wantMsgs: []string{"LOG_LEVEL", `"LOUD"`, "DEBUG, INFO, WARNING or ERROR"}},
 		{name: "log level critical not accepted", env: env{"LOG_LEVEL": "CRITICAL"},
@@ -227,6 +234,22 @@ func TestParseInvalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCounterIDsMatchWholeIDs: the pattern is anchored, also across an alternation, and unset means
+// no pattern.
+func TestCounterIDsMatchWholeIDs(t *testing.T) {
+	if Default().CounterIDs() != nil {
+		t.Error("no COUNTER_ID_PATTERN: want no pattern")
+	}
+	c := Default()
+	c.CounterIDPattern = "post-[0-9]+|likes"
+	re := c.CounterIDs()
+	for id, want := range map[string]bool{"post-12": true, "likes": true, "post-12x": false, "xlikes": false, "my-post-1": false, "": false} {
+		if got := re.MatchString(id); got != want {
+			t.Errorf("%q matches %t, want %t", id, got, want)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,12 @@ var stringChecks = map[string]struct {
 		}
 		return nil
 	}},
+	"counterIDPattern": {"an RE2 regular expression (matched against the whole ID)", func(v string) error {
+		if _, err := regexp.Compile(wholeID(v)); err != nil {
+			return fmt.Errorf("not an RE2 regular expression: %w", err)
+		}
+		return nil
+	}},
 	"logLevel": {"DEBUG, INFO, WARNING (or WARN) or ERROR", func(v string) error {
 		_, err := cloudlog.ParseLevel(v)
 		return err
@@ -87,6 +94,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.PerCallerLimit > 0 && !c.RequireIDToken {
 		errs = append(errs, fmt.Errorf("PER_CALLER_LIMIT=%d needs REQUIRE_ID_TOKEN=true: the limit is per signed-in user", c.PerCallerLimit))
+	}
+	if c.RefuseAnonymousUsers && !c.RequireIDToken {
+		errs = append(errs, errors.New("REFUSE_ANONYMOUS_USERS=true needs REQUIRE_ID_TOKEN=true: it is about the ID tokens of anonymous users"))
 	}
 	errs = append(errs, distinctCollections(c)...)
 	if len(errs) > 0 {

@@ -130,13 +130,14 @@ func shellData() []byte {
 	p("# shellcheck shell=bash disable=SC2034 # the names are read by deploy.sh\n\n")
 	p("# Every deployed function, one row each: name, entry point, event type, topic, document pattern\n")
 	p("# (below the counters collection), retry, dead-letter topic, memory, vCPU, concurrency, timeout,\n")
-	p("# max instances, public on request; \"-\" is none (an HTTP trigger, the platform's default vCPU).\n")
+	p("# max instances, public on request, admin (invoked by the admin invokers); \"-\" is none (an HTTP\n")
+	p("# trigger, the platform's default vCPU).\n")
 	p("readonly FUNCTIONS=(\n")
 	for _, f := range functions.Deployed() {
 		t := f.Trigger
 		row := []string{f.Name, f.EntryPoint, dash(t.EventType), dash(t.Topic), dash(t.Document), fmt.Sprint(t.Retry),
 			dash(t.DeadLetterTopic), f.Memory, dash(f.CPU), fmt.Sprint(f.Concurrency), fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
-			fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest)}
+			fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), fmt.Sprint(f.Admin)}
 		p("  %s\n", shellQuote(strings.Join(row, " ")))
 	}
 	p(")\n\n")
@@ -222,6 +223,7 @@ type tfFunction struct {
 	TimeoutSeconds  int     `json:"timeout_seconds"`
 	MaxInstances    int     `json:"max_instances"`
 	PublicOnRequest bool    `json:"public_on_request"`
+	Admin           bool    `json:"admin"`
 }
 
 // tfField is a field setting as terraform/ reads it.
@@ -255,7 +257,7 @@ func terraformLocals() ([]byte, error) {
 		fns[f.EntryPoint] = tfFunction{Name: f.Name, EventType: null(t.EventType), Topic: null(t.Topic), Document: null(t.Document),
 			Retry: t.Retry, DeadLetterTopic: null(t.DeadLetterTopic), Memory: f.Memory, CPU: null(f.CPU),
 			Concurrency: f.Concurrency, TimeoutSeconds: int(f.Timeout.Seconds()), MaxInstances: f.MaxInstances,
-			PublicOnRequest: f.PublicOnRequest}
+			PublicOnRequest: f.PublicOnRequest, Admin: f.Admin}
 		if t.Schedule != "" {
 			schedules = append(schedules, tfSchedule{Topic: t.Topic, Schedule: t.Schedule})
 		}

@@ -97,8 +97,9 @@ func TestRunNodeKillsAHungRun(t *testing.T) {
 func TestLiveCounter(t *testing.T) { runNodeTests(t, "test/live-counter.test.mjs") }
 
 // TestFirebaseJSSDK: the JS SDK against the stack with firestore.rules: a roll-up listener follows
-// HTTP increments, and every other client read or write is denied; the guide's incrementCounter
-// under firestore.guide-clients.rules may increment shards by one and do nothing else.
+// HTTP increments, roll-ups may be listed 100 at most, and every other client read or write is
+// denied; the guide's incrementCounter under firestore.guide-clients.rules, signed in, may increment
+// existing shards by one and do nothing else.
 func TestFirebaseJSSDK(t *testing.T) {
 	runNodeTests(t, "test/sdk.test.mjs", "test/guide.test.mjs")
 }

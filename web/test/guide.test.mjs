@@ -1,11 +1,14 @@
 // The opt-in rules variant firestore.guide-clients.rules, with the Firebase guide's own client code:
-// incrementCounter updates a random shard with increment(1). It may do that and nothing else, and the
-// roll-up picks its writes up. The variant is loaded into the stack's project for this file only.
+// incrementCounter updates a random shard with increment(1). A signed-in client may do that and
+// nothing else, on a counter whose shards ConfigureCounter created, and the roll-up picks its writes
+// up. The variant is loaded into the stack's project for this file only.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { deleteDoc, doc, getDoc, increment, onSnapshot, setDoc, updateDoc } from 'firebase/firestore';
-import { callFunction, eventually, firestoreClient, loadRules, stack, uniqueID } from './stack.mjs';
+import {
+  collection, deleteDoc, doc, getDoc, getDocs, increment, onSnapshot, setDoc, updateDoc,
+} from 'firebase/firestore';
+import { callFunction, eventually, firestoreClient, loadRules, signedInFirestoreClient, stack, uniqueID } from './stack.mjs';
 
 const variant = fileURLToPath(new URL('../../firestore.guide-clients.rules', import.meta.url));
 
@@ -23,7 +26,7 @@ function incrementCounter(db, ref, num_shards) {
 }
 
 test("the guide's incrementCounter counts, and the roll-up picks it up", async (t) => {
-  const db = firestoreClient(t);
+  const db = await signedInFirestoreClient(t);
   const id = uniqueID('guide');
   await callFunction('ConfigureCounter', { counter: id, num_shards: 4 });
   const seen = [];
@@ -35,12 +38,15 @@ test("the guide's incrementCounter counts, and the roll-up picks it up", async (
 });
 
 test('a guide client may do nothing else', async (t) => {
-  const db = firestoreClient(t);
+  const db = await signedInFirestoreClient(t);
+  const signedOut = firestoreClient(t);
   const id = uniqueID('guide-denied');
   await callFunction('ConfigureCounter', { counter: id, num_shards: 4 });
   const shard = (n) => doc(db, 'counters', id, 'shards', n);
   await updateDoc(shard('3'), 'count', increment(-1)); // an unlike is a step too
   const denied = {
+    'a signed-out client': () => updateDoc(doc(signedOut, 'counters', id, 'shards', '0'), 'count', increment(1)),
+    'listing roll-ups without a limit': () => getDocs(collection(db, 'rollups')),
     'a step of 2': () => updateDoc(shard('0'), 'count', increment(2)),
     'setting the count': () => updateDoc(shard('0'), { count: 1000 }),
     'a shard beyond num_shards': () => updateDoc(shard('4'), 'count', increment(1)),
@@ -59,4 +65,27 @@ test('a guide client may do nothing else', async (t) => {
   }
   const exact = await fetch(`${stack.functionsURL}/Count?counter=${id}`).then((r) => r.json());
   assert.equal(exact.count, -1, 'only the allowed unlike counted');
+});
+
+test('every shard of a ConfigureCounter counter exists; a counter made by Increment lacks some', async (t) => {
+  const db = await signedInFirestoreClient(t);
+  const configured = uniqueID('guide-configured');
+  await callFunction('ConfigureCounter', { counter: configured, num_shards: 3 });
+  for (const n of ['0', '1', '2']) await updateDoc(doc(db, 'counters', configured, 'shards', n), 'count', increment(1));
+
+  // Increment creates a counter with DEFAULT_NUM_SHARDS (10) shards in num_shards but writes only
+  // the shard it picks: the guide's update of another one finds no document and is refused. Hence
+  // the documented rule: create the counters guide clients write with ConfigureCounter.
+  const incremented = uniqueID('guide-incremented');
+  await callFunction('Increment', { counter: incremented });
+  let refused = 0;
+  for (let n = 0; n < 10; n++) {
+    await updateDoc(doc(db, 'counters', incremented, 'shards', String(n)), 'count', increment(1)).catch((err) => {
+      assert.ok(['permission-denied', 'not-found'].includes(err.code), `${err.code} ${err.message}`);
+      refused++;
+    });
+  }
+  assert.equal(refused, 9, 'all shards but the one Increment wrote are missing');
+  const exact = await fetch(`${stack.functionsURL}/Count?counter=${configured}`).then((r) => r.json());
+  assert.equal(exact.count, 3, 'each of the three configured shards took its increment');
 });

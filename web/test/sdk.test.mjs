@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  collection, deleteDoc, doc, getDoc, getDocs, increment, limit, onSnapshot, query, setDoc, updateDoc,
+  collection, deleteDoc, doc, getDoc, getDocs, increment, limit, onSnapshot, orderBy, query, setDoc, updateDoc,
 } from 'firebase/firestore';
 import { callFunction, eventually, firestoreClient, uniqueID } from './stack.mjs';
 
@@ -26,16 +26,26 @@ test('a roll-up listener sees the count follow HTTP increments', async (t) => {
   assert.ok(seen.every((d, i) => i === 0 || d.count >= seen[i - 1].count), `counts only grow: ${seen.map((d) => d.count)}`);
 });
 
-test('clients may get and list roll-ups, and nothing else', async (t) => {
+test('clients may get roll-ups and list at most 100, and nothing else', async (t) => {
   const db = firestoreClient(t);
   const id = uniqueID('guarded');
   await callFunction('Increment', { counter: id, delta: 7 });
   await eventually('the roll-up exists', async () => (await getDoc(doc(db, 'rollups', id))).data()?.count, (c) => c === 7);
-  // Listing is a documented choice (firestore.rules, docs/api.md): leaderboards need it.
-  const listed = await getDocs(query(collection(db, 'rollups'), limit(50)));
-  assert.ok(listed.size >= 1, 'a client may list roll-ups');
+  // Bounded listing is a documented choice (firestore.rules, docs/api.md): leaderboards need it.
+  for (const n of [10, 100]) {
+    const listed = await getDocs(query(collection(db, 'rollups'), orderBy('count', 'desc'), limit(n)));
+    assert.ok(listed.size >= 1 && listed.size <= n, `a client may list up to ${n} roll-ups`);
+  }
 
   const denied = {
+    'list roll-ups without a limit': () => getDocs(collection(db, 'rollups')),
+    'list roll-ups with a limit over 100': () => getDocs(query(collection(db, 'rollups'), limit(101))),
+    'listen to every roll-up': () => new Promise((resolve, reject) => {
+      // The first snapshot may come from the empty local cache; only the server's answer counts.
+      const stop = onSnapshot(collection(db, 'rollups'), { includeMetadataChanges: true }, (snap) => {
+        if (!snap.metadata.fromCache) { stop(); resolve(); }
+      }, reject);
+    }),
     'read a counter': () => getDoc(doc(db, 'counters', id)),
     'list counters': () => getDocs(collection(db, 'counters')),
     'read a shard': () => getDoc(doc(db, 'counters', id, 'shards', '0')),

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { deleteApp, initializeApp } from 'firebase/app';
+import { connectAuthEmulator, getAuth, signInAnonymously } from 'firebase/auth';
 import { connectFirestoreEmulator, getFirestore, setLogLevel } from 'firebase/firestore';
 
 // Denied requests are what some tests expect: keep the SDK's own logging of them out of the report.
@@ -21,6 +22,7 @@ export const stack = {
   functionsURL: required('LOCALSTACK_FUNCTIONS_URL'),
   appURL: required('LOCALSTACK_APP_URL'),
   rulesFile: required('LOCALSTACK_RULES_FILE'),
+  authHost: required('FIREBASE_AUTH_EMULATOR_HOST'),
 };
 
 /** A counter ID no other test uses. */
@@ -40,14 +42,30 @@ export async function callFunction(name, body, method = 'POST') {
   return answer;
 }
 
-/** A Firebase app whose Firestore talks to the stack's emulator, deleted by the returned close(). */
+/** A Firebase app whose Firestore talks to the stack's emulator, signed out; deleted after t. */
 export function firestoreClient(t) {
+  return newClient(t).db;
+}
+
+/**
+ * A Firebase app whose Firestore and Auth talk to the stack's emulators, signed in as a new anonymous
+ * user (Auth emulator); deleted after t. Resolves to its Firestore.
+ */
+export async function signedInFirestoreClient(t) {
+  const { app, db } = newClient(t);
+  const auth = getAuth(app);
+  connectAuthEmulator(auth, `http://${stack.authHost}`, { disableWarnings: true });
+  await signInAnonymously(auth);
+  return db;
+}
+
+function newClient(t) {
   const app = initializeApp({ projectId: stack.project, apiKey: 'local-emulator' }, uniqueID('app'));
   const db = getFirestore(app);
   const [host, port] = stack.firestoreHost.split(':');
   connectFirestoreEmulator(db, host, Number(port));
   t.after(() => deleteApp(app));
-  return db;
+  return { app, db };
 }
 
 /** Loads the rules file at path into the emulator for the stack's project. */

@@ -1,0 +1,199 @@
+package deploycheck_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/internal/deploycheck"
+)
+
+// fakeGcloud is a gcloud on the PATH of a real (not dry) run of deploy.sh that records every command
+// and answers as a project where everything exists would, unless the test says otherwise.
+type fakeGcloud struct {
+	dir string
+	env []string
+}
+
+// fakeGcloudScript answers: the describe commands that check whether a resource exists with
+// $FAKE_DESCRIBE_ERROR (on stderr, failing) when set (not the lookups of functions, triggers and the
+// project); get-iam-policy with the members in $FAKE_INVOKERS; remove-invoker-policy-binding by failing
+// when $FAKE_REMOVE_FAILS is set; everything else with success.
+const fakeGcloudScript = `#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$FAKE_LOG"
+case "$*" in
+"functions describe "* | "eventarc triggers describe "* | "projects describe "*) ;;
+*" describe "*)
+  if [[ -n ${FAKE_DESCRIBE_ERROR:-} ]]; then echo "$FAKE_DESCRIBE_ERROR" >&2; exit 1; fi ;;
+*get-iam-policy*) printf '%s\n' ${FAKE_INVOKERS:-} ;;
+*remove-invoker-policy-binding*)
+  if [[ -n ${FAKE_REMOVE_FAILS:-} ]]; then echo "ERROR: (gcloud.functions.remove-invoker-policy-binding) PERMISSION_DENIED" >&2; exit 1; fi ;;
+esac
+exit 0
+`
+
+func newFakeGcloud(t *testing.T, env ...string) *fakeGcloud {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gcloud"), []byte(fakeGcloudScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &fakeGcloud{dir: dir, env: append(env, "FAKE_LOG="+filepath.Join(dir, "log"))}
+}
+
+// deploy runs deploy.sh for real against the fake gcloud and returns its stderr and the commands
+// gcloud received.
+func (g *fakeGcloud) deploy(t *testing.T, args ...string) (stderr string, commands []string, err error) {
+	t.Helper()
+	log := filepath.Join(g.dir, "log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", append([]string{script, "--project", "p", "--region", "r", "--database-location", "nam5"}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+g.dir+":"+os.Getenv("PATH"), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=",
+		"FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
+	cmd.Env = append(cmd.Env, g.env...)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	err = cmd.Run()
+	received, _ := os.ReadFile(log)
+	return errOut.String(), strings.Split(strings.TrimSpace(string(received)), "\n"), err
+}
+
+// removed lists the members revoked from function name.
+func removed(commands []string, name string) []string {
+	var members []string
+	for _, c := range commands {
+		if rest, ok := strings.CutPrefix(c, "functions remove-invoker-policy-binding "+name+" "); ok {
+			_, member, _ := strings.Cut(rest, "--member=")
+			members = append(members, member)
+		}
+	}
+	return members
+}
+
+// TestInvokerListsAreAuthoritative: each HTTP function ends up with exactly its list: members the
+// service has but the list lacks are revoked (allUsers too, once public increments are off), admin
+// invokers reach ConfigureCounter only and HTTP invokers the others, and a failed revoke stops the
+// deploy instead of being hidden.
+func TestInvokerListsAreAuthoritative(t *testing.T) {
+	g := newFakeGcloud(t, "FAKE_INVOKERS=user:gone@x.com user:app@x.com user:ops@x.com allUsers")
+	_, commands, err := g.deploy(t, "--invoker", "user:app@x.com", "--admin-invoker", "user:ops@x.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"increment":         "user:gone@x.com user:ops@x.com allUsers",
+		"count":             "user:gone@x.com user:ops@x.com allUsers",
+		"configure-counter": "user:gone@x.com user:app@x.com allUsers",
+	} {
+		if got := strings.Join(removed(commands, name), " "); got != want {
+			t.Errorf("%s: revoked %q, want %q", name, got, want)
+		}
+	}
+	for _, c := range commands {
+		if strings.Contains(c, "add-invoker-policy-binding configure-counter") && strings.Contains(c, "user:app@x.com") ||
+			strings.Contains(c, "add-invoker-policy-binding count") && strings.Contains(c, "user:ops@x.com") {
+			t.Errorf("granted across lists: %s", c)
+		}
+	}
+	_, commands, err = g.deploy(t, "--allow-unauthenticated-increments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := removed(commands, "increment"); strings.Contains(strings.Join(got, " "), "allUsers") {
+		t.Errorf("public increments: revoked %v from increment, which must keep allUsers", got)
+	}
+
+	failing := newFakeGcloud(t, "FAKE_INVOKERS=user:gone@x.com", "FAKE_REMOVE_FAILS=1")
+	if stderr, _, err := failing.deploy(t); err == nil || !strings.Contains(stderr, "PERMISSION_DENIED") {
+		t.Errorf("a failed revoke: err %v, stderr %q; want the deploy stopped with gcloud's message", err, stderr)
+	}
+}
+
+// TestPublicMembersAreRefused: allUsers and allAuthenticatedUsers are refused in both invoker lists,
+// before anything runs.
+func TestPublicMembersAreRefused(t *testing.T) {
+	for _, flag := range []string{"--invoker", "--admin-invoker"} {
+		for _, member := range []string{"allUsers", "allAuthenticatedUsers"} {
+			_, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", flag, member)
+			if err == nil || !strings.Contains(err.Error(), "public members are refused") {
+				t.Errorf("%s %s: %v; want it refused", flag, member, err)
+			}
+		}
+	}
+}
+
+// TestDescribeFailuresOtherThanNotFoundStopTheDeploy: a describe that fails for another reason than
+// absence (here: no permission) stops the deploy with gcloud's message, and creates nothing; one that
+// says NOT_FOUND creates the resource.
+func TestDescribeFailuresOtherThanNotFoundStopTheDeploy(t *testing.T) {
+	denied := newFakeGcloud(t, "FAKE_DESCRIBE_ERROR=ERROR: (gcloud.firestore.databases.describe) PERMISSION_DENIED: caller lacks datastore.databases.get")
+	stderr, commands, err := denied.deploy(t)
+	if err == nil || !strings.Contains(stderr, "PERMISSION_DENIED: caller lacks datastore.databases.get") {
+		t.Errorf("err %v, stderr %q; want the deploy stopped with the describe's message", err, stderr)
+	}
+	for _, c := range commands {
+		if strings.Contains(c, " create ") {
+			t.Errorf("created after a failed describe: %s", c)
+		}
+	}
+	absent := newFakeGcloud(t, "FAKE_DESCRIBE_ERROR=ERROR: (gcloud.pubsub.topics.describe) NOT_FOUND: Resource not found")
+	if _, commands, err := absent.deploy(t); err != nil || !strings.Contains(strings.Join(commands, "\n"), "pubsub topics create counter-increments") {
+		t.Errorf("err %v; want the absent resources created: %v", err, commands)
+	}
+}
+
+// TestPublicIncrementsWithoutGuardsWarn: public increments with neither verified callers nor
+// COUNTER_ID_PATTERN print a warning that says what they risk; either guard silences it.
+func TestPublicIncrementsWithoutGuardsWarn(t *testing.T) {
+	run := func(args ...string) string {
+		cmd := exec.Command("bash", append([]string{script, "--dry-run", "--project", "p", "--region", "r"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+		}
+		return stderr.String()
+	}
+	if got := run("--allow-unauthenticated-increments"); !strings.Contains(got, "WARNING") ||
+		!strings.Contains(got, "create any number of counters") || !strings.Contains(got, "MAX_DELTA=1000000") {
+		t.Errorf("unguarded public increments: stderr %q; want a warning naming the risks", got)
+	}
+	for _, guard := range [][]string{{"--env", "REQUIRE_ID_TOKEN=true"}, {"--env", "REQUIRE_APP_CHECK=1"}, {"--env", "COUNTER_ID_PATTERN=post-[0-9]+"}} {
+		if got := run(append([]string{"--allow-unauthenticated-increments"}, guard...)...); strings.Contains(got, "WARNING") {
+			t.Errorf("%v: %q; want no warning", guard, got)
+		}
+	}
+	if got := run(); strings.Contains(got, "WARNING") {
+		t.Errorf("private increments: %q; want no warning", got)
+	}
+}
+
+// TestRuntimeRoleIsTheDatabasesOnly: the runtime account's roles/datastore.user is conditioned on the
+// deployment's database, and every function is built by the build account, not the default one.
+func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
+	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--database", "counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditioned, built := false, 0
+	for _, words := range commands {
+		f, line := flags(words), strings.Join(words, " ")
+		if strings.Contains(line, "--role=roles/datastore.user") {
+			conditioned = strings.Contains(line, `--condition=expression=resource.name == "projects/p/databases/counts" || resource.name.startsWith("projects/p/databases/counts/")`)
+		}
+		if strings.HasPrefix(line, "gcloud functions deploy ") &&
+			strings.Join(f["--build-service-account"], ",") == "projects/p/serviceAccounts/counters-build@p.iam.gserviceaccount.com" {
+			built++
+		}
+	}
+	if !conditioned {
+		t.Error("roles/datastore.user is not conditioned on projects/p/databases/counts")
+	}
+	if built != 6 {
+		t.Errorf("%d functions built by counters-build, want 6", built)
+	}
+}

@@ -1,0 +1,182 @@
+package deploycheck_test
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// terraformBlocks are the top-level blocks of every .tf file of terraform/.
+func terraformBlocks(t *testing.T) []*hclsyntax.Block {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "terraform", "*.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := hclparse.NewParser()
+	var blocks []*hclsyntax.Block
+	for _, file := range files {
+		f, diags := parser.ParseHCLFile(file)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		blocks = append(blocks, f.Body.(*hclsyntax.Body).Blocks...)
+	}
+	return blocks
+}
+
+// terraformBody finds the body of the top-level block of terraform/ with the given type and labels.
+func terraformBody(t *testing.T, typ string, labels ...string) *hclsyntax.Body {
+	t.Helper()
+	for _, b := range terraformBlocks(t) {
+		if b.Type == typ && slices.Equal(b.Labels, labels) {
+			return b.Body
+		}
+	}
+	t.Fatalf("terraform/: no %s %v block", typ, labels)
+	return nil
+}
+
+// nested is the first block of type typ in body.
+func nested(t *testing.T, body *hclsyntax.Body, typ string) *hclsyntax.Body {
+	t.Helper()
+	for _, b := range body.Blocks {
+		if b.Type == typ {
+			return b.Body
+		}
+	}
+	t.Fatalf("no %s block", typ)
+	return nil
+}
+
+// terraformFunctions are the Terraform functions the evaluated expressions use (go-cty's, which
+// Terraform's are built on).
+var terraformFunctions = map[string]function.Function{
+	"contains": stdlib.ContainsFunc, "lookup": stdlib.LookupFunc, "length": stdlib.LengthFunc,
+	"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc, "merge": stdlib.MergeFunc,
+}
+
+// evalBool evaluates expr with the variables vars (as var.NAME) and the other roots in more.
+func evalBool(t *testing.T, expr hcl.Expression, vars map[string]cty.Value) bool {
+	t.Helper()
+	v, diags := expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}, Functions: terraformFunctions})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return v.True()
+}
+
+func strings2cty(ss ...string) cty.Value {
+	if len(ss) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = cty.StringVal(s)
+	}
+	return cty.ListVal(vals)
+}
+
+// TestTerraformWarnsOfUnguardedPublicIncrements: the module's check holds (no warning) unless
+// increments are public with neither verified callers nor COUNTER_ID_PATTERN.
+func TestTerraformWarnsOfUnguardedPublicIncrements(t *testing.T) {
+	condition := nested(t, terraformBody(t, "check", "public_increments_guarded"), "assert").Attributes["condition"].Expr
+	env := func(kv ...string) cty.Value {
+		m := map[string]cty.Value{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = cty.StringVal(kv[i+1])
+		}
+		if len(m) == 0 {
+			return cty.MapValEmpty(cty.String)
+		}
+		return cty.MapVal(m)
+	}
+	for _, c := range []struct {
+		public bool
+		env    cty.Value
+		holds  bool
+	}{
+		{false, env(), true},
+		{true, env(), false},
+		{true, env("REQUIRE_ID_TOKEN", "false", "MAX_DELTA", "1"), false},
+		{true, env("REQUIRE_ID_TOKEN", "true"), true},
+		{true, env("REQUIRE_APP_CHECK", "1"), true},
+		{true, env("COUNTER_ID_PATTERN", "post-[0-9]+"), true},
+	} {
+		if got := evalBool(t, condition, map[string]cty.Value{"public_increments": cty.BoolVal(c.public), "environment": c.env}); got != c.holds {
+			t.Errorf("public %t, environment %#v: the check holds %t, want %t", c.public, c.env.GoString(), got, c.holds)
+		}
+	}
+}
+
+// TestTerraformRefusesPublicInvokers: both invoker variables refuse allUsers and
+// allAuthenticatedUsers and take other members.
+func TestTerraformRefusesPublicInvokers(t *testing.T) {
+	for _, name := range []string{"http_invokers", "admin_invokers"} {
+		condition := nested(t, terraformBody(t, "variable", name), "validation").Attributes["condition"].Expr
+		for members, valid := range map[string]bool{"": true, "user:ops@x.com serviceAccount:b@p.iam.gserviceaccount.com": true,
+			"user:ops@x.com allUsers": false, "allAuthenticatedUsers": false} {
+			list := strings2cty(strings.Fields(members)...)
+			if got := evalBool(t, condition, map[string]cty.Value{name: list}); got != valid {
+				t.Errorf("%s = [%s]: valid %t, want %t", name, members, got, valid)
+			}
+		}
+	}
+}
+
+// terraformLocal is the expression of local.name in terraform/.
+func terraformLocal(t *testing.T, name string) hcl.Expression {
+	t.Helper()
+	for _, b := range terraformBlocks(t) {
+		if a := b.Body.Attributes[name]; b.Type == "locals" && a != nil {
+			return a.Expr
+		}
+	}
+	t.Fatalf("terraform/: no local %s", name)
+	return nil
+}
+
+// TestTerraformInvokersFollowTheirLists: http_invokers reach Increment and Count, admin_invokers
+// ConfigureCounter only, allUsers Increment only when it is public, the trigger identity the event
+// functions.
+func TestTerraformInvokersFollowTheirLists(t *testing.T) {
+	fn := func(admin, public bool) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"admin": cty.BoolVal(admin), "public": cty.BoolVal(public)})
+	}
+	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(map[string]cty.Value{
+			"http_invokers": strings2cty("user:app@x.com"), "admin_invokers": strings2cty("user:ops@x.com"),
+		}),
+		"local": cty.ObjectVal(map[string]cty.Value{
+			"event_functions": cty.ObjectVal(map[string]cty.Value{"RollupScheduled": fn(false, false)}),
+			"http_functions": cty.ObjectVal(map[string]cty.Value{
+				"Increment": fn(false, true), "Count": fn(false, false), "ConfigureCounter": fn(true, false),
+			}),
+		}),
+		"google_service_account": cty.ObjectVal(map[string]cty.Value{"identity": cty.ObjectVal(map[string]cty.Value{
+			"trigger": cty.ObjectVal(map[string]cty.Value{"email": cty.StringVal("trigger@p.iam.gserviceaccount.com")}),
+		})}),
+	}}
+	v, diags := terraformLocal(t, "invokers").Value(ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for key := range v.AsValueMap() {
+		got = append(got, key)
+	}
+	slices.Sort(got)
+	want := []string{"ConfigureCounter user:ops@x.com", "Count user:app@x.com", "Increment allUsers", "Increment user:app@x.com",
+		"RollupScheduled trigger"}
+	if !slices.Equal(got, want) {
+		t.Errorf("invoker bindings %v, want %v", got, want)
+	}
+}
