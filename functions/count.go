@@ -1,9 +1,11 @@
 package functions
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -34,6 +36,12 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 		return 0, nil, err
 	}
 	value, err := s.counters.Value(r.Context(), id)
+	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
+		// The stored data is broken, not the request: 500, naming what an operator must fix (Count is
+		// private; a public Increment answers "internal error").
+		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
+		return 0, nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
+	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -91,17 +91,6 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it with ConfigureCounter or by incrementing it", Field: "counter"})
-	case errors.Is(err, counter.ErrUncountable):
-		// The stored data is broken, not the request: 500, with what an operator must fix.
-		s.log.ErrorContext(r.Context(), "counter cannot be computed", "error", err.Error(), "path", r.URL.Path)
-		body := errorBody{Error: err.Error()}
-		if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
-			body.Error = uncountable.Error()
-		}
-		if errors.Is(err, counter.ErrNotApplied) {
-			body.Outcome = outcomeNotApplied
-		}
-		writeJSON(w, http.StatusInternalServerError, body)
 	case errors.Is(err, counter.ErrTooManyCallers):
 		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("the counter holds more than %d per-user totals "+
 			"(PER_CALLER_LIMIT), too many to reset or delete with its value in one transaction; nothing was changed", counter.MaxLockedCallers)})
