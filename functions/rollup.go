@@ -19,11 +19,13 @@ import (
 // roll-up computed after the shard write is stored, which can take up to about one roll-up interval
 // (ROLLUP_INTERVAL); an event delivered late, after such a roll-up, costs one read and no write.
 func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
+	// The shard's update time is on Firestore's clock, as the roll-up's coverage is; a delete carries
+	// none, and its arrival on this instance's clock stands in.
 	changedAt := time.Now()
 	if written, ok, err := writtenDocumentUpdateTime(e.Data()); err != nil {
 		s.log.WarnContext(ctx, "event data is not a DocumentEventData; using its arrival as the time of the change",
 			"event_id", e.ID(), "error", err.Error())
-	} else if ok && written.Before(changedAt) {
+	} else if ok {
 		changedAt = written
 	}
 	id, ok := s.cfg.Schema().ParseShardPath(e.Subject())

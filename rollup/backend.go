@@ -29,6 +29,8 @@ type view struct {
 	counterExists bool
 	// shape is the counter's shape, when it exists.
 	shape counter.Shape
+	// readAt is Firestore's time of the read: every write committed by then is in what follows it.
+	readAt time.Time
 }
 
 // rollupWrite is one computed roll-up.
@@ -69,7 +71,7 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("read roll-up and counter %q: %w", id, err)
 	}
-	var v view
+	v := view{readAt: snaps[0].ReadTime}
 	if v.rollup, err = decodeRollup(snaps[0]); err != nil {
 		return view{}, err
 	}

@@ -33,12 +33,9 @@ const (
 	SourceScheduler = "scheduler"
 )
 
-// clockSkewAllowance is how far apart two instances' clocks may be: a roll-up covers a change only if
-// it was computed at least this long after the change was seen.
-const clockSkewAllowance = 100 * time.Millisecond
-
-// maxAttempts bounds the read-compute-write rounds of one refresh.
-const maxAttempts = 8
+// refreshTimeout bounds one refresh: it reads, waits for the next interval and loses races to other
+// instances' writes as often as it must within it.
+const refreshTimeout = time.Minute
 
 // Engine keeps roll-up documents fresh: the exact sum, recomputed (never adjusted by deltas), written
 // at most once per interval per counter across every instance, and never overwritten by an older
@@ -86,33 +83,61 @@ type refresh struct {
 	// need a new refresh.
 	changedAt time.Time
 	decided   bool
+	// Guarded by Engine.mu: the computation time of the newest roll-up the refresh has seen, and a
+	// channel closed when that advances, so that a caller whose change it covers returns at once.
+	covered  time.Time
+	progress chan struct{}
 
 	done    chan struct{}
 	outcome Outcome
 	err     error
 }
 
-// Refresh makes sure the roll-up of counter id reflects every change the caller saw before
-// changedAt, and returns once it does: Covered when a roll-up computed after changedAt existed, Wrote
-// when it wrote one. It waits until an interval after the previous roll-up when that is younger.
-// Concurrent callers in one Engine share one refresh.
+// Refresh makes sure the roll-up of counter id reflects every change before changedAt, a time on
+// Firestore's clock (a shard's update time, a read time), and returns once it does: Covered when a
+// roll-up computed after changedAt exists, Wrote when it wrote one. It waits until an interval after
+// the previous roll-up when that is younger. Concurrent callers in one Engine share one refresh,
+// bounded by time (refreshTimeout), not by the races it loses.
 func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, source string) (Outcome, error) {
 	e.mu.Lock()
 	r := e.pending[id]
 	if r == nil || r.decided {
-		r = &refresh{changedAt: changedAt, done: make(chan struct{})}
+		r = &refresh{changedAt: changedAt, progress: make(chan struct{}), done: make(chan struct{})}
 		e.pending[id] = r
 		// The run outlives any one caller's cancellation: others may be waiting on it.
 		go e.run(context.WithoutCancel(ctx), id, source, r)
 	} else if changedAt.After(r.changedAt) {
 		r.changedAt = changedAt
 	}
-	e.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.outcome, r.err
-	case <-ctx.Done():
-		return 0, fmt.Errorf("roll up counter %q: %w", id, ctx.Err())
+	for {
+		if r.covered.After(changedAt) {
+			e.mu.Unlock()
+			return Covered, nil
+		}
+		progress := r.progress
+		e.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.outcome, r.err
+		case <-progress:
+			e.mu.Lock()
+		case <-ctx.Done():
+			return 0, fmt.Errorf("roll up counter %q: %w", id, ctx.Err())
+		}
+	}
+}
+
+// seen records that refresh r saw a roll-up computed at computedAt, releasing the callers it covers.
+func (e *Engine) seen(r *refresh, d *Document) {
+	if d == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d.UpdatedAt.After(r.covered) {
+		r.covered = d.UpdatedAt
+		close(r.progress)
+		r.progress = make(chan struct{})
 	}
 }
 
@@ -128,14 +153,16 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 		e.mu.Unlock()
 		close(r.done)
 	}()
-	ctx, cancel := context.WithTimeout(ctx, maxAttempts*e.interval+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for {
 		v, err := e.store.read(ctx, id)
 		if err != nil {
 			r.err = err
 			return
 		}
+		readLocally := e.clock.Now()
+		e.seen(r, v.rollup)
 		if !v.counterExists {
 			gone, err := e.counterMissing(ctx, id, v)
 			if err != nil {
@@ -152,9 +179,10 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 			r.outcome = Covered
 			return
 		}
-		if next := e.nextWriteAt(v); e.clock.Now().Before(next) {
-			// A roll-up was written less than an interval ago; ours comes an interval after it.
-			if err := shared.SleepUntil(ctx, e.clock, next); err != nil {
+		// A roll-up written less than an interval ago (on Firestore's clock, as of the read and the
+		// time elapsed since) makes ours wait an interval after it.
+		if wait := e.untilNextWrite(v, readLocally); wait > 0 {
+			if err := shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return
 			}
@@ -170,7 +198,6 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 		r.outcome, r.err = Wrote, err
 		return
 	}
-	r.err = fmt.Errorf("roll up counter %q: lost %d races in a row", id, maxAttempts)
 }
 
 // counterMissing handles a refresh of a counter without a counter document: with no shard either,
@@ -203,7 +230,7 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 // write computes the exact sum and the shard write rate now, writes the roll-up on condition that it
 // is still as read in v (errConflict when not), then adapts the shard count if the policy says so.
 func (e *Engine) write(ctx context.Context, id string, v view, source string) error {
-	computedAt := e.clock.Now()
+	computedAt := v.readAt // the sum follows the read: it holds every write committed by then
 	totals, err := e.store.totals(ctx, id)
 	if err != nil {
 		return err
@@ -217,6 +244,16 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string) er
 		return e.store.adapt(ctx, id, v.shape.NumShards, d.numShards)
 	}
 	return nil
+}
+
+// untilNextWrite is how long after now the roll-up after the one in v may be computed: the time
+// from v's read to nextWriteAt on Firestore's clock, less what has passed since on this instance's
+// (read locally at readLocally). 0 when there is no roll-up yet.
+func (e *Engine) untilNextWrite(v view, readLocally time.Time) time.Duration {
+	if v.rollup == nil {
+		return 0
+	}
+	return e.nextWriteAt(v).Sub(v.readAt) - e.clock.Now().Sub(readLocally)
 }
 
 // nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval after
@@ -246,5 +283,5 @@ func decodeRollup(snap *firestore.DocumentSnapshot) (*Document, error) {
 
 // covers reports whether roll-up d was computed after a change seen at changedAt.
 func covers(d *Document, changedAt time.Time) bool {
-	return d != nil && d.UpdatedAt.After(changedAt.Add(clockSkewAllowance))
+	return d != nil && d.UpdatedAt.After(changedAt)
 }

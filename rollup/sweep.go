@@ -221,7 +221,7 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			stale, outcome, err := e.sweepOne(ctx, id, current)
+			stale, outcome, err := e.sweepOne(ctx, id, current, snaps[i].ReadTime)
 			mu.Lock()
 			defer mu.Unlock()
 			res.Checked++
@@ -248,10 +248,9 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 	return nil
 }
 
-// sweepOne rolls up counter id if its roll-up, current, differs from its exact value: one
-// aggregation read, and a roll-up write only when it is stale.
-func (e *Engine) sweepOne(ctx context.Context, id string, current *Document) (stale bool, _ Outcome, _ error) {
-	checkedAt := e.clock.Now()
+// sweepOne rolls up counter id if its roll-up, current (read at readAt), differs from its exact
+// value: one aggregation read, and a roll-up write only when it is stale.
+func (e *Engine) sweepOne(ctx context.Context, id string, current *Document, readAt time.Time) (stale bool, _ Outcome, _ error) {
 	sum, err := e.sweeper.counters.Sum(ctx, id)
 	if err != nil {
 		return false, Covered, err
@@ -259,6 +258,6 @@ func (e *Engine) sweepOne(ctx context.Context, id string, current *Document) (st
 	if current != nil && sum == current.Count {
 		return false, Covered, nil
 	}
-	outcome, err := e.Refresh(ctx, id, checkedAt, SourceScheduler)
+	outcome, err := e.Refresh(ctx, id, readAt, SourceScheduler)
 	return true, outcome, err
 }
