@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -143,9 +142,8 @@ func startedInstance(ctx context.Context) (*Service, error) {
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return gated(func(w http.ResponseWriter, r *http.Request) {
 		s, err := startedInstance(r.Context())
-		var config *configError
 		switch {
-		case errors.As(err, &config):
+		case isConfigError(err):
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the function is misconfigured; its logs say how"})
 			return
 		case err != nil:

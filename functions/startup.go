@@ -18,6 +18,12 @@ type configError struct{ err error }
 func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
 
+// isConfigError reports whether err is, or wraps, a *configError.
+func isConfigError(err error) bool {
+	var c *configError
+	return errors.As(err, &c)
+}
+
 // startup builds a value on first use. A build that fails with a *configError fails every later call
 // at once; any other failure is retried by the first call after a backoff (1 s, doubling up to 1 min),
 // and calls in between get that failure without building.
@@ -41,8 +47,7 @@ func newStartup[T any](build func() (T, error)) *startup[T] {
 func (s *startup[T]) get() (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var config *configError
-	if s.built || errors.As(s.err, &config) || (s.err != nil && s.now().Before(s.retryAt)) {
+	if s.built || isConfigError(s.err) || (s.err != nil && s.now().Before(s.retryAt)) {
 		return s.value, s.err
 	}
 	s.value, s.err = s.build()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -175,7 +176,7 @@ func mustDeclare() ([]Setting, Config) {
 			s.kind = "duration"
 			s.min, s.max, err = bounds(f.Tag, func(b string) (int64, error) { d, err := time.ParseDuration(b); return int64(d), err })
 			s.Allowed = "a Go duration (e.g. 500ms, 30s) of at least " + time.Duration(s.min).String()
-			if s.max != maxInt64 {
+			if s.max != math.MaxInt64 {
 				s.Allowed += " and at most " + time.Duration(s.max).String()
 			}
 		case f.Type.Kind() == reflect.Int || f.Type.Kind() == reflect.Int64:
@@ -204,8 +205,6 @@ func mustDeclare() ([]Setting, Config) {
 	return all, c
 }
 
-const maxInt64 = 1<<63 - 1
-
 // bounds reads the min and max tags with parse, or as a name of namedBounds; an absent min is 0
 // and an absent max is unbounded.
 func bounds(tag reflect.StructTag, parse func(string) (int64, error)) (lo, hi int64, err error) {
@@ -220,7 +219,7 @@ func bounds(tag reflect.StructTag, parse func(string) (int64, error)) (lo, hi in
 		return parse(b)
 	}
 	if lo, err = read("min", 0); err == nil {
-		hi, err = read("max", maxInt64)
+		hi, err = read("max", math.MaxInt64)
 	}
 	return lo, hi, err
 }
