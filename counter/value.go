@@ -146,13 +146,13 @@ func (s *Store) Totals(ctx context.Context, id string) (Totals, error) {
 		}
 	}
 	var t Totals
-	for alias, dst := range map[string]*int64{sumAlias: &t.Count, shardsAlias: &t.Shards, writesAlias: &t.Writes} {
-		res := results[0]
-		if alias == writesAlias {
-			res = results[1]
-		}
+	for _, field := range []struct {
+		res   firestore.AggregationResult
+		alias string
+		dst   *int64
+	}{{results[0], sumAlias, &t.Count}, {results[0], shardsAlias, &t.Shards}, {results[1], writesAlias, &t.Writes}} {
 		var err error
-		if *dst, err = aggregateInt(res, alias); err != nil {
+		if *field.dst, err = aggregateInt(field.res, field.alias); err != nil {
 			return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
 		}
 	}
