@@ -21,6 +21,15 @@ func TestUncountableCounterIsAcknowledgedAndNamed(t *testing.T) {
 	ctx := context.Background()
 	schema := config.Default().Schema()
 	srv.increment(t, "broken", 3)
+	// Shard 9 must be a second shard: when the increment landed on it, the sum would be 1.5, not 4.5.
+	if snap, err := schema.ShardRef(srv.client, "broken", 9).Get(ctx); err == nil && snap.Exists() {
+		if _, err := snap.Ref.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := schema.ShardRef(srv.client, "broken", 0).Set(ctx, snap.Data()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := schema.ShardRef(srv.client, "broken", 9).Set(ctx, map[string]any{shared.FieldCount: 1.5, shared.FieldWrites: 1}); err != nil {
 		t.Fatal(err)
 	}
