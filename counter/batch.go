@@ -51,8 +51,9 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 			replies[i] = reply{err: err}
 		}
 	}
+	verify := false
 	for attempt := 1; len(live) > 0; attempt++ {
-		plan, err := s.plan(ctx, batch, live)
+		plan, err := s.plan(ctx, batch, live, verify)
 		if err != nil {
 			fail(notApplied(err))
 			return
@@ -66,10 +67,12 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 			return
 		}
 		if status.Code(res.err) == codes.NotFound {
-			// A counter was deleted under its cached shard count: the next plan creates it again.
+			// A counter was deleted under its cached shard count (the next plan creates it again, or
+			// refuses it with RequireExisting), or a shard that must exist is yet to be created.
 			for _, w := range plan.shards {
 				s.shardCounts.forget(w.counter)
 			}
+			verify = true
 		}
 		if attempt == maxCommitAttempts || !canRetry(res) {
 			fail(res.err)

@@ -47,9 +47,9 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 	}
 	callerRef := s.schema.CallerRef(s.client, inc.Counter, callerDocID(caller))
 	// A second attempt follows a commit refused because the counter this call meant to create exists,
-	// or was deleted under its cached shard count.
+	// or was deleted under its cached shard count, or a shard that must exist is missing.
 	for attempt := 0; ; attempt++ {
-		w, err := s.planShard(ctx, inc.Counter, inc.Delta)
+		w, err := s.planShard(ctx, inc.Counter, inc.Delta, attempt > 0)
 		if err != nil {
 			return LimitedOutcome{}, notApplied(fmt.Errorf("limited increment of %q: %w", inc.Counter, err))
 		}
@@ -70,7 +70,7 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 			return out, nil
 		case inTx != nil || !sent: // failed in an attempt's reads, or before any (BeginTransaction, ctx)
 			return out, notApplied(fmt.Errorf("limited increment of %q by %q: %w", inc.Counter, caller, err))
-		case attempt == 0 && (w.create && code == codes.AlreadyExists || w.stamp && code == codes.NotFound):
+		case attempt == 0 && (w.create && code == codes.AlreadyExists || (w.stamp || w.shardMustExist) && code == codes.NotFound):
 			s.shardCounts.forget(inc.Counter)
 			continue
 		}

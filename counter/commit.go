@@ -131,7 +131,7 @@ func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commi
 }
 
 // refusedKeyed settles a plan of keyed requests only whose commit was refused with NotFound (its
-// touched stamp found the counter deleted): that attempt applied nothing, and any earlier attempt
+// touched stamp or shard update found a document missing): that attempt applied nothing, and any earlier attempt
 // that applied left dedupe records carrying the plan's write ID. So it is applied if they are found,
 // and otherwise certainly not applied; while the counter stays deleted no attempt of it can apply
 // (each carries the same stamp), and the next plan's dedupe records would catch one that did.

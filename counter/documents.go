@@ -44,7 +44,8 @@ type op struct {
 }
 
 // shardWriteOps is the mapping of shard write w to Firestore operations: the counter's creation
-// (w.create) or touched stamp (w.stamp), then the shard's server-side increment.
+// (w.create) or touched stamp (w.stamp), then the shard's server-side increment, which creates the
+// shard unless w.shardMustExist.
 func (d documents) shardWriteOps(w shardWrite) []op {
 	var ops []op
 	counterRef := d.schema.CounterRef(d.client, w.counter)
@@ -54,7 +55,11 @@ func (d documents) shardWriteOps(w shardWrite) []op {
 	case w.stamp:
 		ops = append(ops, op{kind: opUpdate, ref: counterRef, updates: touchUpdate(w.minute)})
 	}
-	return append(ops, op{kind: opMerge, ref: d.schema.ShardRef(d.client, w.counter, w.shard), data: shardIncrement(w.delta)})
+	shardRef := d.schema.ShardRef(d.client, w.counter, w.shard)
+	if w.shardMustExist {
+		return append(ops, op{kind: opUpdate, ref: shardRef, updates: shardIncrementUpdates(w.delta)})
+	}
+	return append(ops, op{kind: opMerge, ref: shardRef, data: shardIncrement(w.delta)})
 }
 
 // planOps is every operation of plan's commit: its write record, its dedupe records and its shard
@@ -125,9 +130,18 @@ func touchUpdate(minute int64) []firestore.Update {
 // shardIncrement adds delta to a shard's count and 1 to its writes, server-side; it creates the
 // shard document if needed.
 func shardIncrement(delta int64) map[string]any {
-	return map[string]any{
-		shared.FieldCount:  firestore.Increment(delta),
-		shared.FieldWrites: firestore.Increment(1),
+	m := make(map[string]any)
+	for _, u := range shardIncrementUpdates(delta) {
+		m[u.Path] = u.Value
+	}
+	return m
+}
+
+// shardIncrementUpdates is shardIncrement as the updates of an existing shard document.
+func shardIncrementUpdates(delta int64) []firestore.Update {
+	return []firestore.Update{
+		{Path: shared.FieldCount, Value: firestore.Increment(delta)},
+		{Path: shared.FieldWrites, Value: firestore.Increment(1)},
 	}
 }
 

@@ -31,7 +31,7 @@ type Outcome struct {
 
 // Increment adds delta to one shard of counter id and returns that shard, once the write holding it
 // has committed. A counter that does not exist is created with the default shard count in the same
-// write. With Options.GroupCommitInterval set, concurrent increments of id in this Store share one
+// write (with Options.RequireExisting: refused with ErrNotFound). With Options.GroupCommitInterval set, concurrent increments of id in this Store share one
 // shard write per interval.
 //
 // An error wraps ErrNotApplied when the increment certainly was not applied, ErrOutcomeUnknown when
@@ -46,7 +46,8 @@ func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard in
 
 // ApplyOnce applies incs at most once per key, in one atomic commit that also creates the key's
 // dedupe record (deleted by Firestore's TTL policy after Options.DedupeTTL): one shard of each
-// distinct counter gets the sum of its deltas, and missing counters are created. With group commit on,
+// distinct counter gets the sum of its deltas, and missing counters are created (with
+// Options.RequireExisting: the whole call fails with ErrNotFound). With group commit on,
 // a key over a single counter shares its counter's group write.
 //
 // When the key was applied before, nothing is written and the Outcome is the first application's,

@@ -35,9 +35,13 @@ type shardWrite struct {
 	shard   int
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
-	// stamp sets the counter's touched_minute to minute in the same commit.
+	// stamp sets the counter's touched_minute to minute in the same commit; it fails when the counter
+	// document is missing.
 	stamp  bool
 	minute int64
+	// shardMustExist makes the shard write fail when the shard document is missing (RequireExisting):
+	// Delete removes every shard with the counter, so the write cannot bring a deleted counter back.
+	shardMustExist bool
 }
 
 // dedupeWrite is one dedupe record of a commit.
@@ -62,7 +66,8 @@ func newWriteID() string { return writeRecordPrefix + rand.Text() }
 
 // plan makes the commit of the live requests of batch: one shard write per counter with the sum of its
 // deltas, and one dedupe record per keyed request; ErrDeltaOverflow when a sum overflows int64.
-func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitPlan, error) {
+// verify follows a commit refused for a missing document (see planShard).
+func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bool) (*commitPlan, error) {
 	plan := &commitPlan{writeID: newWriteID(), now: s.clock.Now(), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
 	for _, i := range live {
@@ -76,7 +81,7 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitP
 				plan.shards[n].delta = sum
 				continue
 			}
-			w, err := s.planShard(ctx, inc.Counter, inc.Delta)
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta, verify)
 			if err != nil {
 				return nil, err
 			}
@@ -99,16 +104,28 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitP
 
 // planShard plans a write of delta to counter id: the next shard of its cached (or read) shard count,
 // its creation when it does not exist, and its touched stamp when one is due.
-func (s *Store) planShard(ctx context.Context, id string, delta int64) (shardWrite, error) {
+//
+// With RequireExisting, a missing counter is ErrNotFound instead, and the shard must exist, unless
+// verify (a previous commit found a document missing): then the stamp, which fails on a deleted
+// counter, guards the shard's creation in the same commit.
+func (s *Store) planShard(ctx context.Context, id string, delta int64, verify bool) (shardWrite, error) {
 	numShards, err := s.numShards(ctx, id)
 	create := errors.Is(err, ErrNotFound)
-	if create {
+	switch {
+	case create && s.requireExisting:
+		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrNotFound)
+	case create:
 		numShards = s.defaultNumShards
-	} else if err != nil {
+	case err != nil:
 		return shardWrite{}, err
 	}
 	minute, due := s.touches.due(id)
-	return shardWrite{counter: id, delta: delta, shard: s.pickShard(id, numShards), create: create, stamp: !create && due, minute: minute}, nil
+	w := shardWrite{counter: id, delta: delta, shard: s.pickShard(id, numShards), create: create, stamp: !create && due, minute: minute}
+	if s.requireExisting {
+		w.stamp = w.stamp || verify
+		w.shardMustExist = !w.stamp
+	}
+	return w, nil
 }
 
 // numShards returns the shard count of counter id, from the cache when it is fresh; ErrNotFound when

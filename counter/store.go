@@ -18,6 +18,8 @@ type Store struct {
 	documents
 	clock       shared.Clock
 	shardCounts *shardCountCache
+	// requireExisting: Options.RequireExisting.
+	requireExisting bool
 	// pickShard chooses the shard of every write of a counter (a shardDealer's pick in production).
 	pickShard func(id string, numShards int) int
 	touches   *touchStamps
@@ -38,6 +40,9 @@ type Options struct {
 	GroupCommitInterval time.Duration
 	// DedupeTTL is how long a key is remembered: its dedupe record expires after it.
 	DedupeTTL time.Duration
+	// RequireExisting makes increments of a counter without a counter document fail with ErrNotFound
+	// and write nothing, also when racing its Delete: only Configure creates counters.
+	RequireExisting bool
 }
 
 // NewStore returns a Store over client with the collections named by schema.
@@ -45,12 +50,13 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 	clock := shared.SystemClock{}
 	docs := documents{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL}
 	s := &Store{
-		documents:   docs,
-		clock:       clock,
-		shardCounts: newShardCountCache(opts.ShardCountCacheTTL, clock),
-		pickShard:   newShardDealer().pick,
-		touches:     newTouchStamps(clock),
-		plans:       &firestorePlans{documents: docs},
+		documents:       docs,
+		clock:           clock,
+		shardCounts:     newShardCountCache(opts.ShardCountCacheTTL, clock),
+		requireExisting: opts.RequireExisting,
+		pickShard:       newShardDealer().pick,
+		touches:         newTouchStamps(clock),
+		plans:           &firestorePlans{documents: docs},
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.commitBatch)

@@ -44,6 +44,9 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	case errors.Is(err, counter.ErrKeyReused):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: shared.AttributeIdempotencyKey,
 			reason: fmt.Sprintf("idempotency key %q was already used for other increments; these are not applied", key.ID)})
+	case errors.Is(err, counter.ErrNotFound):
+		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
+			reason: "a counter of the message does not exist and CREATE_ON_INCREMENT is off; create it with ConfigureCounter: " + err.Error()})
 	case status.Code(err) == codes.InvalidArgument:
 		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
 	case err != nil:

@@ -37,6 +37,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
 		GroupCommitInterval: cfg.GroupCommitInterval,
 		DedupeTTL:           cfg.DedupeTTL,
+		RequireExisting:     !cfg.CreateOnIncrement,
 	})
 	return &Service{
 		cfg:      cfg,
@@ -90,7 +91,11 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &fieldErr):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
 	case errors.Is(err, counter.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it with ConfigureCounter or by incrementing it", Field: "counter"})
+		how := "with ConfigureCounter or by incrementing it"
+		if !s.cfg.CreateOnIncrement {
+			how = "with ConfigureCounter (CREATE_ON_INCREMENT is off: increments do not create counters)"
+		}
+		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it " + how, Field: "counter"})
 	case errors.Is(err, counter.ErrTooManyCallers):
 		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("the counter holds more than %d per-user totals "+
 			"(PER_CALLER_LIMIT), too many to reset or delete with its value in one transaction; nothing was changed", counter.MaxLockedCallers)})

@@ -38,6 +38,10 @@ type Config struct {
 	// ID is refused with 400 (field "counter") and changes nothing. Empty: any valid Firestore
 	// document ID. Set it before opening increments to the public.
 	CounterIDPattern string `env:"COUNTER_ID_PATTERN" check:"counterIDPattern" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
+	// CreateOnIncrement lets an increment (HTTP or Pub/Sub) of an unknown counter create it. false:
+	// such an increment answers 404 (a message is acknowledged and logged as poison) and writes
+	// nothing, also when it races the counter's deletion; only ConfigureCounter creates counters.
+	CreateOnIncrement bool `env:"CREATE_ON_INCREMENT, default=true" usedBy:"Increment,IncrementFromPubSub"`
 	// MaxDelta bounds the magnitude of one increment.
 	MaxDelta int64 `env:"MAX_DELTA, default=1000000" min:"1" max:"MaxDeltaLimit" usedBy:"Increment,IncrementFromPubSub"`
 	// ShardCountCacheTTL is how long an instance trusts a counter's cached shard count. A stale count
