@@ -15,9 +15,10 @@ import (
 // RollupOnShardWrite is the CloudEvent entry point for google.cloud.firestore.document.v1.written on
 // counters/{counter}/shards/{shard}: it keeps rollups/{counter} fresh. The counter comes from the
 // event's subject (documents/counters/{id}/shards/{n}). The roll-up is always recomputed, never
-// adjusted by the event's delta, so duplicated and reordered events are harmless. It returns once a
-// roll-up computed after the shard write is stored, which can take up to about one roll-up interval
-// (ROLLUP_INTERVAL); an event delivered late, after such a roll-up, costs one read and no write.
+// adjusted by the event's delta, so duplicated and reordered events are harmless. The event is
+// answered at once, and the roll-up follows within about one roll-up interval (ROLLUP_INTERVAL),
+// computed by this instance while one event at a time, the carrier, waits for the instance's
+// roll-ups (see rollup.Engine.Notify); an event delivered late, after such a roll-up, costs one read.
 func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 	// The shard's update time is on Firestore's clock, as the roll-up's coverage is; a delete carries
 	// none, and its arrival on this instance's clock stands in.
@@ -35,8 +36,8 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema().ShardPathPattern())
 		return nil
 	}
-	outcome, err := s.engine.Refresh(ctx, id, changedAt, rollup.SourceTrigger)
-	return s.eventResult(ctx, e, err, "roll up on shard write", slog.String("counter", id), slog.Bool("wrote", outcome == rollup.Wrote))
+	carried, err := s.engine.Notify(ctx, id, changedAt, rollup.SourceTrigger)
+	return s.eventResult(ctx, e, err, "roll up on shard write", slog.String("counter", id), slog.Bool("carried", carried))
 }
 
 // RollupScheduled is the CloudEvent entry point for the Cloud Scheduler tick published to

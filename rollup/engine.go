@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -50,6 +51,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
+	carry   carrier             // Notify's refreshes and the event that waits for them
 }
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
@@ -182,6 +184,11 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 		// A roll-up written less than an interval ago (on Firestore's clock, as of the read and the
 		// time elapsed since) makes ours wait an interval after it.
 		if wait := e.untilNextWrite(v, readLocally); wait > 0 {
+			// Instances waiting for the same interval wake apart, so that the first one's roll-up
+			// covers the others' changes more often than they compute it again.
+			if spread := e.interval / 8; spread > 0 {
+				wait += rand.N(spread)
+			}
 			if err := shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return

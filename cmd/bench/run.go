@@ -202,6 +202,8 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	if st, ok := s.eventStats(); ok && run.Acknowledged > 0 {
 		run.RollupInvocationsPer1000 = float64(st.Invocations) * 1000 / float64(run.Acknowledged)
 		run.RollupInstanceSecondsPer1000 = st.InstanceSeconds * 1000 / float64(run.Acknowledged)
+		run.RollupAnswer = [3]time.Duration{st.AnswerTime.P50, st.AnswerTime.P99, st.AnswerTime.Max}
+		run.EventDelay = [3]time.Duration{st.Lateness.P50, st.Lateness.P99, st.Lateness.Max}
 	}
 	if run.RequestsPerInstance, err = s.instanceRequests(); err != nil {
 		return run, err

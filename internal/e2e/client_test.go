@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -89,17 +90,24 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	return time.Since(start)
 }
 
-// eventsIdle reports whether the event bridge has delivered (or given up on) every event it received.
-func eventsIdle(t testing.TB, stack *stack) bool {
+// eventStats reads the event bridge's counts of Firestore events.
+func eventStats(t testing.TB, stack *stack) localstack.BridgeStats {
 	t.Helper()
 	resp, err := httpClient.Get(stack.EventsStatsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var stats struct{ Received, Delivered, Failed int64 }
+	var stats localstack.BridgeStats
 	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
 		t.Fatal(err)
 	}
+	return stats
+}
+
+// eventsIdle reports whether the event bridge has delivered (or given up on) every event it received.
+func eventsIdle(t testing.TB, stack *stack) bool {
+	t.Helper()
+	stats := eventStats(t, stack)
 	return stats.Received == stats.Delivered+stats.Failed
 }

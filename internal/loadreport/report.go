@@ -84,6 +84,11 @@ type Run struct {
 	// acknowledged increments; negative when the stack does not report them.
 	RollupInvocationsPer1000     float64 `json:"rollup_invocations_per_1000"`
 	RollupInstanceSecondsPer1000 float64 `json:"rollup_instance_seconds_per_1000"`
+	// RollupAnswer is how long the roll-up trigger took to answer an event (p50, p99, max), and
+	// EventDelay how late the Firestore emulator delivered events after their writes; zero when the
+	// stack does not report them.
+	RollupAnswer [3]time.Duration `json:"rollup_answer_ns"`
+	EventDelay   [3]time.Duration `json:"event_delay_ns"`
 	// FinalShards is the largest num_shards of the run's counters at the end.
 	FinalShards int `json:"final_shards"`
 	// RequestsPerInstance is how many requests each functions instance served (several instances).
@@ -261,6 +266,8 @@ var rows = []struct {
 	}},
 	{"roll-up trigger invocations per 1,000 increments", func(r Run) string { return perThousand(r.RollupInvocationsPer1000, "%.0f") }},
 	{"roll-up trigger instance-seconds per 1,000 increments", func(r Run) string { return perThousand(r.RollupInstanceSecondsPer1000, "%.2f") }},
+	{"roll-up trigger answer time p50 / p99 / max", func(r Run) string { return triple(r.RollupAnswer) }},
+	{"Firestore event delay (the emulator's) p50 / p99 / max", func(r Run) string { return triple(r.EventDelay) }},
 	{"roll-up exact after the load stopped", func(r Run) string {
 		if r.TrailingEdge < 0 {
 			return "not within 1 min"
@@ -383,3 +390,6 @@ func perThousand(v float64, format string) string {
 	}
 	return fmt.Sprintf(format, v)
 }
+
+// triple formats a p50, p99 and max in milliseconds.
+func triple(d [3]time.Duration) string { return ms(d[0]) + " / " + ms(d[1]) + " / " + ms(d[2]) }

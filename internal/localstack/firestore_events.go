@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,7 @@ type EventBridge struct {
 	mu      sync.Mutex
 	targets map[string]string
 
-	received, delivered, failed, attempts atomic.Int64
+	received, delivered, failed, attempts, slow atomic.Int64
 
 	// held measures instance time: how many deliveries are in flight since heldSince, and the
 	// instance-seconds accumulated before it (guarded by mu).
@@ -57,6 +58,43 @@ type EventBridge struct {
 	held        int
 	heldSince   time.Time
 	instanceSec float64
+	// answerTimes and lateness are samples (guarded by mu): how long each delivery took the function
+	// to answer, and how late each event reached the bridge after its write (the emulator's delay).
+	answerTimes, lateness durations
+}
+
+// SlowAnswer is the answer time beyond which a delivery counts in BridgeStats.SlowAnswers: a
+// roll-up trigger event that carries out no roll-up is answered well within it.
+const SlowAnswer = 100 * time.Millisecond
+
+// maxSamples bounds each sample of durations.
+const maxSamples = 200_000
+
+// durations is a sample of durations, of at most maxSamples.
+type durations []time.Duration
+
+func (d *durations) add(v time.Duration) {
+	if len(*d) < maxSamples {
+		*d = append(*d, v)
+	}
+}
+
+// percentiles returns the p50, p99 and max of d; zeros when d is empty.
+func (d durations) percentiles() Percentiles {
+	if len(d) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Percentiles{P50: at(0.50), P99: at(0.99), Max: s[len(s)-1]}
+}
+
+// Percentiles summarise a sample of durations.
+type Percentiles struct {
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
 }
 
 // BridgeStats counts the bridge's events.
@@ -70,6 +108,13 @@ type BridgeStats struct {
 	// request-based billing: at each moment, the deliveries in flight over the function's
 	// concurrency, rounded up (the instances it takes to hold them), summed over time.
 	InstanceSeconds float64 `json:"instance_seconds"`
+	// SlowAnswers counts the deliveries the function answered after more than SlowAnswer.
+	SlowAnswers int64 `json:"slow_answers"`
+	// AnswerTime is how long the function took to answer a delivery.
+	AnswerTime Percentiles `json:"answer_time"`
+	// Lateness is how long after its document's write (the event's time) an event reached the
+	// bridge: the Firestore emulator's own delivery delay.
+	Lateness Percentiles `json:"lateness"`
 }
 
 // eventsInFlight is how many events Eventarc keeps in flight to the deployed functions with a
@@ -153,9 +198,10 @@ func (b *EventBridge) Stats() BridgeStats {
 	b.mu.Lock()
 	b.settleHeld(time.Now())
 	held := b.instanceSec
+	answer, late := b.answerTimes.percentiles(), b.lateness.percentiles()
 	b.mu.Unlock()
 	return BridgeStats{Received: b.received.Load(), Delivered: b.delivered.Load(), Failed: b.failed.Load(),
-		Invocations: b.attempts.Load(), InstanceSeconds: held}
+		Invocations: b.attempts.Load(), InstanceSeconds: held, SlowAnswers: b.slow.Load(), AnswerTime: answer, Lateness: late}
 }
 
 // receive takes one delivery from the emulator, converts it and queues it for its function.
@@ -193,6 +239,11 @@ func (b *EventBridge) receive(w http.ResponseWriter, r *http.Request) {
 	out.Header.Set("Content-Type", "application/protobuf")
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	b.received.Add(1)
+	if at, err := time.Parse(time.RFC3339Nano, r.Header.Get("Ce-Time")); err == nil {
+		b.mu.Lock()
+		b.lateness.add(time.Since(at))
+		b.mu.Unlock()
+	}
 	b.queue <- out
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -234,6 +285,16 @@ func (b *EventBridge) deliver(template *http.Request) error {
 	b.attempts.Add(1)
 	b.hold(1)
 	defer b.hold(-1)
+	began := time.Now()
+	defer func() {
+		took := time.Since(began)
+		if took > SlowAnswer {
+			b.slow.Add(1)
+		}
+		b.mu.Lock()
+		b.answerTimes.add(took)
+		b.mu.Unlock()
+	}()
 	body, _ := template.GetBody()
 	req := template.Clone(context.Background())
 	req.Body = body
