@@ -32,7 +32,9 @@ func (m *counterStores) of(id string) *sharedStore {
 	return s
 }
 
-func (m *counterStores) read(ctx context.Context, id string) (view, error) { return m.of(id).read(ctx, id) }
+func (m *counterStores) read(ctx context.Context, id string) (view, error) {
+	return m.of(id).read(ctx, id)
+}
 func (m *counterStores) totals(ctx context.Context, id string) (counter.Totals, error) {
 	m.mu.Lock()
 	m.computations[id]++

@@ -157,7 +157,7 @@ func TestUnitRefreshWaitsAnIntervalAfterTheLastRollup(t *testing.T) {
 		t.Fatalf("refresh: %v, %v; want Wrote", out, err)
 	}
 	next := t0.Add(time.Second + 5*time.Millisecond) // an interval after the commit
-	spread := time.Second / 8                         // instances wake apart
+	spread := time.Second / 8                        // instances wake apart
 	if len(clk.sleeps) != 1 || clk.sleeps[0].Before(next) || !clk.sleeps[0].Before(next.Add(spread)) ||
 		!store.written[0].computedAt.Equal(clk.sleeps[0]) {
 		t.Errorf("slept %v, computed at %v; want one wait until %v (plus less than %v), then the computation",
