@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
 )
@@ -23,7 +24,7 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 	// The shard's update time is on Firestore's clock, as the roll-up's coverage is; a delete carries
 	// none, and its arrival on this instance's clock stands in.
 	changedAt := time.Now()
-	if written, ok, err := writtenDocumentUpdateTime(e.Data()); err != nil {
+	if written, ok, err := eventhttp.WrittenDocumentUpdateTime(e.Data()); err != nil {
 		s.log.WarnContext(ctx, "event data is not a DocumentEventData; using its arrival as the time of the change",
 			"event_id", e.ID(), "error", err.Error())
 	} else if ok {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -112,7 +113,7 @@ type BridgeStats struct {
 	SlowAnswers int64 `json:"slow_answers"`
 	// AnswerTime is how long the function took to answer a delivery.
 	AnswerTime Percentiles `json:"answer_time"`
-	// Lateness is how long after its document's write (the event's time) an event reached the
+	// Lateness is how long after its document's write (its update time) an event reached the
 	// bridge: the Firestore emulator's own delivery delay.
 	Lateness Percentiles `json:"lateness"`
 }
@@ -239,9 +240,9 @@ func (b *EventBridge) receive(w http.ResponseWriter, r *http.Request) {
 	out.Header.Set("Content-Type", "application/protobuf")
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	b.received.Add(1)
-	if at, err := time.Parse(time.RFC3339Nano, r.Header.Get("Ce-Time")); err == nil {
+	if written, ok, err := eventhttp.WrittenDocumentUpdateTime(body); err == nil && ok {
 		b.mu.Lock()
-		b.lateness.add(time.Since(at))
+		b.lateness.add(time.Since(written))
 		b.mu.Unlock()
 	}
 	b.queue <- out

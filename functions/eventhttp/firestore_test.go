@@ -1,4 +1,4 @@
-package functions
+package eventhttp
 
 import (
 	"testing"
@@ -52,7 +52,7 @@ func TestWrittenDocumentUpdateTime(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok, err := writtenDocumentUpdateTime(c.data)
+			got, ok, err := WrittenDocumentUpdateTime(c.data)
 			if (err != nil) != c.bad || ok != c.wantOK || !got.Equal(c.want) {
 				t.Errorf("got %v, %v, %v; want %v, %v, error %v", got, ok, err, c.want, c.wantOK, c.bad)
 			}

@@ -1,4 +1,4 @@
-package functions
+package eventhttp
 
 import (
 	"fmt"
@@ -15,10 +15,10 @@ import (
 // defines DocumentEventData itself is not needed for one field.
 const documentEventValueField = 1
 
-// writtenDocumentUpdateTime reads the update time of the written document from the protobuf
+// WrittenDocumentUpdateTime reads the update time of the written document from the protobuf
 // DocumentEventData of a document.written event. ok is false when the event carries no document
 // after the write (a delete).
-func writtenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err error) {
+func WrittenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err error) {
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
 		if n < 0 {
