@@ -37,7 +37,7 @@ type view struct {
 type rollupWrite struct {
 	count, shardWrites int64
 	computedAt         time.Time
-	source             string
+	source, writer     string
 	decision           shardDecision
 }
 
@@ -106,7 +106,7 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			}
 			doc := map[string]any{
 				shared.FieldCount: w.count, shared.FieldUpdatedAt: w.computedAt, FieldSource: w.source, FieldRevision: 1,
-				FieldShardWrites: w.shardWrites, FieldWriteRate: w.decision.rate,
+				FieldShardWrites: w.shardWrites, FieldWriteRate: w.decision.rate, FieldWriter: w.writer,
 			}
 			if !w.decision.coolSince.IsZero() {
 				doc[FieldCoolSince] = w.decision.coolSince
@@ -118,6 +118,7 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			{Path: shared.FieldCount, Value: w.count},
 			{Path: shared.FieldUpdatedAt, Value: w.computedAt},
 			{Path: FieldSource, Value: w.source},
+			{Path: FieldWriter, Value: w.writer},
 			{Path: FieldRevision, Value: firestore.Increment(1)},
 			{Path: FieldShardWrites, Value: w.shardWrites},
 			{Path: FieldWriteRate, Value: w.decision.rate},

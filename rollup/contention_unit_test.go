@@ -62,7 +62,7 @@ func (s *sharedStore) write(_ context.Context, _ string, prev view, w rollupWrit
 	if !prev.version.Equal(s.version) || (prev.rollup == nil) != (s.rollup == nil) {
 		return errConflict
 	}
-	s.rollup = &Document{Count: w.count, UpdatedAt: w.computedAt, ShardWrites: w.shardWrites}
+	s.rollup = &Document{Count: w.count, UpdatedAt: w.computedAt, ShardWrites: w.shardWrites, Writer: w.writer}
 	s.version = time.Now()
 	s.rollupWrites = append(s.rollupWrites, *s.rollup)
 	return nil

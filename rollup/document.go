@@ -20,6 +20,8 @@ type Document struct {
 	UpdatedAt time.Time `firestore:"updated_at"`
 	// Source is what wrote it: SourceTrigger or SourceScheduler.
 	Source string `firestore:"source"`
+	// Writer is an opaque name of the instance that wrote it (bookkeeping of the engine).
+	Writer string `firestore:"writer,omitempty"`
 	// Revision counts the document's writes, starting at 1.
 	Revision int64 `firestore:"revision"`
 	// ShardWrites is the sum of the counter's shard writes at UpdatedAt: the next roll-up measures

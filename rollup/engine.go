@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -21,6 +22,8 @@ const (
 	FieldSource = "source"
 	// FieldRevision counts the writes of the roll-up document: readers see how often it changes.
 	FieldRevision = "revision"
+	// FieldWriter names the instance that wrote the roll-up: it computes the next one first.
+	FieldWriter = "writer"
 	// FieldShardWrites, FieldWriteRate and FieldCoolSince carry the write-rate measurement from one
 	// roll-up to the next (see ShardPolicy).
 	FieldShardWrites = "shard_writes"
@@ -49,6 +52,9 @@ type Engine struct {
 	// sweeper is the Firestore the scheduled sweep queries; nil in unit tests of the engine.
 	sweeper *firestoreBackend
 
+	// instance names this Engine in the roll-ups it writes (Document.Writer).
+	instance string
+
 	mu      sync.Mutex
 	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
 	carry   carrier             // Notify's refreshes and the event that waits for them
@@ -64,7 +70,8 @@ func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter
 
 // newEngine returns an Engine over any backend and clock.
 func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine {
-	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, pending: make(map[string]*refresh)}
+	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, instance: crand.Text()[:10],
+		pending: make(map[string]*refresh)}
 }
 
 // Outcome says what a refresh did.
@@ -104,10 +111,14 @@ func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, so
 	e.mu.Lock()
 	r := e.pending[id]
 	if r == nil || r.decided {
+		var previous <-chan struct{} // a decided refresh still computing or writing: read after it
+		if r != nil {
+			previous = r.done
+		}
 		r = &refresh{changedAt: changedAt, progress: make(chan struct{}), done: make(chan struct{})}
 		e.pending[id] = r
 		// The run outlives any one caller's cancellation: others may be waiting on it.
-		go e.run(context.WithoutCancel(ctx), id, source, r)
+		go e.run(context.WithoutCancel(ctx), id, source, r, previous)
 	} else if changedAt.After(r.changedAt) {
 		r.changedAt = changedAt
 	}
@@ -143,10 +154,11 @@ func (e *Engine) seen(r *refresh, d *Document) {
 	}
 }
 
-// run performs refresh r: read the roll-up, return if it already covers r's changes, wait for the
-// next window if this window's roll-up is written, else compute and write it conditionally on the
-// roll-up being unchanged since it was read.
-func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
+// run performs refresh r once previous (nil, or a refresh of the same counter that had decided) is
+// done: read the roll-up, return if it already covers r's changes, wait for the next window if this
+// window's roll-up is written, else compute and write it conditionally on the roll-up being
+// unchanged since it was read.
+func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previous <-chan struct{}) {
 	defer func() {
 		e.mu.Lock()
 		if e.pending[id] == r {
@@ -157,6 +169,9 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
+	if previous != nil {
+		<-previous // bounded by its own refreshTimeout
+	}
 	for {
 		v, err := e.store.read(ctx, id)
 		if err != nil {
@@ -184,11 +199,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh) {
 		// A roll-up written less than an interval ago (on Firestore's clock, as of the read and the
 		// time elapsed since) makes ours wait an interval after it.
 		if wait := e.untilNextWrite(v, readLocally); wait > 0 {
-			// Instances waiting for the same interval wake apart, so that the first one's roll-up
-			// covers the others' changes more often than they compute it again.
-			if spread := e.interval / 8; spread > 0 {
-				wait += rand.N(spread)
-			}
+			wait += e.deferral(v)
 			if err := shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return
@@ -243,7 +254,7 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string) er
 		return err
 	}
 	d := e.policy.decide(v.shape, v.rollup, totals.Writes, computedAt)
-	w := rollupWrite{count: totals.Count, shardWrites: totals.Writes, computedAt: computedAt, source: source, decision: d}
+	w := rollupWrite{count: totals.Count, shardWrites: totals.Writes, computedAt: computedAt, source: source, writer: e.instance, decision: d}
 	if err := e.store.write(ctx, id, v, w); err != nil {
 		return err
 	}
@@ -261,6 +272,20 @@ func (e *Engine) untilNextWrite(v view, readLocally time.Time) time.Duration {
 		return 0
 	}
 	return e.nextWriteAt(v).Sub(v.readAt) - e.clock.Now().Sub(readLocally)
+}
+
+// deferral is how much later than the next interval this instance computes the roll-up after the
+// one in v: the instance that wrote v goes first and the others half an interval later, so that its
+// roll-up usually covers their changes; and instances wake up to an eighth of an interval apart.
+func (e *Engine) deferral(v view) time.Duration {
+	var d time.Duration
+	if v.rollup != nil && v.rollup.Writer != "" && v.rollup.Writer != e.instance {
+		d = e.interval / 2
+	}
+	if spread := e.interval / 8; spread > 0 {
+		d += rand.N(spread)
+	}
+	return d
 }
 
 // nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval after

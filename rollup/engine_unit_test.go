@@ -247,3 +247,30 @@ func TestUnitRefreshFoldsStrayShardsAtTheSameCount(t *testing.T) {
 		t.Errorf("adapted %v; want one fold at 10 -> 10 shards", store.adapted)
 	}
 }
+
+func TestUnitRefreshDefersToTheInstanceThatWroteTheLastRollup(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		e, store, clk := newUnitEngine()
+		writer := "another-instance"
+		if own {
+			writer = e.instance
+		}
+		store.rollup = &Document{Count: 5, UpdatedAt: t0, Writer: writer}
+		store.version = t0
+		store.totalsResult = counter.Totals{Count: 6}
+		clk.now = t0.Add(200 * time.Millisecond)
+		if out, err := e.Refresh(context.Background(), "c", t0.Add(150*time.Millisecond), SourceTrigger); err != nil || out != Wrote {
+			t.Fatalf("refresh: %v, %v; want Wrote", out, err)
+		}
+		from := t0.Add(time.Second) // an interval after the last roll-up
+		if !own {
+			from = from.Add(time.Second / 2) // the writer goes first
+		}
+		if len(clk.sleeps) != 1 || clk.sleeps[0].Before(from) || !clk.sleeps[0].Before(from.Add(time.Second/8)) {
+			t.Errorf("last roll-up written by this instance %v: slept %v; want one wait until %v plus less than 125ms", own, clk.sleeps, from)
+		}
+		if store.written[0].writer != e.instance {
+			t.Errorf("roll-up written with writer %q, want this instance %q", store.written[0].writer, e.instance)
+		}
+	}
+}
