@@ -62,19 +62,23 @@ func holdEach(e *Engine, ctx context.Context, id string, changedAt time.Time) (b
 }
 
 // load is one simulated run: shard writes at rate over counters for duration, each event handled by
-// one of instances (clocks skewed up to 0.9 s), in a synctest bubble.
+// one of instances (clocks skewed up to 0.9 s), in a synctest bubble. An instance holding
+// concurrency events refuses more (Cloud Run's 429), and the event is delivered again after
+// redeliveryBackoff, doubling (Eventarc's retry, which starts at 10 s).
 type load struct {
-	counters, instances int
-	rate                float64
-	duration            time.Duration
+	counters, instances, concurrency int
+	rate                             float64
+	duration                         time.Duration
 }
+
+const redeliveryBackoff = 10 * time.Second
 
 // figures are what a run measured.
 type figures struct {
 	events, failures int
 	// slowNonCarriers counts events that did not carry and yet waited; mostHeld is the most events
-	// of one instance waiting at once.
-	slowNonCarriers, mostHeld int
+	// of one instance waiting at once; refused counts deliveries refused for want of concurrency.
+	slowNonCarriers, mostHeld, refused int
 	// agesP99 is the p99 over counters and 100 ms samples of a roll-up's age: how long ago the oldest
 	// write it does not show was made; exactAfter is when the last roll-up became exact after the
 	// last write.
@@ -137,6 +141,12 @@ func simulate(l load, handle trigger) figures {
 			if writtenAt.After(lastWrite) {
 				lastWrite = writtenAt
 			}
+			for backoff := redeliveryBackoff; waiting[i] >= l.concurrency; backoff *= 2 {
+				f.refused++
+				mu.Unlock()
+				time.Sleep(backoff)
+				mu.Lock()
+			}
 			waiting[i]++
 			f.mostHeld = max(f.mostHeld, waiting[i])
 			mu.Unlock()
@@ -183,7 +193,7 @@ func (m *counterStores) snapshot() []*sharedStore {
 }
 
 // TestNotifyKeepsManyWarmCountersFresh: 1,500 shard writes a second for 20 s over 1, 10, 100 and
-// 1,000 counters, their events spread over eight instances. With Notify, an event that does not
+// 1,000 counters, their events spread over eight instances of concurrency 80. With Notify, an event that does not
 // carry answers at once, at most two events of an instance wait at a time (a carrier, and its
 // successor during a handover), the roll-up age p99 stays within two intervals, every roll-up is
 // exact within two intervals of the last write, and each counter's sum is computed about once an
@@ -191,14 +201,14 @@ func (m *counterStores) snapshot() []*sharedStore {
 func TestNotifyKeepsManyWarmCountersFresh(t *testing.T) {
 	for _, counters := range []int{1, 10, 100, 1000} {
 		t.Run(fmt.Sprint(counters), func(t *testing.T) {
-			l := load{counters: counters, instances: 8, rate: 1500, duration: 20 * time.Second}
+			l := load{counters: counters, instances: 8, concurrency: 80, rate: 1500, duration: 20 * time.Second}
 			var got, held figures
 			synctest.Test(t, func(*testing.T) { got = simulate(l, notify) })
 			synctest.Test(t, func(*testing.T) { held = simulate(l, holdEach) })
 			for name, f := range map[string]figures{"notify": got, "hold each event": held} {
-				t.Logf("%s: %d events; most held per instance %d; roll-up age p99 %v; exact %v after the last write; "+
+				t.Logf("%s: %d events, %d deliveries refused; most held per instance %d; roll-up age p99 %v; exact %v after the last write; "+
 					"per counter and interval %.2f computations, %.2f writes",
-					name, f.events, f.mostHeld, f.ageP99, f.exactAfter, f.computationsPerInterval, f.writesPerInterval)
+					name, f.events, f.refused, f.mostHeld, f.ageP99, f.exactAfter, f.computationsPerInterval, f.writesPerInterval)
 			}
 			if got.failures > 0 || got.slowNonCarriers > 0 || len(got.inexact) > 0 {
 				t.Errorf("%d events failed, %d that did not carry waited, roll-ups of %d counters inexact; want none",
