@@ -261,3 +261,65 @@ func scoreTotal(t *testing.T, client *firestore.Client, doc string) int64 {
 	total, _ := score["total"].(int64)
 	return total
 }
+
+// TestFoldOfAKilledInstanceIsRedeliveredExactlyOnce: an instance folds while every answer to its
+// fold commit is lost (the commit applied or never arrived) and is killed (its client closed); the
+// redelivered event, delivered five times at once to a new instance and then again, leaves the main
+// document at exactly what the clients wrote.
+func TestFoldOfAKilledInstanceIsRedeliveredExactlyOnce(t *testing.T) {
+	// Only the fold's commit names the field path in a transform.
+	commit := []byte("score.total")
+	for name, c := range map[string]struct {
+		faults  faultproxy.Faults
+		applied bool
+	}{
+		"commit applied, answer lost": {faultproxy.Faults{DropResponseRate: 1, Match: commit}, true},
+		"commit never arrived":        {faultproxy.Faults{ResetRate: 1, Match: commit}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ff := testenv.FirestoreBehindFaultProxy(t)
+			ctx := context.Background()
+			const doc = "games/g2"
+			var want int64
+			for i := range 6 {
+				if err := incrementShard(ctx, ff.Direct, doc, fmt.Sprintf("c%d", i), map[string]int64{"score.total": int64(i + 1)}); err != nil {
+					t.Fatal(err)
+				}
+				want += int64(i + 1)
+			}
+			ff.Proxy.SetFaults(c.faults)
+			killed := extshards.NewFolder(ff.Client, 100*time.Millisecond)
+			fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := killed.Fold(fctx, doc)
+			cancel()
+			if err == nil {
+				t.Fatal("the fold succeeded although every answer was lost")
+			}
+			_ = ff.Client.Close()
+			ff.Proxy.SetFaults(faultproxy.Faults{})
+			if got, applied := scoreTotal(t, ff.Direct, doc), c.applied; (got == want) != applied {
+				t.Fatalf("after the killed fold score.total = %d; want the commit applied %t", got, applied)
+			}
+
+			next := extshards.NewFolder(ff.Direct, 100*time.Millisecond)
+			var wg sync.WaitGroup
+			for range 5 {
+				wg.Go(func() {
+					if _, err := next.Fold(ctx, doc); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if _, err := next.Fold(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+			if got := scoreTotal(t, ff.Direct, doc); got != want {
+				t.Errorf("score.total = %d, want %d", got, want)
+			}
+			if ids := shardIDs(t, ff.Direct, doc); len(ids) != 0 {
+				t.Errorf("shards left: %q", ids)
+			}
+		})
+	}
+}
