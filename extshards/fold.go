@@ -344,3 +344,33 @@ func (f *Folder) cleanUp(ctx context.Context, zero []version) {
 	}
 	wg.Wait()
 }
+
+// Sweep folds every main document that has shards or partials, for the cut-over from the extension
+// (whose shards and partials may be left mid-aggregation). It lists the shards with one collection
+// group query (one read per shard document) and folds each main document once; it returns how many
+// it folded.
+func (f *Folder) Sweep(ctx context.Context) (docs int, err error) {
+	refs, err := f.client.CollectionGroup(ShardsCollection).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("list shards: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, r := range refs {
+		doc := r.Ref.Parent.Parent
+		if doc == nil || seen[doc.Path] {
+			continue
+		}
+		seen[doc.Path] = true
+		if _, err := f.Fold(ctx, relativePath(doc)); err != nil {
+			return docs, err
+		}
+		docs++
+	}
+	return docs, nil
+}
+
+// relativePath is ref's path relative to the database's documents.
+func relativePath(ref *firestore.DocumentRef) string {
+	_, rel, _ := strings.Cut(ref.Path, "/documents/")
+	return rel
+}

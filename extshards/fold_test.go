@@ -323,3 +323,53 @@ func TestFoldOfAKilledInstanceIsRedeliveredExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepFoldsWhatTheExtensionLeftExactlyOnce: the extension, uninstalled mid-aggregation, left a
+// main document, a partial whose first entry its controller already counted (and subtracted with a
+// second entry), a partial not yet counted, and a shard; on another document a shard only. The
+// sweep folds each exactly once, and a second sweep changes nothing.
+func TestSweepFoldsWhatTheExtensionLeftExactlyOnce(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	const a, b = "pages/a", "users/u1/posts/p1"
+	if _, err := client.Doc(a).Set(ctx, map[string]any{"visits": 10, "title": "A"}); err != nil {
+		t.Fatal(err)
+	}
+	partial := func(doc, id string, amounts ...int64) {
+		var entries []any
+		for i, n := range amounts {
+			entries = append(entries, map[string]any{"_id_": fmt.Sprint(i), "_data_": map[string]any{"visits": n}})
+		}
+		if _, err := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(id).Set(ctx, map[string]any{"_updates_": entries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partial(a, "\tabcd", 7, -7)
+	partial(a, "\t\tabc", 3)
+	if err := incrementShard(ctx, client, a, "abcdef01", map[string]int64{"visits": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := incrementShard(ctx, client, b, "ffff", map[string]int64{"likes": 4}); err != nil {
+		t.Fatal(err)
+	}
+	folder := extshards.NewFolder(client, 100*time.Millisecond)
+	for range 2 {
+		if n, err := folder.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		} else {
+			t.Logf("swept %d documents", n)
+		}
+		for doc, want := range map[string]string{a: "map[title:A visits:15]", b: "map[likes:4]"} {
+			snap, err := client.Doc(doc).Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(snap.Data()); got != want {
+				t.Errorf("%s = %s, want %s", doc, got, want)
+			}
+			if ids := shardIDs(t, client, doc); len(ids) != 0 {
+				t.Errorf("%s: shards left: %q", doc, ids)
+			}
+		}
+	}
+}
