@@ -33,6 +33,9 @@ const MaxShardsPerFold = 400
 // cleanUpParallel bounds the deletes of folded shards in flight at once.
 const cleanUpParallel = 16
 
+// contentionBackoff is the wait before a fold whose commit contention aborted is tried again.
+const contentionBackoff = 100 * time.Millisecond
+
 // foldTimeout bounds one run of a Folder, its rounds and waits included.
 const foldTimeout = time.Minute
 
@@ -174,8 +177,9 @@ func (f *Folder) remember(doc string) {
 }
 
 // foldOnce runs one fold of doc. It returns wait > 0, having written nothing, when doc was written
-// less than an interval before it was read, and conflict when doc changed between its read and the
-// fold's commit (another fold, or a resend of this one whose first attempt applied).
+// less than an interval before it was read or the commit was aborted by contention, and errConflict
+// when doc changed between its read and the fold's commit (another fold, or a resend of this one
+// whose first attempt applied).
 func (f *Folder) foldOnce(ctx context.Context, doc string, r *run) (res Result, wait time.Duration, err error) {
 	ref := f.client.Doc(doc)
 	main, err := ref.Get(ctx)
@@ -214,8 +218,12 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, r *run) (res Result, 
 			batch.Delete(d.ref, firestore.LastUpdateTime(d.updated))
 		}
 		_, err := batch.Commit(ctx)
-		if code := status.Code(err); code == codes.FailedPrecondition || code == codes.AlreadyExists || code == codes.NotFound {
+		switch status.Code(err) {
+		case codes.FailedPrecondition, codes.AlreadyExists, codes.NotFound:
 			return res, 0, errConflict
+		case codes.Aborted:
+			// Contention with the clients' shard writes: nothing was applied; try again soon.
+			return res, contentionBackoff, nil
 		}
 		if err != nil {
 			return res, 0, fmt.Errorf("commit fold: %w", err)
