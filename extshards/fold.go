@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -84,7 +85,8 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 		return "", false
 	}
 	doc, id := shardPath[:i], shardPath[i+len(ShardsCollection)+2:]
-	if id == "" || strings.Contains(id, "/") || strings.Count(doc, "/")%2 != 1 {
+	segments := strings.Split(doc, "/")
+	if id == "" || strings.Contains(id, "/") || len(segments)%2 != 0 || slices.Contains(segments, "") {
 		return "", false
 	}
 	return doc, true

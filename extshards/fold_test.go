@@ -74,6 +74,8 @@ func TestMainDocument(t *testing.T) {
 		"posts/_counter_shards_/x":                  "",
 		"_counter_shards_/_counter_shards_/x":       "",
 		"a/b/_counter_shards_/c/_counter_shards_/d": "a/b/_counter_shards_/c",
+		"a//_counter_shards_/x":                     "",
+		"/a/b/_counter_shards_/x":                   "",
 	} {
 		got, ok := extshards.MainDocument(path)
 		if got != want || ok != (want != "") {
