@@ -27,7 +27,7 @@ const (
 	dataField    = "_data_"
 )
 
-// MaxShardsPerFold bounds the shards one fold transaction reads, deletes or updates; a document with
+// MaxShardsPerFold bounds the shards one fold reads, empties or deletes; a document with
 // more is folded in rounds, an interval apart.
 const MaxShardsPerFold = 400
 
@@ -118,7 +118,7 @@ func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	}
 }
 
-// run performs r: rounds of fold transactions until one finds fewer than MaxShardsPerFold shards.
+// run performs r: rounds of folds until one finds fewer than MaxShardsPerFold shards.
 func (f *Folder) run(ctx context.Context, doc string, r *run) {
 	defer func() {
 		f.mu.Lock()
