@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
@@ -20,6 +21,7 @@ const (
 	EntryIncrementFromPubSub = "IncrementFromPubSub"
 	EntryRollupOnShardWrite  = "RollupOnShardWrite"
 	EntryRollupScheduled     = "RollupScheduled"
+	EntryFoldExtensionShards = "FoldExtensionShards"
 )
 
 // CloudEvent types of the event-triggered entry points.
@@ -56,6 +58,9 @@ type Function struct {
 	// let the admin invokers call it (deploy.sh --admin-invoker, Terraform var.admin_invokers), and
 	// not the invokers of the other HTTP functions.
 	Admin bool
+	// OptIn says that deployments leave the function out unless asked for it by name
+	// (deploy.sh --opt-in NAME, Terraform var.opt_in); the local stack always serves it.
+	OptIn bool
 }
 
 // Trigger is how a function is triggered: HTTP when EventType is "", else a CloudEvent of
@@ -66,8 +71,10 @@ type Trigger struct {
 	// Topic is the Pub/Sub topic of a messagePublished trigger.
 	Topic string
 	// Document is the document path pattern of a Firestore trigger, below the counters collection
-	// (see DocumentPattern).
+	// unless FromRoot (see DocumentPattern).
 	Document string
+	// FromRoot says that Document is the whole path pattern from the database's root.
+	FromRoot bool
 	// Retry says whether the platform redelivers an event whose function failed.
 	Retry bool
 	// DeadLetterTopic, when set, is where Pub/Sub parks a message the function failed on too often.
@@ -79,8 +86,8 @@ type Trigger struct {
 
 // DocumentPattern is the Firestore trigger's full document path pattern in schema, or "".
 func (t Trigger) DocumentPattern(schema shared.Schema) string {
-	if t.Document == "" {
-		return ""
+	if t.Document == "" || t.FromRoot {
+		return t.Document
 	}
 	return schema.Counters + "/" + t.Document
 }
@@ -104,8 +111,16 @@ func Deployed() []Function {
 		{Name: "rollup-scheduled", EntryPoint: EntryRollupScheduled,
 			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicRollupTick, Schedule: "* * * * *"},
 			Memory:  "256Mi", Concurrency: 1, Timeout: 5 * time.Minute, MaxInstances: 1},
+		{Name: "fold-extension-shards", EntryPoint: EntryFoldExtensionShards, OptIn: true,
+			Trigger: Trigger{EventType: EventFirestoreDocWritten, Document: ExtensionShardsPattern, FromRoot: true, Retry: true},
+			Memory:  "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
 	}
 }
+
+// ExtensionShardsPattern is the documents FoldExtensionShards is triggered by: the shards of the
+// firestore-counter extension's clients under a document at any depth (the extension's own trigger
+// pattern). docs/migrate-from-firestore-counter.md says how to serve other paths.
+const ExtensionShardsPattern = "{collection}/{doc=**}/" + extshards.ShardsCollection + "/{shard}"
 
 // DeployedFunction is the deployed function that runs entryPoint.
 func DeployedFunction(entryPoint string) (Function, bool) {

@@ -220,3 +220,37 @@ func FuzzRollupOnShardWrite(f *testing.F) {
 		z.serve(t, handler, r, func(*httptest.ResponseRecorder) bool { return true })
 	})
 }
+
+// FuzzFoldExtensionShards delivers Firestore events, binary or structured, for a project without
+// shards: whatever the event, it is acknowledged and nothing is written.
+func FuzzFoldExtensionShards(f *testing.F) {
+	for _, seed := range []struct {
+		structured    bool
+		subject, body string
+	}{
+		{false, "documents/posts/p1/_counter_shards_/u1", ""},
+		{false, "documents/posts/p1/_counter_shards_/u1", "\x0a\x0a\x2a\x08\x0a\x01\x61\x12\x03\x10\x01"},
+		{false, "documents/a//_counter_shards_/x", "garbage"},
+		{false, "documents/posts/p1", ""},
+		{true, "", `{"specversion":"1.0","id":"1","source":"s","type":"google.cloud.firestore.document.v1.written","subject":"documents/a/b/_counter_shards_/c"}`},
+		{true, "", `not json`},
+	} {
+		f.Add(seed.structured, seed.subject, []byte(seed.body))
+	}
+	z := newFuzzed(f)
+	handler := func(w http.ResponseWriter, r *http.Request) { cloudEvent((*Service).FoldExtensionShards)(z.svc, w, r) }
+	f.Fuzz(func(t *testing.T, structured bool, subject string, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/FoldExtensionShards", bytes.NewReader(body))
+		if structured {
+			r.Header.Set("Content-Type", "application/cloudevents+json")
+		} else {
+			r.Header.Set("Content-Type", "application/protobuf")
+			r.Header.Set("Ce-Specversion", "1.0")
+			r.Header.Set("Ce-Id", "e-1")
+			r.Header.Set("Ce-Type", EventFirestoreDocWritten)
+			r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
+			r.Header.Set("Ce-Subject", subject)
+		}
+		z.serve(t, handler, r, func(*httptest.ResponseRecorder) bool { return true })
+	})
+}

@@ -44,6 +44,7 @@ var handlers = map[string]http.HandlerFunc{
 	EntryIncrementFromPubSub: lazyHTTP(cloudEvent((*Service).IncrementFromPubSub)),
 	EntryRollupOnShardWrite:  lazyHTTP(cloudEvent((*Service).RollupOnShardWrite)),
 	EntryRollupScheduled:     lazyHTTP(cloudEvent((*Service).RollupScheduled)),
+	EntryFoldExtensionShards: lazyHTTP(cloudEvent((*Service).FoldExtensionShards)),
 }
 
 // Handler returns the handler registered as entry point name, for servers that must also serve it at

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
@@ -25,6 +26,7 @@ type Service struct {
 	counters *counter.Store
 	rollups  *rollup.Store
 	engine   *rollup.Engine
+	folder   *extshards.Folder
 	log      *slog.Logger
 	callers  *callerauth.Verifier // nil: callers are not verified
 	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
@@ -44,6 +46,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		counters: counters,
 		rollups:  rollup.NewStore(client, cfg.Schema()),
 		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
+		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval),
 		log:      log,
 		ids:      cfg.CounterIDs(),
 	}

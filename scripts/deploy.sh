@@ -36,6 +36,9 @@ Usage: scripts/deploy.sh [options]
   --dead-letter-only        only park the increments that keep failing: attach the dead-letter topic
                             to the subscription Eventarc made for increment-from-pubsub (what
                             Terraform runs after it deploys the function)
+  --opt-in NAME             also deploy the opt-in function NAME (repeatable), e.g.
+                            fold-extension-shards, which folds the firestore-counter extension's
+                            shards (docs/migrate-from-firestore-counter.md)
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
   -h, --help                this help
@@ -58,6 +61,7 @@ DATABASE=${FIRESTORE_DATABASE:-(default)}
 DATABASE_LOCATION=${FIRESTORE_LOCATION:-}
 DRY_RUN=false
 DEAD_LETTER_ONLY=false
+OPT_IN=()
 MAX_DELIVERY_ATTEMPTS=10
 PUBLIC_INCREMENTS=false
 INVOKERS=()
@@ -166,6 +170,12 @@ parse_flags() {
     --allow-unauthenticated-increments) PUBLIC_INCREMENTS=true ;;
     --dead-letter-only) DEAD_LETTER_ONLY=true ;;
     --max-delivery-attempts) MAX_DELIVERY_ATTEMPTS=${2:?--max-delivery-attempts needs a number} && shift ;;
+    --opt-in)
+      local wanted=${2:?--opt-in needs a function name}
+      in_list "$wanted" "${OPT_IN_NAMES[@]}" || die "--opt-in $wanted: not an opt-in function; opt-in: ${OPT_IN_NAMES[*]}"
+      OPT_IN+=("$wanted")
+      shift
+      ;;
     --dry-run) DRY_RUN=true ;;
     --list-env)
       printf '%s\n' "${ENV_OF_OPTION[project]}" "${ENV_OF_OPTION[database]}" "${ENV_NAMES[@]}"
@@ -276,16 +286,29 @@ ensure_dead_letter_subscription() {
   fi
 }
 
-# each_function CALLBACK calls CALLBACK with the columns of every FUNCTIONS row, in order: name,
-# entry point, event type, topic, document pattern, retry, dead-letter topic, memory, vCPU,
-# concurrency, timeout, max instances, public on request, admin.
+# each_function CALLBACK calls CALLBACK with the columns of every FUNCTIONS row that is deployed (an
+# opt-in function only when --opt-in names it), in order: name, entry point, event type, topic,
+# document pattern, retry, dead-letter topic, memory, vCPU, concurrency, timeout, max instances,
+# public on request, admin, document pattern from root, opt-in.
 each_function() {
   local row columns
   for row in "${FUNCTIONS[@]}"; do
     read -r -a columns <<<"$row"
+    if ${columns[15]} && ! in_list "${columns[0]}" "${OPT_IN[@]}"; then continue; fi
     "$1" "${columns[@]}"
   done
 }
+
+# opt_in_names prints the names of the opt-in functions.
+opt_in_names() {
+  local row columns
+  for row in "${FUNCTIONS[@]}"; do
+    read -r -a columns <<<"$row"
+    if ${columns[15]}; then printf '%s\n' "${columns[0]}"; fi
+  done
+}
+mapfile -t OPT_IN_NAMES < <(opt_in_names)
+readonly OPT_IN_NAMES
 
 # attach_dead_letter makes Pub/Sub park a message of a function with a dead-letter topic after
 # MAX_DELIVERY_ATTEMPTS failed deliveries. Eventarc made the push subscription of the function's
@@ -332,7 +355,7 @@ configure_fields() {
 # Cloud Run wants a whole vCPU for a concurrency above 1, and gcloud wants --memory with --cpu.
 deploy_function() {
   local name=$1 entry_point=$2 event_type=$3 topic=$4 document=$5 retry=$6 memory=$8 cpu=$9
-  local concurrency=${10} timeout=${11} max_instances=${12} public_on_request=${13}
+  local concurrency=${10} timeout=${11} max_instances=${12} public_on_request=${13} from_root=${15}
   local limits=(--memory="$memory" --concurrency="$concurrency" --timeout="$timeout" --max-instances="$max_instances")
   [[ $cpu == - ]] || limits+=(--cpu="$cpu")
   local trigger=(--trigger-http --no-allow-unauthenticated)
@@ -342,9 +365,10 @@ deploy_function() {
     trigger=(--trigger-service-account="$TRIGGER_SA" --trigger-topic="$topic")
   else
     # The Firestore trigger lives where the database is.
+    $from_root || document="$(setting COUNTERS_COLLECTION)/$document"
     trigger=(--trigger-location="$DATABASE_LOCATION" --trigger-service-account="$TRIGGER_SA"
       --trigger-event-filters=type="$event_type" --trigger-event-filters=database="$DATABASE"
-      --trigger-event-filters-path-pattern=document="$(setting COUNTERS_COLLECTION)/$document")
+      --trigger-event-filters-path-pattern=document="$document")
   fi
   ! $retry || trigger+=(--retry)
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \

@@ -3,16 +3,18 @@
 # shellcheck shell=bash disable=SC2034 # the names are read by deploy.sh
 
 # Every deployed function, one row each: name, entry point, event type, topic, document pattern
-# (below the counters collection), retry, dead-letter topic, memory, vCPU, concurrency, timeout,
-# max instances, public on request, admin (invoked by the admin invokers); "-" is none (an HTTP
-# trigger, the platform's default vCPU).
+# (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,
+# concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),
+# document pattern from root, opt-in (deployed only when asked for by name); "-" is none (an
+# HTTP trigger, the platform's default vCPU).
 readonly FUNCTIONS=(
-  'increment Increment - - - false - 256Mi 1 80 60s 100 true false'
-  'count Count - - - false - 256Mi - 1 60s 10 false false'
-  'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false true'
-  'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false false'
-  'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false false'
-  'rollup-scheduled RollupScheduled google.cloud.pubsub.topic.v1.messagePublished counter-rollup-tick - false - 256Mi - 1 300s 1 false false'
+  'increment Increment - - - false - 256Mi 1 80 60s 100 true false false false'
+  'count Count - - - false - 256Mi - 1 60s 10 false false false false'
+  'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false true false false'
+  'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false false false false'
+  'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false false false false'
+  'rollup-scheduled RollupScheduled google.cloud.pubsub.topic.v1.messagePublished counter-rollup-tick - false - 256Mi - 1 300s 1 false false false false'
+  'fold-extension-shards FoldExtensionShards google.cloud.firestore.document.v1.written - {collection}/{doc=**}/_counter_shards_/{shard} true - 256Mi 1 80 60s 20 false false true true'
 )
 
 # Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).
@@ -28,15 +30,15 @@ readonly TOPICS=(counter-increments counter-increments-dead-letter counter-rollu
 readonly ENV_NAMES=(
   COUNTERS_COLLECTION ROLLUPS_COLLECTION DEDUPE_COLLECTION DEFAULT_NUM_SHARDS COUNTER_ID_PATTERN
   CREATE_ON_INCREMENT MAX_DELTA SHARD_COUNT_CACHE_TTL LOG_LEVEL REQUEST_TIMEOUT ROLLUP_INTERVAL
-  ROLLUP_SWEEP_LOOKBACK GROUP_COMMIT_INTERVAL DEDUPE_TTL REQUIRE_ID_TOKEN REQUIRE_APP_CHECK
-  PER_CALLER_LIMIT REFUSE_ANONYMOUS_USERS
+  EXTENSION_FOLD_INTERVAL ROLLUP_SWEEP_LOOKBACK GROUP_COMMIT_INTERVAL DEDUPE_TTL REQUIRE_ID_TOKEN
+  REQUIRE_APP_CHECK PER_CALLER_LIMIT REFUSE_ANONYMOUS_USERS
 )
 declare -Ar ENV_DEFAULTS=(
   [COUNTERS_COLLECTION]=counters [ROLLUPS_COLLECTION]=rollups [DEDUPE_COLLECTION]=counter_dedupe
   [DEFAULT_NUM_SHARDS]=10 [COUNTER_ID_PATTERN]='' [CREATE_ON_INCREMENT]=true [MAX_DELTA]=1000000
   [SHARD_COUNT_CACHE_TTL]=5s [LOG_LEVEL]=INFO [REQUEST_TIMEOUT]=10s [ROLLUP_INTERVAL]=1s
-  [ROLLUP_SWEEP_LOOKBACK]=10m [GROUP_COMMIT_INTERVAL]=125ms [DEDUPE_TTL]=192h
-  [REQUIRE_ID_TOKEN]=false [REQUIRE_APP_CHECK]=false [PER_CALLER_LIMIT]=0
+  [EXTENSION_FOLD_INTERVAL]=1s [ROLLUP_SWEEP_LOOKBACK]=10m [GROUP_COMMIT_INTERVAL]=125ms
+  [DEDUPE_TTL]=192h [REQUIRE_ID_TOKEN]=false [REQUIRE_APP_CHECK]=false [PER_CALLER_LIMIT]=0
   [REFUSE_ANONYMOUS_USERS]=false
 )
 

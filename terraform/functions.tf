@@ -82,6 +82,10 @@ resource "google_cloudfunctions2_function" "function" {
       condition     = length(local.unknown_environment) == 0
       error_message = "var.environment: unknown ${join(", ", local.unknown_environment)}; known: ${join(", ", local.optional_environment)}."
     }
+    precondition {
+      condition     = length(setsubtract(var.opt_in, local.opt_in_names)) == 0
+      error_message = "var.opt_in: ${join(", ", setsubtract(var.opt_in, local.opt_in_names))} is not an opt-in function; opt-in: ${join(", ", local.opt_in_names)}."
+    }
   }
 
   depends_on = [google_project_iam_member.identity_role, google_project_service.api]

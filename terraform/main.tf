@@ -6,16 +6,18 @@
 locals {
   database_location = var.database_location != "" ? var.database_location : var.region
 
-  # Every deployed function by entry point: its declaration, var.function_settings' overrides, its
-  # Firestore trigger's full document pattern, and whether allUsers may invoke it.
+  # Every deployed function by entry point (an opt-in one only when var.opt_in names it): its
+  # declaration, var.function_settings' overrides, its Firestore trigger's full document pattern, and
+  # whether allUsers may invoke it.
   functions = { for entry_point, f in local.deployment.functions : entry_point => merge(
     f,
     { for name, value in try(var.function_settings[entry_point], {}) : name => value if value != null },
     {
-      document = f.document == null ? null : "${var.counters_collection}/${f.document}"
+      document = f.document == null || f.document_from_root ? f.document : "${var.counters_collection}/${f.document}"
       public   = f.public_on_request && var.public_increments
     },
-  ) }
+  ) if !f.opt_in || contains(var.opt_in, f.name) }
+  opt_in_names = [for f in local.deployment.functions : f.name if f.opt_in]
 
   event_functions = { for entry_point, f in local.functions : entry_point => f if f.event_type != null }
   http_functions  = { for entry_point, f in local.functions : entry_point => f if f.event_type == null }

@@ -39,6 +39,12 @@ variable "public_increments" {
   default     = false
 }
 
+variable "opt_in" {
+  description = "Names of opt-in functions to deploy too, e.g. [\"fold-extension-shards\"], which folds the firestore-counter extension's shards (docs/migrate-from-firestore-counter.md)."
+  type        = set(string)
+  default     = []
+}
+
 variable "http_invokers" {
   description = "Members granted roles/run.invoker on Increment and Count, e.g. serviceAccount:backend@PROJECT.iam.gserviceaccount.com. Public members are refused: public_increments opens Increment."
   type        = list(string)

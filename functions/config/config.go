@@ -56,6 +56,9 @@ type Config struct {
 	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT, default=10s" min:"1ms" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
 	// RollupInterval is the least time between two writes of one counter's roll-up document.
 	RollupInterval time.Duration `env:"ROLLUP_INTERVAL, default=1s" min:"100ms" usedBy:"RollupOnShardWrite,RollupScheduled"`
+	// ExtensionFoldInterval is the least time between two folds of the firestore-counter extension's
+	// shards into one main document (docs/migrate-from-firestore-counter.md).
+	ExtensionFoldInterval time.Duration `env:"EXTENSION_FOLD_INTERVAL, default=1s" min:"100ms" usedBy:"FoldExtensionShards"`
 	// RollupSweepLookback is how far back the scheduled roll-up looks for written shards. It must
 	// exceed the scheduler's period (one minute) with room for late or missed ticks.
 	RollupSweepLookback time.Duration `env:"ROLLUP_SWEEP_LOOKBACK, default=10m" min:"2m" usedBy:"RollupScheduled"`

@@ -19,28 +19,38 @@ const documentEventValueField = 1
 // DocumentEventData of a document.written event. ok is false when the event carries no document
 // after the write (a delete).
 func WrittenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err error) {
+	doc, err := WrittenDocument(data)
+	if err != nil || doc == nil {
+		return time.Time{}, false, err
+	}
+	return doc.GetUpdateTime().AsTime(), doc.GetUpdateTime() != nil, nil
+}
+
+// WrittenDocument reads the document after the write from the protobuf DocumentEventData of a
+// document.written event; nil when there is none (a delete).
+func WrittenDocument(data []byte) (*firestorepb.Document, error) {
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
 		if n < 0 {
-			return time.Time{}, false, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
+			return nil, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
 		}
 		data = data[n:]
 		if num != documentEventValueField || typ != protowire.BytesType {
 			if n = protowire.ConsumeFieldValue(num, typ, data); n < 0 {
-				return time.Time{}, false, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
+				return nil, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
 			}
 			data = data[n:]
 			continue
 		}
 		value, n := protowire.ConsumeBytes(data)
 		if n < 0 {
-			return time.Time{}, false, fmt.Errorf("decode DocumentEventData value: %w", protowire.ParseError(n))
+			return nil, fmt.Errorf("decode DocumentEventData value: %w", protowire.ParseError(n))
 		}
 		var doc firestorepb.Document
 		if err := proto.Unmarshal(value, &doc); err != nil {
-			return time.Time{}, false, fmt.Errorf("decode DocumentEventData value: %w", err)
+			return nil, fmt.Errorf("decode DocumentEventData value: %w", err)
 		}
-		return doc.GetUpdateTime().AsTime(), doc.GetUpdateTime() != nil, nil
+		return &doc, nil
 	}
-	return time.Time{}, false, nil
+	return nil, nil
 }

@@ -5,28 +5,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
-)
 
-// documentEventData encodes a DocumentEventData with the given value and old_value documents.
-func documentEventData(t *testing.T, value, oldValue *firestorepb.Document) []byte {
-	t.Helper()
-	var b []byte
-	for num, doc := range map[protowire.Number]*firestorepb.Document{1: value, 2: oldValue} {
-		if doc == nil {
-			continue
-		}
-		enc, err := proto.Marshal(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, enc)
-	}
-	return b
-}
+	"github.com/shardcount/counters/internal/testenv"
+)
 
 func TestWrittenDocumentUpdateTime(t *testing.T) {
 	written := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
@@ -44,9 +26,9 @@ func TestWrittenDocumentUpdateTime(t *testing.T) {
 		wantOK bool
 		bad    bool
 	}{
-		{"create", documentEventData(t, doc(written), nil), written, true, false},
-		{"update", documentEventData(t, doc(written), doc(written.Add(-time.Second))), written, true, false},
-		{"delete has no value", documentEventData(t, nil, doc(written)), time.Time{}, false, false},
+		{"create", testenv.DocumentEventData(t, doc(written), nil), written, true, false},
+		{"update", testenv.DocumentEventData(t, doc(written), doc(written.Add(-time.Second))), written, true, false},
+		{"delete has no value", testenv.DocumentEventData(t, nil, doc(written)), time.Time{}, false, false},
 		{"empty body", nil, time.Time{}, false, false},
 		{"garbage", []byte{0x0a, 0xff}, time.Time{}, false, true},
 	}

@@ -30,8 +30,9 @@ func flags(words []string) map[string][]string {
 }
 
 // TestDryRunDeploysEachDeclaredFunctionOnce: with every documented option combination, deploy.sh
-// deploys each function of functions.Deployed exactly once, with its entry point, trigger and
-// limits, and gives it only variables that functions/config declares.
+// deploys each function of functions.Deployed exactly once (an opt-in one only when --opt-in names
+// it), with its entry point, trigger and limits, and gives it only variables that functions/config
+// declares.
 func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 	known := map[string]bool{}
 	for _, s := range config.Settings() {
@@ -64,6 +65,11 @@ func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 						t.Errorf("%s: %s is %q, want %q", name, flag, g, w)
 					}
 				}
+				if f.Trigger.FromRoot {
+					if g, w := strings.Join(got["--trigger-event-filters-path-pattern"], ","), "document="+f.Trigger.Document; g != w {
+						t.Errorf("%s: --trigger-event-filters-path-pattern is %q, want %q", name, g, w)
+					}
+				}
 				if retry := len(got["--retry"]) > 0; retry != f.Trigger.Retry {
 					t.Errorf("%s: --retry given %t, want %t", name, retry, f.Trigger.Retry)
 				}
@@ -74,8 +80,12 @@ func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 				}
 			}
 			for _, f := range functions.Deployed() {
-				if deployed[f.Name] != 1 && !slices.Contains(options, "--dead-letter-only") {
-					t.Errorf("deploys %s %d times, want once", f.Name, deployed[f.Name])
+				want := 1
+				if f.OptIn && !slices.Contains(options, f.Name) {
+					want = 0
+				}
+				if deployed[f.Name] != want && !slices.Contains(options, "--dead-letter-only") {
+					t.Errorf("deploys %s %d times, want %d", f.Name, deployed[f.Name], want)
 				}
 			}
 		})

@@ -26,6 +26,7 @@ var scriptOptions = [][]string{
 		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
 	{"--max-delivery-attempts", "20"},
 	{"--dead-letter-only"},
+	{"--opt-in", "fold-extension-shards"},
 }
 
 // TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option

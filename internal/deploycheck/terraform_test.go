@@ -1,17 +1,24 @@
 package deploycheck_test
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/shardcount/counters/functions"
 )
 
 // terraformBlocks are the top-level blocks of every .tf file of terraform/.
@@ -178,5 +185,67 @@ func TestTerraformInvokersFollowTheirLists(t *testing.T) {
 		"RollupScheduled trigger"}
 	if !slices.Equal(got, want) {
 		t.Errorf("invoker bindings %v, want %v", got, want)
+	}
+}
+
+// TestTerraformOptInFunctionsOnlyWhenNamed: local.functions, evaluated over the generated
+// deployment, holds an opt-in function only when var.opt_in names it, and gives a from-root
+// Firestore trigger its pattern as declared (other triggers below the counters collection).
+func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "terraform", "deployment.gen.tf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gen struct {
+		Locals struct {
+			Deployment json.RawMessage `json:"deployment"`
+		} `json:"locals"`
+	}
+	if err := json.Unmarshal(raw, &gen); err != nil {
+		t.Fatal(err)
+	}
+	ty, err := ctyjson.ImpliedType(gen.Locals.Deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment, err := ctyjson.Unmarshal(gen.Locals.Deployment, ty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs := maps.Clone(terraformFunctions)
+	funcs["try"] = tryfunc.TryFunc
+	for _, optIn := range [][]string{nil, {"fold-extension-shards"}} {
+		optInSet := cty.SetValEmpty(cty.String)
+		if len(optIn) > 0 {
+			optInSet = cty.SetVal([]cty.Value{cty.StringVal(optIn[0])})
+		}
+		ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
+			"var": cty.ObjectVal(map[string]cty.Value{
+				"opt_in": optInSet, "function_settings": cty.MapValEmpty(cty.DynamicPseudoType),
+				"counters_collection": cty.StringVal("tally"), "public_increments": cty.False,
+			}),
+			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment}),
+		}}
+		v, diags := terraformLocal(t, "functions").Value(ctx)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		for _, f := range functions.Deployed() {
+			has := v.Type().HasAttribute(f.EntryPoint)
+			if want := !f.OptIn || slices.Contains(optIn, f.Name); has != want {
+				t.Errorf("opt_in %q: deploys %s %t, want %t", optIn, f.Name, has, want)
+				continue
+			}
+			if !has || f.Trigger.Document == "" {
+				continue
+			}
+			want := f.Trigger.Document
+			if !f.Trigger.FromRoot {
+				want = "tally/" + want
+			}
+			if got := v.GetAttr(f.EntryPoint).GetAttr("document").AsString(); got != want {
+				t.Errorf("%s: document %q, want %q", f.Name, got, want)
+			}
+		}
 	}
 }

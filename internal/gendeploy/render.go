@@ -129,15 +129,16 @@ func shellData() []byte {
 	p("# What scripts/deploy.sh deploys; it sources this file. Change the Go declarations, then `go generate ./...`.\n")
 	p("# shellcheck shell=bash disable=SC2034 # the names are read by deploy.sh\n\n")
 	p("# Every deployed function, one row each: name, entry point, event type, topic, document pattern\n")
-	p("# (below the counters collection), retry, dead-letter topic, memory, vCPU, concurrency, timeout,\n")
-	p("# max instances, public on request, admin (invoked by the admin invokers); \"-\" is none (an HTTP\n")
-	p("# trigger, the platform's default vCPU).\n")
+	p("# (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,\n")
+	p("# concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),\n")
+	p("# document pattern from root, opt-in (deployed only when asked for by name); \"-\" is none (an\n")
+	p("# HTTP trigger, the platform's default vCPU).\n")
 	p("readonly FUNCTIONS=(\n")
 	for _, f := range functions.Deployed() {
 		t := f.Trigger
 		row := []string{f.Name, f.EntryPoint, dash(t.EventType), dash(t.Topic), dash(t.Document), fmt.Sprint(t.Retry),
 			dash(t.DeadLetterTopic), f.Memory, dash(f.CPU), fmt.Sprint(f.Concurrency), fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
-			fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), fmt.Sprint(f.Admin)}
+			fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), fmt.Sprint(f.Admin), fmt.Sprint(t.FromRoot), fmt.Sprint(f.OptIn)}
 		p("  %s\n", shellQuote(strings.Join(row, " ")))
 	}
 	p(")\n\n")
@@ -224,6 +225,8 @@ type tfFunction struct {
 	MaxInstances    int     `json:"max_instances"`
 	PublicOnRequest bool    `json:"public_on_request"`
 	Admin           bool    `json:"admin"`
+	FromRoot        bool    `json:"document_from_root"`
+	OptIn           bool    `json:"opt_in"`
 }
 
 // tfField is a field setting as terraform/ reads it.
@@ -257,7 +260,7 @@ func terraformLocals() ([]byte, error) {
 		fns[f.EntryPoint] = tfFunction{Name: f.Name, EventType: null(t.EventType), Topic: null(t.Topic), Document: null(t.Document),
 			Retry: t.Retry, DeadLetterTopic: null(t.DeadLetterTopic), Memory: f.Memory, CPU: null(f.CPU),
 			Concurrency: f.Concurrency, TimeoutSeconds: int(f.Timeout.Seconds()), MaxInstances: f.MaxInstances,
-			PublicOnRequest: f.PublicOnRequest, Admin: f.Admin}
+			PublicOnRequest: f.PublicOnRequest, Admin: f.Admin, FromRoot: t.FromRoot, OptIn: f.OptIn}
 		if t.Schedule != "" {
 			schedules = append(schedules, tfSchedule{Topic: t.Topic, Schedule: t.Schedule})
 		}
@@ -324,7 +327,9 @@ func settingsDoc(meanings map[string]string) []byte {
 	}
 	p("\n## Deployed functions\n\n")
 	p("Both deploy paths deploy each function with these limits (`functions.Deployed` in\n")
-	p("`functions/deployment.go`); [operations.md](operations.md#production-limits) says why each is what it is.\n\n")
+	p("`functions/deployment.go`); [operations.md](operations.md#production-limits) says why each is what it is.\n")
+	p("An opt-in function is deployed only when asked for by name (`scripts/deploy.sh --opt-in NAME`,\n")
+	p("Terraform's `opt_in`); the local stack always serves it.\n\n")
 	p("| Function | Entry point | Trigger | Retry | Memory | vCPU | Concurrency | Timeout | Max instances |\n")
 	p("|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range functions.Deployed() {
@@ -345,7 +350,11 @@ func settingsDoc(meanings map[string]string) []byte {
 		if cpu == "" {
 			cpu = "platform default"
 		}
-		p("| `%s` | `%s` | %s | %s | %s | %s | %d | %s | %d |\n", f.Name, f.EntryPoint, trigger, retry, f.Memory, cpu, f.Concurrency, f.Timeout, f.MaxInstances)
+		name := "`" + f.Name + "`"
+		if f.OptIn {
+			name += " (opt-in)"
+		}
+		p("| %s | `%s` | %s | %s | %s | %s | %d | %s | %d |\n", name, f.EntryPoint, trigger, retry, f.Memory, cpu, f.Concurrency, f.Timeout, f.MaxInstances)
 	}
 	return b.Bytes()
 }

@@ -104,6 +104,15 @@ func TestFirebaseJSSDK(t *testing.T) {
 	runNodeTests(t, "test/sdk.test.mjs", "test/guide.test.mjs")
 }
 
+// TestFirestoreCounterExtensionClients: apps that ship the firestore-counter extension's clients,
+// under firestore.extension-clients.rules: many clients at once, nested fields, two fields in one
+// shard, folded exactly into the main document (other fields untouched) within about 2 s of the last
+// write by FoldExtensionShards; every write but a small step of a counted field on the client's own
+// UUID shard is denied.
+func TestFirestoreCounterExtensionClients(t *testing.T) {
+	runNodeTests(t, "test/extension.test.mjs")
+}
+
 // TestExampleAppInChromium: the live example app in headless Chromium, clicks included; the
 // screenshot lands in web/test-results/example-app.png.
 func TestExampleAppInChromium(t *testing.T) {

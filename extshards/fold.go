@@ -1,0 +1,386 @@
+package extshards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// The extension's format.
+const (
+	// ShardsCollection is the subcollection of <doc> the clients write their shards in.
+	ShardsCollection = "_counter_shards_"
+	// partialPrefix starts the IDs of the partial shards the extension's workers wrote.
+	partialPrefix = "\t"
+	// updatesField holds a partial's list of {_id_, _data_}; dataField is an entry's numbers.
+	updatesField = "_updates_"
+	dataField    = "_data_"
+)
+
+// MaxShardsPerFold bounds the shards one fold reads, empties or deletes; a document with
+// more is folded in rounds, an interval apart.
+const MaxShardsPerFold = 400
+
+// cleanUpParallel bounds the deletes of folded shards in flight at once.
+const cleanUpParallel = 16
+
+// contentionBackoff is the wait before a fold whose commit contention aborted is tried again.
+const contentionBackoff = 100 * time.Millisecond
+
+// foldTimeout bounds one run of a Folder, its rounds and waits included.
+const foldTimeout = time.Minute
+
+// maxRemembered bounds the per-instance map of main documents' last write times.
+const maxRemembered = 10_000
+
+// Result says what a Fold did.
+type Result struct {
+	// Shards is how many shard and partial documents its folds read.
+	Shards int
+	// Writes is how many times it wrote the main document.
+	Writes int
+}
+
+// Folder folds shards into their main documents, writing each main document at most once per
+// interval across every Folder that shares its database (see Fold).
+type Folder struct {
+	client   *firestore.Client
+	interval time.Duration
+	clock    shared.Clock
+
+	mu        sync.Mutex
+	pending   map[string]*run      // per main document: the run that has not yet read its shards
+	lastWrite map[string]time.Time // per main document: when this Folder last wrote it (local clock)
+}
+
+// NewFolder returns a Folder over client that writes a main document at most once per interval.
+func NewFolder(client *firestore.Client, interval time.Duration) *Folder {
+	return &Folder{client: client, interval: interval, clock: shared.SystemClock{},
+		pending: map[string]*run{}, lastWrite: map[string]time.Time{}}
+}
+
+// run is one fold of a main document, shared by every caller that came before it read the shards.
+type run struct {
+	decided bool // guarded by Folder.mu: the run is reading the shards; later callers need a new run
+	done    chan struct{}
+	res     Result
+	err     error
+}
+
+// MainDocument returns the main document's path of a shard or partial document's path
+// ("a/b/_counter_shards_/x" gives "a/b"); ok is false for any other path.
+func MainDocument(shardPath string) (doc string, ok bool) {
+	i := strings.LastIndex(shardPath, "/"+ShardsCollection+"/")
+	if i <= 0 {
+		return "", false
+	}
+	doc, id := shardPath[:i], shardPath[i+len(ShardsCollection)+2:]
+	segments := strings.Split(doc, "/")
+	if id == "" || strings.Contains(id, "/") || len(segments)%2 != 0 || slices.Contains(segments, "") {
+		return "", false
+	}
+	return doc, true
+}
+
+// Fold folds every shard and partial of the main document doc (a document path such as
+// "posts/p1") that was committed before the call, and returns once that is done: their numeric
+// fields, nested maps included, are added to doc's fields of the same paths and taken out of the
+// shards in one commit, conditional on doc being unchanged since it was read, so no fold counts
+// anything twice, whatever is retried or resent. Emptied shards of numbers only are then deleted.
+// Other fields of doc are untouched; a missing doc is created. Concurrent callers in one Folder
+// share one run, which waits until an interval after the previous write of doc, by this Folder (its
+// clock) or anyone (doc's update time on Firestore's clock).
+func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
+	f.mu.Lock()
+	r := f.pending[doc]
+	if r == nil || r.decided {
+		r = &run{done: make(chan struct{})}
+		f.pending[doc] = r
+		// The run outlives any one caller's cancellation: others may be waiting on it.
+		go f.run(context.WithoutCancel(ctx), doc, r)
+	}
+	f.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("fold shards of %q: %w", doc, ctx.Err())
+	}
+}
+
+// run performs r: rounds of folds until one finds fewer than MaxShardsPerFold shards.
+func (f *Folder) run(ctx context.Context, doc string, r *run) {
+	defer func() {
+		f.mu.Lock()
+		if f.pending[doc] == r {
+			delete(f.pending, doc)
+		}
+		f.mu.Unlock()
+		close(r.done)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, foldTimeout)
+	defer cancel()
+	for {
+		f.mu.Lock()
+		next := f.lastWrite[doc].Add(f.interval)
+		f.mu.Unlock()
+		if err := shared.SleepUntil(ctx, f.clock, next); err != nil {
+			r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
+			return
+		}
+		round, wait, err := f.foldOnce(ctx, doc, r)
+		if errors.Is(err, errConflict) {
+			continue // whoever wrote doc makes the next round wait
+		}
+		if err != nil {
+			r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
+			return
+		}
+		if wait > 0 {
+			// Someone wrote doc less than an interval ago (by Firestore's clock).
+			if err := shared.SleepUntil(ctx, f.clock, f.clock.Now().Add(wait)); err != nil {
+				r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
+				return
+			}
+			continue
+		}
+		r.res.Shards += round.Shards
+		r.res.Writes += round.Writes
+		if round.Writes > 0 {
+			f.remember(doc)
+		}
+		if round.Shards < MaxShardsPerFold {
+			return
+		}
+	}
+}
+
+// remember records that doc was written now.
+func (f *Folder) remember(doc string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.lastWrite) >= maxRemembered {
+		for k := range f.lastWrite { // Go's map order is random: forget a random entry
+			delete(f.lastWrite, k)
+			break
+		}
+	}
+	f.lastWrite[doc] = f.clock.Now()
+}
+
+// foldOnce runs one fold of doc. It returns wait > 0, having written nothing, when doc was written
+// less than an interval before it was read or the commit was aborted by contention, and errConflict
+// when doc changed between its read and the fold's commit (another fold, or a resend of this one
+// whose first attempt applied).
+func (f *Folder) foldOnce(ctx context.Context, doc string, r *run) (res Result, wait time.Duration, err error) {
+	ref := f.client.Doc(doc)
+	main, err := ref.Get(ctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return res, 0, fmt.Errorf("read main document: %w", err)
+	}
+	if main.Exists() {
+		if age := main.ReadTime.Sub(main.UpdateTime); age < f.interval {
+			return res, f.interval - age, nil
+		}
+	}
+	// From here on the shards read include every write committed before now.
+	f.mu.Lock()
+	r.decided = true
+	f.mu.Unlock()
+	shards, err := ref.Collection(ShardsCollection).Limit(MaxShardsPerFold).Documents(ctx).GetAll()
+	if err != nil {
+		return res, 0, fmt.Errorf("read shards: %w", err)
+	}
+	p, err := plan(shards)
+	if err != nil {
+		return res, 0, err
+	}
+	res.Shards = len(shards)
+	if len(p.toMain) > 0 {
+		batch := f.client.Batch()
+		if main.Exists() {
+			batch.Update(ref, p.toMain, firestore.LastUpdateTime(main.UpdateTime))
+		} else {
+			batch.Create(ref, nested(p.toMain))
+		}
+		for _, s := range p.subtract {
+			batch.Update(s.ref, s.updates)
+		}
+		for _, d := range p.remove {
+			batch.Delete(d.ref, firestore.LastUpdateTime(d.updated))
+		}
+		_, err := batch.Commit(ctx)
+		switch status.Code(err) {
+		case codes.FailedPrecondition, codes.AlreadyExists, codes.NotFound:
+			return res, 0, errConflict
+		case codes.Aborted:
+			// Contention with the clients' shard writes: nothing was applied; try again soon.
+			return res, contentionBackoff, nil
+		}
+		if err != nil {
+			return res, 0, fmt.Errorf("commit fold: %w", err)
+		}
+		res.Writes = 1
+		// A client may have written a shard between the read and the commit: only those now
+		// holding zeros are deleted, each as of the version read.
+		emptied, err := f.zeros(ctx, p.subtract)
+		if err != nil {
+			return res, 0, err
+		}
+		p.zero = append(p.zero, emptied...)
+	}
+	f.cleanUp(ctx, p.zero)
+	return res, 0, nil
+}
+
+// errConflict: the main document changed between a fold's read and its commit; nothing was written.
+var errConflict = errors.New("main document changed during the fold")
+
+// version is a document as of an update time.
+type version struct {
+	ref     *firestore.DocumentRef
+	updated time.Time
+}
+
+// subtraction takes a folded shard's numbers out of it.
+type subtraction struct {
+	ref         *firestore.DocumentRef
+	updates     []firestore.Update
+	onlyNumbers bool // the shard holds nothing else: delete it once it is zero
+}
+
+// foldPlan is what one fold writes: increments of the main document, and what takes the same
+// amounts out of the shards in the same commit (subtractions; partials deleted), and the shards of
+// numbers only found at zero, deleted afterwards.
+type foldPlan struct {
+	toMain   []firestore.Update
+	subtract []subtraction
+	remove   []version
+	zero     []version
+}
+
+// plan sums shards (partials: their _updates_ entries' _data_) and says how to fold them.
+func plan(shards []*firestore.DocumentSnapshot) (foldPlan, error) {
+	var p foldPlan
+	total := sum{}
+	for _, s := range shards {
+		data := s.Data()
+		if strings.HasPrefix(s.Ref.ID, partialPrefix) {
+			entries, _ := data[updatesField].([]any)
+			for _, e := range entries {
+				entry, _ := e.(map[string]any)
+				numbers, _ := entry[dataField].(map[string]any)
+				if _, err := total.add(numbers); err != nil {
+					return p, fmt.Errorf("partial %s: %w", s.Ref.Path, err)
+				}
+			}
+			p.remove = append(p.remove, version{s.Ref, s.UpdateTime})
+			continue
+		}
+		own := sum{}
+		onlyNumbers, err := own.add(data)
+		if err == nil {
+			_, err = total.add(data)
+		}
+		if err != nil {
+			return p, fmt.Errorf("shard %s: %w", s.Ref.Path, err)
+		}
+		if updates := own.increments(nil, true); len(updates) > 0 {
+			p.subtract = append(p.subtract, subtraction{s.Ref, updates, onlyNumbers})
+		} else if onlyNumbers {
+			p.zero = append(p.zero, version{s.Ref, s.UpdateTime})
+		}
+	}
+	p.toMain = total.increments(nil, false)
+	if len(p.toMain) == 0 && len(p.remove) > 0 {
+		// Partials that sum to zero: nothing to add, but they are folded all the same.
+		p.zero = append(p.zero, p.remove...)
+		p.remove = nil
+	}
+	return p, nil
+}
+
+// zeros reads the shards of numbers only among subtracted and returns those holding only zeros.
+func (f *Folder) zeros(ctx context.Context, subtracted []subtraction) ([]version, error) {
+	var refs []*firestore.DocumentRef
+	for _, s := range subtracted {
+		if s.onlyNumbers {
+			refs = append(refs, s.ref)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	snaps, err := f.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("read folded shards: %w", err)
+	}
+	var zero []version
+	for _, s := range snaps {
+		if !s.Exists() {
+			continue
+		}
+		own := sum{}
+		if only, err := own.add(s.Data()); err == nil && only && len(own.increments(nil, false)) == 0 {
+			zero = append(zero, version{s.Ref, s.UpdateTime})
+		}
+	}
+	return zero, nil
+}
+
+// cleanUp deletes shards that hold only zeros, each unless it was written since (then a later fold
+// takes it). A failed delete leaves a zero shard, which costs a read later and never a wrong count.
+// Each delete is a commit of its own (BulkWriter's BatchWrite did not hold its precondition against
+// concurrent writes in the emulator).
+func (f *Folder) cleanUp(ctx context.Context, zero []version) {
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, cleanUpParallel)
+	for _, z := range zero {
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
+			_, _ = z.ref.Delete(ctx, firestore.LastUpdateTime(z.updated))
+		})
+	}
+	wg.Wait()
+}
+
+// Sweep folds every main document that has shards or partials, for the cut-over from the extension
+// (whose shards and partials may be left mid-aggregation). It lists the shards with one collection
+// group query (one read per shard document) and folds each main document once; it returns how many
+// it folded.
+func (f *Folder) Sweep(ctx context.Context) (docs int, err error) {
+	refs, err := f.client.CollectionGroup(ShardsCollection).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("list shards: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, r := range refs {
+		doc := r.Ref.Parent.Parent
+		if doc == nil || seen[doc.Path] {
+			continue
+		}
+		seen[doc.Path] = true
+		if _, err := f.Fold(ctx, relativePath(doc)); err != nil {
+			return docs, err
+		}
+		docs++
+	}
+	return docs, nil
+}
+
+// relativePath is ref's path relative to the database's documents.
+func relativePath(ref *firestore.DocumentRef) string {
+	_, rel, _ := strings.Cut(ref.Path, "/documents/")
+	return rel
+}

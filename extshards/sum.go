@@ -1,0 +1,130 @@
+package extshards
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"cloud.google.com/go/firestore"
+)
+
+// ErrOverflow reports integer fields whose sum does not fit int64: no retry can fold them exactly.
+var ErrOverflow = errors.New("sum of integer fields overflows int64")
+
+// sum is a tree of numeric totals: leaves are int64 or float64, inner nodes sums of nested maps.
+type sum map[string]any
+
+// add adds every numeric leaf of data (nested maps included) into s, and reports whether data held
+// nothing but numbers and maps of them. An integer leaf added to a double one makes a double, as
+// Firestore's increment does.
+func (s sum) add(data map[string]any) (onlyNumbers bool, err error) {
+	onlyNumbers = true
+	for k, v := range data {
+		switch v := v.(type) {
+		case int64:
+			if err := s.addInt(k, v); err != nil {
+				return false, err
+			}
+		case float64:
+			s.addFloat(k, v)
+		case map[string]any:
+			child, ok := s[k].(sum)
+			if !ok {
+				child = sum{}
+				s[k] = child
+			}
+			only, err := child.add(v)
+			if err != nil {
+				return false, fmt.Errorf("%s.%w", k, err)
+			}
+			onlyNumbers = onlyNumbers && only
+		default:
+			onlyNumbers = false
+		}
+	}
+	return onlyNumbers, nil
+}
+
+func (s sum) addInt(k string, v int64) error {
+	switch cur := s[k].(type) {
+	case int64:
+		if (v > 0 && cur > math.MaxInt64-v) || (v < 0 && cur < math.MinInt64-v) {
+			return fmt.Errorf("%s: %w", k, ErrOverflow)
+		}
+		s[k] = cur + v
+	case float64:
+		s[k] = cur + float64(v)
+	default:
+		s[k] = v
+	}
+	return nil
+}
+
+func (s sum) addFloat(k string, v float64) {
+	switch cur := s[k].(type) {
+	case int64:
+		s[k] = float64(cur) + v
+	case float64:
+		s[k] = cur + v
+	default:
+		s[k] = v
+	}
+}
+
+// increments lists, in a stable order, one firestore.Increment per non-zero leaf of s (negated when
+// negate), at the leaf's field path below prefix.
+func (s sum) increments(prefix []string, negate bool) []firestore.Update {
+	var out []firestore.Update
+	for _, k := range slices.Sorted(mapKeys(s)) {
+		path := append(slices.Clone(prefix), k)
+		switch v := s[k].(type) {
+		case int64:
+			if v != 0 {
+				if negate {
+					v = -v
+				}
+				out = append(out, firestore.Update{FieldPath: path, Value: firestore.Increment(v)})
+			}
+		case float64:
+			if v != 0 {
+				if negate {
+					v = -v
+				}
+				out = append(out, firestore.Update{FieldPath: path, Value: firestore.Increment(v)})
+			}
+		case sum:
+			out = append(out, v.increments(path, negate)...)
+		}
+	}
+	return out
+}
+
+// nested turns updates into the nested map that firestore's Set with MergeAll writes field by field
+// (Set, unlike Update, also creates a missing document).
+func nested(updates []firestore.Update) map[string]any {
+	root := map[string]any{}
+	for _, u := range updates {
+		m := root
+		for _, k := range u.FieldPath[:len(u.FieldPath)-1] {
+			child, ok := m[k].(map[string]any)
+			if !ok {
+				child = map[string]any{}
+				m[k] = child
+			}
+			m = child
+		}
+		m[u.FieldPath[len(u.FieldPath)-1]] = u.Value
+	}
+	return root
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
