@@ -54,7 +54,7 @@ func (d documents) shardWriteOps(w shardWrite) []op {
 	case w.stamp:
 		ops = append(ops, op{kind: opUpdate, ref: counterRef, updates: touchUpdate(w.minute)})
 	}
-	return append(ops, op{kind: opMerge, ref: d.schema.ShardRef(d.client, w.counter, w.shard), data: shardIncrement(w.delta)})
+	return append(ops, op{kind: opMerge, ref: d.schema.ShardRef(d.client, w.counter, w.shard), data: shardIncrement(w)})
 }
 
 // planOps is every operation of plan's commit: its write record, its dedupe records and its shard
@@ -122,13 +122,17 @@ func touchUpdate(minute int64) []firestore.Update {
 	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
 }
 
-// shardIncrement adds delta to a shard's count and 1 to its writes, server-side; it creates the
-// shard document if needed.
-func shardIncrement(delta int64) map[string]any {
-	return map[string]any{
-		shared.FieldCount:  firestore.Increment(delta),
+// shardIncrement adds w's delta to a shard's count and to the buckets of w's windows, and 1 to its
+// writes, server-side; it creates the shard document if needed.
+func shardIncrement(w shardWrite) map[string]any {
+	m := map[string]any{
+		shared.FieldCount:  firestore.Increment(w.delta),
 		shared.FieldWrites: firestore.Increment(1),
 	}
+	if buckets := bucketIncrements(w.windows, w.at, w.delta); buckets != nil {
+		m[shared.FieldBuckets] = buckets
+	}
+	return m
 }
 
 func (d documents) writeRecordRef(plan *commitPlan) *firestore.DocumentRef {

@@ -33,6 +33,9 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
+	// windows are the counter's windows: the write also counts delta in their buckets holding at.
+	windows []string
+	at      time.Time
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
 	// stamp sets the counter's touched_minute to minute in the same commit.
@@ -76,7 +79,7 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitP
 				plan.shards[n].delta = sum
 				continue
 			}
-			w, err := s.planShard(ctx, inc.Counter, inc.Delta)
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta, plan.now)
 			if err != nil {
 				return nil, err
 			}
@@ -97,39 +100,42 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitP
 	return plan, nil
 }
 
-// planShard plans a write of delta to counter id: the next shard of its cached (or read) shard count,
-// its creation when it does not exist, and its touched stamp when one is due.
-func (s *Store) planShard(ctx context.Context, id string, delta int64) (shardWrite, error) {
-	numShards, err := s.numShards(ctx, id)
+// planShard plans a write of delta to counter id at now: the next shard of its cached (or read) shard
+// count, the buckets of its windows that hold now, its creation when it does not exist, and its
+// touched stamp when one is due.
+func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time) (shardWrite, error) {
+	cfg, err := s.writeConfig(ctx, id)
 	create := errors.Is(err, ErrNotFound)
 	if create {
-		numShards = s.defaultNumShards
+		cfg = writeConfig{numShards: s.defaultNumShards}
 	} else if err != nil {
 		return shardWrite{}, err
 	}
 	minute, due := s.touches.due(id)
-	return shardWrite{counter: id, delta: delta, shard: s.pickShard(id, numShards), create: create, stamp: !create && due, minute: minute}, nil
+	return shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
+		create: create, stamp: !create && due, minute: minute}, nil
 }
 
-// numShards returns the shard count of counter id, from the cache when it is fresh; ErrNotFound when
-// the counter does not exist.
-func (s *Store) numShards(ctx context.Context, id string) (int, error) {
-	if n, ok := s.shardCounts.get(id); ok {
-		return n, nil
+// writeConfig returns what a write of counter id needs of its configuration, from the cache when it
+// is fresh; ErrNotFound when the counter does not exist.
+func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error) {
+	if cfg, ok := s.shardCounts.get(id); ok {
+		return cfg, nil
 	}
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return 0, ErrNotFound
+		return writeConfig{}, ErrNotFound
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read counter %q: %w", id, err)
+		return writeConfig{}, fmt.Errorf("read counter %q: %w", id, err)
 	}
 	shape, err := s.ShapeOf(snap)
 	if err != nil {
-		return 0, err
+		return writeConfig{}, err
 	}
-	s.shardCounts.put(id, shape.NumShards)
-	return shape.NumShards, nil
+	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data())}
+	s.shardCounts.put(id, cfg)
+	return cfg, nil
 }
 
 // remember updates what this Store knows once shard writes ws committed: counters they created
@@ -137,7 +143,7 @@ func (s *Store) numShards(ctx context.Context, id string) (int, error) {
 func (s *Store) remember(ws []shardWrite) {
 	for _, w := range ws {
 		if w.create {
-			s.shardCounts.put(w.counter, s.defaultNumShards)
+			s.shardCounts.put(w.counter, writeConfig{numShards: s.defaultNumShards})
 		}
 		if w.create || w.stamp {
 			s.touches.record(w.counter, w.minute)

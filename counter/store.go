@@ -38,11 +38,17 @@ type Options struct {
 	GroupCommitInterval time.Duration
 	// DedupeTTL is how long a key is remembered: its dedupe record expires after it.
 	DedupeTTL time.Duration
+	// Clock is the Store's time source (nil: the system clock): it labels the window buckets an
+	// increment counts in, and Count's current bucket.
+	Clock shared.Clock
 }
 
 // NewStore returns a Store over client with the collections named by schema.
 func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Store {
-	clock := shared.SystemClock{}
+	var clock shared.Clock = shared.SystemClock{}
+	if opts.Clock != nil {
+		clock = opts.Clock
+	}
 	docs := documents{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL}
 	s := &Store{
 		documents:   docs,

@@ -14,7 +14,9 @@ type configureRequest struct {
 	NumShards *int64 `json:"num_shards"`
 	MinShards *int64 `json:"min_shards"`
 	MaxShards *int64 `json:"max_shards"`
-	Reset     bool   `json:"reset"`
+	// Windows, when present, replaces the windows the counter counts in ([]: none).
+	Windows *[]string `json:"windows"`
+	Reset   bool      `json:"reset"`
 }
 
 // configureResponse is ConfigureCounter's answer to a configuration.
@@ -26,6 +28,8 @@ type configureResponse struct {
 	Adaptive          bool   `json:"adaptive"`
 	PreviousNumShards int    `json:"previous_num_shards"`
 	Created           bool   `json:"created"`
+	// Windows are the windows the counter counts in besides all time.
+	Windows []string `json:"windows"`
 }
 
 // resetResponse answers a reset.
@@ -47,6 +51,8 @@ type deleteResponse struct {
 //     or change its count (200), pinned at N: adaptation leaves it alone. The value never changes.
 //   - PUT or POST {"counter": "<id>", "min_shards": a, "max_shards": b} (either bound, and optionally
 //     num_shards to start from): the roll-up adapts the count to the write rate within [a, b].
+//   - PUT or POST {"counter": "<id>", "windows": ["hour", "day", "month"]} (any subset, alone or with
+//     the shard fields): later increments also count in the current UTC bucket of each window.
 //   - PUT or POST {"counter": "<id>", "reset": true}: set the value to zero (200, with the value
 //     discarded); 404 for an unknown counter.
 //   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200); 404 when unknown.
@@ -77,8 +83,8 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		return 0, nil, err
 	}
 	if req.Reset { // not held to COUNTER_ID_PATTERN either: it creates nothing
-		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil {
-			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards or max_shards; send them in a request of their own"}
+		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil {
+			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards or windows; send them in a request of their own"}
 		}
 		discarded, err := s.counters.Reset(r.Context(), req.Counter)
 		if err != nil {
@@ -104,15 +110,24 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	return status, configureResponse{
 		Counter: req.Counter, NumShards: cfg.NumShards, MinShards: cfg.MinShards, MaxShards: cfg.MaxShards,
 		Adaptive: !cfg.Pinned(), PreviousNumShards: cfg.PreviousNumShards, Created: cfg.Created,
+		Windows: cfg.Windows,
 	}, nil
 }
 
-// settings validates the shard fields of a configuration request.
+// settings validates the fields of a configuration request.
 func (req configureRequest) settings() (counter.Settings, error) {
-	if req.NumShards == nil && req.MinShards == nil && req.MaxShards == nil {
-		return counter.Settings{}, &shared.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, or reset)"}
+	if req.NumShards == nil && req.MinShards == nil && req.MaxShards == nil && req.Windows == nil {
+		return counter.Settings{}, &shared.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, windows, or reset)"}
 	}
 	var st counter.Settings
+	if req.Windows != nil {
+		for _, w := range *req.Windows {
+			if !counter.ValidWindow(w) {
+				return counter.Settings{}, &shared.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %q", w, counter.Windows)}
+			}
+		}
+		st.Windows = append([]string{}, *req.Windows...)
+	}
 	for _, f := range []struct {
 		name string
 		v    *int64

@@ -29,6 +29,8 @@ type view struct {
 	counterExists bool
 	// shape is the counter's shape, when it exists.
 	shape counter.Shape
+	// windows are the counter's windows, when it exists: the roll-up holds their current buckets.
+	windows []string
 	// readAt is Firestore's time of the read: every write committed by then is in what follows it.
 	readAt time.Time
 }
@@ -82,6 +84,7 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 		if v.shape, err = b.counters.ShapeOf(snaps[1]); err != nil {
 			return view{}, err
 		}
+		v.windows = counter.WindowsOf(snaps[1])
 	}
 	return v, nil
 }
@@ -96,7 +99,10 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	if !w.decision.coolSince.IsZero() {
 		coolSince = w.decision.coolSince
 	}
-	var err error
+	windows, err := b.windows(ctx, id, prev.windows, w.computedAt)
+	if err != nil {
+		return err
+	}
 	if prev.rollup == nil {
 		err = b.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 			if _, err := tx.Get(b.schema.CounterRef(b.client, id)); status.Code(err) == codes.NotFound {
@@ -111,6 +117,9 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			if !w.decision.coolSince.IsZero() {
 				doc[FieldCoolSince] = w.decision.coolSince
 			}
+			if windows != firestore.Delete {
+				doc[shared.FieldWindows] = windows
+			}
 			return tx.Create(ref, doc)
 		})
 	} else {
@@ -122,6 +131,7 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			{Path: FieldShardWrites, Value: w.shardWrites},
 			{Path: FieldWriteRate, Value: w.decision.rate},
 			{Path: FieldCoolSince, Value: coolSince},
+			{Path: shared.FieldWindows, Value: windows},
 		}, firestore.LastUpdateTime(prev.version))
 	}
 	switch code := status.Code(err); {
@@ -133,6 +143,24 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
 	}
 	return nil
+}
+
+// windows is the roll-up's windows field for a counter with windows ws, computed at t: {window:
+// {bucket, count}} of the buckets holding t, or firestore.Delete without windows. Its sums follow the
+// roll-up's own by one round trip, so a bucket may hold increments the count does not yet.
+func (b *firestoreBackend) windows(ctx context.Context, id string, ws []string, t time.Time) (any, error) {
+	if len(ws) == 0 {
+		return firestore.Delete, nil
+	}
+	counts, err := b.counters.WindowCounts(ctx, id, ws, t)
+	if err != nil {
+		return nil, fmt.Errorf("roll up the windows of counter %q: %w", id, err)
+	}
+	m := make(map[string]any, len(counts))
+	for w, c := range counts {
+		m[w] = map[string]any{shared.FieldBucket: c.Bucket, shared.FieldCount: c.Count}
+	}
+	return m, nil
 }
 
 func (b *firestoreBackend) removeRollup(ctx context.Context, id string, prev view) error {

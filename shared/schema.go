@@ -27,6 +27,16 @@ const (
 	// by one in the same write (no extra document), so the sum over a counter's shards, taken in the same
 	// aggregation query as the count, tells how fast the counter is written across every instance.
 	FieldWrites = "writes"
+	// FieldWindows, optional on counters/{id}, lists the windows ("hour", "day", "month") the counter
+	// counts in besides all time (ConfigureCounter's windows).
+	FieldWindows = "windows"
+	// FieldBuckets is on the shards of a counter with windows: a map {window: {bucket label: count}}
+	// (buckets.day.2026-11-23), incremented in the same write as the shard's count. A window's
+	// bucket count is the sum of its field over every shard. On rollups/{id}, FieldWindows is a map
+	// {window: {bucket, count}} of the buckets holding updated_at.
+	FieldBuckets = "buckets"
+	// FieldBucket is the label of a roll-up window's bucket ({"bucket": "2026-11-23", "count": n}).
+	FieldBucket = "bucket"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
 	// CallersCollection is the subcollection of a counter that holds, per verified caller (document
