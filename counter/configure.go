@@ -17,9 +17,12 @@ import (
 //   - Windows, when not nil, replaces the windows the counter counts in (empty: none); they apply to
 //     increments planned after the change (at once on this Store, within ShardCountCacheTTL on
 //     others). Buckets already counted stay.
+//   - Distinct, when not nil, makes the counter count distinct members (IncrementDistinct) from now
+//     on, or deltas again; what was counted stays.
 type Settings struct {
 	NumShards, MinShards, MaxShards int
 	Windows                         []string
+	Distinct                        *bool
 }
 
 // shardFieldsSet reports whether st asks anything of the counter's shards.
@@ -32,6 +35,9 @@ func (st Settings) features() map[string]any {
 	f := map[string]any{}
 	if st.Windows != nil {
 		f[shared.FieldWindows] = st.Windows
+	}
+	if st.Distinct != nil {
+		f[shared.FieldDistinct] = *st.Distinct
 	}
 	return f
 }
@@ -80,6 +86,8 @@ type Configuration struct {
 	Created bool
 	// Windows are the windows the counter counts in now.
 	Windows []string
+	// Distinct is true when the counter counts distinct members.
+	Distinct bool
 }
 
 // Configure creates counter id, or changes its shape and windows, in one transaction, then creates
@@ -103,5 +111,5 @@ func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configur
 	if err != nil {
 		return Configuration{}, fmt.Errorf("configure counter %q with %+v: %w", id, st, err)
 	}
-	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed, Windows: res.windows}, nil
+	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed, Windows: res.windows, Distinct: res.distinct}, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // writeRecordPrefix starts every write ID, so a write record's document ID never equals a dedupe
@@ -33,9 +35,11 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
-	// windows are the counter's windows: the write also counts delta in their buckets holding at.
-	windows []string
-	at      time.Time
+	// windows are the counter's windows: the write also adds bucketDelta to their buckets holding at
+	// (delta, but for a distinct member new to a bucket and not to the counter).
+	windows     []string
+	bucketDelta int64
+	at          time.Time
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
 	// stamp sets the counter's touched_minute to minute in the same commit.
@@ -100,19 +104,22 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int) (*commitP
 	return plan, nil
 }
 
-// planShard plans a write of delta to counter id at now: the next shard of its cached (or read) shard
+// planShard plans a write of delta to counter id at now (ErrMemberRequired for a distinct counter): the next shard of its cached (or read) shard
 // count, the buckets of its windows that hold now, its creation when it does not exist, and its
 // touched stamp when one is due.
 func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time) (shardWrite, error) {
 	cfg, err := s.writeConfig(ctx, id)
 	create := errors.Is(err, ErrNotFound)
-	if create {
+	switch {
+	case create:
 		cfg = writeConfig{numShards: s.defaultNumShards}
-	} else if err != nil {
+	case err != nil:
 		return shardWrite{}, err
+	case cfg.distinct:
+		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrMemberRequired)
 	}
 	minute, due := s.touches.due(id)
-	return shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
+	return shardWrite{counter: id, delta: delta, bucketDelta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
 		create: create, stamp: !create && due, minute: minute}, nil
 }
 
@@ -133,7 +140,7 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 	if err != nil {
 		return writeConfig{}, err
 	}
-	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data())}
+	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true}
 	s.shardCounts.put(id, cfg)
 	return cfg, nil
 }

@@ -19,10 +19,11 @@ var errShapeUnchanged = errors.New("shape unchanged")
 // reshapeResult is what a reshape found and left.
 type reshapeResult struct {
 	before, after Shape
-	// windows are the counter's windows as read.
-	windows []string
-	existed bool
-	changed bool
+	// windows and distinct are the counter's, as left.
+	windows  []string
+	distinct bool
+	existed  bool
+	changed  bool
 }
 
 // reshape changes counter id's shape in one transaction without changing its value, and sets the
@@ -45,6 +46,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 				return err
 			}
 			res.windows = windowsOf(snap.Data())
+			res.distinct = snap.Data()[shared.FieldDistinct] == true
 		}
 		if res.after, err = change(res.before, res.existed); err != nil {
 			return err
@@ -63,6 +65,9 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		if ws, ok := features[shared.FieldWindows]; ok {
 			res.windows = ws.([]string)
 		}
+		if d, ok := features[shared.FieldDistinct]; ok {
+			res.distinct = d.(bool)
+		}
 		if res.existed {
 			err = tx.Set(counterRef, fields, firestore.MergeAll)
 		} else {
@@ -80,7 +85,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		return reshapeResult{}, err
 	}
 	res.changed = true
-	s.shardCounts.put(id, writeConfig{numShards: res.after.NumShards, windows: res.windows})
+	s.shardCounts.put(id, writeConfig{numShards: res.after.NumShards, windows: res.windows, distinct: res.distinct})
 	return res, nil
 }
 

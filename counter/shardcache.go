@@ -42,6 +42,8 @@ type writeConfig struct {
 	numShards int
 	// windows are the windows (WindowHour, ...) the counter counts in besides all time.
 	windows []string
+	// distinct: the counter counts distinct members (IncrementDistinct), not deltas.
+	distinct bool
 }
 
 func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {

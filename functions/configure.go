@@ -16,7 +16,9 @@ type configureRequest struct {
 	MaxShards *int64 `json:"max_shards"`
 	// Windows, when present, replaces the windows the counter counts in ([]: none).
 	Windows *[]string `json:"windows"`
-	Reset   bool      `json:"reset"`
+	// Distinct, when present, makes the counter count distinct members (true) or deltas (false).
+	Distinct *bool `json:"distinct"`
+	Reset    bool  `json:"reset"`
 }
 
 // configureResponse is ConfigureCounter's answer to a configuration.
@@ -30,6 +32,8 @@ type configureResponse struct {
 	Created           bool   `json:"created"`
 	// Windows are the windows the counter counts in besides all time.
 	Windows []string `json:"windows"`
+	// Distinct is true when the counter counts distinct members.
+	Distinct bool `json:"distinct"`
 }
 
 // resetResponse answers a reset.
@@ -53,6 +57,8 @@ type deleteResponse struct {
 //     num_shards to start from): the roll-up adapts the count to the write rate within [a, b].
 //   - PUT or POST {"counter": "<id>", "windows": ["hour", "day", "month"]} (any subset, alone or with
 //     the shard fields): later increments also count in the current UTC bucket of each window.
+//   - PUT or POST {"counter": "<id>", "distinct": true}: the counter counts each member of Increment
+//     once (all time and per window bucket).
 //   - PUT or POST {"counter": "<id>", "reset": true}: set the value to zero (200, with the value
 //     discarded); 404 for an unknown counter.
 //   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200); 404 when unknown.
@@ -83,8 +89,8 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		return 0, nil, err
 	}
 	if req.Reset { // not held to COUNTER_ID_PATTERN either: it creates nothing
-		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil {
-			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards or windows; send them in a request of their own"}
+		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil {
+			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows or distinct; send them in a request of their own"}
 		}
 		discarded, err := s.counters.Reset(r.Context(), req.Counter)
 		if err != nil {
@@ -110,16 +116,16 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	return status, configureResponse{
 		Counter: req.Counter, NumShards: cfg.NumShards, MinShards: cfg.MinShards, MaxShards: cfg.MaxShards,
 		Adaptive: !cfg.Pinned(), PreviousNumShards: cfg.PreviousNumShards, Created: cfg.Created,
-		Windows: cfg.Windows,
+		Windows: cfg.Windows, Distinct: cfg.Distinct,
 	}, nil
 }
 
 // settings validates the fields of a configuration request.
 func (req configureRequest) settings() (counter.Settings, error) {
-	if req.NumShards == nil && req.MinShards == nil && req.MaxShards == nil && req.Windows == nil {
-		return counter.Settings{}, &shared.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, windows, or reset)"}
+	if req.NumShards == nil && req.MinShards == nil && req.MaxShards == nil && req.Windows == nil && req.Distinct == nil {
+		return counter.Settings{}, &shared.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, windows, distinct, or reset)"}
 	}
-	var st counter.Settings
+	st := counter.Settings{Distinct: req.Distinct}
 	if req.Windows != nil {
 		for _, w := range *req.Windows {
 			if !counter.ValidWindow(w) {

@@ -44,6 +44,9 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	case errors.Is(err, counter.ErrKeyReused):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: shared.AttributeIdempotencyKey,
 			reason: fmt.Sprintf("idempotency key %q was already used for other increments; these are not applied", key.ID)})
+	case errors.Is(err, counter.ErrMemberRequired):
+		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "member",
+			reason: "a counter of the message counts distinct members, which messages cannot carry; these are not applied: " + err.Error()})
 	case status.Code(err) == codes.InvalidArgument:
 		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
 	case err != nil:

@@ -35,6 +35,12 @@ const (
 	// bucket count is the sum of its field over every shard. On rollups/{id}, FieldWindows is a map
 	// {window: {bucket, count}} of the buckets holding updated_at.
 	FieldBuckets = "buckets"
+	// FieldDistinct, optional on counters/{id}: true when the counter counts distinct members.
+	FieldDistinct = "distinct"
+	// MembersCollection is the subcollection of a distinct counter holding a document per member
+	// counted (ID: the member's SHA-256), and per member and window bucket ({window}_{label}_{hash},
+	// with expires_at for the TTL policy).
+	MembersCollection = "members"
 	// FieldBucket is the label of a roll-up window's bucket ({"bucket": "2026-11-23", "count": n}).
 	FieldBucket = "bucket"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
