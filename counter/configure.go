@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/shardcount/counters/shared"
 )
 
@@ -19,10 +21,12 @@ import (
 //     others). Buckets already counted stay.
 //   - Distinct, when not nil, makes the counter count distinct members (IncrementDistinct) from now
 //     on, or deltas again; what was counted stays.
+//   - Group, when not nil, puts the counter in that group's top lists ("": in none).
 type Settings struct {
 	NumShards, MinShards, MaxShards int
 	Windows                         []string
 	Distinct                        *bool
+	Group                           *string
 }
 
 // shardFieldsSet reports whether st asks anything of the counter's shards.
@@ -38,6 +42,13 @@ func (st Settings) features() map[string]any {
 	}
 	if st.Distinct != nil {
 		f[shared.FieldDistinct] = *st.Distinct
+	}
+	switch {
+	case st.Group == nil:
+	case *st.Group == "":
+		f[shared.FieldGroup] = firestore.Delete
+	default:
+		f[shared.FieldGroup] = *st.Group
 	}
 	return f
 }
@@ -88,12 +99,19 @@ type Configuration struct {
 	Windows []string
 	// Distinct is true when the counter counts distinct members.
 	Distinct bool
+	// Group is the group whose top lists the counter is in, "" for none.
+	Group string
 }
 
 // Configure creates counter id, or changes its shape and windows, in one transaction, then creates
 // the shards it added with count 0. It never changes the counter's value or its buckets, even while
 // increments arrive.
 func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
+	if st.Group != nil && *st.Group != "" {
+		if err := shared.ValidateGroup(*st.Group); err != nil {
+			return Configuration{}, err
+		}
+	}
 	for _, w := range st.Windows {
 		if !ValidWindow(w) {
 			return Configuration{}, &shared.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %v", w, Windows)}
@@ -111,5 +129,5 @@ func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configur
 	if err != nil {
 		return Configuration{}, fmt.Errorf("configure counter %q with %+v: %w", id, st, err)
 	}
-	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed, Windows: res.windows, Distinct: res.distinct}, nil
+	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed, Windows: res.windows, Distinct: res.distinct, Group: res.group}, nil
 }

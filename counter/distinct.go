@@ -55,7 +55,7 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (Disti
 	}
 	now := s.clock.Now()
 	minute, due := s.touches.due(id)
-	w := shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, stamp: due, minute: minute}
+	w := shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, member: true, stamp: due, minute: minute}
 	refs := s.memberRefs(id, member, cfg.windows, now)
 	var out DistinctOutcome
 	sent := false // some attempt reached its commit
@@ -104,7 +104,6 @@ func (s *Store) distinctInTransaction(tx *firestore.Transaction, refs []*firesto
 	if len(ops) == 0 {
 		return out, nil
 	}
-	w.bucketDelta = 1
 	out.Shard = w.shard
 	ops = append(ops, s.shardWriteOps(w)...)
 	return out, addToTransaction(tx, ops)

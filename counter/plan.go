@@ -35,11 +35,13 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
-	// windows are the counter's windows: the write also adds bucketDelta to their buckets holding at
-	// (delta, but for a distinct member new to a bucket and not to the counter).
-	windows     []string
-	bucketDelta int64
-	at          time.Time
+	// windows are the counter's windows: the write also adds delta to their buckets holding at (1, for
+	// a member write).
+	windows []string
+	at      time.Time
+	// member: a distinct member's write (IncrementDistinct): delta is 1 when the member is new to the
+	// counter, else 0, and windows are those in whose bucket it is new.
+	member bool
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
 	// stamp sets the counter's touched_minute to minute in the same commit.
@@ -119,7 +121,7 @@ func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.
 		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrMemberRequired)
 	}
 	minute, due := s.touches.due(id)
-	return shardWrite{counter: id, delta: delta, bucketDelta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
+	return shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
 		create: create, stamp: !create && due, minute: minute}, nil
 }
 

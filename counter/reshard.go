@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"cloud.google.com/go/firestore"
@@ -22,6 +23,7 @@ type reshapeResult struct {
 	// windows and distinct are the counter's, as left.
 	windows  []string
 	distinct bool
+	group    string
 	existed  bool
 	changed  bool
 }
@@ -47,6 +49,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 			}
 			res.windows = windowsOf(snap.Data())
 			res.distinct = snap.Data()[shared.FieldDistinct] == true
+			res.group = GroupOf(snap)
 		}
 		if res.after, err = change(res.before, res.existed); err != nil {
 			return err
@@ -68,9 +71,13 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		if d, ok := features[shared.FieldDistinct]; ok {
 			res.distinct = d.(bool)
 		}
+		if g, ok := features[shared.FieldGroup]; ok {
+			res.group, _ = g.(string) // firestore.Delete: none
+		}
 		if res.existed {
 			err = tx.Set(counterRef, fields, firestore.MergeAll)
 		} else {
+			maps.DeleteFunc(fields, func(_ string, v any) bool { return v == firestore.Delete })
 			err = tx.Create(counterRef, fields)
 		}
 		if err != nil {

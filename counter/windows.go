@@ -68,6 +68,12 @@ func bucketIncrements(windows []string, t time.Time, delta int64) map[string]any
 // WindowsOf reads the windows of counter document snap, in Windows order.
 func WindowsOf(snap *firestore.DocumentSnapshot) []string { return windowsOf(snap.Data()) }
 
+// GroupOf reads the group of counter document snap, "" for none.
+func GroupOf(snap *firestore.DocumentSnapshot) string {
+	g, _ := snap.Data()[shared.FieldGroup].(string)
+	return g
+}
+
 // windowsOf reads a counter document's windows (see canonicalWindows). Unknown names are ignored: a
 // console edit must not stop increments.
 func windowsOf(data map[string]any) []string {

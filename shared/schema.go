@@ -41,6 +41,15 @@ const (
 	// counted (ID: the member's SHA-256), and per member and window bucket ({window}_{label}_{hash},
 	// with expires_at for the TTL policy).
 	MembersCollection = "members"
+	// FieldGroup, optional on counters/{id} and rollups/{id}: the group whose top lists the counter
+	// is in (ConfigureCounter's group).
+	FieldGroup = "group"
+	// FieldTop is a top list's entries, highest first: [{counter, count}]; FieldTopCounter is an
+	// entry's counter ID.
+	FieldTop        = "top"
+	FieldTopCounter = "counter"
+	// FieldWindow is a top list's window: "all", "hour", "day" or "month".
+	FieldWindow = "window"
 	// FieldBucket is the label of a roll-up window's bucket ({"bucket": "2026-11-23", "count": n}).
 	FieldBucket = "bucket"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
@@ -104,6 +113,16 @@ type Schema struct {
 	Rollups string
 	// Dedupe is the collection of dedupe records of keyed increments (default "counter_dedupe").
 	Dedupe string
+	// Tops is the collection of top lists, one per group and window (default "tops").
+	Tops string
+}
+
+// TopWindowAll names the all-time list of a group in TopRef.
+const TopWindowAll = "all"
+
+// TopRef is {tops}/{group}_{window}, the top list of a group in a window (TopWindowAll: all time).
+func (s Schema) TopRef(c *firestore.Client, group, window string) *firestore.DocumentRef {
+	return c.Collection(s.Tops).Doc(group + "_" + window)
 }
 
 // CounterRef is counters/{id}.

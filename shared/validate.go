@@ -86,3 +86,26 @@ func ValidateMember(member string) error {
 	}
 	return nil
 }
+
+// MaxGroupBytes bounds a group name (it is part of a document ID).
+const MaxGroupBytes = 256
+
+// ValidateGroup accepts a group name: non-empty UTF-8 of at most MaxGroupBytes, without '/'.
+func ValidateGroup(group string) error {
+	bad := func(format string, args ...any) error {
+		return &FieldError{Field: "group", Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case group == "":
+		return bad("group must not be empty")
+	case !utf8.ValidString(group):
+		return bad("group must be valid UTF-8")
+	case len(group) > MaxGroupBytes:
+		return bad("group is %d bytes; at most %d are allowed", len(group), MaxGroupBytes)
+	case strings.Contains(group, "/"):
+		return bad("group must not contain '/'")
+	case strings.HasPrefix(group, "__"):
+		return bad("group must not start with __ (reserved by Firestore)")
+	}
+	return nil
+}
