@@ -1,8 +1,10 @@
 package functions_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,5 +86,67 @@ func TestTopListsRankAGroupAllTimeAndToday(t *testing.T) {
 	}
 	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "a", "group": "x/y"}); a.status != http.StatusBadRequest || a.body["field"] != "group" {
 		t.Errorf("configure group x/y: %d %s, want 400 on group", a.status, a.raw)
+	}
+}
+
+// TestTopListStaleness measures how far a top list lags while a group's counters are incremented and
+// rolled up as their trigger would (each shard write starts a roll-up), with the default 1 s
+// ROLLUP_INTERVAL: the list's age (now − updated_at) sampled every 50 ms, and the time from the last
+// increment until the list holds every exact count. Both stay within a few intervals.
+func TestTopListStaleness(t *testing.T) {
+	cfg := config.Default()
+	srv := newTestServer(t, cfg)
+	ids := []string{"s1", "s2", "s3"}
+	for _, id := range ids {
+		if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": id, "group": "stale"}); a.status != http.StatusCreated {
+			t.Fatalf("configure %s: %d %s", id, a.status, a.raw)
+		}
+	}
+	ctx := t.Context()
+	list := srv.client.Collection("tops").Doc("stale_all")
+	var worst time.Duration
+	sample := func() (time.Duration, map[string]int64) {
+		snap, err := list.Get(ctx)
+		if err != nil {
+			return 0, nil
+		}
+		at, _ := snap.DataAt("updated_at")
+		counts := map[string]int64{}
+		top, _ := snap.DataAt("top")
+		for _, e := range top.([]any) {
+			m := e.(map[string]any)
+			counts[m["counter"].(string)] = m["count"].(int64)
+		}
+		return time.Since(at.(time.Time)), counts
+	}
+	want := map[string]int64{}
+	var rollups sync.WaitGroup
+	end := time.Now().Add(5 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		id := ids[i%len(ids)]
+		srv.increment(t, id, 1)
+		want[id]++
+		rollups.Go(func() { _ = srv.svc.RollupOnShardWrite(context.WithoutCancel(ctx), shardWritten(id, 0)) })
+		if age, _ := sample(); age > worst {
+			worst = age
+		}
+	}
+	last := time.Now()
+	rollups.Wait()
+	var settled time.Duration
+	for {
+		if _, counts := sample(); fmt.Sprint(counts) == fmt.Sprint(want) {
+			settled = time.Since(last)
+			break
+		}
+		if time.Since(last) > 30*time.Second {
+			t.Fatalf("the list never reached %v", want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("top list of 3 counters, ROLLUP_INTERVAL %s: oldest age seen under load %s; exact %s after the last increment (%v)",
+		cfg.RollupInterval, worst.Round(time.Millisecond), settled.Round(time.Millisecond), want)
+	if limit := 4 * cfg.RollupInterval; worst > limit || settled > limit {
+		t.Errorf("the list lagged %s under load and settled after %s, want both within %s", worst, settled, limit)
 	}
 }
