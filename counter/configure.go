@@ -4,23 +4,62 @@ import (
 	"context"
 	"fmt"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/shardcount/counters/shared"
 )
 
-// Settings is what an operator asks of a counter's shards; zero fields are not set.
+// Settings is what an operator asks of a counter; zero fields are not set.
 //
+//   - Without shard fields the shape is left as it is (a new counter gets DefaultNumShards, adaptive).
 //   - NumShards alone pins the count: bounds equal to it, adaptation leaves the counter alone.
 //   - MinShards and/or MaxShards make the counter adaptive between them (an unset bound is
 //     DefaultNumShards, or the count if lower, and shared.MaxNumShards); NumShards, if set too, is
 //     the count to start from and must lie within them, else the count is clamped into them.
+//   - Windows, when not nil, replaces the windows the counter counts in (empty: none); they apply to
+//     increments planned after the change (at once on this Store, within ShardCountCacheTTL on
+//     others). Buckets already counted stay.
+//   - Distinct, when not nil, makes the counter count distinct members (IncrementDistinct) from now
+//     on, or deltas again; what was counted stays.
+//   - Group, when not nil, puts the counter in that group's top lists ("": in none).
 type Settings struct {
 	NumShards, MinShards, MaxShards int
+	Windows                         []string
+	Distinct                        *bool
+	Group                           *string
+}
+
+// shardFieldsSet reports whether st asks anything of the counter's shards.
+func (st Settings) shardFieldsSet() bool {
+	return st.NumShards != 0 || st.MinShards != 0 || st.MaxShards != 0
+}
+
+// features are the counter document fields st sets besides the shape.
+func (st Settings) features() map[string]any {
+	f := map[string]any{}
+	if st.Windows != nil {
+		f[shared.FieldWindows] = st.Windows
+	}
+	if st.Distinct != nil {
+		f[shared.FieldDistinct] = *st.Distinct
+	}
+	switch {
+	case st.Group == nil:
+	case *st.Group == "":
+		f[shared.FieldGroup] = firestore.Delete
+	default:
+		f[shared.FieldGroup] = *st.Group
+	}
+	return f
 }
 
 // shape is the shape the settings give a counter whose shape is cur (existed false: a new counter).
 func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, error) {
-	if st == (Settings{}) {
-		return Shape{}, &shared.FieldError{Field: "num_shards", Message: "give num_shards, min_shards or max_shards"}
+	if !st.shardFieldsSet() {
+		if existed {
+			return cur, nil
+		}
+		return Shape{NumShards: defaultNumShards, MinShards: defaultNumShards, MaxShards: shared.MaxNumShards}, nil
 	}
 	if st.MinShards == 0 && st.MaxShards == 0 {
 		return Shape{NumShards: st.NumShards, MinShards: st.NumShards, MaxShards: st.NumShards}, nil
@@ -56,19 +95,39 @@ type Configuration struct {
 	PreviousNumShards int
 	// Created is true when the counter did not exist.
 	Created bool
+	// Windows are the windows the counter counts in now.
+	Windows []string
+	// Distinct is true when the counter counts distinct members.
+	Distinct bool
+	// Group is the group whose top lists the counter is in, "" for none.
+	Group string
 }
 
-// Configure creates counter id, or changes its shape, in one transaction, then creates the shards it
-// added with count 0. It never changes the counter's value, even while increments arrive.
+// Configure creates counter id, or changes its shape and windows, in one transaction, then creates
+// the shards it added with count 0. It never changes the counter's value or its buckets, even while
+// increments arrive.
 func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
+	if st.Group != nil && *st.Group != "" {
+		if err := shared.ValidateGroup(*st.Group); err != nil {
+			return Configuration{}, err
+		}
+	}
+	for _, w := range st.Windows {
+		if !ValidWindow(w) {
+			return Configuration{}, &shared.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %v", w, Windows)}
+		}
+	}
+	if st.Windows != nil {
+		st.Windows = canonicalWindows(st.Windows)
+	}
 	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
 		return st.shape(cur, existed, s.defaultNumShards)
-	})
+	}, st.features())
 	if err == nil {
 		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
 	}
 	if err != nil {
 		return Configuration{}, fmt.Errorf("configure counter %q with %+v: %w", id, st, err)
 	}
-	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed}, nil
+	return Configuration{Shape: res.after, PreviousNumShards: res.before.NumShards, Created: !res.existed, Windows: res.windows, Distinct: res.distinct, Group: res.group}, nil
 }

@@ -2,6 +2,7 @@ package counter
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -57,9 +58,9 @@ func (d documents) shardWriteOps(w shardWrite) []op {
 	}
 	shardRef := d.schema.ShardRef(d.client, w.counter, w.shard)
 	if w.shardMustExist {
-		return append(ops, op{kind: opUpdate, ref: shardRef, updates: shardIncrementUpdates(w.delta)})
+		return append(ops, op{kind: opUpdate, ref: shardRef, updates: shardIncrementUpdates(w)})
 	}
-	return append(ops, op{kind: opMerge, ref: shardRef, data: shardIncrement(w.delta)})
+	return append(ops, op{kind: opMerge, ref: shardRef, data: shardIncrement(w)})
 }
 
 // planOps is every operation of plan's commit: its write record, its dedupe records and its shard
@@ -127,22 +128,40 @@ func touchUpdate(minute int64) []firestore.Update {
 	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
 }
 
-// shardIncrement adds delta to a shard's count and 1 to its writes, server-side; it creates the
-// shard document if needed.
-func shardIncrement(delta int64) map[string]any {
-	m := make(map[string]any)
-	for _, u := range shardIncrementUpdates(delta) {
-		m[u.Path] = u.Value
+// shardIncrement adds w's delta to a shard's count and to the buckets of w's windows (1 for a member), and 1 to its
+// writes, server-side; it creates the shard document if needed.
+func shardIncrement(w shardWrite) map[string]any {
+	m := map[string]any{
+		shared.FieldCount:  firestore.Increment(w.delta),
+		shared.FieldWrites: firestore.Increment(1),
+	}
+	bucketDelta := w.delta
+	if w.member {
+		bucketDelta = 1
+	}
+	if buckets := bucketIncrements(w.windows, w.at, bucketDelta); buckets != nil {
+		m[shared.FieldBuckets] = buckets
 	}
 	return m
 }
 
-// shardIncrementUpdates is shardIncrement as the updates of an existing shard document.
-func shardIncrementUpdates(delta int64) []firestore.Update {
-	return []firestore.Update{
-		{Path: shared.FieldCount, Value: firestore.Increment(delta)},
-		{Path: shared.FieldWrites, Value: firestore.Increment(1)},
+// shardIncrementUpdates is shardIncrement as the updates of an existing shard document: one per
+// field path, so that buckets are merged, not replaced.
+func shardIncrementUpdates(w shardWrite) []firestore.Update {
+	var updates []firestore.Update
+	var add func(path firestore.FieldPath, m map[string]any)
+	add = func(path firestore.FieldPath, m map[string]any) {
+		for k, v := range m {
+			p := append(slices.Clip(path), k)
+			if nested, ok := v.(map[string]any); ok {
+				add(p, nested)
+				continue
+			}
+			updates = append(updates, firestore.Update{FieldPath: p, Value: v})
+		}
 	}
+	add(nil, shardIncrement(w))
+	return updates
 }
 
 func (d documents) writeRecordRef(plan *commitPlan) *firestore.DocumentRef {

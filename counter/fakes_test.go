@@ -190,6 +190,6 @@ func newFakeStore(plans planStore) *Store {
 		clock:       shared.SystemClock{},
 		touches:     newTouchStamps(shared.SystemClock{}),
 	}
-	s.shardCounts.put("c", 10)
+	s.shardCounts.put("c", writeConfig{numShards: 10})
 	return s
 }

@@ -49,7 +49,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Reset sets every shard's count of counter id to 0 (their writes stay) and removes every per-caller
+// Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes stay) and removes every per-caller
 // total in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
 // sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
 // document, and with ErrTooManyCallers (changing nothing) beyond MaxLockedCallers totals. An
@@ -67,12 +67,17 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 			if !ok {
 				return fmt.Errorf("shard %s: count is not an integer", shard.Ref.ID)
 			}
-			if count == 0 {
+			_, hasBuckets := shard.Data()[shared.FieldBuckets]
+			if count == 0 && !hasBuckets {
 				continue
 			}
 			discarded += count
 			changed = true
-			if err := tx.Update(shard.Ref, []firestore.Update{{Path: shared.FieldCount, Value: 0}}); err != nil {
+			updates := []firestore.Update{{Path: shared.FieldCount, Value: 0}}
+			if hasBuckets {
+				updates = append(updates, firestore.Update{Path: shared.FieldBuckets, Value: firestore.Delete})
+			}
+			if err := tx.Update(shard.Ref, updates); err != nil {
 				return err
 			}
 		}

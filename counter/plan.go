@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // writeRecordPrefix starts every write ID, so a write record's document ID never equals a dedupe
@@ -33,6 +35,13 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
+	// windows are the counter's windows: the write also adds delta to their buckets holding at (1, for
+	// a member write).
+	windows []string
+	at      time.Time
+	// member: a distinct member's write (IncrementDistinct): delta is 1 when the member is new to the
+	// counter, else 0, and windows are those in whose bucket it is new.
+	member bool
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
 	// stamp sets the counter's touched_minute to minute in the same commit; it fails when the counter
@@ -81,7 +90,7 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 				plan.shards[n].delta = sum
 				continue
 			}
-			w, err := s.planShard(ctx, inc.Counter, inc.Delta, verify)
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta, plan.now, verify)
 			if err != nil {
 				return nil, err
 			}
@@ -102,25 +111,29 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 	return plan, nil
 }
 
-// planShard plans a write of delta to counter id: the next shard of its cached (or read) shard count,
-// its creation when it does not exist, and its touched stamp when one is due.
+// planShard plans a write of delta to counter id at now (ErrMemberRequired for a distinct counter):
+// the next shard of its cached (or read) shard count, the buckets of its windows that hold now, its
+// creation when it does not exist, and its touched stamp when one is due.
 //
 // With RequireExisting, a missing counter is ErrNotFound instead, and the shard must exist, unless
 // verify (a previous commit found a document missing): then the stamp, which fails on a deleted
 // counter, guards the shard's creation in the same commit.
-func (s *Store) planShard(ctx context.Context, id string, delta int64, verify bool) (shardWrite, error) {
-	numShards, err := s.numShards(ctx, id)
+func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify bool) (shardWrite, error) {
+	cfg, err := s.writeConfig(ctx, id)
 	create := errors.Is(err, ErrNotFound)
 	switch {
 	case create && s.requireExisting:
 		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrNotFound)
 	case create:
-		numShards = s.defaultNumShards
+		cfg = writeConfig{numShards: s.defaultNumShards}
 	case err != nil:
 		return shardWrite{}, err
+	case cfg.distinct:
+		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrMemberRequired)
 	}
 	minute, due := s.touches.due(id)
-	w := shardWrite{counter: id, delta: delta, shard: s.pickShard(id, numShards), create: create, stamp: !create && due, minute: minute}
+	w := shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
+		create: create, stamp: !create && due, minute: minute}
 	if s.requireExisting {
 		w.stamp = w.stamp || verify
 		w.shardMustExist = !w.stamp
@@ -128,25 +141,26 @@ func (s *Store) planShard(ctx context.Context, id string, delta int64, verify bo
 	return w, nil
 }
 
-// numShards returns the shard count of counter id, from the cache when it is fresh; ErrNotFound when
-// the counter does not exist.
-func (s *Store) numShards(ctx context.Context, id string) (int, error) {
-	if n, ok := s.shardCounts.get(id); ok {
-		return n, nil
+// writeConfig returns what a write of counter id needs of its configuration, from the cache when it
+// is fresh; ErrNotFound when the counter does not exist.
+func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error) {
+	if cfg, ok := s.shardCounts.get(id); ok {
+		return cfg, nil
 	}
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return 0, ErrNotFound
+		return writeConfig{}, ErrNotFound
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read counter %q: %w", id, err)
+		return writeConfig{}, fmt.Errorf("read counter %q: %w", id, err)
 	}
 	shape, err := s.ShapeOf(snap)
 	if err != nil {
-		return 0, err
+		return writeConfig{}, err
 	}
-	s.shardCounts.put(id, shape.NumShards)
-	return shape.NumShards, nil
+	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true}
+	s.shardCounts.put(id, cfg)
+	return cfg, nil
 }
 
 // remember updates what this Store knows once shard writes ws committed: counters they created
@@ -154,7 +168,7 @@ func (s *Store) numShards(ctx context.Context, id string) (int, error) {
 func (s *Store) remember(ws []shardWrite) {
 	for _, w := range ws {
 		if w.create {
-			s.shardCounts.put(w.counter, s.defaultNumShards)
+			s.shardCounts.put(w.counter, writeConfig{numShards: s.defaultNumShards})
 		}
 		if w.create || w.stamp {
 			s.touches.record(w.counter, w.minute)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"cloud.google.com/go/firestore"
@@ -19,14 +20,19 @@ var errShapeUnchanged = errors.New("shape unchanged")
 // reshapeResult is what a reshape found and left.
 type reshapeResult struct {
 	before, after Shape
-	existed       bool
-	changed       bool
+	// windows and distinct are the counter's, as left.
+	windows  []string
+	distinct bool
+	group    string
+	existed  bool
+	changed  bool
 }
 
-// reshape changes counter id's shape in one transaction without changing its value. change gets the
-// current shape (existed false: there is no counter) and returns the new one, or errShapeUnchanged.
-// A shrink folds every shard document outside 0..NumShards-1 into the kept shards in the same commit.
-func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error)) (reshapeResult, error) {
+// reshape changes counter id's shape in one transaction without changing its value, and sets the
+// counter document fields features (nil: none). change gets the current shape (existed false: there
+// is no counter) and returns the new one, or errShapeUnchanged. A shrink folds every shard document
+// outside 0..NumShards-1 into the kept shards in the same commit.
+func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error), features map[string]any) (reshapeResult, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var res reshapeResult
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
@@ -41,6 +47,9 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 			if res.before, err = s.ShapeOf(snap); err != nil {
 				return err
 			}
+			res.windows = windowsOf(snap.Data())
+			res.distinct = snap.Data()[shared.FieldDistinct] == true
+			res.group = GroupOf(snap)
 		}
 		if res.after, err = change(res.before, res.existed); err != nil {
 			return err
@@ -52,10 +61,24 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 			}
 		}
 		// Reads done; writes follow.
+		fields := res.after.fields()
+		for f, v := range features {
+			fields[f] = v
+		}
+		if ws, ok := features[shared.FieldWindows]; ok {
+			res.windows = ws.([]string)
+		}
+		if d, ok := features[shared.FieldDistinct]; ok {
+			res.distinct = d.(bool)
+		}
+		if g, ok := features[shared.FieldGroup]; ok {
+			res.group, _ = g.(string) // firestore.Delete: none
+		}
 		if res.existed {
-			err = tx.Set(counterRef, res.after.fields(), firestore.MergeAll)
+			err = tx.Set(counterRef, fields, firestore.MergeAll)
 		} else {
-			err = tx.Create(counterRef, res.after.fields())
+			maps.DeleteFunc(fields, func(_ string, v any) bool { return v == firestore.Delete })
+			err = tx.Create(counterRef, fields)
 		}
 		if err != nil {
 			return err
@@ -69,7 +92,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		return reshapeResult{}, err
 	}
 	res.changed = true
-	s.shardCounts.put(id, res.after.NumShards)
+	s.shardCounts.put(id, writeConfig{numShards: res.after.NumShards, windows: res.windows, distinct: res.distinct})
 	return res, nil
 }
 
@@ -98,11 +121,14 @@ func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) e
 	return nil
 }
 
-// fold moves the count and writes of every shard document outside 0..numShards-1 onto shard
-// (index mod numShards) and deletes it, within tx.
+// fold moves the count, writes and window buckets of every shard document outside 0..numShards-1
+// onto shard (index mod numShards) and deletes it, within tx.
 func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.DocumentSnapshot, numShards int) error {
-	type moved struct{ count, writes int64 }
-	into := make(map[int]moved)
+	type moved struct {
+		count, writes int64
+		buckets       map[string]map[string]int64
+	}
+	into := make(map[int]*moved)
 	for _, shard := range shards {
 		if kept(shard.Ref.ID, numShards) {
 			continue
@@ -110,29 +136,78 @@ func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.D
 		n, err := strconv.Atoi(shard.Ref.ID)
 		count, okCount := int64Field(shard, shared.FieldCount)
 		writes, okWrites := int64Field(shard, shared.FieldWrites)
-		if !okCount || !okWrites {
-			return fmt.Errorf("fold shard %s of counter %q: count and writes must be integers, got %v", shard.Ref.ID, id, shard.Data())
+		buckets, okBuckets := bucketsOf(shard)
+		if !okCount || !okWrites || !okBuckets {
+			return fmt.Errorf("fold shard %s of counter %q: count, writes and buckets must be integers, got %v", shard.Ref.ID, id, shard.Data())
 		}
 		target := 0
 		if err == nil && n > 0 {
 			target = n % numShards
 		}
 		m := into[target]
-		into[target] = moved{count: m.count + count, writes: m.writes + writes}
+		if m == nil {
+			m = &moved{buckets: make(map[string]map[string]int64)}
+			into[target] = m
+		}
+		m.count += count
+		m.writes += writes
+		for w, labels := range buckets {
+			if m.buckets[w] == nil {
+				m.buckets[w] = make(map[string]int64)
+			}
+			for label, c := range labels {
+				m.buckets[w][label] += c
+			}
+		}
 		if err := tx.Delete(shard.Ref); err != nil {
 			return err
 		}
 	}
 	for target, m := range into {
-		err := tx.Set(s.schema.ShardRef(s.client, id, target), map[string]any{
-			shared.FieldCount:  firestore.Increment(m.count),
-			shared.FieldWrites: firestore.Increment(m.writes),
-		}, firestore.MergeAll)
-		if err != nil {
+		data := map[string]any{shared.FieldCount: firestore.Increment(m.count), shared.FieldWrites: firestore.Increment(m.writes)}
+		if len(m.buckets) > 0 {
+			buckets := make(map[string]any, len(m.buckets))
+			for w, labels := range m.buckets {
+				inc := make(map[string]any, len(labels))
+				for label, c := range labels {
+					inc[label] = firestore.Increment(c)
+				}
+				buckets[w] = inc
+			}
+			data[shared.FieldBuckets] = buckets
+		}
+		if err := tx.Set(s.schema.ShardRef(s.client, id, target), data, firestore.MergeAll); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// bucketsOf reads a shard's window buckets ({window: {label: count}}); false when one is not an
+// integer.
+func bucketsOf(snap *firestore.DocumentSnapshot) (map[string]map[string]int64, bool) {
+	raw, ok := snap.Data()[shared.FieldBuckets]
+	if !ok {
+		return nil, true
+	}
+	windows, ok := raw.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]map[string]int64, len(windows))
+	for w, labels := range windows {
+		lm, ok := labels.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		out[w] = make(map[string]int64, len(lm))
+		for label, v := range lm {
+			if out[w][label], ok = v.(int64); !ok {
+				return nil, false
+			}
+		}
+	}
+	return out, true
 }
 
 // kept reports whether shard document shardID is one of shards 0..numShards-1.
@@ -178,7 +253,7 @@ func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed boo
 		}
 		cur.NumShards = n
 		return cur, nil
-	})
+	}, nil)
 	if err != nil {
 		return false, fmt.Errorf("adapt counter %q from %d to %d shards: %w", id, from, to, err)
 	}

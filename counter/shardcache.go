@@ -22,7 +22,8 @@ func evictFor[V any](m map[string]V, id string) {
 	}
 }
 
-// shardCountCache remembers counters' shard counts for a TTL, so a warm increment reads nothing.
+// shardCountCache remembers what increments need of counters' configuration (shard count, windows)
+// for a TTL, so a warm increment reads nothing.
 type shardCountCache struct {
 	ttl   time.Duration
 	clock shared.Clock
@@ -32,34 +33,43 @@ type shardCountCache struct {
 }
 
 type shardCountEntry struct {
+	writeConfig
+	expires time.Time
+}
+
+// writeConfig is what a shard write needs of its counter's configuration.
+type writeConfig struct {
 	numShards int
-	expires   time.Time
+	// windows are the windows (WindowHour, ...) the counter counts in besides all time.
+	windows []string
+	// distinct: the counter counts distinct members (IncrementDistinct), not deltas.
+	distinct bool
 }
 
 func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {
 	return &shardCountCache{ttl: ttl, clock: clock, entries: make(map[string]shardCountEntry)}
 }
 
-// get returns the cached shard count of a counter, or false when it is unknown or expired.
-func (c *shardCountCache) get(id string) (int, bool) {
+// get returns the cached configuration of a counter, or false when it is unknown or expired.
+func (c *shardCountCache) get(id string) (writeConfig, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
 	if !ok || !c.clock.Now().Before(e.expires) {
-		return 0, false
+		return writeConfig{}, false
 	}
-	return e.numShards, true
+	return e.writeConfig, true
 }
 
-// put caches numShards as counter id's shard count.
-func (c *shardCountCache) put(id string, numShards int) {
+// put caches cfg as counter id's configuration.
+func (c *shardCountCache) put(id string, cfg writeConfig) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	evictFor(c.entries, id)
-	c.entries[id] = shardCountEntry{numShards: numShards, expires: c.clock.Now().Add(c.ttl)}
+	c.entries[id] = shardCountEntry{writeConfig: cfg, expires: c.clock.Now().Add(c.ttl)}
 }
 
-// forget drops a counter's cached shard count, so the next write reads it again.
+// forget drops a counter's cached configuration, so the next write reads it again.
 func (c *shardCountCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

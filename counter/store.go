@@ -43,11 +43,17 @@ type Options struct {
 	// RequireExisting makes increments of a counter without a counter document fail with ErrNotFound
 	// and write nothing, also when racing its Delete: only Configure creates counters.
 	RequireExisting bool
+	// Clock is the Store's time source (nil: the system clock): it labels the window buckets an
+	// increment counts in, and Count's current bucket.
+	Clock shared.Clock
 }
 
 // NewStore returns a Store over client with the collections named by schema.
 func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Store {
-	clock := shared.SystemClock{}
+	var clock shared.Clock = shared.SystemClock{}
+	if opts.Clock != nil {
+		clock = opts.Clock
+	}
 	docs := documents{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL}
 	s := &Store{
 		documents:       docs,

@@ -67,6 +67,15 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"configure with 0 max_shards", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","max_shards":0}`, 400, "max_shards", ""},
 		{"reset with num_shards", "POST", "/ConfigureCounter", jsonType, `{"counter":"a","reset":true,"num_shards":3}`, 400, "reset", ""},
 		{"reset an unknown counter", "POST", "/ConfigureCounter", jsonType, `{"counter":"nobody","reset":true}`, 404, "counter", ""},
+		{"configure an unknown window", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","windows":["day","week"]}`, 400, "windows", ""},
+		{"configure windows as a string", "PUT", "/ConfigureCounter", jsonType, `{"counter":"a","windows":"day"}`, 400, "windows", ""},
+		{"reset with windows", "POST", "/ConfigureCounter", jsonType, `{"counter":"a","reset":true,"windows":["day"]}`, 400, "reset", ""},
+		{"count an unknown window", "GET", "/Count?counter=a&window=week", "", "", 400, "window", ""},
+		{"count two windows", "GET", "/Count?counter=a&window=day&window=hour", "", "", 400, "window", ""},
+		{"count a bucket without window", "GET", "/Count?counter=a&bucket=2026-11-23", "", "", 400, "window", ""},
+		{"count an hour bucket as a day", "GET", "/Count?counter=a&window=day&bucket=2026-11-23T18", "", "", 400, "bucket", ""},
+		{"count an impossible day", "GET", "/Count?counter=a&window=day&bucket=2026-02-30", "", "", 400, "bucket", ""},
+		{"count a window of an unknown counter", "GET", "/Count?counter=nobody&window=day", "", "", 404, "counter", ""},
 		{"configure a reserved ID", "PUT", "/ConfigureCounter", jsonType, `{"counter":"__a__","num_shards":5}`, 400, "counter", ""},
 	}
 	srv := newTestServer(t, config.Default())

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -23,8 +24,18 @@ type rollupSummary struct {
 	UpdatedAt string `json:"updated_at"`
 }
 
+// windowCountResponse is Count's answer for one bucket of a window.
+type windowCountResponse struct {
+	Counter string   `json:"counter"`
+	Window  string   `json:"window"`
+	Bucket  string   `json:"bucket"`
+	Count   int64    `json:"count"`
+	Windows []string `json:"windows"`
+}
+
 // Count is the HTTP entry point that reports a counter's exact value (one aggregation query) next to
-// its roll-up: GET ?counter=<id>.
+// its roll-up: GET ?counter=<id>; with &window=hour|day|month, the count in the window's current UTC
+// bucket, or in &bucket=<label> (2026-11-23T18, 2026-11-23, 2026-11).
 func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.count) }
 
 func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -34,6 +45,9 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	id, err := counterParam(r, s.checkCounterID)
 	if err != nil {
 		return 0, nil, err
+	}
+	if q := r.URL.Query(); q.Has("window") || q.Has("bucket") {
+		return s.windowCount(r, id)
 	}
 	value, err := s.counters.Value(r.Context(), id)
 	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
@@ -57,4 +71,38 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 		resp.Rollup = &rollupSummary{Count: doc.Count, UpdatedAt: doc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 	}
 	return http.StatusOK, resp, nil
+}
+
+// windowCount answers Count for one bucket of a window.
+func (s *Service) windowCount(r *http.Request, id string) (int, any, error) {
+	window, err := oneParam(r, "window")
+	if err != nil {
+		return 0, nil, err
+	}
+	if !counter.ValidWindow(window) {
+		return 0, nil, &shared.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q", window, counter.Windows)}
+	}
+	var bucket string
+	if r.URL.Query().Has("bucket") {
+		if bucket, err = oneParam(r, "bucket"); err != nil {
+			return 0, nil, err
+		}
+		if !counter.ValidBucket(window, bucket) {
+			return 0, nil, &shared.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
+		}
+	}
+	v, err := s.counters.WindowValue(r.Context(), id, window, bucket)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, windowCountResponse{Counter: id, Window: window, Bucket: v.Bucket, Count: v.Count, Windows: v.Windows}, nil
+}
+
+// oneParam is the query parameter name, given exactly once.
+func oneParam(r *http.Request, name string) (string, error) {
+	vs := r.URL.Query()[name]
+	if len(vs) != 1 {
+		return "", &shared.FieldError{Field: name, Message: fmt.Sprintf("give exactly one %s query parameter, got %d", name, len(vs))}
+	}
+	return vs[0], nil
 }

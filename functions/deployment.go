@@ -17,6 +17,7 @@ import (
 const (
 	EntryIncrement           = "Increment"
 	EntryCount               = "Count"
+	EntryTop                 = "Top"
 	EntryConfigureCounter    = "ConfigureCounter"
 	EntryIncrementFromPubSub = "IncrementFromPubSub"
 	EntryRollupOnShardWrite  = "RollupOnShardWrite"
@@ -99,6 +100,8 @@ func Deployed() []Function {
 			Memory: "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 100},
 		{Name: "count", EntryPoint: EntryCount,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
+		{Name: "top", EntryPoint: EntryTop,
+			Memory: "256Mi", Concurrency: 80, Timeout: time.Minute, MaxInstances: 10},
 		{Name: "configure-counter", EntryPoint: EntryConfigureCounter, Admin: true,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 5},
 		{Name: "increment-from-pubsub", EntryPoint: EntryIncrementFromPubSub,
@@ -176,12 +179,15 @@ type FieldSetting struct {
 // updated_at on roll-ups are ever-increasing values written at the increment rate: indexed, each
 // would be a hot index range, and nothing queries them (TTL needs no index; apps read roll-ups by
 // ID). The sum aggregation scans the ascending collection index of a shard's count, and of writes,
-// which the roll-up sums to measure the write rate: only that one is kept.
+// which the roll-up sums to measure the write rate, and of window buckets: only that one is kept.
+// Window members' documents expire after their bucket.
 func FieldSettings() []FieldSetting {
 	return []FieldSetting{
 		{Key: "dedupe_expires_at", Collection: "DEDUPE_COLLECTION", Field: shared.FieldExpiresAt, TTL: true},
 		{Key: "rollup_updated_at", Collection: "ROLLUPS_COLLECTION", Field: shared.FieldUpdatedAt},
 		{Key: "shard_count", Collection: shared.ShardsCollection, Field: shared.FieldCount, Ascending: true},
 		{Key: "shard_writes", Collection: shared.ShardsCollection, Field: shared.FieldWrites, Ascending: true},
+		{Key: "shard_buckets", Collection: shared.ShardsCollection, Field: shared.FieldBuckets, Ascending: true},
+		{Key: "member_expires_at", Collection: shared.MembersCollection, Field: shared.FieldExpiresAt, TTL: true},
 	}
 }

@@ -40,6 +40,7 @@ func newTestServerWithClient(t *testing.T, cfg config.Config, client *firestore.
 	mux := http.NewServeMux()
 	mux.HandleFunc("/"+functions.EntryIncrement, svc.Increment)
 	mux.HandleFunc("/"+functions.EntryCount, svc.Count)
+	mux.HandleFunc("/"+functions.EntryTop, svc.Top)
 	mux.HandleFunc("/"+functions.EntryConfigureCounter, svc.ConfigureCounter)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

@@ -14,6 +14,9 @@ import (
 type incrementRequest struct {
 	Counter string `json:"counter"`
 	Delta   *int64 `json:"delta"`
+	// Member, for a distinct counter, is who or what is counted once (with verified callers: the
+	// caller, and this field must be left out or equal it).
+	Member *string `json:"member"`
 }
 
 // incrementResponse is Increment's answer.
@@ -21,8 +24,9 @@ type incrementResponse struct {
 	Counter string `json:"counter"`
 	Delta   int64  `json:"delta"`
 	Shard   int    `json:"shard"`
-	// Counted is set under PER_CALLER_LIMIT: false when the caller's total would have left the limit,
-	// so nothing was added (shard is then -1).
+	// Counted is set under PER_CALLER_LIMIT (false when the caller's total would have left the limit)
+	// and for a distinct counter (false when the member was counted before): nothing was added and
+	// shard is -1.
 	Counted *bool `json:"counted,omitempty"`
 	// ReceivedAt is when the function received the increment, before its write: apps show their own
 	// increment until a roll-up with a later updated_at arrives, and then only the roll-up, so it is
@@ -39,7 +43,8 @@ const headerReplayed = "Idempotent-Replayed"
 // to one shard of the counter, creating the counter on first use. 200 means counted exactly once, 503
 // certainly not applied, 504 unknown. With an Idempotency-Key header a key is applied once: a retry
 // gets the first answer again, and the key with another increment gets 422. With verified callers on,
-// tokens are checked first (401, 403). Requests, answers and errors: docs/api.md.
+// tokens are checked first (401, 403). POST {"counter", "member"} counts member once in a distinct
+// counter (with verified callers, the caller). Requests, answers and errors: docs/api.md.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -69,7 +74,50 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	inc := shared.Increment{Counter: req.Counter, Delta: delta}
+	if req.Member != nil {
+		member, err := memberOf(*req.Member, caller, req.Delta)
+		if err != nil {
+			return 0, nil, err
+		}
+		return s.incrementDistinct(r, req.Counter, member, received)
+	}
+	status, body, err := s.incrementDelta(w, r, caller, key, keyed, shared.Increment{Counter: req.Counter, Delta: delta}, received)
+	if errors.Is(err, counter.ErrMemberRequired) && caller != "" && req.Delta == nil {
+		// A distinct counter with verified callers counts the caller.
+		return s.incrementDistinct(r, req.Counter, caller, received)
+	}
+	return status, body, err
+}
+
+// memberOf is the member a member increment counts: the verified caller's identity when there is
+// one (member must then be it or the user's ID), else member; delta must be absent or 1.
+func memberOf(member, caller string, delta *int64) (string, error) {
+	switch {
+	case delta != nil && *delta != 1:
+		return "", &shared.FieldError{Field: "delta", Message: "a member is counted once: leave delta out (or send 1)"}
+	case caller == "":
+		return member, shared.ValidateMember(member)
+	case member != caller && "user:"+member != caller:
+		return "", &shared.FieldError{Field: "member", Message: "with verified callers the member is the caller: leave member out (or send your user ID)"}
+	}
+	return caller, nil
+}
+
+// incrementDistinct counts member once in distinct counter id.
+func (s *Service) incrementDistinct(r *http.Request, id, member string, received time.Time) (int, any, error) {
+	out, err := s.counters.IncrementDistinct(r.Context(), id, member)
+	if err != nil {
+		return 0, nil, err
+	}
+	var delta int64
+	if out.Counted || len(out.Windows) > 0 {
+		delta = 1
+	}
+	return http.StatusOK, incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}, nil
+}
+
+// incrementDelta adds inc: within PER_CALLER_LIMIT, once per key, or plainly.
+func (s *Service) incrementDelta(w http.ResponseWriter, r *http.Request, caller, key string, keyed bool, inc shared.Increment, received time.Time) (int, any, error) {
 	scoped := counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
 	if s.cfg.PerCallerLimit > 0 {
 		var limitedKey *counter.Key
@@ -81,11 +129,11 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if keyed {
 		return s.incrementOnce(w, r, scoped, inc)
 	}
-	shard, err := s.counters.Increment(r.Context(), req.Counter, delta)
+	shard, err := s.counters.Increment(r.Context(), inc.Counter, inc.Delta)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, incrementResponse{Counter: req.Counter, Delta: delta, Shard: shard, ReceivedAt: &received}, nil
+	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: shard, ReceivedAt: &received}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.

@@ -47,6 +47,9 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	case errors.Is(err, counter.ErrNotFound):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
 			reason: "a counter of the message does not exist and CREATE_ON_INCREMENT is off; create it with ConfigureCounter: " + err.Error()})
+	case errors.Is(err, counter.ErrMemberRequired):
+		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "member",
+			reason: "a counter of the message counts distinct members, which messages cannot carry; these are not applied: " + err.Error()})
 	case status.Code(err) == codes.InvalidArgument:
 		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
 	case err != nil:

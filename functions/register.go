@@ -40,6 +40,7 @@ func entryPoints(keep func(Function) bool) []string {
 var handlers = map[string]http.HandlerFunc{
 	EntryIncrement:           lazyHTTP((*Service).Increment),
 	EntryCount:               lazyHTTP((*Service).Count),
+	EntryTop:                 lazyHTTP((*Service).Top),
 	EntryConfigureCounter:    lazyHTTP((*Service).ConfigureCounter),
 	EntryIncrementFromPubSub: lazyHTTP(cloudEvent((*Service).IncrementFromPubSub)),
 	EntryRollupOnShardWrite:  lazyHTTP(cloudEvent((*Service).RollupOnShardWrite)),

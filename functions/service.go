@@ -93,6 +93,12 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message, Field: reqErr.field, Outcome: reqErr.outcome})
 	case errors.As(err, &fieldErr):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
+	case errors.Is(err, counter.ErrMemberRequired):
+		writeJSON(w, http.StatusBadRequest, errorBody{Field: "member",
+			Error: "the counter counts distinct members: send {\"counter\", \"member\"} without delta; nothing was counted"})
+	case errors.Is(err, counter.ErrNotDistinct):
+		writeJSON(w, http.StatusBadRequest, errorBody{Field: "member",
+			Error: "the counter does not count distinct members: configure it with {\"counter\", \"distinct\": true} first, or leave member out; nothing was counted"})
 	case errors.Is(err, counter.ErrNotFound):
 		how := "with ConfigureCounter or by incrementing it"
 		if !s.cfg.CreateOnIncrement {

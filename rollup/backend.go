@@ -29,6 +29,11 @@ type view struct {
 	counterExists bool
 	// shape is the counter's shape, when it exists.
 	shape counter.Shape
+	// windows are the counter's windows, when it exists: the roll-up holds their current buckets.
+	windows []string
+	// group is the counter's group ("" for none): the roll-up carries it, and a write refreshes the
+	// group's top lists.
+	group string
 	// readAt is Firestore's time of the read: every write committed by then is in what follows it.
 	readAt time.Time
 }
@@ -64,6 +69,8 @@ type firestoreBackend struct {
 	client   *firestore.Client
 	schema   shared.Schema
 	counters *counter.Store
+	// interval is the roll-up interval: a group's top list is recomputed at most once per interval.
+	interval time.Duration
 }
 
 func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
@@ -82,6 +89,8 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 		if v.shape, err = b.counters.ShapeOf(snaps[1]); err != nil {
 			return view{}, err
 		}
+		v.windows = counter.WindowsOf(snaps[1])
+		v.group = counter.GroupOf(snaps[1])
 	}
 	return v, nil
 }
@@ -96,7 +105,15 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	if !w.decision.coolSince.IsZero() {
 		coolSince = w.decision.coolSince
 	}
-	var err error
+	windows, err := b.windows(ctx, id, prev.windows, w.computedAt)
+	if err != nil {
+		return err
+	}
+	var group any = firestore.Delete
+	if prev.group != "" {
+		group = prev.group
+	}
+	var writtenAt time.Time
 	if prev.rollup == nil {
 		err = b.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 			if _, err := tx.Get(b.schema.CounterRef(b.client, id)); status.Code(err) == codes.NotFound {
@@ -111,10 +128,17 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			if !w.decision.coolSince.IsZero() {
 				doc[FieldCoolSince] = w.decision.coolSince
 			}
+			if windows != firestore.Delete {
+				doc[shared.FieldWindows] = windows
+			}
+			if prev.group != "" {
+				doc[shared.FieldGroup] = prev.group
+			}
 			return tx.Create(ref, doc)
 		})
 	} else {
-		_, err = ref.Update(ctx, []firestore.Update{
+		var res *firestore.WriteResult
+		res, err = ref.Update(ctx, []firestore.Update{
 			{Path: shared.FieldCount, Value: w.count},
 			{Path: shared.FieldUpdatedAt, Value: w.computedAt},
 			{Path: FieldSource, Value: w.source},
@@ -123,7 +147,12 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			{Path: FieldShardWrites, Value: w.shardWrites},
 			{Path: FieldWriteRate, Value: w.decision.rate},
 			{Path: FieldCoolSince, Value: coolSince},
+			{Path: shared.FieldWindows, Value: windows},
+			{Path: shared.FieldGroup, Value: group},
 		}, firestore.LastUpdateTime(prev.version))
+		if err == nil {
+			writtenAt = res.UpdateTime
+		}
 	}
 	switch code := status.Code(err); {
 	case errors.Is(err, errConflict):
@@ -133,7 +162,35 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	case err != nil:
 		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
 	}
-	return nil
+	if prev.group == "" {
+		return nil
+	}
+	if writtenAt.IsZero() { // created in a transaction, whose commit time the client does not say
+		snap, err := ref.Get(ctx)
+		if err != nil {
+			return fmt.Errorf("read back the first roll-up of counter %q: %w", id, err)
+		}
+		writtenAt = snap.UpdateTime
+	}
+	return b.refreshTops(ctx, prev.group, prev.windows, writtenAt)
+}
+
+// windows is the roll-up's windows field for a counter with windows ws, computed at t: {window:
+// {bucket, count}} of the buckets holding t, or firestore.Delete without windows. Its sums follow the
+// roll-up's own by one round trip, so a bucket may hold increments the count does not yet.
+func (b *firestoreBackend) windows(ctx context.Context, id string, ws []string, t time.Time) (any, error) {
+	if len(ws) == 0 {
+		return firestore.Delete, nil
+	}
+	counts, err := b.counters.WindowCounts(ctx, id, ws, t)
+	if err != nil {
+		return nil, fmt.Errorf("roll up the windows of counter %q: %w", id, err)
+	}
+	m := make(map[string]any, len(counts))
+	for w, c := range counts {
+		m[w] = map[string]any{shared.FieldBucket: c.Bucket, shared.FieldCount: c.Count}
+	}
+	return m, nil
 }
 
 func (b *firestoreBackend) removeRollup(ctx context.Context, id string, prev view) error {

@@ -32,6 +32,16 @@ type Document struct {
 	// CoolSince is when the counter's write rate fell below the shrink threshold; zero while it is
 	// not cool (see ShardPolicy).
 	CoolSince time.Time `firestore:"cool_since,omitempty"`
+	// Windows holds, for a counter with windows, each window's bucket holding UpdatedAt and its count
+	// ({"day": {"bucket": "2026-11-23", "count": 12}}); an app showing "today" compares the bucket
+	// with its own.
+	Windows map[string]WindowBucket `firestore:"windows,omitempty"`
+}
+
+// WindowBucket is one window's bucket in a roll-up.
+type WindowBucket struct {
+	Bucket string `firestore:"bucket"`
+	Count  int64  `firestore:"count"`
 }
 
 // Store reads and writes roll-up documents.

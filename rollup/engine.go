@@ -62,7 +62,7 @@ type Engine struct {
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
-	fs := &firestoreBackend{client: client, schema: schema, counters: counters}
+	fs := &firestoreBackend{client: client, schema: schema, counters: counters, interval: interval}
 	e := newEngine(fs, shared.SystemClock{}, interval)
 	e.sweeper = fs
 	return e

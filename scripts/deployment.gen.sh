@@ -10,6 +10,7 @@
 readonly FUNCTIONS=(
   'increment Increment - - - false - 256Mi 1 80 60s 100 true false false false'
   'count Count - - - false - 256Mi - 1 60s 10 false false false false'
+  'top Top - - - false - 256Mi - 80 60s 10 false false false false'
   'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false true false false'
   'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false false false false'
   'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false false false false'
@@ -28,17 +29,18 @@ readonly TOPICS=(counter-increments counter-increments-dead-letter counter-rollu
 # The functions' settings that --env NAME=VALUE may set (functions/config; docs/settings.md), and
 # their defaults.
 readonly ENV_NAMES=(
-  COUNTERS_COLLECTION ROLLUPS_COLLECTION DEDUPE_COLLECTION DEFAULT_NUM_SHARDS COUNTER_ID_PATTERN
-  CREATE_ON_INCREMENT MAX_DELTA SHARD_COUNT_CACHE_TTL LOG_LEVEL REQUEST_TIMEOUT ROLLUP_INTERVAL
-  EXTENSION_FOLD_INTERVAL ROLLUP_SWEEP_LOOKBACK GROUP_COMMIT_INTERVAL DEDUPE_TTL REQUIRE_ID_TOKEN
-  REQUIRE_APP_CHECK PER_CALLER_LIMIT REFUSE_ANONYMOUS_USERS
+  COUNTERS_COLLECTION ROLLUPS_COLLECTION TOPS_COLLECTION DEDUPE_COLLECTION DEFAULT_NUM_SHARDS
+  COUNTER_ID_PATTERN CREATE_ON_INCREMENT MAX_DELTA SHARD_COUNT_CACHE_TTL LOG_LEVEL REQUEST_TIMEOUT
+  ROLLUP_INTERVAL EXTENSION_FOLD_INTERVAL ROLLUP_SWEEP_LOOKBACK GROUP_COMMIT_INTERVAL DEDUPE_TTL
+  REQUIRE_ID_TOKEN REQUIRE_APP_CHECK PER_CALLER_LIMIT REFUSE_ANONYMOUS_USERS
 )
 declare -Ar ENV_DEFAULTS=(
-  [COUNTERS_COLLECTION]=counters [ROLLUPS_COLLECTION]=rollups [DEDUPE_COLLECTION]=counter_dedupe
-  [DEFAULT_NUM_SHARDS]=10 [COUNTER_ID_PATTERN]='' [CREATE_ON_INCREMENT]=true [MAX_DELTA]=1000000
-  [SHARD_COUNT_CACHE_TTL]=5s [LOG_LEVEL]=INFO [REQUEST_TIMEOUT]=10s [ROLLUP_INTERVAL]=1s
-  [EXTENSION_FOLD_INTERVAL]=1s [ROLLUP_SWEEP_LOOKBACK]=10m [GROUP_COMMIT_INTERVAL]=125ms
-  [DEDUPE_TTL]=192h [REQUIRE_ID_TOKEN]=false [REQUIRE_APP_CHECK]=false [PER_CALLER_LIMIT]=0
+  [COUNTERS_COLLECTION]=counters [ROLLUPS_COLLECTION]=rollups [TOPS_COLLECTION]=tops
+  [DEDUPE_COLLECTION]=counter_dedupe [DEFAULT_NUM_SHARDS]=10 [COUNTER_ID_PATTERN]=''
+  [CREATE_ON_INCREMENT]=true [MAX_DELTA]=1000000 [SHARD_COUNT_CACHE_TTL]=5s [LOG_LEVEL]=INFO
+  [REQUEST_TIMEOUT]=10s [ROLLUP_INTERVAL]=1s [EXTENSION_FOLD_INTERVAL]=1s
+  [ROLLUP_SWEEP_LOOKBACK]=10m [GROUP_COMMIT_INTERVAL]=125ms [DEDUPE_TTL]=192h
+  [REQUIRE_ID_TOKEN]=false [REQUIRE_APP_CHECK]=false [PER_CALLER_LIMIT]=0
   [REFUSE_ANONYMOUS_USERS]=false
 )
 
@@ -52,4 +54,6 @@ readonly FIELD_SETTINGS=(
   'ROLLUPS_COLLECTION updated_at false false'
   'shards count false true'
   'shards writes false true'
+  'shards buckets false true'
+  'members expires_at true false'
 )

@@ -27,6 +27,31 @@ const (
 	// by one in the same write (no extra document), so the sum over a counter's shards, taken in the same
 	// aggregation query as the count, tells how fast the counter is written across every instance.
 	FieldWrites = "writes"
+	// FieldWindows, optional on counters/{id}, lists the windows ("hour", "day", "month") the counter
+	// counts in besides all time (ConfigureCounter's windows).
+	FieldWindows = "windows"
+	// FieldBuckets is on the shards of a counter with windows: a map {window: {bucket label: count}}
+	// (buckets.day.2026-11-23), incremented in the same write as the shard's count. A window's
+	// bucket count is the sum of its field over every shard. On rollups/{id}, FieldWindows is a map
+	// {window: {bucket, count}} of the buckets holding updated_at.
+	FieldBuckets = "buckets"
+	// FieldDistinct, optional on counters/{id}: true when the counter counts distinct members.
+	FieldDistinct = "distinct"
+	// MembersCollection is the subcollection of a distinct counter holding a document per member
+	// counted (ID: the member's SHA-256), and per member and window bucket ({window}_{label}_{hash},
+	// with expires_at for the TTL policy).
+	MembersCollection = "members"
+	// FieldGroup, optional on counters/{id} and rollups/{id}: the group whose top lists the counter
+	// is in (ConfigureCounter's group).
+	FieldGroup = "group"
+	// FieldTop is a top list's entries, highest first: [{counter, count}]; FieldTopCounter is an
+	// entry's counter ID.
+	FieldTop        = "top"
+	FieldTopCounter = "counter"
+	// FieldWindow is a top list's window: "all", "hour", "day" or "month".
+	FieldWindow = "window"
+	// FieldBucket is the label of a roll-up window's bucket ({"bucket": "2026-11-23", "count": n}).
+	FieldBucket = "bucket"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
 	// CallersCollection is the subcollection of a counter that holds, per verified caller (document
@@ -88,6 +113,16 @@ type Schema struct {
 	Rollups string
 	// Dedupe is the collection of dedupe records of keyed increments (default "counter_dedupe").
 	Dedupe string
+	// Tops is the collection of top lists, one per group and window (default "tops").
+	Tops string
+}
+
+// TopWindowAll names the all-time list of a group in TopRef.
+const TopWindowAll = "all"
+
+// TopRef is {tops}/{group}_{window}, the top list of a group in a window (TopWindowAll: all time).
+func (s Schema) TopRef(c *firestore.Client, group, window string) *firestore.DocumentRef {
+	return c.Collection(s.Tops).Doc(group + "_" + window)
 }
 
 // CounterRef is counters/{id}.

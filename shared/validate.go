@@ -70,3 +70,42 @@ func ValidateNumShards(n int64) error {
 	}
 	return nil
 }
+
+// MaxMemberBytes bounds a distinct counter's member (it is hashed into a document ID).
+const MaxMemberBytes = 1500
+
+// ValidateMember accepts a distinct counter's member: non-empty UTF-8 of at most MaxMemberBytes.
+func ValidateMember(member string) error {
+	switch {
+	case member == "":
+		return &FieldError{Field: "member", Message: "member must not be empty"}
+	case !utf8.ValidString(member):
+		return &FieldError{Field: "member", Message: "member must be valid UTF-8"}
+	case len(member) > MaxMemberBytes:
+		return &FieldError{Field: "member", Message: fmt.Sprintf("member is %d bytes; at most %d are allowed", len(member), MaxMemberBytes)}
+	}
+	return nil
+}
+
+// MaxGroupBytes bounds a group name (it is part of a document ID).
+const MaxGroupBytes = 256
+
+// ValidateGroup accepts a group name: non-empty UTF-8 of at most MaxGroupBytes, without '/'.
+func ValidateGroup(group string) error {
+	bad := func(format string, args ...any) error {
+		return &FieldError{Field: "group", Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case group == "":
+		return bad("group must not be empty")
+	case !utf8.ValidString(group):
+		return bad("group must be valid UTF-8")
+	case len(group) > MaxGroupBytes:
+		return bad("group is %d bytes; at most %d are allowed", len(group), MaxGroupBytes)
+	case strings.Contains(group, "/"):
+		return bad("group must not contain '/'")
+	case strings.HasPrefix(group, "__"):
+		return bad("group must not start with __ (reserved by Firestore)")
+	}
+	return nil
+}

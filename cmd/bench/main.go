@@ -48,6 +48,7 @@ func main() {
 	flag.IntVar(&o.counters, "counters", 1, "counters the clients spread over (up to 10,000)")
 	flag.Float64Var(&o.zipf, "zipf", 0, "pick each increment's counter from a Zipf distribution with this exponent (> 1, e.g. 1.1); 0 spreads increments evenly")
 	flag.IntVar(&o.shards, "shards", 10, "shards per counter (ConfigureCounter before the load)")
+	windows := flag.String("windows", "", "comma-separated windows every counter counts in: hour, day, month (default: none)")
 	flag.Float64Var(&o.rate, "rate", 0, "offered increments per second over all clients (0: as fast as answers come)")
 	flag.StringVar(&o.groupInterval, "group-interval", "", "GROUP_COMMIT_INTERVAL of the group-commit mode (default: the code's)")
 	flag.DurationVar(&o.killAt, "kill-at", 0, "crash check: SIGKILL a functions process this long into each run (0: never)")
@@ -67,6 +68,9 @@ func main() {
 	if o.zipf != 0 && o.zipf <= 1 {
 		fmt.Fprintln(os.Stderr, "bench: -zipf must be more than 1 (or 0 for an even spread)")
 		os.Exit(2)
+	}
+	if *windows != "" {
+		o.windows = strings.Split(*windows, ",")
 	}
 	plans, err := plansOf(*vias, *modes, *instances, *faults)
 	if err != nil {

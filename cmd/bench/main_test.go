@@ -58,10 +58,10 @@ func runForTest(t *testing.T, o options, p plan) loadreport.Run {
 }
 
 func TestAdaptiveModeLeavesTheShardCountToTheRollup(t *testing.T) {
-	if got := counterSettings("adaptive", "c", 10); got["min_shards"] != 10 || got["num_shards"] != nil {
+	if got := counterSettings("adaptive", "c", 10, nil); got["min_shards"] != 10 || got["num_shards"] != nil {
 		t.Errorf("adaptive mode configures %v; want min_shards 10 and no pinned num_shards", got)
 	}
-	if got := counterSettings("group-commit", "c", 10); got["num_shards"] != 10 {
-		t.Errorf("group-commit mode configures %v; want num_shards 10 (pinned)", got)
+	if got := counterSettings("group-commit", "c", 10, nil); got["num_shards"] != 10 || got["windows"] != nil {
+		t.Errorf("group-commit mode configures %v; want num_shards 10 (pinned), no windows", got)
 	}
 }

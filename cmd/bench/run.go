@@ -28,8 +28,10 @@ type options struct {
 	duration time.Duration
 	counters int
 	// zipf, when more than 1, is the exponent of the Zipf distribution of increments over counters.
-	zipf          float64
-	shards        int
+	zipf   float64
+	shards int
+	// windows, when not empty, are the windows every counter counts in (ConfigureCounter's windows).
+	windows       []string
 	rate          float64
 	groupInterval string
 	killAt        time.Duration
@@ -78,12 +80,17 @@ func modeEnv(o options, mode string) ([]string, error) {
 }
 
 // counterSettings is the ConfigureCounter request that sets up a counter for mode: pinned at shards
-// shards, or in the adaptive mode starting at shards and left for the roll-up to size.
-func counterSettings(mode, id string, shards int) map[string]any {
+// shards, or in the adaptive mode starting at shards and left for the roll-up to size; counting in
+// windows, if any.
+func counterSettings(mode, id string, shards int, windows []string) map[string]any {
+	settings := map[string]any{"counter": id, "num_shards": shards}
 	if mode == "adaptive" {
-		return map[string]any{"counter": id, "min_shards": shards}
+		settings = map[string]any{"counter": id, "min_shards": shards}
 	}
-	return map[string]any{"counter": id, "num_shards": shards}
+	if len(windows) > 0 {
+		settings["windows"] = windows
+	}
+	return settings
 }
 
 // requestTimeout is how long a client waits for an answer before it takes the outcome as unknown.
@@ -152,7 +159,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	ids := make([]string, o.counters)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("bench-%d", i)
-		if err := post(s.functionsURL+"/ConfigureCounter", counterSettings(p.mode, ids[i], o.shards)); err != nil {
+		if err := post(s.functionsURL+"/ConfigureCounter", counterSettings(p.mode, ids[i], o.shards, o.windows)); err != nil {
 			return run, err
 		}
 	}

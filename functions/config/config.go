@@ -27,6 +27,8 @@ type Config struct {
 	CountersCollection string `env:"COUNTERS_COLLECTION, default=counters" check:"collection" usedBy:"*"`
 	// RollupsCollection is the collection of the roll-up documents apps read.
 	RollupsCollection string `env:"ROLLUPS_COLLECTION, default=rollups" check:"collection" usedBy:"Count,RollupOnShardWrite,RollupScheduled"`
+	// TopsCollection is the collection of the top lists apps read: {group}_{window}.
+	TopsCollection string `env:"TOPS_COLLECTION, default=tops" check:"collection" usedBy:"Top,RollupOnShardWrite,RollupScheduled"`
 	// DedupeCollection is the collection of the dedupe records of keyed increments (a Pub/Sub
 	// message, an HTTP Idempotency-Key); Firestore's TTL policy deletes them.
 	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"collection" usedBy:"Increment,IncrementFromPubSub"`
@@ -93,7 +95,7 @@ var namedBounds = map[string]int64{
 
 // Schema names the collections of c.
 func (c Config) Schema() shared.Schema {
-	return shared.Schema{Counters: c.CountersCollection, Rollups: c.RollupsCollection, Dedupe: c.DedupeCollection}
+	return shared.Schema{Counters: c.CountersCollection, Rollups: c.RollupsCollection, Dedupe: c.DedupeCollection, Tops: c.TopsCollection}
 }
 
 // VerifiesCallers says whether Increment checks any token.

@@ -23,18 +23,20 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   t.after(() => closeBrowser(browser));
-  const page = await browser.newPage({ viewport: { width: 1000, height: 420 } });
+  const page = await browser.newPage({ viewport: { width: 1000, height: 600 } });
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
 
   const [cats, dogs, owls] = ['cats', 'dogs', 'owls'].map(uniqueID);
-  await page.goto(`${stack.appURL}?counters=${cats},${dogs},${owls}`);
+  const group = uniqueID('pets');
+  await page.goto(`${stack.appURL}?counters=${cats},${dogs},${owls}&group=${group}`);
   const card = (id) => page.locator(`li.card[data-counter="${id}"]`);
   // One read of a card's rendered state, all at once (the page re-renders every 100 ms).
   const state = (id) => card(id).evaluate((el) => ({
     value: Number(el.dataset.value),
     rollup: el.dataset.rollup,
     pending: Number(el.dataset.pending),
+    today: Number(el.dataset.today),
     freshness: el.querySelector('.freshness').textContent,
   }));
   await eventually('the cards render', () => state(cats), (s) => s.value === 0 && /no roll-up yet/.test(s.freshness));
@@ -71,6 +73,12 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
 
   await card(dogs).locator('button.like').click();
   await eventually('dogs shows 1 from its roll-up', () => state(dogs), (s) => s.rollup === '1' && s.value === 1);
+  // Every like was today's: "today" follows the roll-up's day bucket next to all time.
+  const today = await eventually('cats shows 6 today', () => state(cats), (s) => s.today === 6);
+  assert.equal(today.value, 6);
+  // The group's top list ranks them, highest first.
+  const ranked = () => page.locator('#top li').evaluateAll((items) => items.map((li) => `${li.dataset.counter}=${li.dataset.count}`));
+  await eventually('the top list ranks cats, then dogs', ranked, (r) => r.length >= 2 && r[0] === `${cats}=6` && r[1] === `${dogs}=1`);
   await card(owls).locator('button.like').click(); // left pending in the screenshot, if the roll-up is slower
   assert.deepEqual(pageErrors, [], 'the page threw');
 

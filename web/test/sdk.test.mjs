@@ -74,3 +74,36 @@ test('clients may get roll-ups and list at most 100, and nothing else', async (t
   t.diagnostic(`a denied client sees: code=${err.code} message=${JSON.stringify(err.message)}`);
   assert.equal((await getDoc(doc(db, 'rollups', id))).data().count, 7, 'the roll-up is unchanged');
 });
+
+test('apps read a counter\'s windows on its roll-up and listen to its group\'s top list, and write neither', async (t) => {
+  const db = firestoreClient(t);
+  const id = uniqueID('ranked');
+  const group = uniqueID('group');
+  await callFunction('ConfigureCounter', { counter: id, windows: ['day'], group }, 'PUT');
+  await callFunction('Increment', { counter: id, delta: 4 });
+  const today = new Date().toISOString().slice(0, 10);
+  await eventually('the roll-up holds today', async () => (await getDoc(doc(db, 'rollups', id))).data()?.windows?.day,
+    (day) => day?.count === 4 && day?.bucket === today);
+  const lists = [];
+  const unsubscribe = onSnapshot(doc(db, 'tops', `${group}_day`), (snap) => lists.push(snap.data()));
+  t.after(unsubscribe);
+  await eventually('the listener sees the day list', async () => lists.at(-1)?.top,
+    (top) => top?.[0]?.counter === id && top[0].count === 4);
+  assert.equal(lists.at(-1).bucket, today);
+  // Each list is refreshed on its own, each within about a roll-up interval.
+  await eventually('the all-time list ranks it', async () => (await getDoc(doc(db, 'tops', `${group}_all`))).data()?.top,
+    (top) => top?.length === 1 && top[0].counter === id && top[0].count === 4);
+  const denied = {
+    'list top lists': () => getDocs(query(collection(db, 'tops'), limit(10))),
+    'overwrite a top list': () => setDoc(doc(db, 'tops', `${group}_all`), { top: [] }),
+    'create a top list': () => setDoc(doc(db, 'tops', uniqueID('forged')), { top: [] }),
+    'delete a top list': () => deleteDoc(doc(db, 'tops', `${group}_all`)),
+    'read a member': () => getDoc(doc(db, 'counters', id, 'members', 'x')),
+  };
+  for (const [what, op] of Object.entries(denied)) {
+    await assert.rejects(op, (err) => {
+      assert.equal(err.code, 'permission-denied', `${what}: ${err.code} ${err.message}`);
+      return true;
+    }, `${what} must be denied`);
+  }
+});

@@ -1,0 +1,122 @@
+package counter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/faultproxy"
+	"github.com/shardcount/counters/internal/testenv"
+)
+
+// TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances: 20 members each sent 15 times at
+// once from two instances, a fifth of the answers lost (the emulator applied them, the client
+// library or the caller sends again), count 20 all time and in each window's bucket; a new day
+// counts them again in its bucket only.
+func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.FirestoreBehindFaultProxy(t)
+	clock := &setClock{now: time.Date(2026, 11, 23, 18, 30, 0, 0, time.UTC)}
+	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute, Clock: clock}
+	exact := counter.NewStore(db.Direct, schema, opts)
+	yes := true
+	if _, err := exact.Configure(ctx, "visitors", counter.Settings{NumShards: 4, Windows: []string{"day", "month"}, Distinct: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	stores := []*counter.Store{counter.NewStore(db.Client, schema, opts), counter.NewStore(db.Client, schema, opts)}
+	db.Proxy.SetFaults(faultproxy.Faults{DropResponseRate: 0.2, Match: []byte("/shards/")})
+	const members, sends = 12, 10
+	var counted atomic.Int64
+	var wg sync.WaitGroup
+	for m := range members {
+		for i := range sends {
+			wg.Go(func() {
+				// A caller resends until it gets an answer, as apps are told to.
+				for attempt := 0; ; attempt++ {
+					out, err := stores[i%2].IncrementDistinct(ctx, "visitors", fmt.Sprint("user-", m))
+					if err == nil {
+						if out.Counted {
+							counted.Add(1)
+						}
+						return
+					}
+					if attempt == 10 || !(errors.Is(err, counter.ErrNotApplied) || errors.Is(err, counter.ErrOutcomeUnknown)) {
+						t.Errorf("member %d: %v", m, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	db.Proxy.SetFaults(faultproxy.Faults{})
+	if sum, err := exact.Sum(ctx, "visitors"); err != nil || sum != members {
+		t.Errorf("all time %d (%v), want %d members", sum, err, members)
+	}
+	if counted.Load() > members {
+		t.Errorf("%d answers said counted, want at most one per member (%d)", counted.Load(), members)
+	}
+	wantBuckets(t, exact, "visitors", map[string]map[string]int64{"day": {"2026-11-23": members}, "month": {"2026-11": members}})
+	t.Logf("%d answers dropped", db.Proxy.Counts().DroppedResponses)
+
+	clock.set(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	for range 3 {
+		out, err := exact.IncrementDistinct(ctx, "visitors", "user-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Counted {
+			t.Errorf("a known member counted again all time: %+v", out)
+		}
+	}
+	wantBuckets(t, exact, "visitors", map[string]map[string]int64{"day": {"2026-11-23": members, "2026-11-24": 1}, "month": {"2026-11": members}})
+	if sum, _ := exact.Sum(ctx, "visitors"); sum != members {
+		t.Errorf("all time %d after a known member came back, want %d", sum, members)
+	}
+}
+
+// TestDistinctCountersRefuseDeltasAndPlainCountersRefuseMembers: a plain increment of a distinct
+// counter, and a member increment of a plain one, change nothing and say why.
+func TestDistinctCountersRefuseDeltasAndPlainCountersRefuseMembers(t *testing.T) {
+	ctx := context.Background()
+	store := counter.NewStore(testenv.Firestore(t), schema, counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Minute})
+	yes, no := true, false
+	if _, err := store.Configure(ctx, "d", counter.Settings{Distinct: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Increment(ctx, "d", 1); !errors.Is(err, counter.ErrMemberRequired) || !errors.Is(err, counter.ErrNotApplied) {
+		t.Errorf("plain increment of a distinct counter: %v, want ErrMemberRequired, not applied", err)
+	}
+	if _, err := store.Increment(ctx, "p", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.IncrementDistinct(ctx, "p", "ann"); !errors.Is(err, counter.ErrNotDistinct) {
+		t.Errorf("member increment of a plain counter: %v, want ErrNotDistinct", err)
+	}
+	// Turned distinct on a live counter: what was counted stays, members add to it.
+	if _, err := store.Configure(ctx, "p", counter.Settings{Distinct: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := store.IncrementDistinct(ctx, "p", "ann"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.Configure(ctx, "p", counter.Settings{Distinct: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Increment(ctx, "p", 2); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := store.Sum(ctx, "p"); err != nil || sum != 8 {
+		t.Errorf("all time %d (%v), want 5 + 1 member + 2", sum, err)
+	}
+	if sum, _ := store.Sum(ctx, "d"); sum != 0 {
+		t.Errorf("the refused increment counted: %d", sum)
+	}
+}

@@ -1,0 +1,177 @@
+package counter
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Windows a counter can count in besides all time: every increment also counts in the current UTC
+// bucket of each window its counter is configured with.
+const (
+	WindowHour  = "hour"
+	WindowDay   = "day"
+	WindowMonth = "month"
+)
+
+// windowLayouts are the bucket labels' time layouts: 2026-11-23T18, 2026-11-23, 2026-11.
+var windowLayouts = map[string]string{WindowHour: "2006-01-02T15", WindowDay: "2006-01-02", WindowMonth: "2006-01"}
+
+// Windows lists every window, shortest first.
+var Windows = []string{WindowHour, WindowDay, WindowMonth}
+
+// ValidWindow reports whether w names a window.
+func ValidWindow(w string) bool {
+	_, ok := windowLayouts[w]
+	return ok
+}
+
+// Bucket is the label of the bucket of window w (which must be valid) that holds time t, in UTC.
+func Bucket(w string, t time.Time) string { return t.UTC().Format(windowLayouts[w]) }
+
+// ValidBucket reports whether label is a bucket label of window w.
+func ValidBucket(w, label string) bool {
+	layout, ok := windowLayouts[w]
+	if !ok {
+		return false
+	}
+	t, err := time.Parse(layout, label)
+	return err == nil && t.Format(layout) == label
+}
+
+// bucketPath is the shard field that counts window w's bucket label: buckets.{w}.{label}.
+func bucketPath(w, label string) firestore.FieldPath {
+	return firestore.FieldPath{shared.FieldBuckets, w, label}
+}
+
+// bucketIncrements is the nested map that adds delta to the buckets of windows holding t, as it
+// stands in a shard write ({w: {label: Increment(delta)}}); nil without windows.
+func bucketIncrements(windows []string, t time.Time, delta int64) map[string]any {
+	if len(windows) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(windows))
+	for _, w := range windows {
+		m[w] = map[string]any{Bucket(w, t): firestore.Increment(delta)}
+	}
+	return m
+}
+
+// WindowsOf reads the windows of counter document snap, in Windows order.
+func WindowsOf(snap *firestore.DocumentSnapshot) []string { return windowsOf(snap.Data()) }
+
+// GroupOf reads the group of counter document snap, "" for none.
+func GroupOf(snap *firestore.DocumentSnapshot) string {
+	g, _ := snap.Data()[shared.FieldGroup].(string)
+	return g
+}
+
+// windowsOf reads a counter document's windows (see canonicalWindows). Unknown names are ignored: a
+// console edit must not stop increments.
+func windowsOf(data map[string]any) []string {
+	list, _ := data[shared.FieldWindows].([]any)
+	names := make([]string, 0, len(list))
+	for _, v := range list {
+		if w, ok := v.(string); ok {
+			names = append(names, w)
+		}
+	}
+	return canonicalWindows(names)
+}
+
+// canonicalWindows is the valid windows among ws, once each, in Windows order; never nil.
+func canonicalWindows(ws []string) []string {
+	out := []string{}
+	for _, w := range Windows {
+		if slices.Contains(ws, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// WindowCount is the count of counter id in bucket label of window w: the sum of that bucket's field
+// over every shard document, in one aggregation query (one read per 1,000 shards). A bucket nobody
+// counted in is 0.
+func (s *Store) WindowCount(ctx context.Context, id, w, label string) (int64, error) {
+	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSumPath(bucketPath(w, label), sumAlias).Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sum bucket %s %s of counter %q: %w", w, label, id, err)
+	}
+	n, err := aggregateInt(res, sumAlias)
+	if err != nil {
+		return 0, fmt.Errorf("sum bucket %s %s of counter %q: %w", w, label, id, err)
+	}
+	return n, nil
+}
+
+// WindowValue is a counter's count in one bucket of a window.
+type WindowValue struct {
+	BucketCount
+	// Windows are the windows the counter counts in now.
+	Windows []string
+}
+
+// WindowValue reads counter id's configuration and its count in bucket label of window w: one
+// document read and one aggregation query. An empty label is the current bucket (on the Store's
+// clock), which needs w to be one of the counter's windows; a past bucket of a window since removed
+// is still answered. ErrNotFound when the counter does not exist; a *shared.FieldError for a window
+// the counter does not count in.
+func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
+	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return WindowValue{}, ErrNotFound
+	}
+	if err != nil {
+		return WindowValue{}, fmt.Errorf("read counter %q: %w", id, err)
+	}
+	v := WindowValue{Windows: windowsOf(snap.Data()), BucketCount: BucketCount{Bucket: label}}
+	if label == "" {
+		if !slices.Contains(v.Windows, w) {
+			return WindowValue{}, &shared.FieldError{Field: "window", Message: fmt.Sprintf(
+				"counter %q does not count by %s (its windows: %v); add it with ConfigureCounter's windows, or ask for a past bucket", id, w, v.Windows)}
+		}
+		v.Bucket = Bucket(w, s.clock.Now())
+	}
+	if v.Count, err = s.WindowCount(ctx, id, w, v.Bucket); err != nil {
+		return WindowValue{}, err
+	}
+	return v, nil
+}
+
+// WindowCounts are the counts of counter id in the buckets of windows that hold t, by window, from
+// one aggregation query per window sent together.
+func (s *Store) WindowCounts(ctx context.Context, id string, windows []string, t time.Time) (map[string]BucketCount, error) {
+	counts := make([]BucketCount, len(windows))
+	errs := make([]error, len(windows))
+	var wg sync.WaitGroup
+	for i, w := range windows {
+		counts[i].Bucket = Bucket(w, t)
+		wg.Go(func() { counts[i].Count, errs[i] = s.WindowCount(ctx, id, w, counts[i].Bucket) })
+	}
+	wg.Wait()
+	out := make(map[string]BucketCount, len(windows))
+	for i, w := range windows {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out[w] = counts[i]
+	}
+	return out, nil
+}
+
+// BucketCount is a counter's count in one bucket of a window.
+type BucketCount struct {
+	// Bucket is the bucket's label, such as 2026-11-23 for a day.
+	Bucket string
+	// Count is the sum of the increments counted in it.
+	Count int64
+}

@@ -1,0 +1,89 @@
+package functions_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/functions/config"
+)
+
+// TestDistinctMembersOverHTTP: a distinct counter counts each member once however often it is sent
+// at once, all time and in its day bucket; wrong requests are 400s naming the field.
+func TestDistinctMembersOverHTTP(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "visitors", "distinct": true, "windows": []string{"day"}})
+	if a.status != http.StatusCreated || a.body["distinct"] != true {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	var wg sync.WaitGroup
+	for _, m := range []string{"ann", "bob", "cy"} {
+		for range 8 {
+			wg.Go(func() {
+				if a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "visitors", "member": m}); a.status != http.StatusOK {
+					t.Errorf("member %s: %d %s", m, a.status, a.raw)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if got := srv.count(t, "visitors"); got != 3 {
+		t.Errorf("visitors = %d, want 3 members", got)
+	}
+	if d := srv.countWindow(t, "visitors", "day", ""); d.body["count"] != 3.0 {
+		t.Errorf("today: %s, want 3", d.raw)
+	}
+	again := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "visitors", "member": "ann"})
+	if again.status != http.StatusOK || again.body["counted"] != false || again.body["shard"] != -1.0 {
+		t.Errorf("a known member: %d %s, want 200 counted false shard -1", again.status, again.raw)
+	}
+	srv.increment(t, "plain", 1)
+	for _, c := range []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"a delta to a distinct counter", map[string]any{"counter": "visitors", "delta": 1}, "member"},
+		{"a member with delta 2", map[string]any{"counter": "visitors", "member": "ann", "delta": 2}, "delta"},
+		{"an empty member", map[string]any{"counter": "visitors", "member": ""}, "member"},
+		{"a member of a plain counter", map[string]any{"counter": "plain", "member": "ann"}, "member"},
+		{"a member as a number", map[string]any{"counter": "visitors", "member": 7}, "member"},
+	} {
+		if a := srv.postJSON(t, http.MethodPost, "/Increment", c.body); a.status != http.StatusBadRequest || a.body["field"] != c.field {
+			t.Errorf("%s: %d %s, want 400 on %s", c.name, a.status, a.raw, c.field)
+		}
+	}
+	if bad := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "visitors", "distinct": "yes"}); bad.status != http.StatusBadRequest || bad.body["field"] != "distinct" {
+		t.Errorf("distinct as a string: %d %s, want 400 on distinct", bad.status, bad.raw)
+	}
+	if got := srv.count(t, "visitors"); got != 3 {
+		t.Errorf("visitors = %d after refused requests, want 3", got)
+	}
+}
+
+// TestDistinctMemberIsTheVerifiedCaller: with verified callers, a plain {"counter"} counts the caller
+// once, and a member other than the caller is refused.
+func TestDistinctMemberIsTheVerifiedCaller(t *testing.T) {
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 0)
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "readers", "distinct": true}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	ann, uid := authEmulatorUser(t, "ann.reads@example.com")
+	bob, _ := authEmulatorUser(t, "bob.reads@example.com")
+	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	for _, step := range []struct {
+		token, body string
+		counted     bool
+	}{{ann, `{"counter":"readers"}`, true}, {ann, `{"counter":"readers"}`, false}, {ann, `{"counter":"readers","member":"` + uid + `"}`, false}, {bob, `{"counter":"readers"}`, true}} {
+		if a := srv.incrementAs(t, as(step.token), step.body); a.status != http.StatusOK || a.body["counted"] != step.counted {
+			t.Errorf("%s: %d %s, want counted %v", step.body, a.status, a.raw, step.counted)
+		}
+	}
+	if a := srv.incrementAs(t, as(bob), `{"counter":"readers","member":"someone-else"}`); a.status != http.StatusBadRequest || a.body["field"] != "member" {
+		t.Errorf("another member than the caller: %d %s, want 400 on member", a.status, a.raw)
+	}
+	if got := srv.count(t, "readers"); got != 2 {
+		t.Errorf("readers = %d, want 2 callers", got)
+	}
+}

@@ -1,0 +1,73 @@
+package functions
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/rollup"
+	"github.com/shardcount/counters/shared"
+)
+
+// defaultTopLimit is how many counters Top answers without a limit.
+const defaultTopLimit = 10
+
+// topResponse is Top's answer.
+type topResponse struct {
+	Group     string            `json:"group"`
+	Window    string            `json:"window"`
+	Bucket    string            `json:"bucket"`
+	Top       []rollup.TopEntry `json:"top"`
+	UpdatedAt *string           `json:"updated_at"`
+}
+
+// Top is the HTTP entry point GET ?group=G[&window=hour|day|month][&limit=N]: the group's counters
+// with the highest counts, all time or in the window's current UTC bucket, highest first, from the
+// group's top list document (one read), refreshed by the roll-ups at most once per ROLLUP_INTERVAL.
+func (s *Service) Top(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.top) }
+
+func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if err := checkMethod(r, http.MethodGet, http.MethodHead); err != nil {
+		return 0, nil, err
+	}
+	group, err := oneParam(r, "group")
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := shared.ValidateGroup(group); err != nil {
+		return 0, nil, err
+	}
+	q := r.URL.Query()
+	window, bucket := shared.TopWindowAll, ""
+	if q.Has("window") {
+		if window, err = oneParam(r, "window"); err != nil {
+			return 0, nil, err
+		}
+		if !counter.ValidWindow(window) {
+			return 0, nil, &shared.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q (leave it out for all time)", window, counter.Windows)}
+		}
+		bucket = counter.Bucket(window, time.Now())
+	}
+	limit := defaultTopLimit
+	if q.Has("limit") {
+		v, err := oneParam(r, "limit")
+		if err != nil {
+			return 0, nil, err
+		}
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > rollup.MaxTop {
+			return 0, nil, &shared.FieldError{Field: "limit", Message: fmt.Sprintf("limit must be an integer from 1 to %d", rollup.MaxTop)}
+		}
+	}
+	list, err := s.rollups.Top(r.Context(), group, window, bucket)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp := topResponse{Group: group, Window: window, Bucket: bucket, Top: list.Top[:min(limit, len(list.Top))]}
+	if !list.UpdatedAt.IsZero() {
+		at := list.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		resp.UpdatedAt = &at
+	}
+	return http.StatusOK, resp, nil
+}

@@ -1,0 +1,168 @@
+package rollup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// MaxTop is the length of a stored top list: Top answers at most that many counters.
+const MaxTop = 100
+
+// TopList is {tops}/{group}_{window}: a group's counters with the highest counts in a window's bucket
+// (or all time), as the roll-ups said at UpdatedAt.
+type TopList struct {
+	Group string `firestore:"group"`
+	// Window is "all", "hour", "day" or "month".
+	Window string `firestore:"window"`
+	// Bucket is the window's bucket the list ranks ("" for all time).
+	Bucket string `firestore:"bucket"`
+	// Top holds at most MaxTop entries, highest count first.
+	Top []TopEntry `firestore:"top"`
+	// UpdatedAt is the time of the read before the query: every roll-up written before it is ranked.
+	UpdatedAt time.Time `firestore:"updated_at"`
+}
+
+// TopEntry is one counter of a top list.
+type TopEntry struct {
+	Counter string `firestore:"counter" json:"counter"`
+	Count   int64  `firestore:"count" json:"count"`
+}
+
+// Top reads the top list of group in window (shared.TopWindowAll or a counter window) for bucket
+// ("" for all time); a list of another bucket, or none, is an empty list.
+func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList, error) {
+	empty := TopList{Group: group, Window: window, Bucket: bucket, Top: []TopEntry{}}
+	snap, err := s.schema.TopRef(s.client, group, window).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return empty, nil
+	}
+	if err != nil {
+		return TopList{}, fmt.Errorf("read top list of group %q, window %s: %w", group, window, err)
+	}
+	var l TopList
+	if err := snap.DataTo(&l); err != nil {
+		return TopList{}, fmt.Errorf("decode top list of group %q, window %s: %w", group, window, err)
+	}
+	if l.Bucket != bucket {
+		return empty, nil
+	}
+	if l.Top == nil {
+		l.Top = []TopEntry{}
+	}
+	return l, nil
+}
+
+// refreshTops brings the top lists of group (all time and each of windows, for the buckets holding
+// now) up to a roll-up written at writtenAt: a list whose UpdatedAt is not before writtenAt already
+// ranks it. A list is recomputed at most once per interval: a roll-up written sooner waits for the
+// interval to pass, then recomputes once for every roll-up written meanwhile.
+func (b *firestoreBackend) refreshTops(ctx context.Context, group string, windows []string, writtenAt time.Time) error {
+	for _, w := range append([]string{shared.TopWindowAll}, windows...) {
+		if err := b.refreshTop(ctx, group, w, writtenAt); err != nil {
+			return fmt.Errorf("refresh top list of group %q, window %s: %w", group, w, err)
+		}
+	}
+	return nil
+}
+
+// maxTopAttempts bounds the conditional writes of one top list refresh.
+const maxTopAttempts = 4
+
+func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string, writtenAt time.Time) error {
+	ref := b.schema.TopRef(b.client, group, window)
+	for range maxTopAttempts {
+		snap, err := ref.Get(ctx)
+		exists := err == nil
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		readAt := snap.ReadTime
+		if exists {
+			updated, _ := snap.DataAt(shared.FieldUpdatedAt)
+			if t, ok := updated.(time.Time); ok {
+				if !t.Before(writtenAt) {
+					return nil // it ranks our roll-up already
+				}
+				if wait := t.Add(b.interval).Sub(readAt); wait > 0 {
+					if err := shared.SleepUntil(ctx, shared.SystemClock{}, time.Now().Add(wait)); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+		}
+		list, err := b.rank(ctx, group, window, readAt)
+		if err != nil {
+			return err
+		}
+		if exists {
+			_, err = ref.Update(ctx, list.updates(), firestore.LastUpdateTime(snap.UpdateTime))
+		} else {
+			_, err = ref.Create(ctx, list)
+		}
+		switch code := status.Code(err); {
+		case err == nil:
+			return nil
+		case code != codes.FailedPrecondition && code != codes.AlreadyExists:
+			return err
+		}
+		// Another instance refreshed it meanwhile: see whether that ranks our roll-up.
+	}
+	return errors.New("the top list kept changing under its refresh")
+}
+
+// rank queries the roll-ups of group for the highest counts in window's bucket holding at (all
+// time: the counts), at most MaxTop. Production needs the composite indexes of
+// firestore.indexes.json.
+func (b *firestoreBackend) rank(ctx context.Context, group, window string, at time.Time) (TopList, error) {
+	list := TopList{Group: group, Window: window, Top: []TopEntry{}, UpdatedAt: at}
+	q := b.client.Collection(b.schema.Rollups).Where(shared.FieldGroup, "==", group)
+	countPath := firestore.FieldPath{shared.FieldCount}
+	if window != shared.TopWindowAll {
+		list.Bucket = counter.Bucket(window, at)
+		q = q.WherePath(firestore.FieldPath{shared.FieldWindows, window, shared.FieldBucket}, "==", list.Bucket)
+		countPath = firestore.FieldPath{shared.FieldWindows, window, shared.FieldCount}
+	}
+	it := q.OrderByPath(countPath, firestore.Desc).Limit(MaxTop).Documents(ctx)
+	defer it.Stop()
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return list, nil
+		}
+		if err != nil {
+			return TopList{}, err
+		}
+		n, err := snap.DataAtPath(countPath)
+		if err != nil {
+			return TopList{}, err
+		}
+		count, _ := n.(int64)
+		list.Top = append(list.Top, TopEntry{Counter: snap.Ref.ID, Count: count})
+	}
+}
+
+// updates are the list's fields as an Update (which, unlike Set, takes a precondition).
+func (l TopList) updates() []firestore.Update {
+	top := make([]map[string]any, len(l.Top))
+	for i, e := range l.Top {
+		top[i] = map[string]any{shared.FieldTopCounter: e.Counter, shared.FieldCount: e.Count}
+	}
+	return []firestore.Update{
+		{Path: shared.FieldGroup, Value: l.Group},
+		{Path: shared.FieldWindow, Value: l.Window},
+		{Path: shared.FieldBucket, Value: l.Bucket},
+		{Path: shared.FieldTop, Value: top},
+		{Path: shared.FieldUpdatedAt, Value: l.UpdatedAt},
+	}
+}
