@@ -162,3 +162,30 @@ func TestRequireExistingNeverBringsBackADeletedCounter(t *testing.T) {
 func isDedupe(path string) bool {
 	return strings.HasPrefix(path, config.Default().Schema().Dedupe+"/")
 }
+
+// TestRequireExistingCountsWindowBuckets: increments that update existing shards (RequireExisting)
+// add to every window bucket, as increments that merge do, without replacing the buckets already
+// on the shard.
+func TestRequireExistingCountsWindowBuckets(t *testing.T) {
+	client := testenv.Firestore(t)
+	ctx := context.Background()
+	s := requireExistingStore(client, 0)
+	if _, err := s.Configure(ctx, "daily", counter.Settings{NumShards: 2, Windows: []string{"hour", "day"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := s.Increment(ctx, "daily", 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	for _, w := range []string{"hour", "day"} {
+		got, err := s.WindowCount(ctx, "daily", w, counter.Bucket(w, now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != 40 {
+			t.Errorf("%s bucket = %d after 20 increments of 2, want 40", w, got)
+		}
+	}
+}
