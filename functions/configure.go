@@ -32,12 +32,12 @@ type configureResponse struct {
 	Adaptive          bool   `json:"adaptive"`
 	PreviousNumShards int    `json:"previous_num_shards"`
 	Created           bool   `json:"created"`
-	// Windows are the windows the counter counts in besides all time.
-	Windows []string `json:"windows"`
-	// Distinct is true when the counter counts distinct members.
-	Distinct bool `json:"distinct"`
-	// Group is the counter's group, "" for none.
-	Group string `json:"group"`
+	// Windows are the windows the counter counts in besides all time (absent: none).
+	Windows []string `json:"windows,omitempty"`
+	// Distinct is true when the counter counts distinct members (absent: it counts deltas).
+	Distinct bool `json:"distinct,omitempty"`
+	// Group is the counter's group (absent: none).
+	Group string `json:"group,omitempty"`
 }
 
 // resetResponse answers a reset.

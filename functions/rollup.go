@@ -37,7 +37,14 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema().ShardPathPattern())
 		return nil
 	}
-	carried, err := s.engine.Notify(ctx, id, changedAt, rollup.SourceTrigger)
+	logCtx := context.WithoutCancel(ctx)
+	carried, err := s.engine.Notify(ctx, id, changedAt, rollup.SourceTrigger, func(err error) {
+		level, what := slog.LevelError, "roll up on shard write failed; event acknowledged"
+		if shared.IsRetryable(err) {
+			level, what = slog.LevelWarn, "roll up on shard write failed for a minute; the scheduled sweep will roll it up"
+		}
+		s.log.LogAttrs(logCtx, level, what, slog.String("counter", id), slog.String("event_id", e.ID()), slog.String("error", err.Error()))
+	})
 	return s.eventResult(ctx, e, err, "roll up on shard write", slog.String("counter", id), slog.Bool("carried", carried))
 }
 

@@ -2,7 +2,6 @@ package rollup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,20 +23,19 @@ type carrier struct {
 	since      time.Time
 	// changed is closed (and replaced) when outstanding drops or a new carrier begins.
 	changed chan struct{}
-	// failures are the refreshes that failed and that no carrier has reported yet.
-	failures []error
 }
 
 // Notify makes sure a roll-up of counter id covering a change at changedAt (on Firestore's clock)
 // follows, without making the caller wait for it: the refresh runs in this Engine, and only one
 // caller at a time, the carrier, waits for every refresh of the Engine to finish (and for
 // maxCarry at most, after which the next caller takes over). carried says whether this call was the
-// carrier; its error joins the refreshes that failed while it carried. A caller that does not carry
-// returns at once.
+// carrier; err is only its context's end. A caller that does not carry returns at once.
 //
-// The refreshes live as long as the process: when it dies, the carrier's event is redelivered (its
-// error), and the scheduled sweep rolls up the counters of the others.
-func (e *Engine) Notify(ctx context.Context, id string, changedAt time.Time, source string) (carried bool, err error) {
+// A refresh that still fails after retrying transient failures for refreshTimeout calls failed with
+// its error (which names the counter), possibly after Notify returned; the scheduled sweep rolls the
+// counter up later. The refreshes live as long as the process: when it dies, the carrier's event is
+// redelivered, and the sweep rolls up the counters of the others.
+func (e *Engine) Notify(ctx context.Context, id string, changedAt time.Time, source string, failed func(error)) (carried bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := &e.carry
@@ -45,7 +43,7 @@ func (e *Engine) Notify(ctx context.Context, id string, changedAt time.Time, sou
 		c.changed = make(chan struct{})
 	}
 	c.outstanding++
-	go e.refreshInBackground(context.WithoutCancel(ctx), id, changedAt, source)
+	go e.refreshInBackground(context.WithoutCancel(ctx), id, changedAt, source, failed)
 	now := e.clock.Now()
 	if c.carrying && now.Sub(c.since) < maxCarry {
 		return false, nil
@@ -69,15 +67,13 @@ func (e *Engine) Notify(ctx context.Context, id string, changedAt time.Time, sou
 	}
 	if c.generation == generation {
 		c.carrying = false
-		err = errors.Join(append(c.failures, err)...)
-		c.failures = nil
 	}
 	return true, err
 }
 
 // refreshInBackground runs Refresh for Notify, retrying transient failures for up to
-// refreshTimeout, and records a lasting failure for the carrier.
-func (e *Engine) refreshInBackground(ctx context.Context, id string, changedAt time.Time, source string) {
+// refreshTimeout, and reports a lasting failure to failed.
+func (e *Engine) refreshInBackground(ctx context.Context, id string, changedAt time.Time, source string, failed func(error)) {
 	deadline := e.clock.Now().Add(refreshTimeout)
 	backoff := 250 * time.Millisecond
 	var err error
@@ -90,12 +86,12 @@ func (e *Engine) refreshInBackground(ctx context.Context, id string, changedAt t
 		}
 		backoff = min(2*backoff, 8*time.Second)
 	}
+	if err != nil {
+		failed(err) // before the carrier may return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.carry.outstanding--
-	if err != nil {
-		e.carry.failures = append(e.carry.failures, err)
-	}
 	e.signalCarrier()
 }
 

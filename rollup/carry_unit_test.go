@@ -50,13 +50,14 @@ func (m *counterStores) adapt(context.Context, string, int, int) error    { retu
 
 // trigger is how an instance handles a shard write's event: Notify, or (for comparison) Refresh,
 // which holds every event until a roll-up covers it.
-type trigger func(e *Engine, ctx context.Context, id string, changedAt time.Time) (carried bool, err error)
+// A refresh that fails later calls failed.
+type trigger func(e *Engine, ctx context.Context, id string, changedAt time.Time, failed func(error)) (carried bool, err error)
 
-func notify(e *Engine, ctx context.Context, id string, changedAt time.Time) (bool, error) {
-	return e.Notify(ctx, id, changedAt, SourceTrigger)
+func notify(e *Engine, ctx context.Context, id string, changedAt time.Time, failed func(error)) (bool, error) {
+	return e.Notify(ctx, id, changedAt, SourceTrigger, failed)
 }
 
-func holdEach(e *Engine, ctx context.Context, id string, changedAt time.Time) (bool, error) {
+func holdEach(e *Engine, ctx context.Context, id string, changedAt time.Time, _ func(error)) (bool, error) {
 	_, err := e.Refresh(ctx, id, changedAt, SourceTrigger)
 	return false, err
 }
@@ -151,7 +152,11 @@ func simulate(l load, handle trigger) figures {
 			f.mostHeld = max(f.mostHeld, waiting[i])
 			mu.Unlock()
 			began := time.Now()
-			carried, err := handle(engines[i], context.Background(), id, writtenAt)
+			carried, err := handle(engines[i], context.Background(), id, writtenAt, func(error) {
+				mu.Lock()
+				defer mu.Unlock()
+				f.failures++
+			})
 			mu.Lock()
 			defer mu.Unlock()
 			waiting[i]--
