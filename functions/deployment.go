@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/eventhttp"
@@ -190,4 +191,37 @@ func FieldSettings() []FieldSetting {
 		{Key: "shard_buckets", Collection: shared.ShardsCollection, Field: shared.FieldBuckets, Ascending: true},
 		{Key: "member_expires_at", Collection: shared.MembersCollection, Field: shared.FieldExpiresAt, TTL: true},
 	}
+}
+
+// CompositeIndex is a composite index that a query of the functions needs in production (the
+// emulator needs none), which deployments create (gcloud firestore indexes composite,
+// google_firestore_index) and firestore.indexes.json lists.
+type CompositeIndex struct {
+	// Key names the index in Terraform (google_firestore_index.composite[Key]).
+	Key string
+	// Collection is the collection, as in FieldSetting.
+	Collection string
+	// Fields are the indexed field paths, in order.
+	Fields []IndexField
+}
+
+// IndexField is one field of a CompositeIndex: its path and order.
+type IndexField struct {
+	Path       string
+	Descending bool
+}
+
+// CompositeIndexes are the indexes of the top lists' queries (rollup's refresh of a group's list):
+// the roll-ups of a group by count, and, for each window, those of a group in one bucket by the
+// bucket's count.
+func CompositeIndexes() []CompositeIndex {
+	group := IndexField{Path: shared.FieldGroup}
+	indexes := []CompositeIndex{{Key: "top_all", Collection: "ROLLUPS_COLLECTION",
+		Fields: []IndexField{group, {Path: shared.FieldCount, Descending: true}}}}
+	for _, w := range counter.Windows {
+		window := shared.FieldWindows + "." + w + "."
+		indexes = append(indexes, CompositeIndex{Key: "top_" + w, Collection: "ROLLUPS_COLLECTION", Fields: []IndexField{
+			group, {Path: window + shared.FieldBucket}, {Path: window + shared.FieldCount, Descending: true}}})
+	}
+	return indexes
 }

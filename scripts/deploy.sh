@@ -108,6 +108,20 @@ missing() {
   die "$(quote "$@") failed: $err"
 }
 
+# create_if_absent runs a command that creates something, as run does; an answer that it already
+# exists is success, and any other failure stops the deploy with its message.
+create_if_absent() {
+  if $DRY_RUN; then
+    quote "$@"
+    return
+  fi
+  quote "$@" | sed 's/^/+ /' >&2
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then return 0; fi
+  if [[ $err == *ALREADY_EXISTS* || $err == *"already exists"* ]]; then return 0; fi
+  die "$(quote "$@") failed: $err"
+}
+
 # lookup VAR COMMAND... sets VAR to what COMMAND prints, for later commands. A dry run prints the
 # command instead and sets VAR to its own name, which stands in for the answer in the listing.
 lookup() {
@@ -353,6 +367,23 @@ configure_fields() {
 
 # deploy_function deploys the function of one FUNCTIONS row (see each_function) from this folder.
 # Cloud Run wants a whole vCPU for a concurrency above 1, and gcloud wants --memory with --cpu.
+# create_indexes creates the COMPOSITE_INDEXES the top lists' queries need; Firestore builds them in
+# the background (--async), and the queries fail until they are ready.
+create_indexes() {
+  local row words collection field configs
+  for row in "${COMPOSITE_INDEXES[@]}"; do
+    read -r -a words <<<"$row"
+    collection=${words[0]}
+    if [[ -v ENV_DEFAULTS[$collection] ]]; then collection=$(setting "$collection"); fi
+    configs=()
+    for field in "${words[@]:1}"; do
+      configs+=(--field-config="field-path=${field%:*},order=${field##*:}")
+    done
+    create_if_absent gcloud firestore indexes composite create --collection-group="$collection" \
+      --query-scope=collection "${configs[@]}" --async --project="$PROJECT" --database="$DATABASE"
+  done
+}
+
 deploy_function() {
   local name=$1 entry_point=$2 event_type=$3 topic=$4 document=$5 retry=$6 memory=$8 cpu=$9
   local concurrency=${10} timeout=${11} max_instances=${12} public_on_request=${13} from_root=${15}
@@ -471,6 +502,7 @@ main() {
   ensure_identities
   ensure_topics
   configure_fields
+  create_indexes
   each_function deploy_function
   each_function attach_dead_letter
   each_function grant_trigger_invoker

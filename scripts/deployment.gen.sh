@@ -57,3 +57,12 @@ readonly FIELD_SETTINGS=(
   'shards buckets false true'
   'members expires_at true false'
 )
+
+# Firestore composite indexes, one row each: collection (a setting's name: its value), then each
+# field as path:ascending or path:descending.
+readonly COMPOSITE_INDEXES=(
+  'ROLLUPS_COLLECTION group:ascending count:descending'
+  'ROLLUPS_COLLECTION group:ascending windows.hour.bucket:ascending windows.hour.count:descending'
+  'ROLLUPS_COLLECTION group:ascending windows.day.bucket:ascending windows.day.count:descending'
+  'ROLLUPS_COLLECTION group:ascending windows.month.bucket:ascending windows.month.count:descending'
+)

@@ -45,6 +45,26 @@ resource "google_firestore_field" "field" {
   depends_on = [google_firestore_database.database]
 }
 
+# Composite indexes declared in Go (functions.CompositeIndexes: the top lists' queries); a collection
+# named by a setting is that setting's value. Firestore builds them in the background.
+resource "google_firestore_index" "composite" {
+  for_each   = local.deployment.composite_indexes
+  project    = var.project
+  database   = var.database
+  collection = lookup(local.environment, each.value.collection, each.value.collection)
+  skip_wait  = true
+
+  dynamic "fields" {
+    for_each = each.value.fields
+    content {
+      field_path = fields.value.fieldPath
+      order      = fields.value.order
+    }
+  }
+
+  depends_on = [google_firestore_database.database]
+}
+
 # Security rules (firestore.rules): apps read roll-ups; nothing else is open to clients.
 resource "google_firebaserules_ruleset" "firestore" {
   project = var.project
