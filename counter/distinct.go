@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -35,7 +37,10 @@ type DistinctOutcome struct {
 // (counters/{id}/members/{hash}, and {window}_{label}_{hash} per window), creates the missing ones,
 // and adds 1 to the shard's count and to the buckets in which the member is new, in one commit: a
 // member sent any number of times, by any number of instances, counts once per bucket. It bypasses
-// group commit. A missing counter is ErrNotFound (a distinct counter is configured first).
+// group commit. A missing counter is ErrNotFound (a distinct counter is configured first). Members
+// are counted within the counter's member epoch (shared.FieldMembersEpoch), read with its shard
+// count: after a Reset, or a Delete and a new counter, every member counts again, on other
+// instances once their cached configuration expires (Options.ShardCountCacheTTL).
 //
 // An error wraps ErrNotApplied or ErrOutcomeUnknown as Increment's do; resending is always safe.
 func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (DistinctOutcome, error) {
@@ -56,12 +61,11 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (Disti
 	now := s.clock.Now()
 	minute, due := s.touches.due(id)
 	w := shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, member: true, stamp: due, minute: minute}
-	refs := s.memberRefs(id, member, cfg.windows, now)
 	var out DistinctOutcome
 	sent := false // some attempt reached its commit
 	var inTx error
 	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		out, inTx = s.distinctInTransaction(tx, refs, cfg.windows, w, now)
+		out, inTx = s.distinctInTransaction(tx, s.memberRefs(id, cfg.membersEpoch+"\x00"+member, cfg.windows, now), cfg.windows, w, now)
 		sent = sent || inTx == nil
 		return inTx
 	})
@@ -72,6 +76,10 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (Disti
 		}
 		return out, nil
 	case inTx != nil || !sent:
+		if status.Code(err) == codes.NotFound {
+			s.shardCounts.forget(id)
+			err = fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
 		return fail(notApplied, err)
 	}
 	return fail(outcomeUnknown, err)
@@ -113,8 +121,14 @@ func (s *Store) distinctInTransaction(tx *firestore.Transaction, refs []*firesto
 // policy on expires_at may delete them: past it the bucket no longer takes increments.
 const memberGrace = 24 * time.Hour
 
-// memberRefs are member's documents in counter id: all time, then one per window for its bucket
-// holding now.
+// membersEpoch is the member epoch of counter document snap: its creation time and FieldMembersEpoch.
+func membersEpoch(snap *firestore.DocumentSnapshot) string {
+	epoch, _ := snap.Data()[shared.FieldMembersEpoch].(string)
+	return fmt.Sprintf("%d/%s", snap.CreateTime.UnixNano(), epoch)
+}
+
+// memberRefs are the documents of a member (prefixed with its epoch) in counter id: all time, then one per
+// window for its bucket holding now.
 func (s *Store) memberRefs(id, member string, windows []string, now time.Time) []*firestore.DocumentRef {
 	sum := sha256.Sum256([]byte(member))
 	hash := hex.EncodeToString(sum[:])

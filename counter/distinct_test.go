@@ -120,3 +120,50 @@ func TestDistinctCountersRefuseDeltasAndPlainCountersRefuseMembers(t *testing.T)
 		t.Errorf("the refused increment counted: %d", sum)
 	}
 }
+
+// TestDistinctMembersCountAgainAfterResetAndDelete: a member counted once counts again after a Reset
+// (which discards its count), and after a Delete and a new counter of the same ID; a member
+// increment of the deleted counter is ErrNotFound and writes no shard.
+func TestDistinctMembersCountAgainAfterResetAndDelete(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Hour})
+	yes := true
+	configure := func() {
+		t.Helper()
+		if _, err := store.Configure(ctx, "v", counter.Settings{Distinct: &yes, Windows: []string{"day"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	countAnn := func(want bool) {
+		t.Helper()
+		out, err := store.IncrementDistinct(ctx, "v", "ann")
+		if err != nil || out.Counted != want {
+			t.Fatalf("ann: %+v, %v; want counted %v", out, err, want)
+		}
+	}
+	configure()
+	countAnn(true)
+	countAnn(false)
+	if _, err := store.Reset(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	countAnn(true)
+	if got := sum(t, store, "v"); got != 1 {
+		t.Errorf("v = %d after a reset and ann again, want 1", got)
+	}
+	if err := store.Delete(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.IncrementDistinct(ctx, "v", "ann"); !errors.Is(err, counter.ErrNotFound) {
+		t.Errorf("member increment of a deleted counter: %v, want ErrNotFound", err)
+	}
+	if docs, err := schema.ShardsRef(client, "v").Documents(ctx).GetAll(); err != nil || len(docs) != 0 {
+		t.Errorf("%d shards after a member increment of the deleted counter (%v), want none", len(docs), err)
+	}
+	configure()
+	countAnn(true)
+	if got := sum(t, store, "v"); got != 1 {
+		t.Errorf("new v = %d after ann, want 1", got)
+	}
+}

@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -49,8 +50,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes stay) and removes every per-caller
-// total in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
+// Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes
+// stay), removes every per-caller total and starts a new member epoch (distinct members count
+// again) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
 // sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
 // document, and with ErrTooManyCallers (changing nothing) beyond MaxLockedCallers totals. An
 // increment racing it is ordered wholly before it (discarded) or after it (counted).
@@ -86,14 +88,17 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 				return err
 			}
 		}
-		if !changed {
-			return nil
+		// A new member epoch: distinct members counted before count again.
+		updates := []firestore.Update{{Path: shared.FieldMembersEpoch, Value: rand.Text()}}
+		if changed {
+			updates = append(updates, touchUpdate(shared.UnixMinute(s.clock.Now()))...)
 		}
-		return tx.Update(s.schema.CounterRef(s.client, id), touchUpdate(shared.UnixMinute(s.clock.Now())))
+		return tx.Update(s.schema.CounterRef(s.client, id), updates)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("reset counter %q: %w", id, err)
 	}
+	s.shardCounts.forget(id) // its member epoch changed
 	return discarded, nil
 }
 

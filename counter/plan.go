@@ -158,7 +158,8 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 	if err != nil {
 		return writeConfig{}, err
 	}
-	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true}
+	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true,
+		membersEpoch: membersEpoch(snap)}
 	s.shardCounts.put(id, cfg)
 	return cfg, nil
 }

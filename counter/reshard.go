@@ -92,7 +92,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		return reshapeResult{}, err
 	}
 	res.changed = true
-	s.shardCounts.put(id, writeConfig{numShards: res.after.NumShards, windows: res.windows, distinct: res.distinct})
+	s.shardCounts.forget(id) // the next write reads the new configuration, member epoch included
 	return res, nil
 }
 

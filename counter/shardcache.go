@@ -44,6 +44,8 @@ type writeConfig struct {
 	windows []string
 	// distinct: the counter counts distinct members (IncrementDistinct), not deltas.
 	distinct bool
+	// membersEpoch is the counter's member epoch (membersEpoch).
+	membersEpoch string
 }
 
 func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {

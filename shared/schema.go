@@ -38,9 +38,13 @@ const (
 	// FieldDistinct, optional on counters/{id}: true when the counter counts distinct members.
 	FieldDistinct = "distinct"
 	// MembersCollection is the subcollection of a distinct counter holding a document per member
-	// counted (ID: the member's SHA-256), and per member and window bucket ({window}_{label}_{hash},
-	// with expires_at for the TTL policy).
+	// counted (ID: a SHA-256 of the counter's member epoch and the member), and per member and window
+	// bucket ({window}_{label}_{hash}, with expires_at for the TTL policy).
 	MembersCollection = "members"
+	// FieldMembersEpoch, optional on counters/{id}: a random value that Reset replaces, so that the
+	// members counted before no longer match. With the counter document's creation time it makes
+	// the member epoch: a counter deleted and made again starts a new one too.
+	FieldMembersEpoch = "members_epoch"
 	// FieldGroup, optional on counters/{id} and rollups/{id}: the group whose top lists the counter
 	// is in (ConfigureCounter's group).
 	FieldGroup = "group"
