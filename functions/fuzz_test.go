@@ -206,18 +206,7 @@ func FuzzRollupOnShardWrite(f *testing.F) {
 	z := newFuzzed(f)
 	handler := func(w http.ResponseWriter, r *http.Request) { cloudEvent((*Service).RollupOnShardWrite)(z.svc, w, r) }
 	f.Fuzz(func(t *testing.T, structured bool, subject string, body []byte) {
-		r := httptest.NewRequest(http.MethodPost, "/RollupOnShardWrite", bytes.NewReader(body))
-		if structured {
-			r.Header.Set("Content-Type", "application/cloudevents+json")
-		} else {
-			r.Header.Set("Content-Type", "application/protobuf")
-			r.Header.Set("Ce-Specversion", "1.0")
-			r.Header.Set("Ce-Id", "e-1")
-			r.Header.Set("Ce-Type", EventFirestoreDocWritten)
-			r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
-			r.Header.Set("Ce-Subject", subject)
-		}
-		z.serve(t, handler, r, func(*httptest.ResponseRecorder) bool { return true })
+		z.serve(t, handler, firestoreEventRequest("/RollupOnShardWrite", structured, subject, body), func(*httptest.ResponseRecorder) bool { return true })
 	})
 }
 
@@ -240,17 +229,23 @@ func FuzzFoldExtensionShards(f *testing.F) {
 	z := newFuzzed(f)
 	handler := func(w http.ResponseWriter, r *http.Request) { cloudEvent((*Service).FoldExtensionShards)(z.svc, w, r) }
 	f.Fuzz(func(t *testing.T, structured bool, subject string, body []byte) {
-		r := httptest.NewRequest(http.MethodPost, "/FoldExtensionShards", bytes.NewReader(body))
-		if structured {
-			r.Header.Set("Content-Type", "application/cloudevents+json")
-		} else {
-			r.Header.Set("Content-Type", "application/protobuf")
-			r.Header.Set("Ce-Specversion", "1.0")
-			r.Header.Set("Ce-Id", "e-1")
-			r.Header.Set("Ce-Type", EventFirestoreDocWritten)
-			r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
-			r.Header.Set("Ce-Subject", subject)
-		}
-		z.serve(t, handler, r, func(*httptest.ResponseRecorder) bool { return true })
+		z.serve(t, handler, firestoreEventRequest("/FoldExtensionShards", structured, subject, body), func(*httptest.ResponseRecorder) bool { return true })
 	})
+}
+
+// firestoreEventRequest is a delivery of a Firestore document event to path: a structured
+// CloudEvent with body, or a binary one (Eventarc's) with subject and body as its data.
+func firestoreEventRequest(path string, structured bool, subject string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	if structured {
+		r.Header.Set("Content-Type", "application/cloudevents+json")
+		return r
+	}
+	r.Header.Set("Content-Type", "application/protobuf")
+	r.Header.Set("Ce-Specversion", "1.0")
+	r.Header.Set("Ce-Id", "e-1")
+	r.Header.Set("Ce-Type", EventFirestoreDocWritten)
+	r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
+	r.Header.Set("Ce-Subject", subject)
+	return r
 }
