@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -86,7 +87,8 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 	}
 	doc, id := shardPath[:i], shardPath[i+len(ShardsCollection)+2:]
 	segments := strings.Split(doc, "/")
-	if id == "" || strings.Contains(id, "/") || len(segments)%2 != 0 || slices.Contains(segments, "") {
+	if id == "" || strings.Contains(id, "/") || len(segments)%2 != 0 || !utf8.ValidString(shardPath) ||
+		slices.ContainsFunc(segments, func(s string) bool { return s == "" || s == "." || s == ".." }) {
 		return "", false
 	}
 	return doc, true

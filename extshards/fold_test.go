@@ -76,6 +76,8 @@ func TestMainDocument(t *testing.T) {
 		"a/b/_counter_shards_/c/_counter_shards_/d": "a/b/_counter_shards_/c",
 		"a//_counter_shards_/x":                     "",
 		"/a/b/_counter_shards_/x":                   "",
+		"a\xff/b/_counter_shards_/x":                "", // not UTF-8: Firestore has no such path
+		"a/../_counter_shards_/x":                   "",
 	} {
 		got, ok := extshards.MainDocument(path)
 		if got != want || ok != (want != "") {

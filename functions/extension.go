@@ -17,8 +17,9 @@ import (
 // the shards after this write is committed, within about one EXTENSION_FOLD_INTERVAL. Events of
 // documents that hold nothing to fold (deletes, shards a fold emptied) are acknowledged at once.
 func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error {
-	doc, ok := extshards.MainDocument(strings.TrimPrefix(e.Subject(), "documents/"))
-	if !ok {
+	path, underDocuments := strings.CutPrefix(e.Subject(), "documents/")
+	doc, ok := extshards.MainDocument(path)
+	if !underDocuments || !ok {
 		s.log.ErrorContext(ctx, "event subject is not an extension shard document; event dropped",
 			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", ExtensionShardsPattern)
 		return nil
