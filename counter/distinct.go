@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -33,14 +34,16 @@ type DistinctOutcome struct {
 }
 
 // IncrementDistinct counts member once in counter id (which must be configured distinct), all time
-// and in the current bucket of each of its windows. One transaction reads the member's documents
-// (counters/{id}/members/{hash}, and {window}_{label}_{hash} per window), creates the missing ones,
-// and adds 1 to the shard's count and to the buckets in which the member is new, in one commit: a
-// member sent any number of times, by any number of instances, counts once per bucket. It bypasses
-// group commit. A missing counter is ErrNotFound (a distinct counter is configured first). Members
-// are counted within the counter's member epoch (shared.FieldMembersEpoch), read with its shard
-// count: after a Reset, or a Delete and a new counter, every member counts again, on other
-// instances once their cached configuration expires (Options.ShardCountCacheTTL).
+// and in the current bucket of each of its windows. It reads the member's documents
+// (counters/{id}/members/{hash}, and {window}_{label}_{hash} per window), then commits the creation of
+// the missing ones with 1 added to a shard's count and to the buckets in which the member is new. The
+// creations are the commit's preconditions, so of commits racing for a member document one applies and
+// the others are planned again from a new read; no transaction holds a lock while others wait. A member
+// sent any number of times, by any number of instances, counts once per bucket. It bypasses group
+// commit. A missing counter is ErrNotFound (a distinct counter is configured first). Members are
+// counted within the counter's member epoch (shared.FieldMembersEpoch), read with its shard count:
+// after a Reset, or a Delete and a new counter, every member counts again, on other instances once
+// their cached configuration expires (Options.ShardCountCacheTTL).
 //
 // An error wraps ErrNotApplied or ErrOutcomeUnknown as Increment's do; resending is always safe.
 func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (DistinctOutcome, error) {
@@ -48,73 +51,161 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (Disti
 		return DistinctOutcome{}, notApplied(ErrClosed)
 	}
 	defer s.life.Leave()
-	fail := func(wrap func(error) error, err error) (DistinctOutcome, error) {
-		return DistinctOutcome{}, wrap(fmt.Errorf("count member of %q: %w", id, err))
-	}
 	cfg, err := s.writeConfig(ctx, id)
 	if err != nil {
-		return fail(notApplied, err)
+		return failMember(id, notApplied, err)
 	}
 	if !cfg.distinct {
-		return fail(notApplied, ErrNotDistinct)
+		return failMember(id, notApplied, ErrNotDistinct)
 	}
 	now := s.clock.Now()
 	minute, due := s.touches.due(id)
-	w := shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, member: true, stamp: due, minute: minute}
-	var out DistinctOutcome
-	sent := false // some attempt reached its commit
-	var inTx error
-	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-		out, inTx = s.distinctInTransaction(tx, s.memberRefs(id, cfg.membersEpoch+"\x00"+member, cfg.windows, now), cfg.windows, w, now)
-		sent = sent || inTx == nil
-		return inTx
-	})
-	switch {
-	case err == nil:
-		if out.Shard >= 0 {
-			s.remember([]shardWrite{w})
-		}
-		return out, nil
-	case inTx != nil || !sent:
-		if status.Code(err) == codes.NotFound {
-			s.shardCounts.forget(id)
-			err = fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return fail(notApplied, err)
+	m := memberWrite{
+		refs:    s.memberRefs(id, cfg.membersEpoch+"\x00"+member, cfg.windows, now),
+		windows: cfg.windows,
+		shard:   shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, member: true, stamp: due, minute: minute},
+		writeID: newWriteID(),
+		now:     now,
 	}
-	return fail(outcomeUnknown, err)
-}
-
-// distinctInTransaction is one attempt of IncrementDistinct: it reads the member documents refs (all
-// time first, then one per window), then creates the missing ones and writes w with 1 for each.
-func (s *Store) distinctInTransaction(tx *firestore.Transaction, refs []*firestore.DocumentRef, windows []string, w shardWrite, now time.Time) (DistinctOutcome, error) {
-	snaps, err := tx.GetAll(refs)
+	out, err := s.commitMember(ctx, m)
 	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			s.shardCounts.forget(id)
+		}
 		return DistinctOutcome{}, err
 	}
-	out := DistinctOutcome{Shard: -1}
-	var ops []op
+	if out.Shard >= 0 {
+		s.remember([]shardWrite{m.shard})
+	}
+	return out, nil
+}
+
+// failMember is IncrementDistinct's failure of counter id: err, wrapped with wrap (notApplied or
+// outcomeUnknown).
+func failMember(id string, wrap func(error) error, err error) (DistinctOutcome, error) {
+	return DistinctOutcome{}, wrap(fmt.Errorf("count member of %q: %w", id, err))
+}
+
+// memberWrite is what IncrementDistinct commits for one member.
+type memberWrite struct {
+	// refs are the member's documents: all time, then one per window (memberRefs).
+	refs    []*firestore.DocumentRef
+	windows []string
+	// shard is the shard write, before the member's deltas are added to it.
+	shard shardWrite
+	// writeID is on every member document the commit creates: a read finds what an attempt applied.
+	writeID string
+	now     time.Time
+}
+
+// extraMemberAttempts bounds commitMember's attempts beyond len(refs)+1: a commit refused by a
+// member document another commit created leaves one document fewer to create, so len(refs)+1
+// attempts settle a member; the rest allow for contention (Aborted) and one commit sent again after
+// it got no answer.
+const extraMemberAttempts = 3
+
+// commitMember reads m's documents and commits the creation of the missing ones with their counts,
+// until one commit applies or every document exists. An error wraps ErrNotApplied or
+// ErrOutcomeUnknown.
+func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcome, error) {
+	var unknown error // a commit sent without an answer: it may still apply
+	var err error
+	attempts := len(m.refs) + 1 + extraMemberAttempts
+	for range attempts {
+		var snaps []*firestore.DocumentSnapshot
+		snaps, err = s.readMembers(ctx, m.refs, unknown != nil)
+		switch {
+		case err != nil && unknown != nil:
+			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; reading it back failed: %w", unknown, err))
+		case err != nil:
+			return failMember(m.shard.counter, notApplied, err)
+		}
+		out, creates, w, applied := m.plan(snaps)
+		if applied || len(creates) == 0 {
+			// applied: an attempt whose answer was lost created them; else others did, so no attempt
+			// of ours can apply any more.
+			return out, nil
+		}
+		err = s.commitOps(ctx, append(creates, s.shardWriteOps(w)...))
+		code := status.Code(err)
+		switch {
+		case err == nil:
+			return out, nil
+		case code == codes.AlreadyExists || code == codes.Aborted:
+			continue // another commit created a member document, or contention: read again
+		case code == codes.NotFound && unknown == nil: // the touched stamp: the counter was deleted
+			return failMember(m.shard.counter, notApplied, fmt.Errorf("%w: %w", ErrNotFound, err))
+		case unknown != nil:
+			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; sending it again failed: %w", unknown, err))
+		}
+		unknown = err
+	}
+	if unknown != nil {
+		return failMember(m.shard.counter, outcomeUnknown, unknown)
+	}
+	return failMember(m.shard.counter, notApplied, fmt.Errorf("refused %d times: %w", attempts, err))
+}
+
+// readMembers reads refs; after a commit without an answer, within resolveTimeout whatever ctx says.
+func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, settling bool) ([]*firestore.DocumentSnapshot, error) {
+	if settling {
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx, resolveTimeout)
+		defer cancel()
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("read member: %w", err)
+	}
+	return snaps, nil
+}
+
+// commitOps commits ops as one WriteBatch, seen through whatever ctx says (commitTimeout).
+func (s *Store) commitOps(ctx context.Context, ops []op) error {
+	b := s.client.Batch()
+	addToBatch(b, ops)
+	ctx, cancel := detached(ctx, commitTimeout)
+	defer cancel()
+	if _, err := b.Commit(ctx); err != nil {
+		return fmt.Errorf("commit member: %w", err)
+	}
+	return nil
+}
+
+// plan is what m's commit does given snaps, the member documents as read (in refs' order). applied is
+// true when they carry m.writeID: an earlier commit of m applied, and out says what it counted.
+// Otherwise creates are the missing documents' creations and w the shard write counting the member
+// where it is new (no creates when every document exists).
+func (m memberWrite) plan(snaps []*firestore.DocumentSnapshot) (out DistinctOutcome, creates []op, w shardWrite, applied bool) {
+	ours := func(snap *firestore.DocumentSnapshot) bool {
+		id, _ := snap.DataAt(shared.FieldMemberWrite)
+		return snap.Exists() && id == m.writeID
+	}
+	applied = slices.ContainsFunc(snaps, ours)
+	counts := func(snap *firestore.DocumentSnapshot) bool { return ours(snap) || !applied && !snap.Exists() }
+	out, w = DistinctOutcome{Shard: -1}, m.shard
 	for i, snap := range snaps {
-		if snap.Exists() {
+		if !counts(snap) {
 			continue
 		}
-		doc := map[string]any{shared.FieldCreatedAt: now}
+		doc := map[string]any{shared.FieldCreatedAt: m.now, shared.FieldMemberWrite: m.writeID}
 		if i == 0 {
 			out.Counted, w.delta = true, 1
 		} else {
-			window := windows[i-1]
+			window := m.windows[i-1]
 			out.Windows = append(out.Windows, window)
 			w.windows = append(w.windows, window)
-			doc[shared.FieldExpiresAt] = bucketEnd(window, now).Add(memberGrace)
+			doc[shared.FieldExpiresAt] = bucketEnd(window, m.now).Add(memberGrace)
 		}
-		ops = append(ops, op{kind: opCreate, ref: refs[i], data: doc})
+		creates = append(creates, op{kind: opCreate, ref: m.refs[i], data: doc})
 	}
-	if len(ops) == 0 {
-		return out, nil
+	if len(creates) > 0 {
+		out.Shard = w.shard
 	}
-	out.Shard = w.shard
-	ops = append(ops, s.shardWriteOps(w)...)
-	return out, addToTransaction(tx, ops)
+	if applied {
+		creates = nil
+	}
+	return out, creates, w, applied
 }
 
 // memberGrace is how long a window's member documents outlive their bucket before Firestore's TTL

@@ -87,6 +87,9 @@ const (
 	// with "write-" and whose source is "write"): true when it is a fence, created alone to make
 	// sure the commit that would have created it never applies; false when that commit applied.
 	FieldWriteFence = "fence"
+	// FieldMemberWrite is on every member document of a distinct counter: a random ID of the commit
+	// that created it, which tells an attempt whose answer was lost that it applied.
+	FieldMemberWrite = "write"
 	// FieldAppliedCounter, FieldAppliedDelta and FieldAppliedShard are the fields of each entry of
 	// FieldDedupeApplied.
 	FieldAppliedCounter = "counter"
