@@ -20,6 +20,8 @@ type Store struct {
 	shardCounts *shardCountCache
 	// requireExisting: Options.RequireExisting.
 	requireExisting bool
+	// hourBucketsKept: Options.HourBucketsKept.
+	hourBucketsKept time.Duration
 	// pickShard chooses the shard of every write of a counter (a shardDealer's pick in production).
 	pickShard func(id string, numShards int) int
 	touches   *touchStamps
@@ -43,6 +45,9 @@ type Options struct {
 	// RequireExisting makes increments of a counter without a counter document fail with ErrNotFound
 	// and write nothing, also when racing its Delete: only Configure creates counters.
 	RequireExisting bool
+	// HourBucketsKept is how long hourly buckets are kept: PruneHourBuckets deletes older ones. Zero
+	// keeps them forever.
+	HourBucketsKept time.Duration
 	// Clock is the Store's time source (nil: the system clock): it labels the window buckets an
 	// increment counts in, and Count's current bucket.
 	Clock shared.Clock
@@ -60,6 +65,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		clock:           clock,
 		shardCounts:     newShardCountCache(opts.ShardCountCacheTTL, clock),
 		requireExisting: opts.RequireExisting,
+		hourBucketsKept: opts.HourBucketsKept,
 		pickShard:       newShardDealer().pick,
 		touches:         newTouchStamps(clock),
 		plans:           &firestorePlans{documents: docs},

@@ -40,6 +40,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		GroupCommitInterval: cfg.GroupCommitInterval,
 		DedupeTTL:           cfg.DedupeTTL,
 		RequireExisting:     !cfg.CreateOnIncrement,
+		HourBucketsKept:     cfg.HourBucketsKept,
 	})
 	return &Service{
 		cfg:      cfg,

@@ -34,6 +34,9 @@ type view struct {
 	// group is the counter's group ("" for none): the roll-up carries it, and a write refreshes the
 	// group's top lists.
 	group string
+	// hoursDue is true when the counter's shards hold hourly buckets to prune
+	// (counter.Store.HourBucketsDue).
+	hoursDue bool
 	// readAt is Firestore's time of the read: every write committed by then is in what follows it.
 	readAt time.Time
 }
@@ -62,6 +65,8 @@ type backend interface {
 	restore(ctx context.Context, id string) error
 	// adapt changes the shard count (see counter.Store.Adapt).
 	adapt(ctx context.Context, id string, from, to int) error
+	// pruneHours deletes hourly buckets kept too long (see counter.Store.PruneHourBuckets).
+	pruneHours(ctx context.Context, id string, now time.Time) error
 }
 
 // firestoreBackend keeps roll-ups in Firestore.
@@ -91,6 +96,7 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 		}
 		v.windows = counter.WindowsOf(snaps[1])
 		v.group = counter.GroupOf(snaps[1])
+		v.hoursDue = b.counters.HourBucketsDue(snaps[1], v.readAt)
 	}
 	return v, nil
 }
@@ -207,5 +213,10 @@ func (b *firestoreBackend) restore(ctx context.Context, id string) error {
 
 func (b *firestoreBackend) adapt(ctx context.Context, id string, from, to int) error {
 	_, err := b.counters.Adapt(ctx, id, from, to)
+	return err
+}
+
+func (b *firestoreBackend) pruneHours(ctx context.Context, id string, now time.Time) error {
+	_, err := b.counters.PruneHourBuckets(ctx, id, now)
 	return err
 }

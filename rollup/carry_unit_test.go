@@ -44,9 +44,10 @@ func (m *counterStores) totals(ctx context.Context, id string) (counter.Totals, 
 func (m *counterStores) write(ctx context.Context, id string, prev view, w rollupWrite) error {
 	return m.of(id).write(ctx, id, prev, w)
 }
-func (m *counterStores) removeRollup(context.Context, string, view) error { return nil }
-func (m *counterStores) restore(context.Context, string) error            { return nil }
-func (m *counterStores) adapt(context.Context, string, int, int) error    { return nil }
+func (m *counterStores) removeRollup(context.Context, string, view) error    { return nil }
+func (m *counterStores) restore(context.Context, string) error               { return nil }
+func (m *counterStores) adapt(context.Context, string, int, int) error       { return nil }
+func (m *counterStores) pruneHours(context.Context, string, time.Time) error { return nil }
 
 // trigger is how an instance handles a shard write's event: Notify, or (for comparison) Refresh,
 // which holds every event until a roll-up covers it.

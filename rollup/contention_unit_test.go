@@ -68,9 +68,10 @@ func (s *sharedStore) write(_ context.Context, _ string, prev view, w rollupWrit
 	return nil
 }
 
-func (s *sharedStore) removeRollup(context.Context, string, view) error { return nil }
-func (s *sharedStore) restore(context.Context, string) error            { return nil }
-func (s *sharedStore) adapt(context.Context, string, int, int) error    { return nil }
+func (s *sharedStore) removeRollup(context.Context, string, view) error    { return nil }
+func (s *sharedStore) restore(context.Context, string) error               { return nil }
+func (s *sharedStore) adapt(context.Context, string, int, int) error       { return nil }
+func (s *sharedStore) pruneHours(context.Context, string, time.Time) error { return nil }
 
 // skewedClock is an instance's clock, off by skew from Firestore's.
 type skewedClock struct{ skew time.Duration }

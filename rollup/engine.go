@@ -246,7 +246,8 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 }
 
 // write computes the exact sum and the shard write rate now, writes the roll-up on condition that it
-// is still as read in v (errConflict when not), then adapts the shard count if the policy says so.
+// is still as read in v (errConflict when not), then adapts the shard count if the policy says so,
+// and prunes old hourly buckets when they are due.
 func (e *Engine) write(ctx context.Context, id string, v view, source string) error {
 	computedAt := v.readAt // the sum follows the read: it holds every write committed by then
 	totals, err := e.store.totals(ctx, id)
@@ -259,7 +260,12 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string) er
 		return err
 	}
 	if d.reshapes(v.shape, totals) {
-		return e.store.adapt(ctx, id, v.shape.NumShards, d.numShards)
+		if err := e.store.adapt(ctx, id, v.shape.NumShards, d.numShards); err != nil {
+			return err
+		}
+	}
+	if v.hoursDue {
+		return e.store.pruneHours(ctx, id, computedAt)
 	}
 	return nil
 }

@@ -266,3 +266,50 @@ func TestSweepOutOfTimeSavesItsPlaceAndTheNextResumes(t *testing.T) {
 		t.Errorf("sweep after a finished pass %+v, want no counters (nothing changed since)", third)
 	}
 }
+
+// laggingClock is the system clock, by behind.
+type laggingClock struct{ by time.Duration }
+
+func (c laggingClock) Now() time.Time                         { return time.Now().Add(-c.by) }
+func (c laggingClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// TestRollupPrunesHourBucketsKeptTooLong: the roll-up of a counter whose shards hold hourly buckets
+// older than HourBucketsKept deletes them; its count and the current hour's bucket stay.
+func TestRollupPrunesHourBucketsKeptTooLong(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute, HourBucketsKept: 48 * time.Hour}
+	counters := counter.NewStore(client, schema, opts)
+	opts.Clock = laggingClock{by: 50 * time.Hour}
+	earlier := counter.NewStore(client, schema, opts)
+	if _, err := counters.Configure(ctx, "hourly", counter.Settings{Windows: []string{"hour"}}); err != nil {
+		t.Fatal(err)
+	}
+	// As if the counter had counted hours for days: its shards may hold buckets from 80 hours ago.
+	if _, err := schema.CounterRef(client, "hourly").Update(ctx, []firestore.Update{{Path: shared.FieldHoursKeptFrom, Value: time.Now().Add(-80 * time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, inc := range []struct {
+		store *counter.Store
+		delta int64
+	}{{earlier, 3}, {counters, 2}} {
+		if _, err := inc.store.Increment(ctx, "hourly", inc.delta); err != nil {
+			t.Fatal(err)
+		}
+	}
+	engine := rollup.NewEngine(client, schema, counters, 200*time.Millisecond)
+	if _, err := engine.Refresh(ctx, "hourly", time.Now(), rollup.SourceTrigger); err != nil {
+		t.Fatal(err)
+	}
+	if d := readRollup(t, client, "hourly"); d.Count != 5 {
+		t.Errorf("roll-up count %d, want 5", d.Count)
+	}
+	for label, want := range map[string]int64{
+		counter.Bucket(counter.WindowHour, time.Now().Add(-50*time.Hour)): 0,
+		counter.Bucket(counter.WindowHour, time.Now()):                    2,
+	} {
+		if got, err := counters.WindowCount(ctx, "hourly", counter.WindowHour, label); err != nil || got != want {
+			t.Errorf("hour %s = %d (%v), want %d", label, got, err, want)
+		}
+	}
+}

@@ -55,6 +55,9 @@ type fakeStore struct {
 	removed     int
 	restored    int
 	adapted     [][2]int
+	// hoursDue is what read says of hourly buckets to prune; pruned lists when pruneHours ran.
+	hoursDue bool
+	pruned   []time.Time
 }
 
 func newFakeStore(clk *fakeClock) *fakeStore {
@@ -64,7 +67,7 @@ func newFakeStore(clk *fakeClock) *fakeStore {
 func (f *fakeStore) read(context.Context, string) (view, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v := view{version: f.version, counterExists: f.counterExists, shape: f.shape, readAt: f.clock.Now()}
+	v := view{version: f.version, counterExists: f.counterExists, shape: f.shape, hoursDue: f.hoursDue, readAt: f.clock.Now()}
 	if f.rollup != nil {
 		d := *f.rollup
 		v.rollup = &d
@@ -117,6 +120,14 @@ func (f *fakeStore) adapt(_ context.Context, _ string, from, to int) error {
 	defer f.mu.Unlock()
 	f.adapted = append(f.adapted, [2]int{from, to})
 	f.shape.NumShards = to
+	return nil
+}
+
+func (f *fakeStore) pruneHours(_ context.Context, _ string, now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pruned = append(f.pruned, now)
+	f.hoursDue = false
 	return nil
 }
 
@@ -231,6 +242,27 @@ func TestUnitRefreshFailureIsReportedAndWritesNothing(t *testing.T) {
 	store.totalsErr = errors.New("unavailable")
 	if _, err := e.Refresh(context.Background(), "c", t0, SourceTrigger); !errors.Is(err, store.totalsErr) || len(store.written) != 0 {
 		t.Errorf("refresh with a failing sum: %v, %d writes; want the failure, no write", err, len(store.written))
+	}
+}
+
+// TestUnitRefreshPrunesHoursWhenDue: a roll-up written while the counter has hourly buckets due
+// prunes them as of its computation; a roll-up without them due, or one that is covered, prunes nothing.
+func TestUnitRefreshPrunesHoursWhenDue(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.totalsResult = counter.Totals{Count: 5, Writes: 3, Shards: 10}
+	clk.now = t0.Add(time.Second)
+	if _, err := e.Refresh(context.Background(), "c", t0, SourceTrigger); err != nil || len(store.pruned) != 0 {
+		t.Fatalf("refresh without hours due: %v, pruned %v; want none", err, store.pruned)
+	}
+	store.hoursDue = true
+	if _, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceTrigger); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceTrigger); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.pruned) != 1 || !store.pruned[0].Equal(store.written[1].computedAt) {
+		t.Errorf("pruned %v after roll-ups %+v; want once, as of the second roll-up", store.pruned, store.written)
 	}
 }
 

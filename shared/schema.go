@@ -68,6 +68,9 @@ const (
 	// finds changed counters with one query on it; a value that changes once a minute, not a
 	// timestamp, keeps the index free of a hot, ever-increasing range.
 	FieldTouchedMinute = "touched_minute"
+	// FieldHoursKeptFrom is on counters/{id} once its hourly buckets were pruned: the start of the
+	// oldest hour whose bucket its shards may still hold (counter.Store.PruneHourBuckets).
+	FieldHoursKeptFrom = "hours_kept_from"
 	// FieldExpiresAt is on every dedupe record: Firestore's TTL policy deletes the record after it.
 	FieldExpiresAt = "expires_at"
 	// FieldDedupeSource, FieldDedupeKey, FieldDedupeFingerprint, FieldDedupeApplied and

@@ -58,6 +58,10 @@ type Config struct {
 	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT, default=10s" min:"1ms" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
 	// RollupInterval is the least time between two writes of one counter's roll-up document.
 	RollupInterval time.Duration `env:"ROLLUP_INTERVAL, default=1s" min:"100ms" usedBy:"RollupOnShardWrite,RollupScheduled"`
+	// HourBucketsKept is how long the hourly buckets of counters with the hour window are kept: about
+	// once a day a roll-up deletes older ones from the counter's shards (a shard would otherwise
+	// reach Firestore's 40,000 index entries after about 2.3 years). Day and month buckets are kept.
+	HourBucketsKept time.Duration `env:"HOUR_BUCKETS_KEPT, default=2160h" min:"24h" usedBy:"RollupOnShardWrite,RollupScheduled"`
 	// ExtensionFoldInterval is the least time between two folds of the firestore-counter extension's
 	// shards into one main document (docs/migrate-from-firestore-counter.md).
 	ExtensionFoldInterval time.Duration `env:"EXTENSION_FOLD_INTERVAL, default=1s" min:"100ms" usedBy:"FoldExtensionShards"`

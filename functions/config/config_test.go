@@ -31,6 +31,7 @@ func TestDefault(t *testing.T) {
 		"RollupSweepLookback": 10 * time.Minute,
 		"GroupCommitInterval": 125 * time.Millisecond,
 		"DedupeTTL":           192 * time.Hour,
+		"HourBucketsKept":     90 * 24 * time.Hour,
 		"RequireIDToken":      false,
 		"RequireAppCheck":     false,
 		"PerCallerLimit":      int64(0),

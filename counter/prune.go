@@ -1,0 +1,97 @@
+package counter
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Bounds of PruneHourBuckets.
+const (
+	// prunePeriod is how much older than the kept hours the oldest bucket a shard may hold gets
+	// before a pass is due: a pass deletes about a day of buckets, once a day.
+	prunePeriod = 24 * time.Hour
+	// maxHoursPerPass bounds one pass: a counter older than the feature catches up a month per pass.
+	maxHoursPerPass = 31 * 24
+	// maxWritesPerBatch keeps a pass's batches under Firestore's 500 writes per commit.
+	maxWritesPerBatch = 400
+)
+
+// HourBucketsDue reports whether counter document snap has hourly buckets older than
+// Options.HourBucketsKept before now that PruneHourBuckets would delete, about once a day: the
+// counter counts hours, and its oldest bucket that may remain is a prunePeriod older than kept.
+func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) bool {
+	if s.hourBucketsKept <= 0 || !slices.Contains(windowsOf(snap.Data()), WindowHour) {
+		return false
+	}
+	return !keptFrom(snap).After(s.keepHoursFrom(now).Add(-prunePeriod))
+}
+
+// PruneHourBuckets deletes from counter id's shards the hourly buckets of hours that began more than
+// Options.HourBucketsKept before now, at most maxHoursPerPass hours of them per call, and records on
+// the counter document the oldest hour kept (shared.FieldHoursKeptFrom). Counts all time and in the
+// other windows are untouched; increments racing it lose nothing (they write other fields). It
+// reports how many hours it pruned; 0 when there was nothing to do or the counter is gone.
+func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) (int, error) {
+	if s.hourBucketsKept <= 0 {
+		return 0, nil
+	}
+	counterRef := s.schema.CounterRef(s.client, id)
+	snap, err := counterRef.Get(ctx)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("prune hours of %q: read counter: %w", id, err)
+	}
+	from, to := keptFrom(snap), s.keepHoursFrom(now)
+	if !from.Before(to) {
+		return 0, nil
+	}
+	if limit := from.Add(maxHoursPerPass * time.Hour); limit.Before(to) {
+		to = limit
+	}
+	var deletes []firestore.Update
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		deletes = append(deletes, firestore.Update{FieldPath: bucketPath(WindowHour, Bucket(WindowHour, h)), Value: firestore.Delete})
+	}
+	shards, err := s.schema.ShardsRef(s.client, id).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("prune hours of %q: list shards: %w", id, err)
+	}
+	writes := make([]op, 0, len(shards)+1)
+	for _, shard := range shards {
+		writes = append(writes, op{kind: opUpdate, ref: shard.Ref, updates: deletes})
+	}
+	// Last: the counter records the pass only once every shard is pruned.
+	writes = append(writes, op{kind: opUpdate, ref: counterRef, updates: []firestore.Update{{Path: shared.FieldHoursKeptFrom, Value: to}}})
+	for batch := range slices.Chunk(writes, maxWritesPerBatch) {
+		b := s.client.Batch()
+		addToBatch(b, batch)
+		if _, err := b.Commit(ctx); err != nil {
+			return 0, fmt.Errorf("prune hours of %q before %s: %w", id, Bucket(WindowHour, to), err)
+		}
+	}
+	return len(deletes), nil
+}
+
+// keepHoursFrom is the start of the oldest hour whose bucket is kept at now.
+func (s *Store) keepHoursFrom(now time.Time) time.Time {
+	return now.Add(-s.hourBucketsKept).UTC().Truncate(time.Hour)
+}
+
+// keptFrom is the start of the oldest hour whose bucket counter document snap's shards may hold:
+// where the last pruning pass stopped, or the counter's creation.
+func keptFrom(snap *firestore.DocumentSnapshot) time.Time {
+	if t, ok := snap.Data()[shared.FieldHoursKeptFrom].(time.Time); ok {
+		return t.UTC()
+	}
+	return snap.CreateTime.UTC().Truncate(time.Hour)
+}
