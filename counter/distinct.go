@@ -105,15 +105,15 @@ type memberWrite struct {
 const extraMemberAttempts = 3
 
 // commitMember reads m's documents and commits the creation of the missing ones with their counts,
-// until one commit applies or every document exists. An error wraps ErrNotApplied or
-// ErrOutcomeUnknown.
+// until one commit applies or every document exists. An error wraps ErrNotApplied only when no
+// commit of m applied or ever will; otherwise ErrOutcomeUnknown.
 func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcome, error) {
-	var unknown error // a commit sent without an answer: it may still apply
-	var err error
+	var unknown error  // why a commit of m may have applied, or may still apply
+	var noAnswer error // the first commit of m that got no answer: one more may be sent
+	refused := false   // the last commit failed AlreadyExists: a read tells by whom
 	attempts := len(m.refs) + 1 + extraMemberAttempts
 	for range attempts {
-		var snaps []*firestore.DocumentSnapshot
-		snaps, err = s.readMembers(ctx, m.refs, unknown != nil)
+		snaps, err := s.readMembers(ctx, m.refs, unknown != nil)
 		switch {
 		case err != nil && unknown != nil:
 			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; reading it back failed: %w", unknown, err))
@@ -122,28 +122,35 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcom
 		}
 		out, creates, w, applied := m.plan(snaps)
 		if applied || len(creates) == 0 {
-			// applied: an attempt whose answer was lost created them; else others did, so no attempt
-			// of ours can apply any more.
+			// applied: an attempt whose answer was lost created them; else others did, so no commit
+			// of m can apply any more.
 			return out, nil
+		}
+		if refused {
+			// Another commit created a document the refused commit meant to create, and so did every
+			// earlier commit of m (each read found fewer missing): none of them can apply.
+			unknown, refused = nil, false
 		}
 		err = s.commitOps(ctx, append(creates, s.shardWriteOps(w)...))
 		code := status.Code(err)
 		switch {
 		case err == nil:
 			return out, nil
-		case code == codes.AlreadyExists || code == codes.Aborted:
-			continue // another commit created a member document, or contention: read again
 		case code == codes.NotFound && unknown == nil: // the touched stamp: the counter was deleted
 			return failMember(m.shard.counter, notApplied, fmt.Errorf("%w: %w", ErrNotFound, err))
-		case unknown != nil:
-			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; sending it again failed: %w", unknown, err))
+		case code == codes.AlreadyExists:
+			// By another commit, or by an earlier try of this one that the client library sent again.
+			refused = true
+		case code == codes.Aborted || code == codes.NotFound: // contention; the next read tells
+		case noAnswer != nil:
+			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; sending it again failed: %w", noAnswer, err))
+		default:
+			noAnswer = err
 		}
 		unknown = err
 	}
-	if unknown != nil {
-		return failMember(m.shard.counter, outcomeUnknown, unknown)
-	}
-	return failMember(m.shard.counter, notApplied, fmt.Errorf("refused %d times: %w", attempts, err))
+	// Every attempt committed and failed; the last may have been refused by an earlier try of its own.
+	return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("gave up after %d attempts: %w", attempts, unknown))
 }
 
 // readMembers reads refs; after a commit without an answer, within resolveTimeout whatever ctx says.
