@@ -132,6 +132,9 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcom
 			unknown, refused = nil, false
 		}
 		err = s.commitOps(ctx, append(creates, s.shardWriteOps(w)...))
+		if err != nil {
+			err = fmt.Errorf("commit member: %w", err)
+		}
 		code := status.Code(err)
 		switch {
 		case err == nil:
@@ -165,18 +168,6 @@ func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, 
 		return nil, fmt.Errorf("read member: %w", err)
 	}
 	return snaps, nil
-}
-
-// commitOps commits ops as one WriteBatch, seen through whatever ctx says (commitTimeout).
-func (s *Store) commitOps(ctx context.Context, ops []op) error {
-	b := s.client.Batch()
-	addToBatch(b, ops)
-	ctx, cancel := detached(ctx, commitTimeout)
-	defer cancel()
-	if _, err := b.Commit(ctx); err != nil {
-		return fmt.Errorf("commit member: %w", err)
-	}
-	return nil
 }
 
 // plan is what m's commit does given snaps, the member documents as read (in refs' order). applied is

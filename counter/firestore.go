@@ -15,6 +15,16 @@ type firestorePlans struct {
 	documents
 }
 
+// commitOps commits ops as one WriteBatch, seen through whatever ctx says (commitTimeout).
+func (d documents) commitOps(ctx context.Context, ops []op) error {
+	b := d.client.Batch()
+	addToBatch(b, ops)
+	ctx, cancel := detached(ctx, commitTimeout)
+	defer cancel()
+	_, err := b.Commit(ctx)
+	return err
+}
+
 // detached is ctx without its cancellation, bounded by timeout.
 func detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
@@ -23,11 +33,7 @@ func detached(ctx context.Context, timeout time.Duration) (context.Context, cont
 // commit sends the plan's operations as one WriteBatch commit: one RPC that applies all of them or
 // none.
 func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
-	b := f.client.Batch()
-	addToBatch(b, f.planOps(plan))
-	ctx, cancel := detached(ctx, commitTimeout)
-	defer cancel()
-	if _, err := b.Commit(ctx); err != nil {
+	if err := f.commitOps(ctx, f.planOps(plan)); err != nil {
 		return fmt.Errorf("commit write %s: %w", plan.writeID, err)
 	}
 	return nil

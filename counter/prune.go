@@ -73,9 +73,7 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 	// Last: the counter records the pass only once every shard is pruned.
 	writes = append(writes, op{kind: opUpdate, ref: counterRef, updates: []firestore.Update{{Path: shared.FieldHoursKeptFrom, Value: to}}})
 	for batch := range slices.Chunk(writes, maxWritesPerBatch) {
-		b := s.client.Batch()
-		addToBatch(b, batch)
-		if _, err := b.Commit(ctx); err != nil {
+		if err := s.commitOps(ctx, batch); err != nil {
 			return 0, fmt.Errorf("prune hours of %q before %s: %w", id, Bucket(WindowHour, to), err)
 		}
 	}
