@@ -37,7 +37,7 @@ func entryPoints(keep func(Function) bool) []string {
 
 // served are the entry points as they are served, by name: the HTTP ones that browsers may call
 // behind crossOrigin, the CloudEvent ones decoding their event themselves (see cloudEvent).
-// ConfigureCounter, the admin function, never answers browsers (docs/api.md, "Browsers").
+// ConfigureCounter, the admin function, never answers browsers (docs/api.md, "Browsers (CORS)").
 var served = map[string]func(*Service, http.ResponseWriter, *http.Request){
 	EntryIncrement:           crossOrigin((*Service).Increment, incrementMethods...),
 	EntryCount:               crossOrigin((*Service).Count, countMethods...),

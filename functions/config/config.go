@@ -87,7 +87,7 @@ type Config struct {
 	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`
 	// AllowedOrigins lists the web origins whose pages may call Increment, Count and Top from a
 	// browser (CORS): their preflights are answered and their answers readable. Empty: no page of
-	// another origin may call them. ConfigureCounter never answers browsers (docs/api.md, "Browsers").
+	// another origin may call them. ConfigureCounter never answers browsers (docs/api.md, "Browsers (CORS)").
 	AllowedOrigins string `env:"ALLOWED_ORIGINS" check:"origins" usedBy:"Increment,Count,Top"`
 	// RefuseAnonymousUsers makes Increment refuse (403) the ID tokens of anonymous sign-in, which any
 	// client gets at will: it keeps PER_CALLER_LIMIT's "one per user" to users with an account. It
