@@ -33,13 +33,16 @@ type windowCountResponse struct {
 	Windows []string `json:"windows"`
 }
 
+// countMethods are the methods Count accepts.
+var countMethods = []string{http.MethodGet, http.MethodHead}
+
 // Count is the HTTP entry point that reports a counter's exact value (one aggregation query) next to
 // its roll-up: GET ?counter=<id>; with &window=hour|day|month, the count in the window's current UTC
 // bucket, or in &bucket=<label> (2026-11-23T18, 2026-11-23, 2026-11).
 func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.count) }
 
 func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if err := checkMethod(r, http.MethodGet, http.MethodHead); err != nil {
+	if err := checkMethod(r, countMethods...); err != nil {
 		return 0, nil, err
 	}
 	id, err := counterParam(r, s.checkCounterID)

@@ -19,8 +19,8 @@ import (
 	"github.com/shardcount/counters/internal/testenv"
 )
 
-// testServer serves the HTTP entry points of one Service over httptest, on a Firestore emulator
-// project of its own.
+// testServer serves the HTTP entry points of one Service over httptest as they are deployed, on a
+// Firestore emulator project of its own.
 type testServer struct {
 	*httptest.Server
 	client *firestore.Client
@@ -38,10 +38,13 @@ func newTestServerWithClient(t *testing.T, cfg config.Config, client *firestore.
 	logs := new(bytes.Buffer)
 	svc := functions.NewService(cfg, client, cloudlog.New(logs, slog.LevelDebug))
 	mux := http.NewServeMux()
-	mux.HandleFunc("/"+functions.EntryIncrement, svc.Increment)
-	mux.HandleFunc("/"+functions.EntryCount, svc.Count)
-	mux.HandleFunc("/"+functions.EntryTop, svc.Top)
-	mux.HandleFunc("/"+functions.EntryConfigureCounter, svc.ConfigureCounter)
+	for _, name := range functions.HTTPEntryPoints {
+		h, ok := svc.EntryPoint(name)
+		if !ok {
+			t.Fatalf("no entry point %s", name)
+		}
+		mux.HandleFunc("/"+name, h)
+	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &testServer{Server: srv, client: client, svc: svc, logs: logs}

@@ -36,6 +36,9 @@ type incrementResponse struct {
 	ReceivedAt *time.Time `json:"received_at,omitempty"`
 }
 
+// incrementMethods are the methods Increment accepts.
+var incrementMethods = []string{http.MethodPost}
+
 // headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
 const headerReplayed = "Idempotent-Replayed"
 
@@ -49,7 +52,7 @@ func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w,
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	received := time.Now().UTC()
-	if err := checkMethod(r, http.MethodPost); err != nil {
+	if err := checkMethod(r, incrementMethods...); err != nil {
 		return 0, nil, err
 	}
 	caller, err := s.verifiedCaller(w, r)

@@ -35,18 +35,38 @@ func entryPoints(keep func(Function) bool) []string {
 	return names
 }
 
-// handlers are the entry points' handlers by name, as registered. The CloudEvent entry points are
-// registered as HTTP functions that decode their event themselves (see cloudEvent).
-var handlers = map[string]http.HandlerFunc{
-	EntryIncrement:           lazyHTTP((*Service).Increment),
-	EntryCount:               lazyHTTP((*Service).Count),
-	EntryTop:                 lazyHTTP((*Service).Top),
-	EntryConfigureCounter:    lazyHTTP((*Service).ConfigureCounter),
-	EntryIncrementFromPubSub: lazyHTTP(cloudEvent((*Service).IncrementFromPubSub)),
-	EntryRollupOnShardWrite:  lazyHTTP(cloudEvent((*Service).RollupOnShardWrite)),
-	EntryRollupScheduled:     lazyHTTP(cloudEvent((*Service).RollupScheduled)),
-	EntryFoldExtensionShards: lazyHTTP(cloudEvent((*Service).FoldExtensionShards)),
+// served are the entry points as they are served, by name: the HTTP ones that browsers may call
+// behind crossOrigin, the CloudEvent ones decoding their event themselves (see cloudEvent).
+// ConfigureCounter, the admin function, never answers browsers (docs/api.md, "Browsers (CORS)").
+var served = map[string]func(*Service, http.ResponseWriter, *http.Request){
+	EntryIncrement:           crossOrigin((*Service).Increment, incrementMethods...),
+	EntryCount:               crossOrigin((*Service).Count, countMethods...),
+	EntryTop:                 crossOrigin((*Service).Top, topMethods...),
+	EntryConfigureCounter:    (*Service).ConfigureCounter,
+	EntryIncrementFromPubSub: cloudEvent((*Service).IncrementFromPubSub),
+	EntryRollupOnShardWrite:  cloudEvent((*Service).RollupOnShardWrite),
+	EntryRollupScheduled:     cloudEvent((*Service).RollupScheduled),
+	EntryFoldExtensionShards: cloudEvent((*Service).FoldExtensionShards),
 }
+
+// EntryPoint returns s's entry point name as the deployed functions serve it (for HTTP entry
+// points: CORS included), for servers and tests that build their own Service.
+func (s *Service) EntryPoint(name string) (http.HandlerFunc, bool) {
+	method, ok := served[name]
+	if !ok {
+		return nil, false
+	}
+	return func(w http.ResponseWriter, r *http.Request) { method(s, w, r) }, true
+}
+
+// handlers are the entry points' handlers by name, as registered: served, on this process's Service.
+var handlers = func() map[string]http.HandlerFunc {
+	m := make(map[string]http.HandlerFunc, len(served))
+	for name, method := range served {
+		m[name] = lazyHTTP(method)
+	}
+	return m
+}()
 
 // Handler returns the handler registered as entry point name, for servers that must also serve it at
 // another path (the local stack's Pub/Sub push endpoints).

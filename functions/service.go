@@ -30,6 +30,7 @@ type Service struct {
 	log      *slog.Logger
 	callers  *callerauth.Verifier // nil: callers are not verified
 	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
+	origins  map[string]bool      // ALLOWED_ORIGINS
 }
 
 // NewService wires the entry points to a Firestore client.
@@ -42,7 +43,12 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		RequireExisting:     !cfg.CreateOnIncrement,
 		HourBucketsKept:     cfg.HourBucketsKept,
 	})
+	origins := map[string]bool{}
+	for _, o := range cfg.Origins() {
+		origins[o] = true
+	}
 	return &Service{
+		origins:  origins,
 		cfg:      cfg,
 		counters: counters,
 		rollups:  rollup.NewStore(client, cfg.Schema()),

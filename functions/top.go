@@ -23,13 +23,16 @@ type topResponse struct {
 	UpdatedAt *string           `json:"updated_at"`
 }
 
+// topMethods are the methods Top accepts.
+var topMethods = []string{http.MethodGet, http.MethodHead}
+
 // Top is the HTTP entry point GET ?group=G[&window=hour|day|month][&limit=N]: the group's counters
 // with the highest counts, all time or in the window's current UTC bucket, highest first, from the
 // group's top list document (one read), refreshed by the roll-ups at most once per ROLLUP_INTERVAL.
 func (s *Service) Top(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.top) }
 
 func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if err := checkMethod(r, http.MethodGet, http.MethodHead); err != nil {
+	if err := checkMethod(r, topMethods...); err != nil {
 		return 0, nil, err
 	}
 	group, err := oneParam(r, "group")

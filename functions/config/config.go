@@ -6,6 +6,7 @@ package config
 
 import (
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/shardcount/counters/shared"
@@ -84,6 +85,10 @@ type Config struct {
 	// PerCallerLimit, when positive, holds each verified user's total on each counter within
 	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
 	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`
+	// AllowedOrigins lists the web origins whose pages may call Increment, Count and Top from a
+	// browser (CORS): their preflights are answered and their answers readable. Empty: no page of
+	// another origin may call them. ConfigureCounter never answers browsers (docs/api.md, "Browsers (CORS)").
+	AllowedOrigins string `env:"ALLOWED_ORIGINS" check:"origins" usedBy:"Increment,Count,Top"`
 	// RefuseAnonymousUsers makes Increment refuse (403) the ID tokens of anonymous sign-in, which any
 	// client gets at will: it keeps PER_CALLER_LIMIT's "one per user" to users with an account. It
 	// needs REQUIRE_ID_TOKEN.
@@ -101,6 +106,9 @@ var namedBounds = map[string]int64{
 func (c Config) Schema() shared.Schema {
 	return shared.Schema{Counters: c.CountersCollection, Rollups: c.RollupsCollection, Dedupe: c.DedupeCollection, Tops: c.TopsCollection}
 }
+
+// Origins lists ALLOWED_ORIGINS, which Load has checked; none when it is empty.
+func (c Config) Origins() []string { return strings.Fields(c.AllowedOrigins) }
 
 // VerifiesCallers says whether Increment checks any token.
 func (c Config) VerifiesCallers() bool { return c.RequireIDToken || c.RequireAppCheck }

@@ -103,6 +103,12 @@ func TestParseEachVariable(t *testing.T) {
 		{name: "COUNTER_ID_PATTERN", env: env{"COUNTER_ID_PATTERN": "post-[0-9]+"}, modify: func(c *Config) { c.CounterIDPattern = "post-[0-9]+" }},
 		{name: "REFUSE_ANONYMOUS_USERS", env: env{"REQUIRE_ID_TOKEN": "true", "REFUSE_ANONYMOUS_USERS": "true"},
 			modify: func(c *Config) { c.RequireIDToken, c.RefuseAnonymousUsers = true, true }},
+		{name: "ALLOWED_ORIGINS one", env: env{"ALLOWED_ORIGINS": "https://app.example.com"},
+			modify: func(c *Config) { c.AllowedOrigins = "https://app.example.com" }},
+		{name: "ALLOWED_ORIGINS several, ports, IPv6, app schemes", env: env{"ALLOWED_ORIGINS": "https://app.example.com  http://localhost:5173 http://[::1]:8000\tcapacitor://localhost"},
+			modify: func(c *Config) {
+				c.AllowedOrigins = "https://app.example.com  http://localhost:5173 http://[::1]:8000\tcapacitor://localhost"
+			}},
 		{name: "LOG_LEVEL DEBUG", env: env{"LOG_LEVEL": "DEBUG"}, modify: func(c *Config) { c.LogLevel = "DEBUG" }},
 		{name: "LOG_LEVEL warn", env: env{"LOG_LEVEL": "warn"}, modify: func(c *Config) { c.LogLevel = "warn" }},
 		{name: "all at once", env: env{
@@ -195,6 +201,32 @@ func TestParseInvalid(t *testing.T) {
 			wantMsgs: []string{"COUNTER_ID_PATTERN", `"post-(?=[0-9])"`, "RE2"}},
 		{name: "refuse anonymous users without id tokens", env: env{"REFUSE_ANONYMOUS_USERS": "true"},
 			wantMsgs: []string{"REFUSE_ANONYMOUS_USERS", "REQUIRE_ID_TOKEN"}},
+		{name: "origins with a wildcard", env: env{"ALLOWED_ORIGINS": "*"},
+			wantMsgs: []string{"ALLOWED_ORIGINS", `"*"`, "wildcards are not supported", "scheme://host[:port]"}},
+		{name: "origins with a wildcard subdomain", env: env{"ALLOWED_ORIGINS": "https://app.example.com https://*.example.com"},
+			wantMsgs: []string{"ALLOWED_ORIGINS", `"https://*.example.com" is not an origin`, "wildcards"}},
+		{name: "origin with a trailing slash", env: env{"ALLOWED_ORIGINS": "https://app.example.com/"},
+			wantMsgs: []string{`"https://app.example.com/" is not an origin`, "no path", "trailing /"}},
+		{name: "origin with a path", env: env{"ALLOWED_ORIGINS": "https://app.example.com/likes"},
+			wantMsgs: []string{`"https://app.example.com/likes" is not an origin`, "no path"}},
+		{name: "origin with a query", env: env{"ALLOWED_ORIGINS": "https://app.example.com?x=1"},
+			wantMsgs: []string{"is not an origin", "query"}},
+		{name: "origin without a scheme", env: env{"ALLOWED_ORIGINS": "app.example.com"},
+			wantMsgs: []string{`"app.example.com" is not an origin`, "scheme://host[:port]"}},
+		{name: "origin scheme only", env: env{"ALLOWED_ORIGINS": "https://"},
+			wantMsgs: []string{`"https://" is not an origin`, "scheme://host[:port]"}},
+		{name: "origin null", env: env{"ALLOWED_ORIGINS": "null"},
+			wantMsgs: []string{`"null" is not an origin`}},
+		{name: "origin in upper case", env: env{"ALLOWED_ORIGINS": "https://App.Example.com"},
+			wantMsgs: []string{"is not an origin", "lower case"}},
+		{name: "origin with the default port", env: env{"ALLOWED_ORIGINS": "https://app.example.com:443"},
+			wantMsgs: []string{"is not an origin", "default port 443", "write https://app.example.com"}},
+		{name: "origin with a bad port", env: env{"ALLOWED_ORIGINS": "http://localhost:99999"},
+			wantMsgs: []string{"is not an origin", "port", "1 to 65535"}},
+		{name: "origin with user info", env: env{"ALLOWED_ORIGINS": "https://me@app.example.com"},
+			wantMsgs: []string{"is not an origin", "user name"}},
+		{name: "origins separated by commas", env: env{"ALLOWED_ORIGINS": "https://a.example.com,https://b.example.com"},
+			wantMsgs: []string{"ALLOWED_ORIGINS", "spaces, not commas"}},
 		{name: "log level unknown", env: env{"LOG_LEVEL": "LOUD"},
 			wantMsgs: []string{"LOG_LEVEL", `"LOUD"`, "DEBUG, INFO, WARNING or ERROR"}},
 		{name: "log level critical not accepted", env: env{"LOG_LEVEL": "CRITICAL"},
@@ -235,6 +267,20 @@ func TestParseInvalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOriginsListsEachOrigin: ALLOWED_ORIGINS splits on any run of spaces (or tabs); unset is none.
+func TestOriginsListsEachOrigin(t *testing.T) {
+	c, err := Parse(env{"ALLOWED_ORIGINS": " https://app.example.com   http://localhost:5173\t"}.lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Origins(), []string{"https://app.example.com", "http://localhost:5173"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Origins() = %q, want %q", got, want)
+	}
+	if got := Default().Origins(); len(got) != 0 {
+		t.Errorf("Default().Origins() = %q, want none", got)
 	}
 }
 

@@ -56,6 +56,7 @@ var stringChecks = map[string]struct {
 		}
 		return nil
 	}},
+	"origins": {"origins separated by spaces, each scheme://host[:port] as browsers send it (e.g. https://app.example.com http://localhost:5173): no path, no *", checkOrigins},
 	"logLevel": {"DEBUG, INFO, WARNING (or WARN) or ERROR", func(v string) error {
 		_, err := cloudlog.ParseLevel(v)
 		return err

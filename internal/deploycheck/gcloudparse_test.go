@@ -24,6 +24,8 @@ var scriptOptions = [][]string{
 	{"--allow-unauthenticated-increments", "--env", "REQUIRE_APP_CHECK=true", "--env", "COUNTER_ID_PATTERN=post-[0-9]+"},
 	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen",
 		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
+	{"--allow-unauthenticated-increments", "--env", "REQUIRE_ID_TOKEN=true",
+		"--env", "ALLOWED_ORIGINS=https://app.example.com https://www.example.com http://localhost:5173"},
 	{"--max-delivery-attempts", "20"},
 	{"--dead-letter-only"},
 	{"--opt-in", "fold-extension-shards"},

@@ -26,7 +26,7 @@ import (
 // is counted, a Firestore document.written event with protobuf data rolls its counter up.
 func TestEventEntryPointsServedAsDeployed(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t)
-	bin := buildLocalstack(t)
+	bin := testenv.BuildLocalstack(t)
 	project := testenv.NewProjectID()
 	db, err := firestore.NewClient(context.Background(), project)
 	if err != nil {

@@ -33,7 +33,7 @@ const cloudRunStopGrace = 10 * time.Second
 // count in the emulator equals what was acknowledged; the process exits 0 before Cloud Run's SIGKILL.
 func TestServeFunctionsStopsGracefullyOnSIGTERM(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t)
-	bin := buildLocalstack(t)
+	bin := testenv.BuildLocalstack(t)
 	port, project := freePort(t), testenv.NewProjectID()
 	base := "http://127.0.0.1:" + port
 	cmd := exec.Command(bin, localstack.ServeFunctionsCommand)

@@ -21,16 +21,6 @@ import (
 )
 
 // buildLocalstack compiles the command `make run` runs.
-func buildLocalstack(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "localstack")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/shardcount/counters/cmd/localstack").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build localstack: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func freePort(t *testing.T) string {
 	t.Helper()
 	port, err := emulators.FreePort()
@@ -41,14 +31,17 @@ func freePort(t *testing.T) string {
 }
 
 // TestRunServesEverythingAndStopsCleanly is the newcomer's path: start the stack, see "ready" with
-// every function's URL, increment three times, count 3, SIGTERM, and nothing is left running.
+// every function's URL, increment three times, count 3, SIGTERM, and nothing is left running. The
+// functions' settings pass through: with ALLOWED_ORIGINS naming the example app's origin, a preflight
+// from there is answered for it, one from another origin is not.
 func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
-	bin := buildLocalstack(t)
+	bin := testenv.BuildLocalstack(t)
 	port, fsPort, psPort, authPort, appPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
-		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort)
+		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort,
+		"ALLOWED_ORIGINS=http://127.0.0.1:"+appPort)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +97,19 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	if count.Count != 3 {
 		t.Errorf("count %d after three increments, want 3", count.Count)
 	}
+	for origin, allowed := range map[string]bool{"http://127.0.0.1:" + appPort: true, "http://localhost:" + appPort: false} {
+		req, _ := http.NewRequest(http.MethodOptions, base+"/Increment", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", http.MethodPost)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode != http.StatusNoContent || (got == origin) != allowed {
+			t.Errorf("preflight from %s: %d, Access-Control-Allow-Origin %q; want 204 and the origin echoed: %t", origin, resp.StatusCode, got, allowed)
+		}
+	}
 	// The stack's own project holds clients to production's rules: shards are closed to them.
 	shard := "http://127.0.0.1:" + fsPort + "/v1/projects/demo-lifecycle/databases/(default)/documents/counters/newcomer/shards/0"
 	if resp, err := http.Get(shard); err != nil || resp.StatusCode != http.StatusForbidden {
@@ -155,7 +161,7 @@ func processesMentioning(s string) []string {
 
 // TestMissingJavaIsNamed: without Java the stack refuses to start and says what to install.
 func TestMissingJavaIsNamed(t *testing.T) {
-	bin := buildLocalstack(t)
+	bin := testenv.BuildLocalstack(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),
 		"PORT="+freePort(t), "FIRESTORE_PORT="+freePort(t), "PUBSUB_PORT="+freePort(t))

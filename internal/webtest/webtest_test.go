@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -33,6 +38,12 @@ const (
 func runNodeTests(t *testing.T, files ...string) {
 	t.Helper()
 	testenv.Stack(t)
+	runNodeTestsWith(t, nil, files...)
+}
+
+// runNodeTestsWith is runNodeTests with env added to the stack's environment.
+func runNodeTestsWith(t *testing.T, env []string, files ...string) {
+	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not on PATH: install Node.js 20 or later (these machines have it; .ci/run needs it)")
 	}
@@ -43,7 +54,7 @@ func runNodeTests(t *testing.T, files ...string) {
 	// keep the file's process, and so this run, alive.
 	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec", "--test-force-exit",
 		fmt.Sprintf("--test-timeout=%d", perTest.Milliseconds())}, files...)
-	out, err := runNode(webDir, runLimit, args...)
+	out, err := runNode(webDir, runLimit, env, args...)
 	t.Logf("node %v:\n%s", args, out)
 	if err != nil {
 		t.Fatalf("node tests: %v", err)
@@ -53,14 +64,15 @@ func runNodeTests(t *testing.T, files ...string) {
 // errRunLimit says a node run was killed for outliving its limit.
 var errRunLimit = errors.New("did not finish in time: killed with its process group")
 
-// runNode runs node with args in dir and returns what it printed. A run that outlives limit is
-// killed with its whole process group; a descendant that escaped the group and still holds the
-// output pipe delays the return by at most pipeGrace.
-func runNode(dir string, limit time.Duration, args ...string) ([]byte, error) {
+// runNode runs node with args in dir, with env added to this process's environment, and returns
+// what it printed. A run that outlives limit is killed with its whole process group; a descendant
+// that escaped the group and still holds the output pipe delays the return by at most pipeGrace.
+func runNode(dir string, limit time.Duration, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = pipeGrace
@@ -80,7 +92,7 @@ func runNode(dir string, limit time.Duration, args ...string) ([]byte, error) {
 // pipe (as a browser left open would), is killed at the limit and its output kept.
 func TestRunNodeKillsAHungRun(t *testing.T) {
 	testenv.SkipIfShort(t, "Node.js")
-	out, err := runNode("testdata", 2*time.Second, "hangs.mjs")
+	out, err := runNode("testdata", 2*time.Second, nil, "hangs.mjs")
 	if !errors.Is(err, errRunLimit) {
 		t.Fatalf("err = %v, want %v; output:\n%s", err, errRunLimit, out)
 	}
@@ -116,6 +128,55 @@ func TestFirestoreCounterExtensionClients(t *testing.T) {
 // TestExampleAppInChromium: the live example app in headless Chromium, clicks included; the
 // screenshot lands in web/test-results/example-app.png.
 func TestExampleAppInChromium(t *testing.T) {
+	requireChromium(t)
+	runNodeTests(t, "test/browser.test.mjs")
+}
+
+// TestPagesOfListedOriginsIncrementInChromium: a functions process of the local stack with
+// ALLOWED_ORIGINS naming the example app's origin (http://127.0.0.1:<port>) and REQUIRE_ID_TOKEN on;
+// in headless Chromium, a page of that origin increments it through fetch with an ID token from the
+// Auth emulator (a preflighted request) and reads the answers' headers; the same page served as
+// http://localhost:<port>, another origin, is refused by the browser before the increment is sent.
+func TestPagesOfListedOriginsIncrementInChromium(t *testing.T) {
+	requireChromium(t)
+	stack := testenv.Stack(t)
+	appURL, err := url.Parse(os.Getenv("LOCALSTACK_APP_URL"))
+	if err != nil || appURL.Host == "" {
+		t.Fatalf("LOCALSTACK_APP_URL=%q: not the example app's URL (%v)", os.Getenv("LOCALSTACK_APP_URL"), err)
+	}
+	port, err := emulators.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	functionsURL := "http://127.0.0.1:" + port
+	cmd := exec.Command(testenv.BuildLocalstack(t), localstack.ServeFunctionsCommand)
+	cmd.Env = append(os.Environ(), "PORT="+port, "LOCAL_ONLY=true",
+		"ALLOWED_ORIGINS="+appURL.Scheme+"://"+appURL.Host, "REQUIRE_ID_TOKEN=true")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Logf("functions process with ALLOWED_ORIGINS (project %s):\n%s", stack.Project, logs.String())
+	})
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(functionsURL + "/" + functions.EntryCount); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the functions process did not serve within a minute\n%s", logs.String())
+		}
+	}
+	runNodeTestsWith(t, []string{"LOCALSTACK_CORS_FUNCTIONS_URL=" + functionsURL}, "test/cors.test.mjs")
+}
+
+// requireChromium fails t when there is no Chromium to drive.
+func requireChromium(t *testing.T) {
+	t.Helper()
 	path := os.Getenv("CHROMIUM_PATH")
 	if path == "" {
 		path = "/usr/bin/chromium"
@@ -123,5 +184,4 @@ func TestExampleAppInChromium(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("no Chromium at %s: apt-get install chromium (.ci/run does), or set CHROMIUM_PATH", path)
 	}
-	runNodeTests(t, "test/browser.test.mjs")
 }

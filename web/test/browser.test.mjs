@@ -5,23 +5,13 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { closeBrowser, launchChromium } from './chromium.mjs';
 import { callFunction, eventually, stack, uniqueID } from './stack.mjs';
 
-const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 export const screenshotPath = fileURLToPath(new URL('../test-results/example-app.png', import.meta.url));
 
 test('the example app counts likes at once, exactly once, live', async (t) => {
-  // launch (not launchPersistentContext): Playwright owns the temporary profile and removes it after
-  // the browser exited, and browser.process() lets a hung close be ended. Removing a profile ourselves
-  // raced Chromium's last writes (ENOTEMPTY), and since t.after hooks run in registration order and
-  // stop at the first that throws, the browser was then never closed and node never exited.
-  const browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   t.after(() => closeBrowser(browser));
   const page = await browser.newPage({ viewport: { width: 1000, height: 600 } });
   const pageErrors = [];
@@ -88,16 +78,3 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
   await page.screenshot({ path: screenshotPath });
   t.diagnostic(`screenshot: ${screenshotPath}`);
 });
-
-/** Closes the browser, killing its process if it has not exited within 30 s (a hung close would
- * otherwise keep this file's process, and so the whole run, alive). */
-async function closeBrowser(browser) {
-  let timer;
-  const hung = new Promise((resolve) => { timer = setTimeout(resolve, 30_000, 'hung'); });
-  const outcome = await Promise.race([browser.close().then(() => 'closed'), hung]);
-  clearTimeout(timer);
-  if (outcome === 'hung') {
-    browser.process()?.kill('SIGKILL');
-    throw new Error('Chromium did not close within 30 s: killed');
-  }
-}

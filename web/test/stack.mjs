@@ -59,6 +59,15 @@ export async function signedInFirestoreClient(t) {
   return db;
 }
 
+/** Resolves to the ID token of a new anonymous user of the stack's Auth emulator (deleted after t). */
+export async function idToken(t) {
+  const { app } = newClient(t);
+  const auth = getAuth(app);
+  connectAuthEmulator(auth, `http://${stack.authHost}`, { disableWarnings: true });
+  const { user } = await signInAnonymously(auth);
+  return user.getIdToken();
+}
+
 function newClient(t) {
   const app = initializeApp({ projectId: stack.project, apiKey: 'local-emulator' }, uniqueID('app'));
   const db = getFirestore(app);

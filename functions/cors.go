@@ -1,0 +1,63 @@
+package functions
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// The CORS protocol's headers (the Fetch standard).
+const (
+	headerOrigin        = "Origin"
+	headerRequestMethod = "Access-Control-Request-Method"
+	headerAllowOrigin   = "Access-Control-Allow-Origin"
+	headerAllowMethods  = "Access-Control-Allow-Methods"
+	headerAllowHeaders  = "Access-Control-Allow-Headers"
+	headerExposeHeaders = "Access-Control-Expose-Headers"
+	headerMaxAge        = "Access-Control-Max-Age"
+	headerVary          = "Vary"
+	corsPreflightMaxAge = 3600 // seconds a browser may reuse a preflight's answer
+)
+
+// corsRequestHeaders are the request headers the API reads, which pages may send.
+var corsRequestHeaders = strings.Join([]string{"Content-Type", headerAuthorization, shared.HeaderIdempotencyKey, headerAppCheck}, ", ")
+
+// corsExposedHeaders are the answer headers beyond the CORS-safelisted ones that clients act on.
+var corsExposedHeaders = strings.Join([]string{"Retry-After", "WWW-Authenticate", headerReplayed}, ", ")
+
+// crossOrigin serves method to pages of ALLOWED_ORIGINS (CORS); methods are those it accepts. A
+// preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered here, 204, and never
+// reaches method: for a listed origin with the origin echoed, the methods, the request headers the
+// API reads and a max age; for any other origin without CORS headers, so the browser sends nothing
+// more. Other requests go to method, their answers carrying Access-Control-Allow-Origin (and the
+// headers clients read) when the origin is listed. With any origin listed, every answer says
+// Vary: Origin.
+func crossOrigin(method func(*Service, http.ResponseWriter, *http.Request), methods ...string) func(*Service, http.ResponseWriter, *http.Request) {
+	allowMethods := strings.Join(methods, ", ")
+	return func(s *Service, w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		if len(s.origins) > 0 {
+			h.Add(headerVary, headerOrigin)
+		}
+		origins := r.Header.Values(headerOrigin)
+		listed := len(origins) == 1 && s.origins[origins[0]]
+		if listed {
+			h.Set(headerAllowOrigin, origins[0])
+		}
+		if r.Method == http.MethodOptions && len(origins) > 0 && r.Header.Get(headerRequestMethod) != "" {
+			if listed {
+				h.Set(headerAllowMethods, allowMethods)
+				h.Set(headerAllowHeaders, corsRequestHeaders)
+				h.Set(headerMaxAge, strconv.Itoa(corsPreflightMaxAge))
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if listed {
+			h.Set(headerExposeHeaders, corsExposedHeaders)
+		}
+		method(s, w, r)
+	}
+}
