@@ -119,6 +119,11 @@ const (
 	TopicIncrementsDeadLetter = "counter-increments-dead-letter"
 )
 
+// OursByName says whether collection ID id names a collection group of the counters: it contains
+// "counter". Only such groups get a TTL policy, which applies to every collection of that ID in the
+// database, an app's included.
+func OursByName(id string) bool { return strings.Contains(id, "counter") }
+
 // UnixMinute is the value of FieldTouchedMinute for a write at t.
 func UnixMinute(t time.Time) int64 { return t.Unix() / 60 }
 
