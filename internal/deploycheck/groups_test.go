@@ -240,3 +240,71 @@ func TestCollectionsGivenATTLMustSayCounter(t *testing.T) {
 		t.Error("no TTL policy on a collection named by a setting: nothing checked")
 	}
 }
+
+// TestOperationsListsEveryFieldSettingAndIndex: docs/operations.md's table of field settings and
+// indexes has one row per declared field setting, with its setting, and one per composite index, and
+// no other row that deploys something.
+func TestOperationsListsEveryFieldSettingAndIndex(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "| collection group and field | setting | why |\n|---|---|---|\n")
+	if !ok {
+		t.Fatal("docs/operations.md: no table of field settings and indexes")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	rows := map[string]string{}
+	for line := range strings.SplitSeq(table, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) != 3 || strings.TrimSpace(cells[2]) == "" {
+			t.Errorf("row %q: want three cells, a reason in the last", line)
+			continue
+		}
+		rows[strings.TrimSpace(cells[0])] = cells[1]
+	}
+	defaults := map[string]string{}
+	for _, s := range config.Settings() {
+		defaults[s.Name] = s.Default
+	}
+	collection := func(c string) string { // a setting's name: its default
+		if d, ok := defaults[c]; ok {
+			return d
+		}
+		return c
+	}
+	want := map[string]string{}
+	for _, f := range functions.FieldSettings() {
+		setting := "no index"
+		if f.Ascending {
+			setting = "ascending, collection scope only"
+		}
+		if f.TTL {
+			setting += ", TTL policy"
+		}
+		want["`"+collection(f.Collection)+"."+f.Field+"`"] = setting
+	}
+	for _, i := range functions.CompositeIndexes() {
+		var fields []string
+		for _, f := range i.Fields {
+			field := "`" + f.Path + "`"
+			if f.Descending {
+				field += " descending"
+			}
+			fields = append(fields, field)
+		}
+		want["`"+collection(i.Collection)+"`: "+strings.Join(fields, ", ")] = "composite index"
+	}
+	for row, setting := range rows {
+		if w, ok := want[row]; !ok && setting != "automatic (nothing to set)" {
+			t.Errorf("docs/operations.md lists %s (%s), which is not declared", row, setting)
+		} else if ok && setting != w {
+			t.Errorf("docs/operations.md: %s is %q, declared %q", row, setting, w)
+		}
+	}
+	for row, setting := range want {
+		if _, ok := rows[row]; !ok {
+			t.Errorf("docs/operations.md does not list %s (%s)", row, setting)
+		}
+	}
+}
