@@ -1,9 +1,7 @@
 package deploycheck_test
 
 import (
-	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +14,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/shardcount/counters/functions"
 )
@@ -193,26 +190,7 @@ func TestTerraformInvokersFollowTheirLists(t *testing.T) {
 // deployment, holds an opt-in function only when var.opt_in names it, and gives a from-root
 // Firestore trigger its pattern as declared (other triggers below the counters collection).
 func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root, "terraform", "deployment.gen.tf.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gen struct {
-		Locals struct {
-			Deployment json.RawMessage `json:"deployment"`
-		} `json:"locals"`
-	}
-	if err := json.Unmarshal(raw, &gen); err != nil {
-		t.Fatal(err)
-	}
-	ty, err := ctyjson.ImpliedType(gen.Locals.Deployment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deployment, err := ctyjson.Unmarshal(gen.Locals.Deployment, ty)
-	if err != nil {
-		t.Fatal(err)
-	}
+	deployment := generatedDeployment(t)
 	funcs := maps.Clone(terraformFunctions)
 	funcs["try"] = tryfunc.TryFunc
 	for _, optIn := range [][]string{nil, {"fold-extension-shards"}} {
