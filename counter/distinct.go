@@ -35,7 +35,9 @@ type DistinctOutcome struct {
 
 // IncrementDistinct counts member once in counter id (which must be configured distinct), all time
 // and in the current bucket of each of its windows. It reads the member's documents
-// (counters/{id}/members/{hash}, and {window}_{label}_{hash} per window), then commits the creation of
+// (counters/{id}/counter_members/{hash}, and {window}_{label}_{hash} per window; of a counter without
+// shared.FieldMemberCollection, also their twins in the legacy members collection, a member found in
+// either being counted, and creates both), then commits the creation of
 // the missing ones with 1 added to a shard's count and to the buckets in which the member is new. The
 // creations are the commit's preconditions, so of commits racing for a member document one applies and
 // the others are planned again from a new read; no transaction holds a lock while others wait. A member
@@ -61,11 +63,14 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (Disti
 	now := s.clock.Now()
 	minute, due := s.touches.due(id)
 	m := memberWrite{
-		refs:    s.memberRefs(id, cfg.membersEpoch+"\x00"+member, cfg.windows, now),
+		refs:    s.memberRefs(id, shared.MembersCollection, cfg.membersEpoch+"\x00"+member, cfg.windows, now),
 		windows: cfg.windows,
 		shard:   shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, member: true, stamp: due, minute: minute},
 		writeID: newWriteID(),
 		now:     now,
+	}
+	if cfg.legacyMembers {
+		m.legacy = s.memberRefs(id, shared.LegacyMembersCollection, cfg.membersEpoch+"\x00"+member, cfg.windows, now)
 	}
 	out, err := s.commitMember(ctx, m)
 	if err != nil {
@@ -89,7 +94,10 @@ func failMember(id string, wrap func(error) error, err error) (DistinctOutcome, 
 // memberWrite is what IncrementDistinct commits for one member.
 type memberWrite struct {
 	// refs are the member's documents: all time, then one per window (memberRefs).
-	refs    []*firestore.DocumentRef
+	refs []*firestore.DocumentRef
+	// legacy, nil or as long as refs, are their twins in shared.LegacyMembersCollection: a member
+	// document counts as existing when either exists, and is created in both.
+	legacy  []*firestore.DocumentRef
 	windows []string
 	// shard is the shard write, before the member's deltas are added to it.
 	shard shardWrite
@@ -113,13 +121,14 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcom
 	refused := false   // the last commit failed AlreadyExists: a read tells by whom
 	attempts := len(m.refs) + 1 + extraMemberAttempts
 	for range attempts {
-		snaps, err := s.readMembers(ctx, m.refs, unknown != nil)
+		snaps, err := s.readMembers(ctx, append(slices.Clip(m.refs), m.legacy...), unknown != nil)
 		switch {
 		case err != nil && unknown != nil:
 			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; reading it back failed: %w", unknown, err))
 		case err != nil:
 			return failMember(m.shard.counter, notApplied, err)
 		}
+		snaps = m.eitherTwin(snaps)
 		out, creates, w, applied := m.plan(snaps)
 		if applied || len(creates) == 0 {
 			// applied: an attempt whose answer was lost created them; else others did, so no commit
@@ -196,6 +205,9 @@ func (m memberWrite) plan(snaps []*firestore.DocumentSnapshot) (out DistinctOutc
 			doc[shared.FieldExpiresAt] = bucketEnd(window, m.now).Add(memberGrace)
 		}
 		creates = append(creates, op{kind: opCreate, ref: m.refs[i], data: doc})
+		if m.legacy != nil {
+			creates = append(creates, op{kind: opCreate, ref: m.legacy[i], data: doc})
+		}
 	}
 	if len(creates) > 0 {
 		out.Shard = w.shard
@@ -204,6 +216,21 @@ func (m memberWrite) plan(snaps []*firestore.DocumentSnapshot) (out DistinctOutc
 		creates = nil
 	}
 	return out, creates, w, applied
+}
+
+// eitherTwin folds snaps, read from m.refs then m.legacy, into one per member document: the
+// existing one of each pair (the first when both or neither exist).
+func (m memberWrite) eitherTwin(snaps []*firestore.DocumentSnapshot) []*firestore.DocumentSnapshot {
+	if m.legacy == nil {
+		return snaps
+	}
+	current, legacy := snaps[:len(m.refs)], snaps[len(m.refs):]
+	for i, snap := range current {
+		if !snap.Exists() && legacy[i].Exists() {
+			current[i] = legacy[i]
+		}
+	}
+	return current
 }
 
 // memberGrace is how long a window's member documents outlive their bucket before Firestore's TTL
@@ -216,12 +243,12 @@ func membersEpoch(snap *firestore.DocumentSnapshot) string {
 	return fmt.Sprintf("%d/%s", snap.CreateTime.UnixNano(), epoch)
 }
 
-// memberRefs are the documents of a member (prefixed with its epoch) in counter id: all time, then one per
-// window for its bucket holding now.
-func (s *Store) memberRefs(id, member string, windows []string, now time.Time) []*firestore.DocumentRef {
+// memberRefs are the documents of a member (prefixed with its epoch) in collection of counter id: all
+// time, then one per window for its bucket holding now.
+func (s *Store) memberRefs(id, collection, member string, windows []string, now time.Time) []*firestore.DocumentRef {
 	sum := sha256.Sum256([]byte(member))
 	hash := hex.EncodeToString(sum[:])
-	members := s.schema.CounterRef(s.client, id).Collection(shared.MembersCollection)
+	members := s.schema.CounterRef(s.client, id).Collection(collection)
 	refs := []*firestore.DocumentRef{members.Doc(hash)}
 	for _, w := range windows {
 		refs = append(refs, members.Doc(w+"_"+Bucket(w, now)+"_"+hash))

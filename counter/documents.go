@@ -34,6 +34,7 @@ const (
 	opUpdate               // Update: fails with NotFound when the document is missing
 	opMerge                // Set with MergeAll: creates or merges
 	opSet                  // Set: creates or replaces
+	opDelete               // Delete: succeeds whether or not the document exists
 )
 
 // op is one document write of a commit, sent in a WriteBatch or a Transaction alike.
@@ -91,6 +92,8 @@ func addToBatch(b *firestore.WriteBatch, ops []op) {
 			b.Set(o.ref, o.data, firestore.MergeAll)
 		case opSet:
 			b.Set(o.ref, o.data)
+		case opDelete:
+			b.Delete(o.ref)
 		}
 	}
 }
@@ -108,6 +111,8 @@ func addToTransaction(tx *firestore.Transaction, ops []op) error {
 			err = tx.Set(o.ref, o.data, firestore.MergeAll)
 		case opSet:
 			err = tx.Set(o.ref, o.data)
+		case opDelete:
+			err = tx.Delete(o.ref)
 		}
 		if err != nil {
 			return err
@@ -117,9 +122,10 @@ func addToTransaction(tx *firestore.Transaction, ops []op) error {
 }
 
 // newCounterFields is the counter document of a counter created by a write: numShards, stamped as
-// touched in minute.
+// touched in minute, its members in shared.MembersCollection only.
 func newCounterFields(numShards int, minute int64) map[string]any {
-	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute}
+	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute,
+		shared.FieldMemberCollection: shared.MembersCollection}
 }
 
 // touchUpdate raises a counter document's touched_minute to minute (a server-side maximum, never

@@ -159,7 +159,7 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 		return writeConfig{}, err
 	}
 	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true,
-		membersEpoch: membersEpoch(snap)}
+		membersEpoch: membersEpoch(snap), legacyMembers: snap.Data()[shared.FieldMemberCollection] != shared.MembersCollection}
 	s.shardCounts.put(id, cfg)
 	return cfg, nil
 }

@@ -78,6 +78,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 			err = tx.Set(counterRef, fields, firestore.MergeAll)
 		} else {
 			maps.DeleteFunc(fields, func(_ string, v any) bool { return v == firestore.Delete })
+			fields[shared.FieldMemberCollection] = shared.MembersCollection
 			err = tx.Create(counterRef, fields)
 		}
 		if err != nil {

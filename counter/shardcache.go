@@ -46,6 +46,9 @@ type writeConfig struct {
 	distinct bool
 	// membersEpoch is the counter's member epoch (membersEpoch).
 	membersEpoch string
+	// legacyMembers: the counter has no shared.FieldMemberCollection, so its members may also be in
+	// shared.LegacyMembersCollection (memberRefs).
+	legacyMembers bool
 }
 
 func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {

@@ -176,12 +176,11 @@ type FieldSetting struct {
 	Ascending bool
 }
 
-// FieldSettings are the field settings the design relies on. expires_at on dedupe records and
-// updated_at on roll-ups are ever-increasing values written at the increment rate: indexed, each
-// would be a hot index range, and nothing queries them (TTL needs no index; apps read roll-ups by
-// ID). The sum aggregation scans the ascending collection index of a shard's count, and of writes,
-// which the roll-up sums to measure the write rate, and of window buckets: only that one is kept.
-// Window members' documents expire after their bucket.
+// FieldSettings are the field settings the design relies on; docs/operations.md ("Field settings")
+// lists each with the reason for it. A setting applies to every collection group of its ID in the
+// database, an app's included: a TTL policy goes only on a group whose ID contains "counter"
+// (shared.OursByName; a collection setting given one is checked to say so), index settings also on
+// the guide's shards and on the roll-up collection.
 func FieldSettings() []FieldSetting {
 	return []FieldSetting{
 		{Key: "dedupe_expires_at", Collection: "DEDUPE_COLLECTION", Field: shared.FieldExpiresAt, TTL: true},

@@ -345,6 +345,19 @@ attach_dead_letter() {
     --dead-letter-topic="projects/$PROJECT/topics/$dead_letter" --max-delivery-attempts="$MAX_DELIVERY_ATTEMPTS"
 }
 
+# check_ttl_collections refuses a TTL policy on a collection group whose ID does not contain
+# "counter": a TTL policy applies to every collection of that ID in the database, an app's included.
+check_ttl_collections() {
+  local row collection ttl
+  for row in "${FIELD_SETTINGS[@]}"; do
+    read -r collection _ ttl _ <<<"$row"
+    $ttl || continue
+    if [[ -v ENV_DEFAULTS[$collection] ]]; then collection=$(setting "$collection"); fi
+    [[ $collection == *counter* ]] || die "collection $collection gets a TTL policy, so its ID must contain" \
+      "\"counter\": the policy would also delete an app's own documents in collections of that ID"
+  done
+}
+
 # configure_fields applies FIELD_SETTINGS: the TTL policies and single-field index settings the
 # design relies on (functions.FieldSettings says why).
 configure_fields() {
@@ -482,6 +495,7 @@ print_url() {
 main() {
   cd "$(dirname "$0")/.."
   parse_flags "$@"
+  check_ttl_collections
   RUNTIME=$(go_runtime)
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"

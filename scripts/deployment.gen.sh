@@ -56,7 +56,7 @@ readonly FIELD_SETTINGS=(
   'shards count false true'
   'shards writes false true'
   'shards buckets false true'
-  'members expires_at true false'
+  'counter_members expires_at true false'
 )
 
 # Firestore composite indexes, one row each: collection (a setting's name: its value), then each

@@ -39,8 +39,16 @@ const (
 	FieldDistinct = "distinct"
 	// MembersCollection is the subcollection of a distinct counter holding a document per member
 	// counted (ID: a SHA-256 of the counter's member epoch and the member), and per member and window
-	// bucket ({window}_{label}_{hash}, with expires_at for the TTL policy).
-	MembersCollection = "members"
+	// bucket ({window}_{label}_{hash}, with expires_at for the TTL policy). A TTL policy applies to
+	// every collection group of its name, so the name says "counter": no app uses it by accident.
+	MembersCollection = "counter_members"
+	// LegacyMembersCollection is where releases before MembersCollection kept the member documents.
+	// Counters without FieldMemberCollection may have members there too, until cmd/movemembers
+	// moves them (docs/operations.md, "Upgrading").
+	LegacyMembersCollection = "members"
+	// FieldMemberCollection is on counters/{id} created since MembersCollection: its value. A
+	// counter without it reads its members in both collections and creates them in both.
+	FieldMemberCollection = "member_collection"
 	// FieldMembersEpoch, optional on counters/{id}: a random value that Reset replaces, so that the
 	// members counted before no longer match. With the counter document's creation time it makes
 	// the member epoch: a counter deleted and made again starts a new one too.
@@ -110,6 +118,11 @@ const (
 	// too often (a deployment setting: the code never reads it).
 	TopicIncrementsDeadLetter = "counter-increments-dead-letter"
 )
+
+// OursByName says whether collection ID id names a collection group of the counters: it contains
+// "counter". Only such groups get a TTL policy, which applies to every collection of that ID in the
+// database, an app's included.
+func OursByName(id string) bool { return strings.Contains(id, "counter") }
 
 // UnixMinute is the value of FieldTouchedMinute for a write at t.
 func UnixMinute(t time.Time) int64 { return t.Unix() / 60 }

@@ -105,6 +105,12 @@ variable "dedupe_collection" {
   description = "DEDUPE_COLLECTION: collection of the dedupe records of keyed increments (TTL on expires_at)."
   type        = string
   default     = "counter_dedupe"
+
+  # A TTL policy applies to every collection of that ID in the database, an app's included.
+  validation {
+    condition     = length(regexall("counter", var.dedupe_collection)) > 0
+    error_message = "dedupe_collection gets a TTL policy, so its ID must contain \"counter\": the policy would also delete an app's own documents in collections of that ID."
+  }
 }
 
 variable "environment" {

@@ -31,8 +31,8 @@ type Config struct {
 	// TopsCollection is the collection of the top lists apps read: {group}_{window}.
 	TopsCollection string `env:"TOPS_COLLECTION, default=tops" check:"collection" usedBy:"Top,RollupOnShardWrite,RollupScheduled"`
 	// DedupeCollection is the collection of the dedupe records of keyed increments (a Pub/Sub
-	// message, an HTTP Idempotency-Key); Firestore's TTL policy deletes them.
-	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"collection" usedBy:"Increment,IncrementFromPubSub"`
+	// message, an HTTP Idempotency-Key); Firestore's TTL policy deletes them, so its ID says "counter".
+	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"counterCollection" usedBy:"Increment,IncrementFromPubSub"`
 	// DefaultNumShards is the shard count of a counter created by its first increment, and the
 	// least shard count the roll-up adapts a counter to unless ConfigureCounter said otherwise.
 	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,IncrementFromPubSub,ConfigureCounter,RollupOnShardWrite,RollupScheduled"`

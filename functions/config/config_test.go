@@ -121,14 +121,14 @@ func TestParseEachVariable(t *testing.T) {
 			"SHARD_COUNT_CACHE_TTL": "1m30s",
 			"LOG_LEVEL":             "ERROR",
 			"REQUEST_TIMEOUT":       "2500ms",
-			"DEDUPE_COLLECTION":     "d1",
+			"DEDUPE_COLLECTION":     "counter_d1",
 			"ROLLUP_INTERVAL":       "250ms",
 			"ROLLUP_SWEEP_LOOKBACK": "15m",
 			"GROUP_COMMIT_INTERVAL": "0",
 			"DEDUPE_TTL":            "36h",
 		}, modify: func(c *Config) {
 			c.Project, c.Database = "p1", "db1"
-			c.CountersCollection, c.RollupsCollection, c.DedupeCollection = "c1", "r1", "d1"
+			c.CountersCollection, c.RollupsCollection, c.DedupeCollection = "c1", "r1", "counter_d1"
 			c.DefaultNumShards, c.MaxDelta, c.ShardCountCacheTTL, c.LogLevel = 7, 42, 90*time.Second, "ERROR"
 			c.RequestTimeout, c.RollupInterval, c.RollupSweepLookback = 2500*time.Millisecond, 250*time.Millisecond, 15*time.Minute
 			c.GroupCommitInterval, c.DedupeTTL = 0, 36*time.Hour
@@ -191,6 +191,8 @@ func TestParseInvalid(t *testing.T) {
 			wantMsgs: []string{"DEDUPE_TTL", `"8d"`, "Go duration"}},
 		{name: "dedupe collection equals counters", env: env{"DEDUPE_COLLECTION": "counters"},
 			wantMsgs: []string{"COUNTERS_COLLECTION", "DEDUPE_COLLECTION", "must differ"}},
+		{name: "dedupe collection not ours by name", env: env{"DEDUPE_COLLECTION": "dedupe"},
+			wantMsgs: []string{"DEDUPE_COLLECTION", `"dedupe"`, `must contain "counter"`, "TTL policy"}},
 		{name: "require id token not a bool", env: env{"REQUIRE_ID_TOKEN": "yes please"},
 			wantMsgs: []string{"REQUIRE_ID_TOKEN", `"yes please"`, "true or false"}},
 		{name: "per caller limit without id tokens", env: env{"PER_CALLER_LIMIT": "1"},

@@ -50,6 +50,17 @@ var stringChecks = map[string]struct {
 		}
 		return nil
 	}},
+	// counterCollection is a collection that gets a TTL policy: the policy applies to every collection
+	// group of that ID in the database, an app's included, so the ID must say it is ours.
+	"counterCollection": {`a Firestore collection ID containing "counter" (it gets a TTL policy, which applies to every collection of that ID in the database), unlike the other collections`, func(v string) error {
+		if err := shared.ValidateCounterID(v); err != nil {
+			return fmt.Errorf("not a valid collection ID: %w", err)
+		}
+		if !shared.OursByName(v) {
+			return errors.New(`must contain "counter": the collection gets a TTL policy, which would also delete an app's own documents in collections of that ID`)
+		}
+		return nil
+	}},
 	"counterIDPattern": {"an RE2 regular expression (matched against the whole ID)", func(v string) error {
 		if _, err := regexp.Compile(wholeID(v)); err != nil {
 			return fmt.Errorf("not an RE2 regular expression: %w", err)
@@ -143,7 +154,7 @@ func distinctCollections(c Config) []error {
 	var seen []Setting
 	fields := reflect.ValueOf(c)
 	for _, s := range settings {
-		if s.rule != "collection" {
+		if s.rule != "collection" && s.rule != "counterCollection" {
 			continue
 		}
 		for _, before := range seen {

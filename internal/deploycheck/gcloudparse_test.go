@@ -22,7 +22,7 @@ var scriptOptions = [][]string{
 	{"--admin-invoker", "user:ops@example.com", "--invoker", "serviceAccount:backend@p.iam.gserviceaccount.com"},
 	{"--allow-unauthenticated-increments"},
 	{"--allow-unauthenticated-increments", "--env", "REQUIRE_APP_CHECK=true", "--env", "COUNTER_ID_PATTERN=post-[0-9]+"},
-	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=seen",
+	{"--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals", "--env", "DEDUPE_COLLECTION=counter_seen",
 		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
 	{"--allow-unauthenticated-increments", "--env", "REQUIRE_ID_TOKEN=true",
 		"--env", "ALLOWED_ORIGINS=https://app.example.com https://www.example.com http://localhost:5173"},

@@ -1,9 +1,7 @@
 package deploycheck_test
 
 import (
-	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +14,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/shardcount/counters/functions"
 )
@@ -69,6 +66,7 @@ func nested(t *testing.T, body *hclsyntax.Body, typ string) *hclsyntax.Body {
 var terraformFunctions = map[string]function.Function{
 	"contains": stdlib.ContainsFunc, "lookup": stdlib.LookupFunc, "length": stdlib.LengthFunc,
 	"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc, "merge": stdlib.MergeFunc,
+	"regexall": stdlib.RegexAllFunc,
 }
 
 // evalBool evaluates expr with the variables vars (as var.NAME) and the other roots in more.
@@ -192,26 +190,7 @@ func TestTerraformInvokersFollowTheirLists(t *testing.T) {
 // deployment, holds an opt-in function only when var.opt_in names it, and gives a from-root
 // Firestore trigger its pattern as declared (other triggers below the counters collection).
 func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root, "terraform", "deployment.gen.tf.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gen struct {
-		Locals struct {
-			Deployment json.RawMessage `json:"deployment"`
-		} `json:"locals"`
-	}
-	if err := json.Unmarshal(raw, &gen); err != nil {
-		t.Fatal(err)
-	}
-	ty, err := ctyjson.ImpliedType(gen.Locals.Deployment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deployment, err := ctyjson.Unmarshal(gen.Locals.Deployment, ty)
-	if err != nil {
-		t.Fatal(err)
-	}
+	deployment := generatedDeployment(t)
 	funcs := maps.Clone(terraformFunctions)
 	funcs["try"] = tryfunc.TryFunc
 	for _, optIn := range [][]string{nil, {"fold-extension-shards"}} {
