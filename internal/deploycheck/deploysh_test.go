@@ -283,7 +283,9 @@ func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 			}
 		}
 		var ruleset struct {
-			Source struct{ Files []struct{ Name, Content string } }
+			Source struct {
+				Files []struct{ Name, Content string }
+			}
 		}
 		if err := json.Unmarshal([]byte(bodies[0]), &ruleset); err != nil || len(ruleset.Source.Files) != 1 ||
 			ruleset.Source.Files[0].Content != strings.TrimRight(string(text), "\n") {
