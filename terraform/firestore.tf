@@ -97,15 +97,3 @@ resource "google_firebaserules_release" "firestore" {
     replace_triggered_by = [google_firebaserules_ruleset.firestore[count.index]]
   }
 }
-
-# Earlier versions of the module managed the rules unconditionally (docs/operations.md, "Security
-# rules", says how to keep them when upgrading).
-moved {
-  from = google_firebaserules_ruleset.firestore
-  to   = google_firebaserules_ruleset.firestore[0]
-}
-
-moved {
-  from = google_firebaserules_release.firestore
-  to   = google_firebaserules_release.firestore[0]
-}
