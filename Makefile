@@ -8,7 +8,7 @@ BENCH := bin/bench
 WEB_DEPS := web/node_modules/.package-lock.json
 WEB_APP := web/dist/app.js
 
-.PHONY: run test fuzz build vet publish bench check-deploy clean web generate
+.PHONY: run test fuzz build vet publish bench check-deploy clean web generate rules
 
 ## build: compile the local stack (it serves every function and starts the emulators)
 build:
@@ -53,8 +53,19 @@ else
 	$(BENCH) $(ARGS)
 endif
 
+## rules: add the counters' security rules to your app's ruleset, e.g.
+##        make rules APP_RULES=../app/firestore.rules [VARIANT=guide-clients|extension-clients | BLOCK=my.rules] [OUT=combined.rules]
+##        writes OUT (default firestore.combined.rules; it may be APP_RULES itself), or refuses, naming
+##        each line of APP_RULES whose allows already reach the counters' paths (docs/api.md, "Security rules")
+VARIANT ?= counters
+OUT ?= firestore.combined.rules
+rules:
+	@test -n "$(APP_RULES)" || { echo "make rules: APP_RULES=<your app's rules file> is required"; exit 2; }
+	$(GO) run ./cmd/rules -app $(APP_RULES) $(if $(BLOCK),-block $(BLOCK),-variant $(VARIANT)) -o $(OUT)
+
 ## generate: write scripts/deployment.gen.sh, terraform/deployment.gen.tf.json and docs/settings.md from
-##           the Go declarations of the functions and settings (functions/deployment.go, functions/config)
+##           the Go declarations of the functions and settings (functions/deployment.go, functions/config),
+##           and the rulesets of a database of its own (firestore*.rules) from the blocks in rules/
 generate:
 	$(GO) generate ./...
 

@@ -39,6 +39,10 @@ Usage: scripts/deploy.sh [options]
   --opt-in NAME             also deploy the opt-in function NAME (repeatable), e.g.
                             fold-extension-shards, which folds the firestore-counter extension's
                             shards (docs/migrate-from-firestore-counter.md)
+  --replace-rules FILE      replace the database's whole security ruleset with FILE: your app's
+                            rules with the counters' block added (make rules APP_RULES=...), or
+                            firestore.rules for a database of its own. Without it the database's
+                            rules are left as they are, and the script says what to add
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
   -h, --help                this help
@@ -54,6 +58,10 @@ readonly BUILD_SA_NAME=counters-build
 # What the build account needs to build a function from source (Google's list for a custom build
 # service account): write the build's logs and images, read the uploaded source.
 readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer roles/storage.objectAdmin)
+# The first line of the counters' block in a ruleset that holds it (rules.Marker, written by make rules).
+readonly RULES_MARKER='// BEGIN distributed-counters rules'
+# Where the script was started: --replace-rules FILE is relative to it.
+readonly START_DIR=$PWD
 
 PROJECT=${GOOGLE_CLOUD_PROJECT:-}
 REGION=${GOOGLE_CLOUD_REGION:-}
@@ -61,6 +69,8 @@ DATABASE=${FIRESTORE_DATABASE:-(default)}
 DATABASE_LOCATION=${FIRESTORE_LOCATION:-}
 DRY_RUN=false
 DEAD_LETTER_ONLY=false
+REPLACE_RULES=
+RULES_TMP=
 OPT_IN=()
 MAX_DELIVERY_ATTEMPTS=10
 PUBLIC_INCREMENTS=false
@@ -190,6 +200,13 @@ parse_flags() {
       OPT_IN+=("$wanted")
       shift
       ;;
+    --replace-rules)
+      REPLACE_RULES=${2:?--replace-rules needs a rules file} && shift
+      [[ $REPLACE_RULES == /* ]] || REPLACE_RULES="$START_DIR/$REPLACE_RULES"
+      [[ -r $REPLACE_RULES ]] || die "--replace-rules $REPLACE_RULES: cannot read it"
+      grep -qF -- "$RULES_MARKER" "$REPLACE_RULES" ||
+        die "--replace-rules $REPLACE_RULES: it holds no counters' block ($RULES_MARKER): write it with make rules APP_RULES=<your app's rules>, or pass firestore.rules for a database of its own"
+      ;;
     --dry-run) DRY_RUN=true ;;
     --list-env)
       printf '%s\n' "${ENV_OF_OPTION[project]}" "${ENV_OF_OPTION[database]}" "${ENV_NAMES[@]}"
@@ -227,10 +244,13 @@ go_runtime() {
 }
 
 enable_apis() {
+  local rules_api=()
+  [[ -z $REPLACE_RULES ]] || rules_api=(firebaserules.googleapis.com)
   run gcloud services enable --project="$PROJECT" \
     cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
     artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com \
-    cloudscheduler.googleapis.com firestore.googleapis.com logging.googleapis.com iam.googleapis.com
+    cloudscheduler.googleapis.com firestore.googleapis.com logging.googleapis.com iam.googleapis.com \
+    "${rules_api[@]}"
 }
 
 ensure_database() {
@@ -486,6 +506,66 @@ ensure_scheduler_jobs() {
   done
 }
 
+# json_string prints its argument as a JSON string.
+json_string() {
+  local s=$1
+  s=${s//\\/\\\\} s=${s//\"/\\\"} s=${s//$'\t'/\\t} s=${s//$'\r'/\\r} s=${s//$'\n'/\\n}
+  printf '"%s"' "$s"
+}
+
+# rules_api METHOD PATH [BODY_FILE] calls the Firebase Rules API (v1/PATH) with curl as gcloud's
+# account, prints the answer, and fails with it on an HTTP error. The access token goes to curl on
+# its standard input, never on a command line or in the output. A dry run prints the call, with
+# ACCESS_TOKEN standing for the token, and answers nothing.
+rules_api() {
+  local method=$1 url="https://firebaserules.googleapis.com/v1/$2" body=${3:-}
+  local args=(-sS --fail-with-body -X "$method" -H "x-goog-user-project: $PROJECT" -H "Content-Type: application/json")
+  [[ -z $body ]] || args+=(--data-binary "@$body")
+  if $DRY_RUN; then
+    quote curl -H "Authorization: Bearer ACCESS_TOKEN" "${args[@]}" "$url"
+    return
+  fi
+  quote curl -H "Authorization: Bearer ACCESS_TOKEN" "${args[@]}" "$url" | sed 's/^/+ /' >&2
+  local token
+  token=$(gcloud auth print-access-token --project="$PROJECT") || die "gcloud auth print-access-token failed"
+  printf 'header = "Authorization: Bearer %s"\n' "$token" | curl -K - "${args[@]}" "$url"
+}
+
+# replace_rules makes the ruleset in REPLACE_RULES the database's whole ruleset, as firebase deploy
+# does: it creates a ruleset from the file, then points the database's release at it, creating the
+# release if the database has none.
+replace_rules() {
+  local release=cloud.firestore content stripped answer RULESET
+  [[ $DATABASE == "(default)" ]] || release="cloud.firestore/$DATABASE"
+  content=$(<"$REPLACE_RULES")
+  stripped=${content//[$'\t\r\n']/}
+  [[ $stripped != *[[:cntrl:]]* ]] || die "--replace-rules $REPLACE_RULES: it holds control characters"
+  note "security rules: replacing the whole ruleset of database $DATABASE with $REPLACE_RULES (--replace-rules)"
+  local name="projects/$PROJECT/releases/$release"
+  if $DRY_RUN; then
+    note "ruleset.json: {\"source\":{\"files\":[{\"name\":\"firestore.rules\",\"content\": the text of $REPLACE_RULES}]}}"
+    note "RULESET is the \"name\" of the next command's answer"
+    rules_api POST "projects/$PROJECT/rulesets" ruleset.json
+    note "update.json: {\"release\":{\"name\":\"$name\",\"rulesetName\":RULESET}}"
+    rules_api PATCH "$name" update.json
+    note "if the database has no release yet (NOT_FOUND), create.json: {\"name\":\"$name\",\"rulesetName\":RULESET}"
+    rules_api POST "projects/$PROJECT/releases" create.json
+    return
+  fi
+  RULES_TMP=$(mktemp -d)
+  trap 'rm -rf "$RULES_TMP"' EXIT
+  printf '{"source":{"files":[{"name":"firestore.rules","content":%s}]}}' "$(json_string "$content")" >"$RULES_TMP/ruleset.json"
+  answer=$(rules_api POST "projects/$PROJECT/rulesets" "$RULES_TMP/ruleset.json") || die "creating the ruleset failed: $answer"
+  [[ $answer =~ \"name\":\ *\"(projects/[^\"]+/rulesets/[^\"]+)\" ]] || die "creating the ruleset: no name in the answer: $answer"
+  RULESET=${BASH_REMATCH[1]}
+  printf '{"release":{"name":"%s","rulesetName":"%s"}}' "$name" "$RULESET" >"$RULES_TMP/update.json"
+  printf '{"name":"%s","rulesetName":"%s"}' "$name" "$RULESET" >"$RULES_TMP/create.json"
+  if ! answer=$(rules_api PATCH "$name" "$RULES_TMP/update.json"); then
+    [[ $answer == *NOT_FOUND* ]] || die "releasing the ruleset failed: $answer"
+    answer=$(rules_api POST "projects/$PROJECT/releases" "$RULES_TMP/create.json") || die "releasing the ruleset failed: $answer"
+  fi
+}
+
 # print_url prints the URL of an HTTP function.
 print_url() {
   [[ $3 == - ]] || return 0
@@ -517,13 +597,20 @@ main() {
   ensure_topics
   configure_fields
   create_indexes
+  [[ -z $REPLACE_RULES ]] || replace_rules
   each_function deploy_function
   each_function attach_dead_letter
   each_function grant_trigger_invoker
   each_function sync_invokers
   ensure_scheduler_jobs
   each_function print_url
-  note "Firestore security rules: firebase deploy --only firestore:rules --project $PROJECT (docs/operations.md)"
+  if [[ -z $REPLACE_RULES ]]; then
+    note "Firestore security rules: left as they are (a database has one ruleset, your app's too)." \
+      "Clients cannot read the roll-ups until it holds the counters' block: add it to your app's rules with" \
+      "make rules APP_RULES=<your rules file> OUT=<combined file>, then deploy that file as you deploy your rules," \
+      "or run again with --replace-rules <combined file> (a database of its own: --replace-rules firestore.rules)." \
+      "docs/operations.md, \"Security rules\"."
+  fi
 }
 
 main "$@"

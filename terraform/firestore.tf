@@ -65,14 +65,18 @@ resource "google_firestore_index" "composite" {
   depends_on = [google_firestore_database.database]
 }
 
-# Security rules (firestore.rules): apps read roll-ups; nothing else is open to clients.
+# Security rules. A database has one ruleset, the app's as much as ours, so the module replaces it
+# only when replace_rules_with names a complete ruleset (the app's with the counters' block: make
+# rules; a database of its own: ../firestore.rules). Otherwise it leaves the rules as they are, and
+# output security_rules says what to add. docs/operations.md, "Security rules".
 resource "google_firebaserules_ruleset" "firestore" {
+  count   = var.replace_rules_with == null ? 0 : 1
   project = var.project
 
   source {
     files {
       name    = "firestore.rules"
-      content = file("${path.module}/../firestore.rules")
+      content = file(var.replace_rules_with)
     }
   }
 
@@ -84,11 +88,12 @@ resource "google_firebaserules_ruleset" "firestore" {
 }
 
 resource "google_firebaserules_release" "firestore" {
+  count        = var.replace_rules_with == null ? 0 : 1
   project      = var.project
   name         = var.database == "(default)" ? "cloud.firestore" : "cloud.firestore/${var.database}"
-  ruleset_name = "projects/${var.project}/rulesets/${google_firebaserules_ruleset.firestore.name}"
+  ruleset_name = "projects/${var.project}/rulesets/${google_firebaserules_ruleset.firestore[count.index].name}"
 
   lifecycle {
-    replace_triggered_by = [google_firebaserules_ruleset.firestore]
+    replace_triggered_by = [google_firebaserules_ruleset.firestore[count.index]]
   }
 }

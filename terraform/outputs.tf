@@ -27,3 +27,13 @@ output "source_object" {
   description = "The deployed source archive (gs://bucket/object); redeploy an older commit to roll back."
   value       = "gs://${google_storage_bucket.source.name}/${google_storage_bucket_object.source.name}"
 }
+
+output "security_rules" {
+  description = "What the module did with the database's security rules, and what to do next."
+  value = var.replace_rules_with == null ? join(" ", [
+    "Left the database's security rules as they are: clients cannot read the roll-ups until they hold the counters' block.",
+    "Add it to your app's rules with make rules APP_RULES=<your rules file> OUT=<combined file> (docs/api.md, \"Security rules\"),",
+    "then deploy that file as you deploy your rules, or set replace_rules_with = \"<combined file>\".",
+    "A database of its own: replace_rules_with = \"../firestore.rules\".",
+  ]) : "Replaced the database's whole ruleset with ${var.replace_rules_with}."
+}

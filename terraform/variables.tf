@@ -27,6 +27,17 @@ variable "create_database" {
   default     = false
 }
 
+variable "replace_rules_with" {
+  description = "Path of a complete Firestore ruleset that replaces the database's whole ruleset: your app's rules with the counters' block added (make rules APP_RULES=...), or ../firestore.rules for a database of its own. Null (the default): the database's rules are left as they are; output security_rules says what to add."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.replace_rules_with == null || try(strcontains(file(var.replace_rules_with), "// BEGIN distributed-counters rules"), false)
+    error_message = "replace_rules_with: the file must be readable and hold the counters' block (the line // BEGIN distributed-counters rules); write it with make rules APP_RULES=<your app's rules>, or use ../firestore.rules for a database of its own."
+  }
+}
+
 variable "runtime" {
   description = "Cloud Functions runtime. Must match the go line of go.mod (go 1.26.x is go126); the consistency test checks it."
   type        = string

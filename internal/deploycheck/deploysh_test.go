@@ -1,9 +1,11 @@
 package deploycheck_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,5 +204,106 @@ func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
 	}
 	if built != want {
 		t.Errorf("%d functions built by counters-build, want every function deployed by default (%d)", built, want)
+	}
+}
+
+// fakeCurlScript records each call (its arguments, the file it sends, whether the token came on
+// standard input) and answers as the Firebase Rules API would: a created ruleset's name, and for the
+// release's update NOT_FOUND (failing, as --fail-with-body does) when $FAKE_NO_RELEASE is set.
+const fakeCurlScript = `#!/usr/bin/env bash
+printf 'ARGS %s\n' "$*" >>"$FAKE_LOG"
+config=$(cat)
+[[ $config == 'header = "Authorization: Bearer tok-secret"' ]] && echo "TOKEN on stdin" >>"$FAKE_LOG"
+for a in "$@"; do [[ $a == @* ]] && { printf 'BODY '; cat "${a#@}"; echo; } >>"$FAKE_LOG"; done
+case "$*" in
+*"-X POST"*/rulesets) echo '{"name": "projects/p/rulesets/r-1"}' ;;
+*"-X PATCH"*) if [[ -n ${FAKE_NO_RELEASE:-} ]]; then echo '{"error": {"code": 404, "status": "NOT_FOUND"}}'; exit 22; fi; echo '{}' ;;
+*) echo '{}' ;;
+esac
+`
+
+// TestRulesAreReplacedOnlyWhenAsked: without --replace-rules no call reaches the Rules API and the
+// script says what to add; with it, the file becomes a ruleset (its text exactly) that the
+// database's release then names, created when the database has none; the token never shows; a
+// file without the counters' block is refused before anything runs.
+func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
+	g := newFakeGcloud(t)
+	if err := os.WriteFile(filepath.Join(g.dir, "curl"), []byte(fakeCurlScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gcloud := strings.Replace(fakeGcloudScript, "case \"$*\" in\n", "case \"$*\" in\n\"auth print-access-token\"*) echo tok-secret ;;\n", 1)
+	if err := os.WriteFile(filepath.Join(g.dir, "gcloud"), []byte(gcloud), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stderr, commands, err := g.deploy(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := strings.Join(commands, "\n")
+	if strings.Contains(log, "ARGS") || strings.Contains(log, "firebaserules") {
+		t.Errorf("without --replace-rules the rules were touched:\n%s", log)
+	}
+	if !strings.Contains(stderr, "left as they are") || !strings.Contains(stderr, "make rules APP_RULES=") {
+		t.Errorf("without --replace-rules: stderr %q; want it to say the rules were left and what to add", stderr)
+	}
+
+	rulesFile := filepath.Join(root, "firestore.rules")
+	text, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, noRelease := range []bool{false, true} {
+		g.env = slices.DeleteFunc(g.env, func(e string) bool { return strings.HasPrefix(e, "FAKE_NO_RELEASE=") })
+		if noRelease {
+			g.env = append(g.env, "FAKE_NO_RELEASE=1")
+		}
+		stderr, commands, err := g.deploy(t, "--replace-rules", rulesFile)
+		if err != nil {
+			t.Fatalf("no release %t: %v\n%s", noRelease, err, stderr)
+		}
+		var calls, bodies []string
+		for _, c := range commands {
+			if rest, ok := strings.CutPrefix(c, "ARGS "); ok {
+				calls = append(calls, rest)
+			} else if rest, ok := strings.CutPrefix(c, "BODY "); ok {
+				bodies = append(bodies, rest)
+			}
+		}
+		want := []string{"-X POST .../v1/projects/p/rulesets", "-X PATCH .../v1/projects/p/releases/cloud.firestore"}
+		if noRelease {
+			want = append(want, "-X POST .../v1/projects/p/releases")
+		}
+		if len(calls) != len(want) {
+			t.Fatalf("no release %t: calls %q, want %q", noRelease, calls, want)
+		}
+		for i, c := range calls {
+			method, url, _ := strings.Cut(want[i], " .../")
+			if !strings.Contains(c, method) || !strings.HasSuffix(c, "https://firebaserules.googleapis.com/"+url) {
+				t.Errorf("call %d: %q, want %s", i, c, want[i])
+			}
+		}
+		var ruleset struct {
+			Source struct {
+				Files []struct{ Name, Content string }
+			}
+		}
+		if err := json.Unmarshal([]byte(bodies[0]), &ruleset); err != nil || len(ruleset.Source.Files) != 1 ||
+			ruleset.Source.Files[0].Content != strings.TrimRight(string(text), "\n") {
+			t.Errorf("the ruleset sent (%v) is not firestore.rules' text:\n%s", err, bodies[0])
+		}
+		if !strings.Contains(bodies[1], `"rulesetName":"projects/p/rulesets/r-1"`) {
+			t.Errorf("the release names %s, want the new ruleset", bodies[1])
+		}
+		if got := strings.Count(strings.Join(commands, "\n"), "TOKEN on stdin"); got != len(calls) {
+			t.Errorf("the token came on standard input %d times in %d calls", got, len(calls))
+		}
+		if strings.Contains(stderr, "tok-secret") || strings.Contains(strings.Join(calls, "\n"), "tok-secret") {
+			t.Error("the access token was printed or passed as an argument")
+		}
+	}
+
+	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--replace-rules", filepath.Join(root, "README.md")); err == nil ||
+		!strings.Contains(err.Error(), "holds no counters' block") {
+		t.Errorf("--replace-rules README.md: %v; want it refused", err)
 	}
 }

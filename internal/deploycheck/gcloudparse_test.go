@@ -29,6 +29,7 @@ var scriptOptions = [][]string{
 	{"--max-delivery-attempts", "20"},
 	{"--dead-letter-only"},
 	{"--opt-in", "fold-extension-shards"},
+	{"--database", "counts", "--replace-rules", filepath.Join(root, "firestore.rules")},
 }
 
 // TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option

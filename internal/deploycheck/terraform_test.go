@@ -2,6 +2,7 @@ package deploycheck_test
 
 import (
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,5 +227,76 @@ func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
 				t.Errorf("%s: document %q, want %q", f.Name, got, want)
 			}
 		}
+	}
+}
+
+// TestTerraformLeavesRulesUnlessAskedToReplaceThem: the ruleset and its release exist only when
+// replace_rules_with names a file, which must hold the counters' block (make rules writes it);
+// otherwise the database's rules are left alone and output security_rules says what to add.
+func TestTerraformLeavesRulesUnlessAskedToReplaceThem(t *testing.T) {
+	dir := t.TempDir()
+	composed, plain := filepath.Join(dir, "composed.rules"), filepath.Join(dir, "app.rules")
+	if err := os.WriteFile(composed, []byte("service cloud.firestore {\n  // BEGIN distributed-counters rules (counters)\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, []byte("service cloud.firestore {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	funcs := maps.Clone(terraformFunctions)
+	funcs["try"] = tryfunc.TryFunc
+	funcs["join"] = stdlib.JoinFunc
+	funcs["file"] = function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := os.ReadFile(args[0].AsString())
+			return cty.StringVal(string(b)), err
+		},
+	})
+	funcs["strcontains"] = function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "s", Type: cty.String}, {Name: "sub", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.BoolVal(strings.Contains(args[0].AsString(), args[1].AsString())), nil
+		},
+	})
+	eval := func(expr hcl.Expression, file cty.Value) cty.Value {
+		t.Helper()
+		v, diags := expr.Value(&hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
+			"var": cty.ObjectVal(map[string]cty.Value{"replace_rules_with": file}),
+		}})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		return v
+	}
+	for _, resource := range []string{"google_firebaserules_ruleset", "google_firebaserules_release"} {
+		count := terraformBody(t, "resource", resource, "firestore").Attributes["count"]
+		if count == nil {
+			t.Errorf("%s has no count: it always replaces the database's rules", resource)
+			continue
+		}
+		for file, want := range map[string]int64{"": 0, composed: 1} {
+			v := cty.NullVal(cty.String)
+			if file != "" {
+				v = cty.StringVal(file)
+			}
+			if got, _ := eval(count.Expr, v).AsBigFloat().Int64(); got != want {
+				t.Errorf("%s: count %d with replace_rules_with %q, want %d", resource, got, file, want)
+			}
+		}
+	}
+	valid := nested(t, terraformBody(t, "variable", "replace_rules_with"), "validation").Attributes["condition"].Expr
+	for file, want := range map[string]bool{composed: true, plain: false, filepath.Join(dir, "missing.rules"): false} {
+		if got := eval(valid, cty.StringVal(file)).True(); got != want {
+			t.Errorf("replace_rules_with = %s: valid %t, want %t", filepath.Base(file), got, want)
+		}
+	}
+	if !eval(valid, cty.NullVal(cty.String)).True() {
+		t.Error("replace_rules_with = null: invalid, want valid")
+	}
+	said := eval(terraformBody(t, "output", "security_rules").Attributes["value"].Expr, cty.NullVal(cty.String)).AsString()
+	if !strings.Contains(said, "Left the database's security rules as they are") || !strings.Contains(said, "make rules APP_RULES=") {
+		t.Errorf("output security_rules without replace_rules_with: %q; want it to say the rules were left and what to add", said)
 	}
 }

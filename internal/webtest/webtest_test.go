@@ -116,6 +116,12 @@ func TestFirebaseJSSDK(t *testing.T) {
 	runNodeTests(t, "test/sdk.test.mjs", "test/guide.test.mjs")
 }
 
+// TestComposedRules: an app's ruleset (notes readable and writable by their owner only) with the
+// counters' block added by cmd/rules, and with the extension block: the app's allows and denials
+// are those of its rules alone, roll-ups are readable, counters and shards closed, and only small
+// steps on UUID extension shards pass.
+func TestComposedRules(t *testing.T) { runNodeTests(t, "test/compose.test.mjs") }
+
 // TestFirestoreCounterExtensionClients: apps that ship the firestore-counter extension's clients,
 // under firestore.extension-clients.rules: many clients at once, nested fields, two fields in one
 // shard, folded exactly into the main document (other fields untouched) within about 2 s of the last

@@ -1,0 +1,108 @@
+// Command rules adds the distributed counters' security rules to an app's Firestore ruleset (make
+// rules), or writes the rulesets of a database of its own (go generate ./rules). Usage:
+//
+//	rules -app FILE [-variant counters|guide-clients|extension-clients | -block FILE] [-o FILE]
+//	rules -standalone DIR
+//
+// With -app, it writes FILE with the block added (to -o, else standard output); it refuses, naming
+// each line, an app ruleset whose allows already reach the block's paths (rules.Compose). With
+// -standalone, it writes the repository's firestore*.rules into DIR. docs/api.md, "Security rules".
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/shardcount/counters/rules"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command with its arguments and outputs; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	app := fs.String("app", "", "the app's Firestore rules file, to add the counters' block to")
+	variant := fs.String("variant", "counters", "the block: counters, guide-clients or extension-clients")
+	blockFile := fs.String("block", "", "a block file of your own instead of -variant (an edited copy of rules/extension-clients.rules)")
+	out := fs.String("o", "", "where to write the combined rules (default: standard output); may be the -app file")
+	standalone := fs.String("standalone", "", "write the rulesets of a database of its own (firestore*.rules) into this folder")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *standalone != "" {
+		if err := writeStandalone(*standalone); err != nil {
+			fmt.Fprintf(stderr, "rules: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *app == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "rules: -app FILE is required (make rules APP_RULES=FILE); -h lists the flags")
+		return 2
+	}
+	if err := compose(*app, *variant, *blockFile, *out, stdout, stderr); err != nil {
+		var refused *rules.RefusedError
+		if errors.As(err, &refused) {
+			fmt.Fprintf(stderr, "rules: %s cannot take the counters' rules as it is:\n", *app)
+			for _, p := range refused.Problems {
+				fmt.Fprintf(stderr, "%s:%d: %s\n", *app, p.Line, p.Message)
+			}
+			return 1
+		}
+		fmt.Fprintf(stderr, "rules: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) error {
+	app, err := os.ReadFile(appFile)
+	if err != nil {
+		return err
+	}
+	name, block := variant, []byte(nil)
+	if blockFile != "" {
+		name = filepath.Base(blockFile)
+		block, err = os.ReadFile(blockFile)
+	} else {
+		block, err = rules.Block(variant)
+	}
+	if err != nil {
+		return err
+	}
+	combined, err := rules.Compose(app, block, name)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		_, err = stdout.Write(combined)
+		return err
+	}
+	if err := os.WriteFile(out, combined, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "rules: wrote %s: %s with the counters' rules (%s) added. Deploy it as your database's ruleset "+
+		"(firebase deploy --only firestore:rules with firebase.json's \"rules\" naming it, terraform's replace_rules_with, "+
+		"or scripts/deploy.sh --replace-rules %s).\n", out, appFile, name, out)
+	return nil
+}
+
+func writeStandalone(dir string) error {
+	for _, v := range rules.Variants {
+		text, err := rules.Standalone(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rules.StandaloneFile(v)), text, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/rules"
+)
+
+// TestRefusesAnAppThatOpensTheCountersPaths: make rules with an app ruleset whose catch-all allows
+// signed-in users everything fails, names the file and line, and writes nothing.
+func TestRefusesAnAppThatOpensTheCountersPaths(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app.rules")
+	out := filepath.Join(dir, "combined.rules")
+	if err := os.WriteFile(app, []byte(`rules_version = '2';
+service cloud.firestore {
+  match /databases/{database}/documents {
+    match /{document=**} {
+      allow read, write: if request.auth != null;
+    }
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run([]string{"-app", app, "-o", out}, &stdout, &stderr); code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	if want := app + `:5: "allow read, write: if request.auth != null" in match /{document=**} also reaches /rollups/{counterId}`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want it to contain %q", stderr.String(), want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s was written (%v); a refusal writes nothing", out, err)
+	}
+}
+
+// TestWritesTheCombinedFile: an app that keeps to its own collections gets the block, in place too.
+func TestWritesTheCombinedFile(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "firestore.rules")
+	src := "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n    match /notes/{id} { allow read: if true; }\n  }\n}\n"
+	if err := os.WriteFile(app, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run([]string{"-app", app, "-variant", "guide-clients", "-o", app}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	got, _ := os.ReadFile(app)
+	want, _ := rules.Block("guide-clients")
+	if !strings.HasPrefix(string(got), src[:len(src)-2]) || !strings.Contains(string(got), strings.SplitN(string(want), "\n", 2)[0]) {
+		t.Errorf("combined file:\n%s", got)
+	}
+}

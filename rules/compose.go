@@ -1,0 +1,212 @@
+// Package rules composes the distributed counters' Firestore security rules with an app's own. A
+// database has one ruleset, and deploying ours alone would replace the app's; so the counters ship
+// their rules as a block (a `match /databases/{database}/documents` statement per variant, embedded
+// here) that Compose adds to an app's ruleset, after checking that the app's rules do not already
+// open the paths the block covers. docs/api.md, "Security rules", says how to use it.
+package rules
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+//go:generate go run ../cmd/rules -standalone ..
+
+// Variants of the counters' block, each in <variant>.rules of this folder: the counters' own rules,
+// the opt-in for apps that increment shards as the Firebase guide does, and the opt-in for apps
+// that ship the firestore-counter extension's clients (an example to edit).
+var Variants = []string{"counters", "guide-clients", "extension-clients"}
+
+//go:embed counters.rules guide-clients.rules extension-clients.rules
+var blocks embed.FS
+
+// Block returns the block of a variant.
+func Block(variant string) ([]byte, error) {
+	if !slices.Contains(Variants, variant) {
+		return nil, fmt.Errorf("variant %q: unknown; known: %s", variant, strings.Join(Variants, ", "))
+	}
+	return blocks.ReadFile(variant + ".rules")
+}
+
+// Marker begins the first line of a block as Compose writes it, and endMarker its last. Compose
+// replaces what lies between them (included), so that composing a composed file again updates the
+// block and leaves the rest. A ruleset that holds Marker holds the counters' rules.
+const (
+	Marker    = "// BEGIN distributed-counters rules"
+	endMarker = "// END distributed-counters rules"
+)
+
+// RefusedError says why an app's ruleset cannot take the block, one problem per line of it.
+type RefusedError struct {
+	Problems []Problem
+}
+
+// Problem is one reason for a refusal, at a line of the app's file (0: the file as a whole).
+type Problem struct {
+	Line    int
+	Message string
+}
+
+func (e *RefusedError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = fmt.Sprintf("line %d: %s", p.Line, p.Message)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Compose returns app (a Firestore ruleset) with block, named name, added at the end of its
+// `service cloud.firestore` block, or in place of the block a previous Compose added. The rest of
+// app is unchanged, byte for byte. It refuses (*RefusedError) an app that is not rules_version 2
+// (what the block is written in), and one with an allow whose condition is not literally false on
+// a path the block matches: rules are OR-ed, so such an allow would let clients past the block.
+func Compose(app, block []byte, name string) ([]byte, error) {
+	text, at, err := removeBlock(string(app))
+	if err != nil {
+		return nil, err
+	}
+	appRules, err := parse(text)
+	if err != nil {
+		return nil, &RefusedError{[]Problem{{0, err.Error()}}}
+	}
+	ours, err := parse("service cloud.firestore {\n" + string(block) + "\n}\n")
+	if err != nil {
+		return nil, fmt.Errorf("block %s: %w", name, err)
+	}
+	var problems []Problem
+	if !appRules.version2 {
+		problems = append(problems, Problem{0, "no rules_version = '2': the counters' rules are written in version 2, and adding it " +
+			"changes what a {name=**} wildcard of your rules matches (one segment or more becomes any number); " +
+			"review your rules, add rules_version = '2'; at the top, and run again"})
+	}
+	for _, a := range appRules.allows {
+		if a.closed() {
+			continue
+		}
+		for _, o := range ours.allows {
+			if overlap(a.path, o.path) {
+				problems = append(problems, Problem{a.line, fmt.Sprintf("%q in match %s also reaches %s, which the counters' rules (%s) cover: "+
+					"rules are OR-ed, so it would let clients past them. Limit that match to your own collections "+
+					"(name them instead of a wildcard), or delete it if it is an older copy of the counters' rules",
+					a.text, showPath(a.path), showPath(o.path), name)})
+				break
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &RefusedError{problems}
+	}
+	if at < 0 {
+		at = appRules.serviceClose
+		if lineStart := strings.LastIndexByte(text[:at], '\n') + 1; strings.TrimSpace(text[lineStart:at]) == "" {
+			at = lineStart
+		} else {
+			text, at = text[:at]+"\n"+text[at:], at+1
+		}
+	}
+	return []byte(text[:at] + indent(blockText(block, name)) + text[at:]), nil
+}
+
+// blockText is block between the marker lines.
+func blockText(block []byte, name string) string {
+	return fmt.Sprintf("%s (%s): written by `make rules`; edit outside these lines.\n%s\n%s\n",
+		Marker, name, strings.TrimRight(string(block), "\n"), endMarker)
+}
+
+func indent(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+// removeBlock returns app without the block a previous Compose added, and where it was (-1: none).
+func removeBlock(app string) (string, int, error) {
+	begin := lineIndex(app, Marker)
+	if begin < 0 {
+		return app, -1, nil
+	}
+	end := lineIndex(app[begin:], endMarker)
+	if end < 0 {
+		return "", 0, &RefusedError{[]Problem{{strings.Count(app[:begin], "\n") + 1, "a counters' block begins here and never ends (" + endMarker + ")"}}}
+	}
+	end += begin
+	if nl := strings.IndexByte(app[end:], '\n'); nl >= 0 {
+		end += nl + 1
+	} else {
+		end = len(app)
+	}
+	return app[:begin] + app[end:], begin, nil
+}
+
+// lineIndex is the offset of the start of the first line of s whose text, blanks aside, begins
+// with prefix, or -1.
+func lineIndex(s, prefix string) int {
+	off := 0
+	for line := range strings.SplitAfterSeq(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+			return off
+		}
+		off += len(line)
+	}
+	return -1
+}
+
+// standaloneBase is the rest of a ruleset for a database of its own: nothing else is open.
+// Extra holds the matches of an example app (the extension variant's counter documents).
+const standaloneBase = `rules_version = '2';
+
+// Security rules for a database of its own, written by go generate ./rules (do not edit): the
+// distributed counters' rules (between the BEGIN and END lines: rules/%[1]s.rules)%[2]s,
+// and nothing else open to clients. A database that already has rules keeps them: add the block
+// to them with make rules APP_RULES=<your rules file> (docs/api.md, "Security rules").
+service cloud.firestore {
+  match /databases/{database}/documents {
+%[3]s    // Nothing else is open to clients. (Rules are allow-lists: a request that no rule allows is
+    // denied; these lines only say so.)
+    match /{document=**} {
+      allow read, write: if false;
+    }
+  }
+}
+`
+
+// extensionExampleApp is what an app's rules would say of the extension variant's example counter
+// documents: who reads pages/{page} and posts/{post} is the app's choice, not the block's.
+const extensionExampleApp = `    // The example counter documents: anyone may read them; only FoldExtensionShards writes them.
+    match /pages/{page} {
+      allow get: if true;
+    }
+    match /posts/{post} {
+      allow get: if true;
+    }
+
+`
+
+// Standalone returns the ruleset of a database that holds nothing but the counters: the block of
+// variant composed with rules that open nothing else (and, for the extension variant, reads of its
+// example counter documents). The repository's StandaloneFile(variant) holds it.
+func Standalone(variant string) ([]byte, error) {
+	block, err := Block(variant)
+	if err != nil {
+		return nil, err
+	}
+	what, extra := "", ""
+	if variant == "extension-clients" {
+		what, extra = ",\n// reads of its example counter documents", extensionExampleApp
+	}
+	return Compose([]byte(fmt.Sprintf(standaloneBase, variant, what, extra)), block, variant)
+}
+
+// StandaloneFile is the file of the repository's root that holds Standalone(variant).
+func StandaloneFile(variant string) string {
+	if variant == "counters" {
+		return "firestore.rules"
+	}
+	return "firestore." + variant + ".rules"
+}

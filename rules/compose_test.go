@@ -1,0 +1,150 @@
+package rules
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/functions/config"
+)
+
+// notesApp is an app's ruleset: its own collection, readable and writable by its owner only, and
+// nothing else.
+const notesApp = `rules_version = '2';
+service cloud.firestore {
+  match /databases/{database}/documents {
+    match /notes/{noteId} {
+      allow read, update, delete: if request.auth != null && request.auth.uid == resource.data.owner;
+      allow create: if request.auth != null && request.auth.uid == request.resource.data.owner;
+    }
+    match /{document=**} {
+      allow read, write: if false;
+    }
+  }
+}
+`
+
+func block(t *testing.T, variant string) []byte {
+	t.Helper()
+	b, err := Block(variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestComposeAddsTheBlockAndKeepsTheApp: the app's text is kept byte for byte around the block,
+// and composing the result again gives the same file (the old block is replaced, not doubled).
+func TestComposeAddsTheBlockAndKeepsTheApp(t *testing.T) {
+	for _, v := range Variants {
+		combined, err := Compose([]byte(notesApp), block(t, v), v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		begin, end := strings.Index(string(combined), Marker), strings.Index(string(combined), endMarker)
+		if begin < 0 || end < begin {
+			t.Fatalf("%s: no marked block in\n%s", v, combined)
+		}
+		end += len(endMarker) + 1
+		lineStart := strings.LastIndexByte(string(combined[:begin]), '\n') + 1
+		if rest := string(combined[:lineStart]) + string(combined[end:]); rest != notesApp {
+			t.Errorf("%s: the app's rules changed around the block:\n%s", v, rest)
+		}
+		again, err := Compose(combined, block(t, v), v)
+		if err != nil || string(again) != string(combined) {
+			t.Errorf("%s: composing again: err %v, same %t", v, err, string(again) == string(combined))
+		}
+	}
+}
+
+// TestComposeRefusesAppRulesThatOpenOurPaths: an allow that is not literally false on a path the
+// block covers is refused, naming its line; the app's own paths and closed catch-alls are not.
+func TestComposeRefusesAppRulesThatOpenOurPaths(t *testing.T) {
+	wrap := func(matches string) string {
+		return "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n" + matches + "  }\n}\n"
+	}
+	for _, c := range []struct {
+		name, variant, app string
+		line               int // 0: accepted
+	}{
+		{"test-mode catch-all", "counters", wrap("    match /{document=**} {\n      allow read, write: if request.time < timestamp.date(2027, 1, 1);\n    }\n"), 5},
+		{"signed-in catch-all", "counters", wrap("    match /{document=**} { allow read; }\n"), 4},
+		{"counters opened", "counters", wrap("    match /notes/{id} { allow read: if true; }\n    match /counters/{id} {\n      allow read: if request.auth != null;\n    }\n"), 6},
+		{"shards opened by a nested match", "guide-clients", wrap("    match /counters/{id} {\n      match /shards/{shard} {\n        allow write: if isAdmin();\n      }\n    }\n"), 6},
+		{"roll-ups written", "counters", wrap("    match /rollups/{id} { allow write: if true; }\n"), 4},
+		{"any collection's documents", "counters", wrap("    match /{collection}/{doc} { allow get: if request.auth.token.admin == true; }\n"), 4},
+		{"extension shards", "extension-clients", wrap("    match /posts/{post=**} { allow write: if true; }\n"), 4},
+		{"owner-only notes", "counters", notesApp, 0},
+		{"closed catch-all", "guide-clients", wrap("    match /{document=**} { allow read, write: if false; }\n"), 0},
+		{"users' subtrees", "counters", wrap("    match /users/{uid}/{document=**} { allow read, write: if request.auth.uid == uid; }\n"), 0},
+		{"extension documents themselves", "extension-clients", wrap("    match /posts/{post} { allow read: if true; }\n"), 0},
+		{"the counters' paths in another variant", "extension-clients", wrap("    match /rollups/{id} { allow get: if true; }\n"), 0},
+	} {
+		_, err := Compose([]byte(c.app), block(t, c.variant), c.variant)
+		var refused *RefusedError
+		switch {
+		case c.line == 0 && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.line != 0 && !errors.As(err, &refused):
+			t.Errorf("%s: err %v, want the app refused at line %d", c.name, err, c.line)
+		case c.line != 0 && (len(refused.Problems) != 1 || refused.Problems[0].Line != c.line || !strings.Contains(refused.Problems[0].Message, "rules are OR-ed")):
+			t.Errorf("%s: refused with %+v, want one problem at line %d", c.name, refused.Problems, c.line)
+		}
+	}
+	_, err := Compose([]byte(strings.Replace(notesApp, "rules_version = '2';", "", 1)), block(t, "counters"), "counters")
+	if err == nil || !strings.Contains(err.Error(), "rules_version = '2'") {
+		t.Errorf("an app without rules_version 2: %v, want it refused", err)
+	}
+	if _, err := Compose([]byte("rules_version = '2';\n"), block(t, "counters"), "counters"); err == nil || !strings.Contains(err.Error(), "service cloud.firestore") {
+		t.Errorf("an app without service cloud.firestore: %v, want it refused", err)
+	}
+}
+
+// TestStandaloneFilesAreGenerated: the repository's firestore*.rules are the blocks composed with
+// rules that open nothing else (go generate ./rules writes them).
+func TestStandaloneFilesAreGenerated(t *testing.T) {
+	for _, v := range Variants {
+		want, err := Standalone(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join("..", StandaloneFile(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from rules.Standalone(%q): run go generate ./rules", StandaloneFile(v), v)
+		}
+	}
+}
+
+// TestBlocksNameTheConfiguredCollections: the counters' blocks cover exactly the top-level
+// collections the functions write by default (functions/config), and the guide's shards.
+func TestBlocksNameTheConfiguredCollections(t *testing.T) {
+	defaults := map[string]string{}
+	for _, s := range config.Settings() {
+		defaults[s.Name] = s.Default
+	}
+	want := []string{defaults["COUNTERS_COLLECTION"], defaults["COUNTERS_COLLECTION"] + "_sweep",
+		defaults["DEDUPE_COLLECTION"], defaults["ROLLUPS_COLLECTION"], defaults["TOPS_COLLECTION"]}
+	slices.Sort(want)
+	for _, v := range []string{"counters", "guide-clients"} {
+		rs, err := parse("service cloud.firestore {\n" + string(block(t, v)) + "\n}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, a := range rs.allows {
+			if c := a.path[3].text; !slices.Contains(got, c) {
+				got = append(got, c)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s block covers %v, want %v", v, got, want)
+		}
+	}
+}
