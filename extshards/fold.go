@@ -38,7 +38,7 @@ const cleanUpParallel = 16
 // contentionBackoff is the wait before a fold whose commit contention aborted is tried again.
 const contentionBackoff = 100 * time.Millisecond
 
-// foldTimeout bounds one run of a Folder, its rounds and waits included.
+// foldTimeout bounds one run of a Folder, its wait for the previous run, rounds and waits included.
 const foldTimeout = time.Minute
 
 // maxRemembered bounds the per-instance map of main documents' last write times.
@@ -166,11 +166,16 @@ func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 		f.mu.Unlock()
 		close(r.done)
 	}()
-	if previous != nil {
-		<-previous.done // bounded by foldTimeout
-	}
 	ctx, cancel := context.WithTimeout(ctx, foldTimeout)
 	defer cancel()
+	if previous != nil {
+		select {
+		case <-previous.done:
+		case <-ctx.Done():
+			r.err = fmt.Errorf("fold shards of %q: wait for the previous fold: %w", doc, ctx.Err())
+			return
+		}
+	}
 	after := ""             // the last shard ID a finished round read
 	var waitedFor time.Time // the update time of doc that this run last waited to age
 	for {
