@@ -119,8 +119,9 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 // A shard whose field is a number where other shards hold a map (or the other way round) is left
 // as it is and reported in Result.Skipped. Other fields of doc are untouched; a missing doc is
 // created. Concurrent callers in one Folder share one run; runs of one doc follow each other, each
-// waiting until an interval after the previous write of doc by this Folder (its clock), and once,
-// for at most an interval, after a write of doc by anyone (doc's update time on Firestore's clock).
+// waiting until an interval after the previous write of doc by this Folder (its clock) and by
+// anyone (doc's update time on Firestore's clock), unless doc was written twice within an interval
+// (the app writes doc itself: waiting would starve the folds).
 func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	f.mu.Lock()
 	r := f.pending[doc]
