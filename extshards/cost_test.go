@@ -13,8 +13,10 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/internal/testenv"
@@ -25,19 +27,35 @@ import (
 // shard documents, each of which is one more trigger event.
 type billing struct {
 	reads, writes, shardWrites, rpcs atomic.Int64
+	// applied and refused count the commits writing a main document: applied, or refused for its
+	// version (FAILED_PRECONDITION).
+	applied, refused atomic.Int64
 }
 
 func (b *billing) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	b.rpcs.Add(1)
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	if c, ok := req.(*firestorepb.CommitRequest); ok && err == nil {
-		for _, w := range c.GetWrites() {
+	c, ok := req.(*firestorepb.CommitRequest)
+	if !ok {
+		return err
+	}
+	writesMain := false
+	for _, w := range c.GetWrites() {
+		name := w.GetUpdate().GetName() + w.GetDelete()
+		shard := strings.Contains(name, "/"+extshards.ShardsCollection+"/")
+		writesMain = writesMain || !shard
+		if err == nil {
 			b.writes.Add(1)
-			name := w.GetUpdate().GetName() + w.GetDelete()
-			if strings.Contains(name, "/"+extshards.ShardsCollection+"/") {
+			if shard {
 				b.shardWrites.Add(1)
 			}
 		}
+	}
+	switch {
+	case writesMain && err == nil:
+		b.applied.Add(1)
+	case writesMain && status.Code(err) == codes.FailedPrecondition:
+		b.refused.Add(1)
 	}
 	return err
 }

@@ -38,7 +38,7 @@ const cleanUpParallel = 16
 // contentionBackoff is the wait before a fold whose commit contention aborted is tried again.
 const contentionBackoff = 100 * time.Millisecond
 
-// foldTimeout bounds one run of a Folder, its rounds and waits included.
+// foldTimeout bounds one run of a Folder, its wait for the previous run, rounds and waits included.
 const foldTimeout = time.Minute
 
 // maxRemembered bounds the per-instance map of main documents' last write times.
@@ -50,24 +50,41 @@ type Result struct {
 	Shards int
 	// Writes is how many times it wrote the main document.
 	Writes int
+	// Skipped says, for each shard left unfolded because it cannot be, why (a *FieldConflictError).
+	Skipped []error
+}
+
+// FieldConflictError reports a shard left unfolded because Field (a dotted path) is a number in
+// some shards or partials and a map in this one, or the other way round: no sum can hold both.
+type FieldConflictError struct {
+	Shard string // the shard's document path
+	Field string
+}
+
+func (e *FieldConflictError) Error() string {
+	return fmt.Sprintf("shard %s left unfolded: field %q is a number in one shard and a map in another", e.Shard, e.Field)
 }
 
 // Folder folds shards into their main documents, writing each main document at most once per
-// interval across every Folder that shares its database (see Fold).
+// interval across every Folder that shares its database (see Fold), one run per main document at
+// a time.
 type Folder struct {
 	client   *firestore.Client
 	interval time.Duration
 	clock    shared.Clock
+	carry    *shared.Carrier // Notify's folds and the event that waits for them
 
 	mu        sync.Mutex
 	pending   map[string]*run      // per main document: the run that has not yet read its shards
+	latest    map[string]*run      // per main document: the newest run started, which the next one waits for
 	lastWrite map[string]time.Time // per main document: when this Folder last wrote it (local clock)
 }
 
 // NewFolder returns a Folder over client that writes a main document at most once per interval.
 func NewFolder(client *firestore.Client, interval time.Duration) *Folder {
-	return &Folder{client: client, interval: interval, clock: shared.SystemClock{},
-		pending: map[string]*run{}, lastWrite: map[string]time.Time{}}
+	clock := shared.SystemClock{}
+	return &Folder{client: client, interval: interval, clock: clock, carry: &shared.Carrier{Clock: clock},
+		pending: map[string]*run{}, latest: map[string]*run{}, lastWrite: map[string]time.Time{}}
 }
 
 // run is one fold of a main document, shared by every caller that came before it read the shards.
@@ -99,17 +116,21 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 // fields, nested maps included, are added to doc's fields of the same paths and taken out of the
 // shards in one commit, conditional on doc being unchanged since it was read, so no fold counts
 // anything twice, whatever is retried or resent. Emptied shards of numbers only are then deleted.
-// Other fields of doc are untouched; a missing doc is created. Concurrent callers in one Folder
-// share one run, which waits until an interval after the previous write of doc, by this Folder (its
-// clock) or anyone (doc's update time on Firestore's clock).
+// A shard whose field is a number where other shards hold a map (or the other way round) is left
+// as it is and reported in Result.Skipped. Other fields of doc are untouched; a missing doc is
+// created. Concurrent callers in one Folder share one run; runs of one doc follow each other, each
+// waiting until an interval after the previous write of doc by this Folder (its clock) and by
+// anyone (doc's update time on Firestore's clock), unless doc was written twice within an interval
+// (the app writes doc itself: waiting would starve the folds).
 func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	f.mu.Lock()
 	r := f.pending[doc]
 	if r == nil || r.decided {
+		previous := f.latest[doc]
 		r = &run{done: make(chan struct{})}
-		f.pending[doc] = r
+		f.pending[doc], f.latest[doc] = r, r
 		// The run outlives any one caller's cancellation: others may be waiting on it.
-		go f.run(context.WithoutCancel(ctx), doc, r)
+		go f.run(context.WithoutCancel(ctx), doc, r, previous)
 	}
 	f.mu.Unlock()
 	select {
@@ -120,18 +141,44 @@ func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	}
 }
 
-// run performs r: rounds of folds until one finds fewer than MaxShardsPerFold shards.
-func (f *Folder) run(ctx context.Context, doc string, r *run) {
+// Notify makes sure a fold of doc that reads its shards after the call follows, without making the
+// caller wait for it: the fold runs in this Folder, and only one caller at a time, the carrier,
+// waits for every fold of the Folder to finish (see shared.Carrier). carried says whether this call
+// was the carrier; err is only its context's end. done is called with the fold's outcome, possibly
+// after Notify returned. The folds live as long as the process: when it dies, the carrier's event
+// is redelivered, and the shards of the others wait for their next write.
+func (f *Folder) Notify(ctx context.Context, doc string, done func(Result, error)) (carried bool, err error) {
+	return f.carry.Carry(ctx, func(ctx context.Context) {
+		done(f.Fold(ctx, doc))
+	})
+}
+
+// run performs r once the previous run of doc (if any) has finished: rounds of folds, each reading
+// the shards after the previous round's, until one finds fewer than MaxShardsPerFold.
+func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 	defer func() {
 		f.mu.Lock()
 		if f.pending[doc] == r {
 			delete(f.pending, doc)
+		}
+		if f.latest[doc] == r {
+			delete(f.latest, doc)
 		}
 		f.mu.Unlock()
 		close(r.done)
 	}()
 	ctx, cancel := context.WithTimeout(ctx, foldTimeout)
 	defer cancel()
+	if previous != nil {
+		select {
+		case <-previous.done:
+		case <-ctx.Done():
+			r.err = fmt.Errorf("fold shards of %q: wait for the previous fold: %w", doc, ctx.Err())
+			return
+		}
+	}
+	after := ""             // the last shard ID a finished round read
+	var waitedFor time.Time // the update time of doc that this run last waited to age
 	for {
 		f.mu.Lock()
 		next := f.lastWrite[doc].Add(f.interval)
@@ -140,7 +187,7 @@ func (f *Folder) run(ctx context.Context, doc string, r *run) {
 			r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
 			return
 		}
-		round, wait, err := f.foldOnce(ctx, doc, r)
+		round, wait, err := f.foldOnce(ctx, doc, r, after, waitedFor)
 		if errors.Is(err, errConflict) {
 			continue // whoever wrote doc makes the next round wait
 		}
@@ -149,7 +196,9 @@ func (f *Folder) run(ctx context.Context, doc string, r *run) {
 			return
 		}
 		if wait > 0 {
-			// Someone wrote doc less than an interval ago (by Firestore's clock).
+			if !round.young.IsZero() {
+				waitedFor = round.young
+			}
 			if err := shared.SleepUntil(ctx, f.clock, f.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
 				return
@@ -158,12 +207,14 @@ func (f *Folder) run(ctx context.Context, doc string, r *run) {
 		}
 		r.res.Shards += round.Shards
 		r.res.Writes += round.Writes
+		r.res.Skipped = append(r.res.Skipped, round.Skipped...)
 		if round.Writes > 0 {
 			f.remember(doc)
 		}
 		if round.Shards < MaxShardsPerFold {
 			return
 		}
+		after = round.last
 	}
 }
 
@@ -180,18 +231,31 @@ func (f *Folder) remember(doc string) {
 	f.lastWrite[doc] = f.clock.Now()
 }
 
-// foldOnce runs one fold of doc. It returns wait > 0, having written nothing, when doc was written
-// less than an interval before it was read or the commit was aborted by contention, and errConflict
-// when doc changed between its read and the fold's commit (another fold, or a resend of this one
-// whose first attempt applied).
-func (f *Folder) foldOnce(ctx context.Context, doc string, r *run) (res Result, wait time.Duration, err error) {
+// round is what one fold of a page of shards did.
+type round struct {
+	Result
+	last  string    // the ID of the page's last shard
+	young time.Time // when waiting for doc to age: its update time
+}
+
+// foldOnce runs one fold of doc's shards whose IDs follow after (all when after is ""), at most
+// MaxShardsPerFold of them. It returns wait > 0, having written nothing, when the commit was
+// aborted by contention, or when doc was written less than an interval before it was read (then
+// round.young is that update time), unless waitedFor, a previous young version, was less than an
+// interval before it: two writes within an interval are not both folds (which keep the interval),
+// so the app writes doc more often than that, and waiting would starve the folds. It returns
+// errConflict when doc changed between its read and the fold's commit (another fold, a write of
+// the app, or a resend of this one whose first attempt applied).
+func (f *Folder) foldOnce(ctx context.Context, doc string, r *run, after string, waitedFor time.Time) (res round, wait time.Duration, err error) {
 	ref := f.client.Doc(doc)
 	main, err := ref.Get(ctx)
 	if err != nil && status.Code(err) != codes.NotFound {
 		return res, 0, fmt.Errorf("read main document: %w", err)
 	}
 	if main.Exists() {
-		if age := main.ReadTime.Sub(main.UpdateTime); age < f.interval {
+		busy := !waitedFor.IsZero() && main.UpdateTime.Sub(waitedFor) < f.interval
+		if age := main.ReadTime.Sub(main.UpdateTime); age < f.interval && !busy {
+			res.young = main.UpdateTime
 			return res, f.interval - age, nil
 		}
 	}
@@ -199,7 +263,11 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, r *run) (res Result, 
 	f.mu.Lock()
 	r.decided = true
 	f.mu.Unlock()
-	shards, err := ref.Collection(ShardsCollection).Limit(MaxShardsPerFold).Documents(ctx).GetAll()
+	q := ref.Collection(ShardsCollection).OrderBy(firestore.DocumentID, firestore.Asc)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	shards, err := q.Limit(MaxShardsPerFold).Documents(ctx).GetAll()
 	if err != nil {
 		return res, 0, fmt.Errorf("read shards: %w", err)
 	}
@@ -207,7 +275,10 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, r *run) (res Result, 
 	if err != nil {
 		return res, 0, err
 	}
-	res.Shards = len(shards)
+	res.Shards, res.Skipped = len(shards), p.skipped
+	if len(shards) > 0 {
+		res.last = shards[len(shards)-1].Ref.ID
+	}
 	if len(p.toMain) > 0 {
 		batch := f.client.Batch()
 		if main.Exists() {
@@ -263,49 +334,68 @@ type subtraction struct {
 
 // foldPlan is what one fold writes: increments of the main document, and what takes the same
 // amounts out of the shards in the same commit (subtractions; partials deleted), and the shards of
-// numbers only found at zero, deleted afterwards.
+// numbers only found at zero, deleted afterwards; skipped says which shards it leaves, and why.
 type foldPlan struct {
 	toMain   []firestore.Update
 	subtract []subtraction
 	remove   []version
 	zero     []version
+	skipped  []error
 }
 
-// plan sums shards (partials: their _updates_ entries' _data_) and says how to fold them.
+// plan sums shards (partials: their _updates_ entries' _data_) and says how to fold them. When the
+// sums are zero in every field yet shards are to be emptied or partials deleted, toMain holds an
+// increment by zero of each field: the commit still carries the main document's precondition, so
+// that a partial is never deleted without its amounts being taken out of the shards with it.
 func plan(shards []*firestore.DocumentSnapshot) (foldPlan, error) {
 	var p foldPlan
 	total := sum{}
 	for _, s := range shards {
 		data := s.Data()
-		if strings.HasPrefix(s.Ref.ID, partialPrefix) {
+		partial := strings.HasPrefix(s.Ref.ID, partialPrefix)
+		own := sum{}
+		onlyNumbers, err := true, error(nil)
+		if partial {
 			entries, _ := data[updatesField].([]any)
 			for _, e := range entries {
 				entry, _ := e.(map[string]any)
 				numbers, _ := entry[dataField].(map[string]any)
-				if _, err := total.add(numbers); err != nil {
-					return p, fmt.Errorf("partial %s: %w", s.Ref.Path, err)
+				if _, err = own.add(numbers); err != nil {
+					break
 				}
 			}
-			p.remove = append(p.remove, version{s.Ref, s.UpdateTime})
+		} else {
+			onlyNumbers, err = own.add(data)
+		}
+		if err == nil {
+			err = total.conflict(own)
+		}
+		if conflict := (*FieldConflictError)(nil); errors.As(err, &conflict) {
+			conflict.Shard = s.Ref.Path
+			p.skipped = append(p.skipped, conflict)
 			continue
 		}
-		own := sum{}
-		onlyNumbers, err := own.add(data)
 		if err == nil {
-			_, err = total.add(data)
+			_, err = total.add(own)
 		}
 		if err != nil {
 			return p, fmt.Errorf("shard %s: %w", s.Ref.Path, err)
 		}
-		if updates := own.increments(nil, true); len(updates) > 0 {
+		switch updates := own.increments(nil, true, false); {
+		case partial:
+			p.remove = append(p.remove, version{s.Ref, s.UpdateTime})
+		case len(updates) > 0:
 			p.subtract = append(p.subtract, subtraction{s.Ref, updates, onlyNumbers})
-		} else if onlyNumbers {
+		case onlyNumbers:
 			p.zero = append(p.zero, version{s.Ref, s.UpdateTime})
 		}
 	}
-	p.toMain = total.increments(nil, false)
-	if len(p.toMain) == 0 && len(p.remove) > 0 {
-		// Partials that sum to zero: nothing to add, but they are folded all the same.
+	p.toMain = total.increments(nil, false, false)
+	if len(p.toMain) == 0 && (len(p.subtract) > 0 || len(p.remove) > 0) {
+		p.toMain = total.increments(nil, false, true)
+	}
+	if len(p.toMain) == 0 {
+		// Partials without a number: nothing to count, deleted as zero shards are.
 		p.zero = append(p.zero, p.remove...)
 		p.remove = nil
 	}
@@ -333,7 +423,7 @@ func (f *Folder) zeros(ctx context.Context, subtracted []subtraction) ([]version
 			continue
 		}
 		own := sum{}
-		if only, err := own.add(s.Data()); err == nil && only && len(own.increments(nil, false)) == 0 {
+		if only, err := own.add(s.Data()); err == nil && only && len(own.increments(nil, false, false)) == 0 {
 			zero = append(zero, version{s.Ref, s.UpdateTime})
 		}
 	}

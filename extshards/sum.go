@@ -15,35 +15,88 @@ var ErrOverflow = errors.New("sum of integer fields overflows int64")
 // sum is a tree of numeric totals: leaves are int64 or float64, inner nodes sums of nested maps.
 type sum map[string]any
 
-// add adds every numeric leaf of data (nested maps included) into s, and reports whether data held
-// nothing but numbers and maps of them. An integer leaf added to a double one makes a double, as
-// Firestore's increment does.
+// add adds every numeric leaf of data (nested maps and sums included) into s, and reports whether
+// data held nothing but numbers and maps of them. An integer leaf added to a double one makes a
+// double, as Firestore's increment does. A field that is a number in s and a map in data, or the
+// other way round, is a *FieldConflictError (its Shard empty), and s is then partly added to.
 func (s sum) add(data map[string]any) (onlyNumbers bool, err error) {
 	onlyNumbers = true
 	for k, v := range data {
 		switch v := v.(type) {
 		case int64:
+			if _, isMap := s[k].(sum); isMap {
+				return false, &FieldConflictError{Field: k}
+			}
 			if err := s.addInt(k, v); err != nil {
 				return false, err
 			}
 		case float64:
+			if _, isMap := s[k].(sum); isMap {
+				return false, &FieldConflictError{Field: k}
+			}
 			s.addFloat(k, v)
-		case map[string]any:
+		default:
+			m, isMap := asMap(v)
+			if !isMap {
+				onlyNumbers = false
+				continue
+			}
 			child, ok := s[k].(sum)
+			if _, exists := s[k]; exists && !ok {
+				return false, &FieldConflictError{Field: k}
+			}
 			if !ok {
 				child = sum{}
 				s[k] = child
 			}
-			only, err := child.add(v)
+			only, err := child.add(m)
+			if conflict := (*FieldConflictError)(nil); errors.As(err, &conflict) {
+				conflict.Field = k + "." + conflict.Field
+				return false, conflict
+			}
 			if err != nil {
 				return false, fmt.Errorf("%s.%w", k, err)
 			}
 			onlyNumbers = onlyNumbers && only
-		default:
-			onlyNumbers = false
 		}
 	}
 	return onlyNumbers, nil
+}
+
+// conflict returns a *FieldConflictError (its Shard empty) for the first field that is a number in
+// s and a map in other, or the other way round; nil when other can be added to s.
+func (s sum) conflict(other sum) error {
+	for k, v := range other {
+		cur, exists := s[k]
+		if !exists {
+			continue
+		}
+		curMap, curIsMap := cur.(sum)
+		vMap, vIsMap := v.(sum)
+		if curIsMap != vIsMap {
+			return &FieldConflictError{Field: k}
+		}
+		if !curIsMap {
+			continue
+		}
+		if err := curMap.conflict(vMap); err != nil {
+			conflict := err.(*FieldConflictError)
+			conflict.Field = k + "." + conflict.Field
+			return conflict
+		}
+	}
+	return nil
+}
+
+// asMap returns v as a map of fields when it is one (a document's nested map, or a sum).
+func asMap(v any) (map[string]any, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		return v, true
+	case sum:
+		return v, true
+	}
+	return nil, false
 }
 
 func (s sum) addInt(k string, v int64) error {
@@ -72,29 +125,29 @@ func (s sum) addFloat(k string, v float64) {
 	}
 }
 
-// increments lists, in a stable order, one firestore.Increment per non-zero leaf of s (negated when
-// negate), at the leaf's field path below prefix.
-func (s sum) increments(prefix []string, negate bool) []firestore.Update {
+// increments lists, in a stable order, one firestore.Increment per leaf of s (negated when negate)
+// at the leaf's field path below prefix: per non-zero leaf, or per leaf when keepZeros.
+func (s sum) increments(prefix []string, negate, keepZeros bool) []firestore.Update {
 	var out []firestore.Update
 	for _, k := range slices.Sorted(mapKeys(s)) {
 		path := append(slices.Clone(prefix), k)
 		switch v := s[k].(type) {
 		case int64:
-			if v != 0 {
+			if v != 0 || keepZeros {
 				if negate {
 					v = -v
 				}
 				out = append(out, firestore.Update{FieldPath: path, Value: firestore.Increment(v)})
 			}
 		case float64:
-			if v != 0 {
+			if v != 0 || keepZeros {
 				if negate {
 					v = -v
 				}
 				out = append(out, firestore.Update{FieldPath: path, Value: firestore.Increment(v)})
 			}
 		case sum:
-			out = append(out, v.increments(path, negate)...)
+			out = append(out, v.increments(path, negate, keepZeros)...)
 		}
 	}
 	return out

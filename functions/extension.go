@@ -12,10 +12,12 @@ import (
 )
 
 // FoldExtensionShards is the CloudEvent entry point for google.cloud.firestore.document.v1.written
-// on the firestore-counter extension's shards (ExtensionShardsPattern): it folds the shards of the
-// written shard's main document into it (extshards.Folder.Fold) and returns once a fold that read
-// the shards after this write is committed, within about one EXTENSION_FOLD_INTERVAL. Events of
-// documents that hold nothing to fold (deletes, shards a fold emptied) are acknowledged at once.
+// on the firestore-counter extension's shards (ExtensionShardsPattern): it makes sure a fold of the
+// written shard's main document that reads the shards after this write follows, within about one
+// EXTENSION_FOLD_INTERVAL (extshards.Folder.Fold). The event is answered at once; the fold runs in
+// this instance while one event at a time, the carrier, waits for the instance's folds (see
+// extshards.Folder.Notify). Events of documents that hold nothing to fold (deletes, shards a fold
+// emptied) are acknowledged without a fold.
 func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error {
 	path, underDocuments := strings.CutPrefix(e.Subject(), "documents/")
 	doc, ok := extshards.MainDocument(path)
@@ -31,7 +33,16 @@ func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error 
 	} else if !extshards.NeedsFold(written) {
 		return nil
 	}
-	res, err := s.folder.Fold(ctx, doc)
-	return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc),
-		slog.Int("shards", res.Shards), slog.Int("writes", res.Writes))
+	logCtx := context.WithoutCancel(ctx)
+	carried, err := s.folder.Notify(ctx, doc, func(res extshards.Result, err error) {
+		attrs := []slog.Attr{slog.String("document", doc), slog.String("event_id", e.ID())}
+		for _, skipped := range res.Skipped {
+			s.log.LogAttrs(logCtx, slog.LevelError, "extension shard left unfolded", append(attrs, slog.String("error", skipped.Error()))...)
+		}
+		if err != nil {
+			s.log.LogAttrs(logCtx, slog.LevelError, "fold extension shards failed; the shards wait for their next write",
+				append(attrs, slog.String("error", err.Error()))...)
+		}
+	})
+	return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc), slog.Bool("carried", carried))
 }

@@ -3,7 +3,11 @@ package functions
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,5 +74,103 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 	}
 	if !bytes.Contains(logs.Bytes(), []byte("not an extension shard document")) {
 		t.Errorf("the event outside the pattern was not logged:\n%s", logs.String())
+	}
+}
+
+// TestFoldExtensionShardsHoldsOneEventPerInstance: 20 extension clients write their shards for 3 s,
+// each write's event delivered to one of two instances (two Services on one emulator), as Eventarc
+// would. Each instance holds at most one event at a time (the carrier): no two of its events that
+// took over 100 ms to answer (the local stack's slow answer; the others wait for nothing) overlap.
+// Once every event is answered, the main document holds every increment. It logs the answer times.
+func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
+	clients, _ := testenv.FirestoreInstancesWithCommits(t, 3)
+	writer := clients[2]
+	cfg := config.Default()
+	cfg.ExtensionFoldInterval = 200 * time.Millisecond
+	var logs [2]bytes.Buffer // each written by its instance's logger only
+	services := []*Service{
+		NewService(cfg, clients[0], cloudlog.New(&logs[0], slog.LevelWarn)),
+		NewService(cfg, clients[1], cloudlog.New(&logs[1], slog.LevelWarn)),
+	}
+	const doc = "posts/many"
+	ctx := context.Background()
+	type span struct{ start, end time.Time }
+	var (
+		mu      sync.Mutex
+		slow    [2][]span // per instance: the events answered after more than 100 ms
+		answers []time.Duration
+		written atomic.Int64
+		wg      sync.WaitGroup
+	)
+	deliver := func(instance int, shard string) {
+		e := event.New()
+		e.SetID(testenv.UniqueID("event"))
+		e.SetType(EventFirestoreDocWritten)
+		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
+		e.SetSubject("documents/" + doc + "/_counter_shards_/" + shard)
+		value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + doc + "/_counter_shards_/" + shard,
+			Fields: map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1}}}}
+		if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
+			t.Error(err)
+			return
+		}
+		start := time.Now()
+		err := services[instance].FoldExtensionShards(ctx, e)
+		end := time.Now()
+		mu.Lock()
+		answers = append(answers, end.Sub(start))
+		if end.Sub(start) > 100*time.Millisecond {
+			slow[instance] = append(slow[instance], span{start, end})
+		}
+		mu.Unlock()
+		if err != nil {
+			t.Errorf("event of shard %s: %v", shard, err)
+		}
+	}
+	stop := time.Now().Add(3 * time.Second)
+	for c := range 20 {
+		wg.Go(func() {
+			shard := fmt.Sprintf("client-%d", c)
+			for i := 0; time.Now().Before(stop); i++ {
+				if _, err := writer.Doc(doc).Collection(extshards.ShardsCollection).Doc(shard).Set(ctx,
+					map[string]any{"likes": firestore.Increment(1)}, firestore.MergeAll); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(1)
+				wg.Go(func() { deliver((c+i)%2, shard) })
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	snap, err := writer.Doc(doc).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Data()["likes"]; got != written.Load() {
+		t.Errorf("likes = %v once every event was answered, want %d", got, written.Load())
+	}
+	var mostHeld [2]int
+	for i, spans := range slow {
+		for _, a := range spans {
+			overlapping := 0
+			for _, b := range spans {
+				if b.start.Before(a.end) && a.start.Before(b.end) {
+					overlapping++
+				}
+			}
+			mostHeld[i] = max(mostHeld[i], overlapping)
+		}
+	}
+	if mostHeld[0] > 1 || mostHeld[1] > 1 {
+		t.Errorf("an instance held up to %v slow events at once, want 1 (the carrier)", mostHeld)
+	}
+	slices.Sort(answers)
+	t.Logf("%d events; answer time p50 %v, p99 %v, max %v; slow ones %d and %d, most held at once per instance %v",
+		len(answers), answers[len(answers)/2].Round(time.Millisecond), answers[len(answers)*99/100].Round(time.Millisecond),
+		answers[len(answers)-1].Round(time.Millisecond), len(slow[0]), len(slow[1]), mostHeld)
+	if t.Failed() {
+		t.Logf("logs:\n%s%s", logs[0].String(), logs[1].String())
 	}
 }

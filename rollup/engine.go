@@ -57,7 +57,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
-	carry   carrier             // Notify's refreshes and the event that waits for them
+	carry   *shared.Carrier     // Notify's refreshes and the event that waits for them
 }
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
@@ -71,7 +71,7 @@ func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter
 // newEngine returns an Engine over any backend and clock.
 func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine {
 	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, instance: crand.Text()[:10],
-		pending: make(map[string]*refresh)}
+		pending: make(map[string]*refresh), carry: &shared.Carrier{Clock: clk}}
 }
 
 // Outcome says what a refresh did.

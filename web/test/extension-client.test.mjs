@@ -1,0 +1,136 @@
+// The firestore-counter extension's own web client (clients/web/src/index.ts in firebase/extensions),
+// compiled unchanged from its public source into a scratch folder (web/test-results/, not committed),
+// against FoldExtensionShards under firestore.extension-clients.rules. The source is read from
+// FIRESTORE_COUNTER_WEB_CLIENT (a path to that index.ts) or downloaded from GitHub at the pinned
+// commit; its SHA-256 must be the pinned one.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import firebase from 'firebase/compat/app';
+import 'firebase/compat/firestore';
+import { loadRules, stack, uniqueID } from './stack.mjs';
+
+const variant = fileURLToPath(new URL('../../firestore.extension-clients.rules', import.meta.url));
+const commit = '58896fffd88d4ed25b016991c74c23a8805462d9';
+const sourceURL = `https://raw.githubusercontent.com/firebase/extensions/${commit}/firestore-counter/clients/web/src/index.ts`;
+const sourceSHA256 = '7124d004a7c9822b82e4344f0edfdd6a782d916fed8144be199cd048be8d17de';
+// The fold interval of the stack's functions (EXTENSION_FOLD_INTERVAL's default).
+const foldInterval = 1000;
+
+before(() => loadRules(variant));
+after(() => loadRules(stack.rulesFile));
+
+/** The extension's web client module, compiled from its unchanged source. */
+async function extensionWebClient() {
+  let source;
+  const path = process.env.FIRESTORE_COUNTER_WEB_CLIENT;
+  try {
+    if (path) {
+      source = await readFile(path, 'utf8');
+    } else {
+      const resp = await fetch(sourceURL);
+      if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
+      source = await resp.text();
+    }
+  } catch (err) {
+    throw new Error(`the extension's web client source: ${err.message}; set FIRESTORE_COUNTER_WEB_CLIENT to ` +
+      `firestore-counter/clients/web/src/index.ts of firebase/extensions at ${commit}, or allow ${sourceURL}`);
+  }
+  const sha = createHash('sha256').update(source).digest('hex');
+  assert.equal(sha, sourceSHA256, `${path ?? sourceURL} is not the pinned index.ts (${commit})`);
+  // Under web/, so that its imports (firebase, uuid) resolve to web/node_modules.
+  const dir = fileURLToPath(new URL('../test-results/extension-web-client/', import.meta.url));
+  await mkdir(dir, { recursive: true });
+  await writeFile(`${dir}index.ts`, source);
+  await build({
+    entryPoints: [`${dir}index.ts`], outfile: `${dir}index.mjs`, bundle: true, format: 'esm', platform: 'node',
+    external: ['firebase', 'firebase/*', 'uuid'], logLevel: 'warning',
+  });
+  // The client keeps its shard ID in a browser cookie.
+  globalThis.document ??= { cookie: '' };
+  return import(`${dir}index.mjs`);
+}
+
+/** Writes a document as the server does (the emulator's owner credential bypasses the rules). */
+async function adminSet(path, fields) {
+  const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
+  const resp = await fetch(url, {
+    method: 'PATCH',
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer owner' },
+    body: JSON.stringify({ fields }),
+  });
+  if (!resp.ok) throw new Error(`admin set ${path}: HTTP ${resp.status} ${await resp.text()}`);
+}
+
+test("the extension's web client: its live view exceeds its own increments only while a write is in flight, by what folds took from its shard meanwhile", async (t) => {
+  const { Counter } = await extensionWebClient();
+  const app = firebase.initializeApp({ projectId: stack.project, apiKey: 'local-emulator' });
+  t.after(() => app.delete());
+  const db = firebase.firestore();
+  const [host, port] = stack.firestoreHost.split(':');
+  db.useEmulator(host, Number(port));
+  const page = `pages/${uniqueID('page')}`;
+  await adminSet(page, { visits: { integerValue: '0' } });
+  const counter = new Counter(db.doc(page), 'visits');
+
+  // The client's own writes: how many it made, which are in flight (by when they were sent).
+  let issued = 0;
+  const inFlight = new Set();
+  // What the folds took: the main document's value as the client sees it, and when it changed.
+  const folds = [];
+  let main = 0;
+  const unsubscribe = db.doc(page).onSnapshot((snap) => {
+    const v = snap.get('visits') ?? 0;
+    if (v !== main) folds.push({ at: performance.now(), took: v - main });
+    main = v;
+  });
+  t.after(unsubscribe);
+  const views = [];
+  counter.onSnapshot((snap) => {
+    const at = performance.now();
+    const oldest = Math.min(...inFlight);
+    views.push({
+      at, value: snap.data(), issued, inFlight: inFlight.size,
+      // What folds took since the oldest write in flight was sent: the most the view may exceed.
+      allowed: folds.filter((f) => f.at >= oldest).reduce((a, f) => a + f.took, 0),
+    });
+  });
+
+  const stop = performance.now() + 6 * foldInterval;
+  while (performance.now() < stop) {
+    const sent = performance.now();
+    inFlight.add(sent);
+    issued++;
+    await counter.incrementBy(1);
+    inFlight.delete(sent);
+  }
+  // Once every write is acknowledged and folded, the view is exact.
+  const deadline = Date.now() + 30_000;
+  while (!(views.at(-1)?.value === issued && main === issued) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(main, issued, `the main document holds ${main}, want every increment (${issued})`);
+  assert.equal(views.at(-1).value, issued, 'the settled view is exact');
+
+  let most = 0;
+  let longest = 0;
+  let since = null;
+  for (const v of views) {
+    const over = v.value - v.issued;
+    assert.ok(over >= 0, `the view showed ${v.value} with ${v.issued} increments made: below the count`);
+    if (over > 0) {
+      assert.ok(v.inFlight > 0, `the view exceeded the count by ${over} with no write in flight`);
+      assert.ok(over <= v.allowed, `the view exceeded the count by ${over}, more than the folds took (${v.allowed}) while its write was in flight`);
+      most = Math.max(most, over);
+      since ??= v.at;
+    } else if (since !== null) {
+      longest = Math.max(longest, v.at - since);
+      since = null;
+    }
+  }
+  t.diagnostic(`${issued} increments, ${folds.length} folds seen, ${views.length} views: ` +
+    `the view exceeded the count by up to ${most}, for up to ${Math.round(longest)} ms at a time`);
+});
