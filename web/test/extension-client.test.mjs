@@ -1,8 +1,8 @@
 // The firestore-counter extension's own web client (clients/web/src/index.ts in firebase/extensions),
 // compiled unchanged from its public source into a scratch folder (web/test-results/, not committed),
 // against FoldExtensionShards under firestore.extension-clients.rules. The source is read from
-// FIRESTORE_COUNTER_WEB_CLIENT (a path to that index.ts) or downloaded from GitHub at the pinned
-// commit; its SHA-256 must be the pinned one.
+// FIRESTORE_COUNTER_WEB_CLIENT (a path to that index.ts at the pinned commit; its SHA-256 must be the
+// pinned one): it is no package of any registry, so nothing here downloads it.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -15,7 +15,6 @@ import { loadRules, stack, uniqueID } from './stack.mjs';
 
 const variant = fileURLToPath(new URL('../../firestore.extension-clients.rules', import.meta.url));
 const commit = '58896fffd88d4ed25b016991c74c23a8805462d9';
-const sourceURL = `https://raw.githubusercontent.com/firebase/extensions/${commit}/firestore-counter/clients/web/src/index.ts`;
 const sourceSHA256 = '7124d004a7c9822b82e4344f0edfdd6a782d916fed8144be199cd048be8d17de';
 // The fold interval of the stack's functions (EXTENSION_FOLD_INTERVAL's default).
 const foldInterval = 1000;
@@ -25,22 +24,14 @@ after(() => loadRules(stack.rulesFile));
 
 /** The extension's web client module, compiled from its unchanged source. */
 async function extensionWebClient() {
-  let source;
   const path = process.env.FIRESTORE_COUNTER_WEB_CLIENT;
-  try {
-    if (path) {
-      source = await readFile(path, 'utf8');
-    } else {
-      const resp = await fetch(sourceURL);
-      if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
-      source = await resp.text();
-    }
-  } catch (err) {
-    throw new Error(`the extension's web client source: ${err.message}; set FIRESTORE_COUNTER_WEB_CLIENT to ` +
-      `firestore-counter/clients/web/src/index.ts of firebase/extensions at ${commit}, or allow ${sourceURL}`);
+  if (!path) {
+    throw new Error('set FIRESTORE_COUNTER_WEB_CLIENT to firestore-counter/clients/web/src/index.ts of ' +
+      `firebase/extensions at ${commit}`);
   }
+  const source = await readFile(path, 'utf8');
   const sha = createHash('sha256').update(source).digest('hex');
-  assert.equal(sha, sourceSHA256, `${path ?? sourceURL} is not the pinned index.ts (${commit})`);
+  assert.equal(sha, sourceSHA256, `${path} is not the pinned index.ts (${commit})`);
   // Under web/, so that its imports (firebase, uuid) resolve to web/node_modules.
   const dir = fileURLToPath(new URL('../test-results/extension-web-client/', import.meta.url));
   await mkdir(dir, { recursive: true });
