@@ -38,8 +38,9 @@ type TopEntry struct {
 	Count   int64  `firestore:"count" json:"count"`
 }
 
-// Top reads the top list of group in window (shared.TopWindowAll or a counter window) for bucket
-// ("" for all time); a list of another bucket, or none, is an empty list.
+// Top reads the top list of group in window (shared.TopWindowAll or a counter window) for bucket:
+// "" is the latest bucket the list was written for (the bucket holding its UpdatedAt, on the lists'
+// clock; for all time, the only one). A list of another bucket, or none, is an empty list.
 func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList, error) {
 	empty := TopList{Group: group, Window: window, Bucket: bucket, Top: []TopEntry{}}
 	snap, err := s.schema.TopRef(s.client, group, window).Get(ctx)
@@ -53,7 +54,7 @@ func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList,
 	if err := snap.DataTo(&l); err != nil {
 		return TopList{}, fmt.Errorf("decode top list of group %q, window %s: %w", group, window, err)
 	}
-	if l.Bucket != bucket {
+	if bucket != "" && l.Bucket != bucket {
 		return empty, nil
 	}
 	if l.Top == nil {
