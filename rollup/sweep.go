@@ -124,7 +124,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	if state.PassMinute == 0 {
 		state.PassMinute = shared.UnixMinute(e.clock.Now())
 	}
-	due := &topsDueList{}
+	due := &topsDueList{until: stopBy}
 	due.retry(ctx, fs, state.TopsDue, &res)
 	var lastPage time.Duration // how long the previous page took: the next one is expected to take as long
 	for {

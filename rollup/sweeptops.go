@@ -20,7 +20,9 @@ type topsCheck struct {
 
 // topsDueList gathers the top list refreshes a sweep found failing, one entry per group.
 type topsDueList struct {
-	list []topsDue
+	// until is when the sweep's refreshes of top lists give up, leaving it time to save its progress.
+	until time.Time
+	list  []topsDue
 }
 
 // add records that d is due, and counts it as failed in res.
@@ -51,10 +53,17 @@ func mergeDue(a, b topsDue) topsDue {
 // retry refreshes the lists a previous sweep left due; those that fail again stay due.
 func (l *topsDueList) retry(ctx context.Context, fs *firestoreBackend, due []topsDue, res *SweepResult) {
 	for _, d := range due {
-		res.TopsBehind++
-		if err := fs.refreshTops(ctx, d.Group, d.Windows, d.WrittenAt); err != nil {
-			l.add(d, res)
-		}
+		l.refresh(ctx, fs, d, res)
+	}
+}
+
+// refresh refreshes the lists d names, by l.until at the latest; d stays due when that fails.
+func (l *topsDueList) refresh(ctx context.Context, fs *firestoreBackend, d topsDue, res *SweepResult) {
+	res.TopsBehind++
+	ctx, cancel := context.WithDeadline(ctx, l.until)
+	defer cancel()
+	if err := fs.refreshTops(ctx, d.Group, d.Windows, d.WrittenAt); err != nil {
+		l.add(d, res)
 	}
 }
 
@@ -133,9 +142,6 @@ func (e *Engine) sweepTops(ctx context.Context, checks []topsCheck, res *SweepRe
 		}
 	}
 	for _, d := range behind {
-		res.TopsBehind++
-		if err := fs.refreshTops(ctx, d.Group, d.Windows, d.WrittenAt); err != nil {
-			due.add(d, res)
-		}
+		due.refresh(ctx, fs, d, res)
 	}
 }
