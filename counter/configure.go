@@ -21,7 +21,8 @@ import (
 //     others). Buckets already counted stay.
 //   - Distinct, when not nil, makes the counter count distinct members (IncrementDistinct) from now
 //     on, or deltas again; what was counted stays.
-//   - Group, when not nil, puts the counter in that group's top lists ("": in none).
+//   - Group, when not nil, puts the counter in that group's top lists ("": in none), and stamps its
+//     touched_minute, so that the next sweep moves its roll-up (and it) between the groups' lists.
 type Settings struct {
 	NumShards, MinShards, MaxShards int
 	Windows                         []string
@@ -34,8 +35,8 @@ func (st Settings) shardFieldsSet() bool {
 	return st.NumShards != 0 || st.MinShards != 0 || st.MaxShards != 0
 }
 
-// features are the counter document fields st sets besides the shape.
-func (st Settings) features() map[string]any {
+// features are the counter document fields st sets besides the shape, in minute.
+func (st Settings) features(minute int64) map[string]any {
 	f := map[string]any{}
 	if st.Windows != nil {
 		f[shared.FieldWindows] = st.Windows
@@ -49,6 +50,9 @@ func (st Settings) features() map[string]any {
 		f[shared.FieldGroup] = firestore.Delete
 	default:
 		f[shared.FieldGroup] = *st.Group
+	}
+	if st.Group != nil {
+		f[shared.FieldTouchedMinute] = firestore.FieldTransformMaximum(minute)
 	}
 	return f
 }
@@ -122,7 +126,7 @@ func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configur
 	}
 	res, err := s.reshape(ctx, id, func(cur Shape, existed bool) (Shape, error) {
 		return st.shape(cur, existed, s.defaultNumShards)
-	}, st.features())
+	}, st.features(shared.UnixMinute(s.clock.Now())))
 	if err == nil {
 		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
 	}

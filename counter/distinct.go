@@ -65,7 +65,7 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (Disti
 	m := memberWrite{
 		refs:    s.memberRefs(id, shared.MembersCollection, cfg.membersEpoch+"\x00"+member, cfg.windows, now),
 		windows: cfg.windows,
-		shard:   shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), at: now, member: true, stamp: due, minute: minute},
+		shard:   shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), parts: []timedDelta{{at: now, delta: 1}}, stamp: due, minute: minute},
 		writeID: newWriteID(),
 		now:     now,
 	}

@@ -134,18 +134,15 @@ func touchUpdate(minute int64) []firestore.Update {
 	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
 }
 
-// shardIncrement adds w's delta to a shard's count and to the buckets of w's windows (1 for a member), and 1 to its
-// writes, server-side; it creates the shard document if needed.
+// shardIncrement adds w's delta to a shard's count and each of its parts to the buckets of w's
+// windows holding the part's time, and 1 to its writes, server-side; it creates the shard document
+// if needed.
 func shardIncrement(w shardWrite) map[string]any {
 	m := map[string]any{
 		shared.FieldCount:  firestore.Increment(w.delta),
 		shared.FieldWrites: firestore.Increment(1),
 	}
-	bucketDelta := w.delta
-	if w.member {
-		bucketDelta = 1
-	}
-	if buckets := bucketIncrements(w.windows, w.at, bucketDelta); buckets != nil {
+	if buckets := bucketIncrements(w.windows, w.parts); buckets != nil {
 		m[shared.FieldBuckets] = buckets
 	}
 	return m

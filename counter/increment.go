@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -55,6 +56,13 @@ func (s *Store) Increment(ctx context.Context, id string, delta int64) (shard in
 // ErrNotApplied or ErrOutcomeUnknown (ErrNotApplied and ErrDeltaOverflow when one counter's deltas
 // sum past int64); a keyed increment is always safe to send again.
 func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment) (Outcome, error) {
+	return s.ApplyOnceAt(ctx, key, time.Time{}, incs)
+}
+
+// ApplyOnceAt is ApplyOnce for increments made at time at, which counts them in the window buckets
+// holding at instead of those holding the time of the commit (zero at: the commit's). A Pub/Sub
+// message passes its publish time, so a backlog or a replay counts it in the bucket it was sent in.
+func (s *Store) ApplyOnceAt(ctx context.Context, key Key, at time.Time, incs []shared.Increment) (Outcome, error) {
 	if len(incs) == 0 || len(incs) > shared.MaxBatchIncrements {
 		return Outcome{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), shared.MaxBatchIncrements)
 	}
@@ -66,7 +74,7 @@ func (s *Store) ApplyOnce(ctx context.Context, key Key, incs []shared.Increment)
 	if err != nil {
 		return Outcome{}, notApplied(fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, err))
 	}
-	r := s.submit(ctx, request{incs: merged, key: &key, fingerprint: fingerprint})
+	r := s.submit(ctx, request{incs: merged, key: &key, fingerprint: fingerprint, at: at})
 	if r.err != nil && !errors.Is(r.err, ErrKeyReused) {
 		return Outcome{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, r.err)
 	}
@@ -80,6 +88,9 @@ type request struct {
 	// key is nil for an unkeyed request; a keyed request writes a dedupe record in the same commit.
 	key         *Key
 	fingerprint string
+	// at is when the increments were made: they count in the window buckets holding it (zero: the
+	// commit's time).
+	at time.Time
 }
 
 // reply is what became of a request: its Outcome, or an error wrapping ErrNotApplied or

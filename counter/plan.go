@@ -1,6 +1,7 @@
 package counter
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -35,13 +36,11 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
-	// windows are the counter's windows: the write also adds delta to their buckets holding at (1, for
-	// a member write).
+	// windows are the counter's windows: the write also adds each of parts to their buckets holding
+	// its time. A distinct member's write (IncrementDistinct) has delta 1 when the member is new to
+	// the counter, else 0, one part of 1, and the windows in whose bucket it is new.
 	windows []string
-	at      time.Time
-	// member: a distinct member's write (IncrementDistinct): delta is 1 when the member is new to the
-	// counter, else 0, and windows are those in whose bucket it is new.
-	member bool
+	parts   []timedDelta
 	// create makes the counter (absent when planned) with the default shard count in the same commit.
 	create bool
 	// stamp sets the counter's touched_minute to minute in the same commit; it fails when the counter
@@ -82,15 +81,14 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 	for _, i := range live {
 		plan.writeRecord = plan.writeRecord || batch[i].key == nil
 		for _, inc := range batch[i].incs {
+			at := cmp.Or(batch[i].at, plan.now)
 			if n, ok := index[inc.Counter]; ok {
-				sum, ok := addDeltas(plan.shards[n].delta, inc.Delta)
-				if !ok {
-					return nil, fmt.Errorf("counter %q: %w", inc.Counter, ErrDeltaOverflow)
+				if err := plan.shards[n].add(inc.Delta, at); err != nil {
+					return nil, fmt.Errorf("counter %q: %w", inc.Counter, err)
 				}
-				plan.shards[n].delta = sum
 				continue
 			}
-			w, err := s.planShard(ctx, inc.Counter, inc.Delta, plan.now, verify)
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta, at, verify)
 			if err != nil {
 				return nil, err
 			}
@@ -112,7 +110,8 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 }
 
 // planShard plans a write of delta to counter id at now (ErrMemberRequired for a distinct counter):
-// the next shard of its cached (or read) shard count, the buckets of its windows that hold now, its
+// the next shard of its cached (or read) shard count, the buckets of its windows that hold now (the
+// increment's time), its
 // creation when it does not exist, and its touched stamp when one is due.
 //
 // With RequireExisting, a missing counter is ErrNotFound instead, and the shard must exist, unless
@@ -132,13 +131,41 @@ func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.
 		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrMemberRequired)
 	}
 	minute, due := s.touches.due(id)
-	w := shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows, at: now,
+	w := shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows,
+		parts:  []timedDelta{{at: now, delta: delta}},
 		create: create, stamp: !create && due, minute: minute}
 	if s.requireExisting {
 		w.stamp = w.stamp || verify
 		w.shardMustExist = !w.stamp
 	}
 	return w, nil
+}
+
+// timedDelta is a part of a shard write's delta that counts in the buckets holding at.
+type timedDelta struct {
+	at    time.Time
+	delta int64
+}
+
+// add merges another increment of w's counter, of delta at time at, into w: a part of its own when
+// its buckets differ from every part's; ErrDeltaOverflow when a sum overflows int64.
+func (w *shardWrite) add(delta int64, at time.Time) error {
+	sum, ok := addDeltas(w.delta, delta)
+	if !ok {
+		return ErrDeltaOverflow
+	}
+	for i, p := range w.parts {
+		if sameBuckets(w.windows, p.at, at) {
+			if w.parts[i].delta, ok = addDeltas(p.delta, delta); !ok {
+				return ErrDeltaOverflow
+			}
+			w.delta = sum
+			return nil
+		}
+	}
+	w.parts = append(w.parts, timedDelta{at: at, delta: delta})
+	w.delta = sum
+	return nil
 }
 
 // writeConfig returns what a write of counter id needs of its configuration, from the cache when it

@@ -52,17 +52,35 @@ func bucketPath(w, label string) firestore.FieldPath {
 	return firestore.FieldPath{shared.FieldBuckets, w, label}
 }
 
-// bucketIncrements is the nested map that adds delta to the buckets of windows holding t, as it
-// stands in a shard write ({w: {label: Increment(delta)}}); nil without windows.
-func bucketIncrements(windows []string, t time.Time, delta int64) map[string]any {
+// bucketIncrements is the nested map that adds each part's delta to the buckets of windows holding
+// its time, as it stands in a shard write ({w: {label: Increment(sum)}}); nil without windows.
+func bucketIncrements(windows []string, parts []timedDelta) map[string]any {
 	if len(windows) == 0 {
 		return nil
 	}
 	m := make(map[string]any, len(windows))
 	for _, w := range windows {
-		m[w] = map[string]any{Bucket(w, t): firestore.Increment(delta)}
+		sums := map[string]int64{}
+		for _, p := range parts {
+			sums[Bucket(w, p.at)] += p.delta
+		}
+		labels := make(map[string]any, len(sums))
+		for label, sum := range sums {
+			labels[label] = firestore.Increment(sum)
+		}
+		m[w] = labels
 	}
 	return m
+}
+
+// sameBuckets reports whether a and b fall in the same bucket of every one of windows.
+func sameBuckets(windows []string, a, b time.Time) bool {
+	for _, w := range windows {
+		if Bucket(w, a) != Bucket(w, b) {
+			return false
+		}
+	}
+	return true
 }
 
 // WindowsOf reads the windows of counter document snap, in Windows order.

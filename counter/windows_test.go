@@ -11,6 +11,7 @@ import (
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
 )
 
 // setClock is a clock the test sets; its After waits in real time (group commit's interval).
@@ -211,5 +212,54 @@ func TestConfiguringWindowsOnALiveCounterLosesNothing(t *testing.T) {
 	}
 	if v, err := store.WindowValue(ctx, "live", "day", "2026-11-23"); err != nil || v.Count != before+100 {
 		t.Errorf("a past day of a removed window = %+v (%v), want %d", v, err, before+100)
+	}
+}
+
+// TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes: keyed increments made on
+// either side of midnight (ApplyOnceAt, as Pub/Sub messages by their publish time) and a plain one
+// share one group commit planned after midnight (the Store's clock): each counts in the buckets of its own time, and a
+// redelivery of one counts nothing.
+func TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes(t *testing.T) {
+	ctx := context.Background()
+	clock := &setClock{now: time.Date(2026, 12, 1, 0, 0, 0, 200e6, time.UTC)}
+	client := testenv.Firestore(t)
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1, ShardCountCacheTTL: time.Minute,
+		GroupCommitInterval: 300 * time.Millisecond, DedupeTTL: time.Hour, Clock: clock})
+	if _, err := store.Configure(ctx, "views", counter.Settings{NumShards: 1, Windows: []string{"hour", "day"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A first write commits at once; those that follow within the interval share the next one.
+	if _, err := store.Increment(ctx, "views", 1); err != nil {
+		t.Fatal(err)
+	}
+	before, after := time.Date(2026, 11, 30, 23, 59, 59, 900e6, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 100e6, time.UTC)
+	var wg sync.WaitGroup
+	apply := func(id string, at time.Time, delta int64) {
+		wg.Go(func() {
+			if _, err := store.ApplyOnceAt(ctx, counter.Key{Source: counter.SourcePubSub, ID: id}, at, []shared.Increment{{Counter: "views", Delta: delta}}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	apply("m1", before, 2)
+	apply("m2", after, 3)
+	apply("m3", before, 7)
+	wg.Go(func() {
+		if _, err := store.Increment(ctx, "views", 5); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	apply("m1", before, 2) // redelivered
+	wg.Wait()
+	wantBuckets(t, store, "views", map[string]map[string]int64{
+		"hour": {"2026-11-30T23": 9, "2026-12-01T00": 9},
+		"day":  {"2026-11-30": 9, "2026-12-01": 9},
+	})
+	if sum, err := store.Sum(ctx, "views"); err != nil || sum != 18 {
+		t.Errorf("all time %d (%v), want 18", sum, err)
+	}
+	if snap, err := schema.ShardRef(client, "views", 0).Get(ctx); err != nil || snap.Data()[shared.FieldWrites] != int64(2) {
+		t.Errorf("shard writes %v (%v), want 2: the first increment's, and one the next four share", snap.Data()[shared.FieldWrites], err)
 	}
 }

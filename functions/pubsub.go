@@ -25,7 +25,8 @@ func (e *poisonError) Error() string { return e.reason }
 
 // IncrementFromPubSub is the CloudEvent entry point for messages on the counter-increments topic
 // (format: docs/api.md). Each message, keyed by its idempotency_key attribute or else its message ID,
-// is applied exactly once, a batch all or nothing. It returns nil once the increments are durable or
+// is applied exactly once, a batch all or nothing, in the window buckets of its publish time (the
+// message's publishTime, else the event's time). It returns nil once the increments are durable or
 // when the message can never succeed (logged at ERROR), and an error, for redelivery, on a transient failure.
 func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -39,7 +40,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	if err != nil {
 		return s.acknowledgePoison(ctx, msgID, err)
 	}
-	out, err := s.counters.ApplyOnce(ctx, key, incs)
+	out, err := s.counters.ApplyOnceAt(ctx, key, cmp.Or(data.Message.PublishTime, e.Time()), incs)
 	switch {
 	case errors.Is(err, counter.ErrKeyReused):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: shared.AttributeIdempotencyKey,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/shardcount/counters/shared"
 )
@@ -15,6 +16,8 @@ type pubsubMessage struct {
 	name  string
 	data  []byte
 	attrs map[string]string
+	// published is the message's publishTime and its event's time (zero: none).
+	published time.Time
 }
 
 // poisonMessages are messages that can never succeed, one of each kind. Those that name a valid

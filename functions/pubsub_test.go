@@ -29,7 +29,12 @@ func messageEvent(t testing.TB, id string, m pubsubMessage) event.Event {
 		attrs = map[string]string{}
 	}
 	// []byte data is base64 in JSON, as in the push envelope.
-	data := map[string]any{"message": map[string]any{"data": m.data, "attributes": attrs, "messageId": id}}
+	msg := map[string]any{"data": m.data, "attributes": attrs, "messageId": id}
+	if !m.published.IsZero() {
+		msg["publishTime"] = m.published.Format(time.RFC3339Nano)
+		e.SetTime(m.published)
+	}
+	data := map[string]any{"message": msg}
 	if err := e.SetData(event.ApplicationJSON, data); err != nil {
 		t.Fatal(err)
 	}

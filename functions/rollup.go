@@ -56,7 +56,8 @@ func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 	res, err := s.engine.Sweep(ctx, s.cfg.RollupSweepLookback)
 	return s.eventResult(ctx, e, err, "scheduled roll-up sweep",
 		slog.Int("counters", res.Counters), slog.Int("reads", res.Reads), slog.Int("checked", res.Checked),
-		slog.Int("stale", res.Stale), slog.Int("written", res.Written), slog.Bool("done", res.Done))
+		slog.Int("stale", res.Stale), slog.Int("written", res.Written), slog.Int("regrouped", res.Regrouped),
+		slog.Int("tops_behind", res.TopsBehind), slog.Int("tops_failed", res.TopsFailed), slog.Bool("done", res.Done))
 }
 
 // eventResult logs the outcome of a CloudEvent function and decides its result: nil acknowledges,

@@ -26,9 +26,10 @@ type topResponse struct {
 // topMethods are the methods Top accepts.
 var topMethods = []string{http.MethodGet, http.MethodHead}
 
-// Top is the HTTP entry point GET ?group=G[&window=hour|day|month][&limit=N]: the group's counters
-// with the highest counts, all time or in the window's current UTC bucket, highest first, from the
-// group's top list document (one read), refreshed by the roll-ups at most once per ROLLUP_INTERVAL.
+// Top is the HTTP entry point GET ?group=G[&window=hour|day|month[&bucket=L]][&limit=N]: the group's
+// counters with the highest counts, all time or in a UTC bucket of the window (without bucket: the
+// latest the list was written for, which holds its updated_at), highest first, from the group's top
+// list document (one read), refreshed by the roll-ups at most once per ROLLUP_INTERVAL.
 func (s *Service) Top(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.top) }
 
 func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -51,7 +52,14 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 		if !counter.ValidWindow(window) {
 			return 0, nil, &shared.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q (leave it out for all time)", window, counter.Windows)}
 		}
-		bucket = counter.Bucket(window, time.Now())
+	}
+	if q.Has("bucket") {
+		if bucket, err = oneParam(r, "bucket"); err != nil {
+			return 0, nil, err
+		}
+		if !counter.ValidBucket(window, bucket) {
+			return 0, nil, &shared.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a UTC bucket label of window %q (hour 2026-11-23T18, day 2026-11-23, month 2026-11; none for all time)", bucket, window)}
+		}
 	}
 	limit := defaultTopLimit
 	if q.Has("limit") {
@@ -67,7 +75,10 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	resp := topResponse{Group: group, Window: window, Bucket: bucket, Top: list.Top[:min(limit, len(list.Top))]}
+	resp := topResponse{Group: group, Window: window, Bucket: list.Bucket, Top: list.Top[:min(limit, len(list.Top))]}
+	if list.UpdatedAt.IsZero() && bucket == "" && window != shared.TopWindowAll {
+		resp.Bucket = counter.Bucket(window, time.Now()) // no list yet: nothing counted in the current bucket
+	}
 	if !list.UpdatedAt.IsZero() {
 		at := list.UpdatedAt.UTC().Format(time.RFC3339Nano)
 		resp.UpdatedAt = &at

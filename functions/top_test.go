@@ -150,3 +150,36 @@ func TestTopListStaleness(t *testing.T) {
 		t.Errorf("the list lagged %s under load and settled after %s, want both within %s", worst, settled, limit)
 	}
 }
+
+// TestTopJustAfterABoundaryAnswersTheLatestList: a group's hour list was last refreshed 100 ms
+// before the hour turned (on the lists' clock, Firestore's); asked just after, with no roll-up
+// since, Top without bucket answers that list and its bucket instead of an empty list of the new
+// hour, and with bucket it answers the bucket asked (empty for another than the list's).
+func TestTopJustAfterABoundaryAnswersTheLatestList(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	hourStart := time.Now().UTC().Truncate(time.Hour)
+	refreshed := hourStart.Add(-100 * time.Millisecond)
+	last := refreshed.Format("2006-01-02T15")
+	if _, err := srv.client.Collection("tops").Doc("posts_hour").Set(t.Context(), map[string]any{
+		"group": "posts", "window": "hour", "bucket": last, "updated_at": refreshed,
+		"top": []map[string]any{{"counter": "a", "count": 5}, {"counter": "b", "count": 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, ranked := srv.topOf(t, "group=posts&window=hour")
+	if a.status != http.StatusOK || a.body["bucket"] != last || fmt.Sprint(ranked) != "[a=5 b=2]" || a.body["updated_at"] == nil {
+		t.Errorf("Top of the hour list just after the hour turned: %d %s, want the list of %s (the latest written)", a.status, a.raw, last)
+	}
+	if a, ranked := srv.topOf(t, "group=posts&window=hour&bucket="+last); a.status != http.StatusOK || fmt.Sprint(ranked) != "[a=5 b=2]" {
+		t.Errorf("Top of bucket %s: %d %s, want its list", last, a.status, a.raw)
+	}
+	current := hourStart.Format("2006-01-02T15")
+	if a, ranked := srv.topOf(t, "group=posts&window=hour&bucket="+current); a.status != http.StatusOK || len(ranked) != 0 || a.body["bucket"] != current {
+		t.Errorf("Top of bucket %s: %d %s, want an empty list of that bucket", current, a.status, a.raw)
+	}
+	for _, q := range []string{"group=posts&window=hour&bucket=2026-11-23", "group=posts&bucket=2026-11-23T10"} {
+		if a, _ := srv.topOf(t, q); a.status != http.StatusBadRequest || a.body["field"] != "bucket" {
+			t.Errorf("Top?%s: %d %s, want 400 on bucket", q, a.status, a.raw)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/functions/config"
 )
@@ -80,5 +81,40 @@ func TestWindowsOverHTTP(t *testing.T) {
 	}
 	if named := srv.countWindow(t, "views", "day", cur.body["bucket"].(string)); named.body["count"] != cur.body["count"] {
 		t.Errorf("a counted day after its window was removed: %s, want %s", named.raw, cur.raw)
+	}
+}
+
+// TestPubSubIncrementCountsInTheBucketOfItsPublishTime: a message published just before midnight
+// two days ago and delivered now (a backlog, or a dead-letter replay), then delivered again, counts
+// once, in the hour and day of its publish time, not in the current ones; a message published now
+// counts in the current ones.
+func TestPubSubIncrementCountsInTheBucketOfItsPublishTime(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "late", "windows": []string{"hour", "day"}}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	published := time.Now().UTC().Truncate(24 * time.Hour).Add(-24*time.Hour - time.Millisecond) // 23:59:59.999, two days back
+	old := pubsubMessage{data: []byte(`{"counter":"late","delta":3}`), published: published}
+	for range 2 { // delivered, then redelivered
+		if err := srv.deliver(t, "backlog-1", old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.deliver(t, "fresh-1", pubsubMessage{data: []byte(`{"counter":"late","delta":4}`), published: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		window, bucket string
+		want           float64
+	}{
+		{"day", published.Format("2006-01-02"), 3}, {"hour", published.Format("2006-01-02T15"), 3},
+		{"day", published.Add(time.Millisecond).Format("2006-01-02"), 0},
+	} {
+		if a := srv.countWindow(t, "late", c.window, c.bucket); a.status != http.StatusOK || a.body["count"] != c.want {
+			t.Errorf("%s %s: %d %s, want count %v (the message published at %s)", c.window, c.bucket, a.status, a.raw, c.want, published.Format(time.RFC3339Nano))
+		}
+	}
+	if a := srv.countWindow(t, "late", "day", ""); a.status != http.StatusOK || a.body["count"] != 4.0 {
+		t.Errorf("today: %d %s, want only the message published today (4)", a.status, a.raw)
 	}
 }

@@ -143,8 +143,7 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			return tx.Create(ref, doc)
 		})
 	} else {
-		var res *firestore.WriteResult
-		res, err = ref.Update(ctx, []firestore.Update{
+		updates := []firestore.Update{
 			{Path: shared.FieldCount, Value: w.count},
 			{Path: shared.FieldUpdatedAt, Value: w.computedAt},
 			{Path: FieldSource, Value: w.source},
@@ -155,7 +154,12 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 			{Path: FieldCoolSince, Value: coolSince},
 			{Path: shared.FieldWindows, Value: windows},
 			{Path: shared.FieldGroup, Value: group},
-		}, firestore.LastUpdateTime(prev.version))
+		}
+		if left := prev.leftGroup(); left != "" {
+			updates = append(updates, firestore.Update{Path: FieldLeftGroup, Value: left})
+		}
+		var res *firestore.WriteResult
+		res, err = ref.Update(ctx, updates, firestore.LastUpdateTime(prev.version))
 		if err == nil {
 			writtenAt = res.UpdateTime
 		}
@@ -168,7 +172,8 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	case err != nil:
 		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
 	}
-	if prev.group == "" {
+	left := prev.leftGroup()
+	if prev.group == "" && left == "" {
 		return nil
 	}
 	if writtenAt.IsZero() { // created in a transaction, whose commit time the client does not say
@@ -178,7 +183,24 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 		}
 		writtenAt = snap.UpdateTime
 	}
+	if left != "" {
+		if err := b.refreshTops(ctx, left, prev.rollup.windowNames(), writtenAt); err != nil {
+			return err
+		}
+	}
+	if prev.group == "" {
+		return nil
+	}
 	return b.refreshTops(ctx, prev.group, prev.windows, writtenAt)
+}
+
+// leftGroup is the group the counter leaves with the roll-up written after v: the previous
+// roll-up's group when the counter's is now another; "" when none.
+func (v view) leftGroup() string {
+	if v.rollup == nil || v.rollup.Group == v.group {
+		return ""
+	}
+	return v.rollup.Group
 }
 
 // windows is the roll-up's windows field for a counter with windows ws, computed at t: {window:

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -36,6 +37,22 @@ type Document struct {
 	// ({"day": {"bucket": "2026-11-23", "count": 12}}); an app showing "today" compares the bucket
 	// with its own.
 	Windows map[string]WindowBucket `firestore:"windows,omitempty"`
+	// Group is the counter's group as of UpdatedAt ("" for none): the roll-up is ranked in its top lists.
+	Group string `firestore:"group,omitempty"`
+	// LeftGroup is the group the counter last left (the roll-up that changed Group set it): the
+	// sweep makes sure that group's lists no longer rank the counter.
+	LeftGroup string `firestore:"left_group,omitempty"`
+}
+
+// windowNames are the windows d holds buckets of, in counter.Windows order.
+func (d *Document) windowNames() []string {
+	var ws []string
+	for _, w := range counter.Windows {
+		if _, ok := d.Windows[w]; ok {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // WindowBucket is one window's bucket in a roll-up.

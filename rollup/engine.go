@@ -29,6 +29,8 @@ const (
 	FieldShardWrites = "shard_writes"
 	FieldWriteRate   = "write_rate"
 	FieldCoolSince   = "cool_since"
+	// FieldLeftGroup is the group a counter last left (Document.LeftGroup).
+	FieldLeftGroup = "left_group"
 )
 
 // Values of FieldSource.

@@ -51,6 +51,13 @@ type SweepResult struct {
 	// Skipped is how many counters the sweep could not roll up because of what their documents hold;
 	// it went on past them, and its *SkippedError says which and why.
 	Skipped int
+	// Regrouped is how many roll-ups the sweep rewrote because their counter changed group.
+	Regrouped int
+	// TopsBehind is how many groups had top lists behind their roll-ups (a refresh that failed, or
+	// still ranking a counter that left) that the sweep refreshed or retried; TopsFailed is how many
+	// of those refreshes failed again: they are saved with the sweep's progress and retried by the
+	// next sweep.
+	TopsBehind, TopsFailed int
 }
 
 // SkippedCounter is a counter a sweep skipped and why.
@@ -88,14 +95,19 @@ type sweepState struct {
 	// AfterMinute and AfterID are the last counter the unfinished pass checked, in query order.
 	AfterMinute int64  `firestore:"after_minute"`
 	AfterID     string `firestore:"after_id"`
+	// TopsDue are top list refreshes that failed: the next sweep retries them first.
+	TopsDue []topsDue `firestore:"tops_due,omitempty"`
 }
 
 // Sweep rolls up every counter changed since two minutes before the previous pass began whose roll-up
-// differs from its exact value; the first sweep ever looks back lookback. It costs a few reads per
+// differs from its exact value or its counter's group, and refreshes the top lists behind those
+// counters' roll-ups; the first sweep ever looks back lookback. It costs a few reads per
 // changed counter (SweepResult.Reads), none per idle one. A pass that would not end before ctx's
 // deadline less a margin (or DefaultSweepBudget) saves where it stopped, returns with Done false, and
 // the next sweep resumes there. A counter whose value or roll-up cannot be computed is skipped: the
-// sweep goes on and saves its progress, and then returns a *SkippedError naming each such counter.
+// sweep goes on and saves its progress, and then returns a *SkippedError naming each such counter. A
+// top list refresh that fails holds nothing back either: it is saved with the progress and retried
+// by the next sweep (SweepResult.TopsFailed).
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
 	fs := e.sweeper
 	stopBy := e.clock.Now().Add(DefaultSweepBudget)
@@ -112,6 +124,8 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	if state.PassMinute == 0 {
 		state.PassMinute = shared.UnixMinute(e.clock.Now())
 	}
+	due := &topsDueList{until: stopBy}
+	due.retry(ctx, fs, state.TopsDue, &res)
 	var lastPage time.Duration // how long the previous page took: the next one is expected to take as long
 	for {
 		pageStart := e.clock.Now()
@@ -129,7 +143,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		}
 		res.Counters += len(counters)
 		res.Reads += max(1, len(counters))
-		if err := e.sweepPage(ctx, counters, &res, &skipped); err != nil {
+		if err := e.sweepPage(ctx, counters, &res, &skipped, due); err != nil {
 			return res, err
 		}
 		if len(counters) < sweepPage {
@@ -141,6 +155,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		state.AfterID = last.Ref.ID
 		lastPage = e.clock.Now().Sub(pageStart)
 		if !e.clock.Now().Add(lastPage).Before(stopBy) {
+			state.TopsDue = due.list
 			_, err := stateRef.Set(ctx, state)
 			if err != nil {
 				return res, fmt.Errorf("save sweep progress: %w", err)
@@ -149,7 +164,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		}
 	}
 	res.Done = true
-	if _, err := stateRef.Set(ctx, sweepState{FromMinute: state.PassMinute - stampLag}); err != nil {
+	if _, err := stateRef.Set(ctx, sweepState{FromMinute: state.PassMinute - stampLag, TopsDue: due.list}); err != nil {
 		return res, fmt.Errorf("save sweep state: %w", err)
 	}
 	return res, skippedError(skipped)
@@ -181,9 +196,11 @@ func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef,
 
 // sweepPage rolls up the changed counters of one page whose roll-up may be stale. A roll-up computed
 // after the latest write its touched minute can stand for covers it without further reads; the
-// others are checked by value, one aggregation each. A counter whose value or roll-up cannot be
-// computed is added to skipped; any other failure fails the page.
-func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult, skipped *[]SkippedCounter) error {
+// others are checked by value, one aggregation each; a roll-up of another group than its counter's
+// is written again. Then the top lists of the page's groups are compared with the roll-ups
+// (sweepTops). A counter whose value or roll-up cannot be computed is added to skipped, a top list
+// that fails to due; any other failure fails the page.
+func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult, skipped *[]SkippedCounter, due *topsDueList) error {
 	fs := e.sweeper
 	if len(counters) == 0 {
 		return nil
@@ -198,10 +215,11 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 	}
 	res.Reads += len(snaps)
 	var (
-		mu    sync.Mutex
-		errs  []error
-		wg    sync.WaitGroup
-		slots = make(chan struct{}, sweepConcurrency)
+		mu     sync.Mutex
+		errs   []error
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, sweepConcurrency)
+		checks []topsCheck
 	)
 	for i, snap := range snaps {
 		current, err := decodeRollup(snap)
@@ -212,21 +230,42 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 			mu.Unlock()
 			continue
 		}
+		id := counters[i].Ref.ID
+		regrouped := current != nil && current.Group != counter.GroupOf(counters[i])
+		if current != nil && !regrouped {
+			checks = append(checks, topsCheck{id: id, rollup: current, version: snap.UpdateTime, windows: counter.WindowsOf(counters[i])})
+		}
 		minute, _ := counters[i].DataAt(shared.FieldTouchedMinute)
 		touched, _ := minute.(int64)
-		if covers(current, time.Unix((touched+stampLag)*60, 0)) {
+		if !regrouped && covers(current, time.Unix((touched+stampLag)*60, 0)) {
 			continue
 		}
-		id := counters[i].Ref.ID
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			stale, outcome, err := e.sweepOne(ctx, id, current, snaps[i].ReadTime)
+			var (
+				stale   bool
+				outcome Outcome
+				err     error
+			)
+			if regrouped {
+				// Configured since its roll-up: a roll-up computed after the change carries the group.
+				outcome, err = e.Refresh(ctx, id, counters[i].UpdateTime, SourceScheduler)
+			} else {
+				stale, outcome, err = e.sweepOne(ctx, id, current, snaps[i].ReadTime)
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			res.Checked++
-			res.Reads++
+			if regrouped {
+				res.Regrouped++
+			} else {
+				res.Checked++
+				res.Reads++
+			}
+			var tops *topListError
 			switch {
+			case errors.As(err, &tops):
+				due.add(tops.due, res)
 			case errors.Is(err, counter.ErrUncountable):
 				res.Skipped++
 				*skipped = append(*skipped, SkippedCounter{ID: id, Reason: err.Error()})
@@ -245,6 +284,7 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 	if len(errs) > 0 {
 		return fmt.Errorf("sweep: %d of %d counters failed, first: %w", len(errs), len(counters), errs[0])
 	}
+	e.sweepTops(ctx, checks, res, due)
 	return nil
 }
 

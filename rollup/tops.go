@@ -38,8 +38,9 @@ type TopEntry struct {
 	Count   int64  `firestore:"count" json:"count"`
 }
 
-// Top reads the top list of group in window (shared.TopWindowAll or a counter window) for bucket
-// ("" for all time); a list of another bucket, or none, is an empty list.
+// Top reads the top list of group in window (shared.TopWindowAll or a counter window) for bucket:
+// "" is the latest bucket the list was written for (the bucket holding its UpdatedAt, on the lists'
+// clock; for all time, the only one). A list of another bucket, or none, is an empty list.
 func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList, error) {
 	empty := TopList{Group: group, Window: window, Bucket: bucket, Top: []TopEntry{}}
 	snap, err := s.schema.TopRef(s.client, group, window).Get(ctx)
@@ -53,7 +54,7 @@ func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList,
 	if err := snap.DataTo(&l); err != nil {
 		return TopList{}, fmt.Errorf("decode top list of group %q, window %s: %w", group, window, err)
 	}
-	if l.Bucket != bucket {
+	if bucket != "" && l.Bucket != bucket {
 		return empty, nil
 	}
 	if l.Top == nil {
@@ -66,14 +67,33 @@ func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList,
 // now) up to a roll-up written at writtenAt: a list whose UpdatedAt is not before writtenAt already
 // ranks it. A list is recomputed at most once per interval: a roll-up written sooner waits for the
 // interval to pass, then recomputes once for every roll-up written meanwhile.
+// A failure is a *topListError: the roll-up stands, and the sweep refreshes the lists later.
 func (b *firestoreBackend) refreshTops(ctx context.Context, group string, windows []string, writtenAt time.Time) error {
 	for _, w := range append([]string{shared.TopWindowAll}, windows...) {
 		if err := b.refreshTop(ctx, group, w, writtenAt); err != nil {
-			return fmt.Errorf("refresh top list of group %q, window %s: %w", group, w, err)
+			return &topListError{due: topsDue{Group: group, Windows: windows, WrittenAt: writtenAt},
+				err: fmt.Errorf("refresh top list of group %q, window %s: %w", group, w, err)}
 		}
 	}
 	return nil
 }
+
+// topsDue are top lists of a group (all time and Windows) that must rank the roll-ups written
+// before WrittenAt: a refresh of them failed, and the sweep retries it (sweepState.TopsDue).
+type topsDue struct {
+	Group     string    `firestore:"group"`
+	Windows   []string  `firestore:"windows"`
+	WrittenAt time.Time `firestore:"written_at"`
+}
+
+// topListError is a failed refresh of top lists after the roll-up that asked for it was written.
+type topListError struct {
+	due topsDue
+	err error
+}
+
+func (e *topListError) Error() string { return e.err.Error() }
+func (e *topListError) Unwrap() error { return e.err }
 
 // maxTopAttempts bounds the conditional writes of one top list refresh.
 const maxTopAttempts = 4

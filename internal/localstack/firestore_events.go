@@ -42,7 +42,7 @@ const (
 type EventBridge struct {
 	listener net.Listener
 	server   *http.Server
-	queue    chan *http.Request
+	queue    chan queuedEvent
 	done     chan struct{}
 	client   *http.Client
 	log      io.Writer
@@ -62,6 +62,14 @@ type EventBridge struct {
 	// answerTimes and lateness are samples (guarded by mu): how long each delivery took the function
 	// to answer, and how late each event reached the bridge after its write (the emulator's delay).
 	answerTimes, lateness durations
+	// deliveries records when each event was written, received and delivered (GET /deliveries).
+	deliveries deliveryLog
+}
+
+// queuedEvent is an event waiting for delivery, and its record in the delivery log.
+type queuedEvent struct {
+	req *http.Request
+	seq uint64
 }
 
 // SlowAnswer is the answer time beyond which a delivery counts in BridgeStats.SlowAnswers: a
@@ -186,7 +194,8 @@ func (b *EventBridge) settleHeld(now time.Time) {
 }
 
 // startEventBridge listens on a free loopback port, the address to give the Firestore emulator as
-// --functions_emulator. It also answers GET /stats with BridgeStats.
+// --functions_emulator. It also answers GET /stats with BridgeStats, and GET /deliveries?prefix=P
+// with the DeliveryRecords of the latest events of documents under P.
 // It delivers inFlight events at once.
 func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -195,7 +204,7 @@ func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 	}
 	b := &EventBridge{
 		listener: l,
-		queue:    make(chan *http.Request, bridgeQueue),
+		queue:    make(chan queuedEvent, bridgeQueue),
 		done:     make(chan struct{}),
 		client:   &http.Client{Timeout: time.Minute},
 		log:      log,
@@ -209,6 +218,7 @@ func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(b.Stats())
 	})
+	mux.HandleFunc("GET /deliveries", b.deliveries.serve)
 	b.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = b.server.Serve(l) }()
 	for range inFlight {
@@ -266,12 +276,14 @@ func (b *EventBridge) receive(w http.ResponseWriter, r *http.Request) {
 	out.Header.Set("Content-Type", "application/protobuf")
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	b.received.Add(1)
-	if written, ok, err := eventhttp.WrittenDocumentUpdateTime(body); err == nil && ok {
+	written, ok, err := eventhttp.WrittenDocumentUpdateTime(body)
+	if err == nil && ok {
 		b.mu.Lock()
 		b.lateness.add(time.Since(written))
 		b.mu.Unlock()
 	}
-	b.queue <- out
+	seq := b.deliveries.received(strings.TrimPrefix(r.Header.Get("Ce-Subject"), "documents/"), written)
+	b.queue <- queuedEvent{req: out, seq: seq}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -279,15 +291,20 @@ func (b *EventBridge) receive(w http.ResponseWriter, r *http.Request) {
 // deployed with retry.
 func (b *EventBridge) work() {
 	for {
-		var req *http.Request
+		var q queuedEvent
 		select {
-		case req = <-b.queue:
+		case q = <-b.queue:
+			b.deliveries.reached(q.seq)
 		case <-b.done:
 			return
 		}
+		req := q.req
 		backoff := 50 * time.Millisecond
 		for attempt := 1; ; attempt++ {
 			err := b.deliver(req)
+			if attempt == 1 {
+				b.deliveries.answered(q.seq)
+			}
 			if err == nil {
 				b.delivered.Add(1)
 				break

@@ -1,0 +1,87 @@
+package localstack
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxDeliveryRecords bounds the events the bridge remembers for GET /deliveries: the latest ones.
+const maxDeliveryRecords = 100_000
+
+// DeliveryRecord is what the bridge saw of one Firestore event: when its document was written (on
+// the emulator's clock, this machine's), when the emulator delivered it to the bridge, when it
+// reached the function (its first delivery attempt began; zero while it waits in the bridge), and
+// when the function answered its first attempt.
+type DeliveryRecord struct {
+	// Document is the written document's path, such as counters/likes/shards/3.
+	Document string    `json:"document"`
+	Written  time.Time `json:"written"`
+	Received time.Time `json:"received"`
+	Reached  time.Time `json:"reached"`
+	Answered time.Time `json:"answered"`
+}
+
+// deliveryLog keeps the latest maxDeliveryRecords records, in order received.
+type deliveryLog struct {
+	mu      sync.Mutex
+	records []DeliveryRecord
+	next    uint64 // sequence number of the next record; record n is at records[n%max]
+}
+
+// received records an event for document, written at written, received now; it returns the
+// record's sequence number.
+func (l *deliveryLog) received(document string, written time.Time) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := DeliveryRecord{Document: document, Written: written, Received: time.Now()}
+	if len(l.records) < maxDeliveryRecords {
+		l.records = append(l.records, r)
+	} else {
+		l.records[l.next%maxDeliveryRecords] = r
+	}
+	l.next++
+	return l.next - 1
+}
+
+// reached records that event seq reached its function now.
+func (l *deliveryLog) reached(seq uint64) {
+	l.update(seq, func(r *DeliveryRecord) { r.Reached = time.Now() })
+}
+
+// answered records that the function answered event seq's first attempt now.
+func (l *deliveryLog) answered(seq uint64) {
+	l.update(seq, func(r *DeliveryRecord) {
+		if r.Answered.IsZero() {
+			r.Answered = time.Now()
+		}
+	})
+}
+
+// update applies f to record seq, unless it was overwritten since.
+func (l *deliveryLog) update(seq uint64, f func(*DeliveryRecord)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.next-seq <= uint64(len(l.records)) {
+		f(&l.records[seq%maxDeliveryRecords])
+	}
+}
+
+// serve answers GET /deliveries?prefix=P: the remembered records whose document starts with P, oldest
+// first.
+func (l *deliveryLog) serve(w http.ResponseWriter, r *http.Request) {
+	prefix := r.URL.Query().Get("prefix")
+	l.mu.Lock()
+	out := []DeliveryRecord{}
+	n := uint64(len(l.records))
+	for seq := l.next - n; seq < l.next; seq++ {
+		if rec := l.records[seq%maxDeliveryRecords]; strings.HasPrefix(rec.Document, prefix) {
+			out = append(out, rec)
+		}
+	}
+	l.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
