@@ -15,8 +15,8 @@ import (
 type incrementRequest struct {
 	Counter string `json:"counter"`
 	Delta   *int64 `json:"delta"`
-	// Member, for a distinct counter, is who or what is counted once (with verified callers: the
-	// caller, and this field must be left out or equal it).
+	// Member, for a distinct counter, is who or what is counted once (with ID tokens: the user, and
+	// this field must be left out or equal the user's ID).
 	Member *string `json:"member"`
 }
 
@@ -45,7 +45,8 @@ const headerReplayed = "Idempotent-Replayed"
 // certainly not applied, 504 unknown. With an Idempotency-Key header a key is applied once: a retry
 // gets the first answer again, and the key with another increment gets 422. With verified callers on,
 // tokens are checked first (401, 403). POST {"counter", "member"} counts member once in a distinct
-// counter (with verified callers, the caller). Requests, answers and errors: docs/api.md.
+// counter (with ID tokens, the user); a key applies it once too. Requests, answers and errors:
+// docs/api.md.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
