@@ -138,3 +138,48 @@ func TestKeyedMemberResentAcrossABucketBoundaryCountsInOneBucket(t *testing.T) {
 		t.Errorf("visitors = %d, want 2 (ann, bob)", got)
 	}
 }
+
+// tickingClock moves a minute forward after each read once started: whatever reads the time again
+// during a call sees it move.
+type tickingClock struct {
+	setClock
+	ticking bool
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now
+	if c.ticking {
+		c.now = c.now.Add(time.Minute)
+	}
+	return now
+}
+
+// TestAMemberPlannedAgainKeepsItsBucket: a member sent to a stale instance (its plan fails on the
+// fence after a Reset and is made again) at 23:59 counts in that day, however late the clock reads
+// while its call goes on.
+func TestAMemberPlannedAgainKeepsItsBucket(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	clock := &tickingClock{setClock: setClock{now: time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC)}}
+	opts := counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Hour, Clock: clock}
+	a, b := counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)
+	yes := true
+	if _, err := a.Configure(ctx, "visitors", counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.IncrementDistinct(ctx, "visitors", "warm", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Reset(ctx, "visitors"); err != nil {
+		t.Fatal(err)
+	}
+	clock.mu.Lock()
+	clock.ticking = true
+	clock.mu.Unlock()
+	if out, err := b.IncrementDistinct(ctx, "visitors", "ann", nil); err != nil || !out.Counted {
+		t.Fatalf("ann: %+v, %v; want counted", out, err)
+	}
+	wantBuckets(t, a, "visitors", map[string]map[string]int64{"day": {"2026-11-23": 1, "2026-11-24": 0}})
+}
