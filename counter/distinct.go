@@ -152,7 +152,8 @@ func (s *Store) planMember(call memberCall, cfg writeConfig) memberWrite {
 	}
 }
 
-// reads are the documents m's plan reads: its member documents, its fence, and its key's record.
+// memberReads are the documents a commit of m reads first: its member documents, its fence, and its
+// key's record.
 func (s *Store) memberReads(m memberWrite) []*firestore.DocumentRef {
 	refs := append(slices.Clip(m.refs), m.fence)
 	if m.key != nil {
