@@ -84,10 +84,13 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string, key *K
 			return out, err
 		}
 		// The epoch moved, the counter was deleted, or the shard's fence is yet to be raised; no
-		// commit of m applied or will (see commitMember).
+		// commit of m applied or will (see commitMember). Only the last needs a transaction.
 		s.shardCounts.forget(id)
 		if plans == maxMemberPlans {
 			return failMember(id, notApplied, fmt.Errorf("gave up after %d plans: %w", plans, err))
+		}
+		if fresh, err := s.writeConfig(ctx, id); err != nil || fresh.membersEpoch != m.epoch {
+			continue // a new epoch (a stale cache), or the error, on the next plan
 		}
 		if err := s.raiseFences(ctx, id, m.epoch); err != nil && !errors.Is(err, errEpochMoved) {
 			return failMember(id, notApplied, err)

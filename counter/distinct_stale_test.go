@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,4 +183,43 @@ func TestAMemberPlannedAgainKeepsItsBucket(t *testing.T) {
 		t.Fatalf("ann: %+v, %v; want counted", out, err)
 	}
 	wantBuckets(t, a, "visitors", map[string]map[string]int64{"day": {"2026-11-23": 1, "2026-11-24": 0}})
+}
+
+// TestMembersOfACounterWithoutFencesRaiseThem: a distinct counter whose fences are missing (made
+// before fences, or grown by adaptation) counts members from two instances at once: the first
+// member increments raise the fences, and every member counts once.
+func TestMembersOfACounterWithoutFencesRaiseThem(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Hour}
+	stores := []*counter.Store{counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)}
+	yes := true
+	if _, err := stores[0].Configure(ctx, "legacy", counter.Settings{NumShards: 4, Distinct: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	fences := schema.CounterRef(client, "legacy").Collection(shared.MemberFencesCollection)
+	raised, err := fences.Documents(ctx).GetAll()
+	if err != nil || len(raised) != 4 {
+		t.Fatalf("%d fences after configuring 4 shards (%v), want 4", len(raised), err)
+	}
+	for _, f := range raised {
+		if _, err := f.Ref.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if _, err := stores[i%2].IncrementDistinct(ctx, "legacy", fmt.Sprint("m", i%10), nil); err != nil {
+				t.Errorf("member %d: %v", i%10, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := sum(t, stores[0], "legacy"); got != 10 {
+		t.Errorf("legacy = %d, want 10 members", got)
+	}
+	if again, err := fences.Documents(ctx).GetAll(); err != nil || len(again) != 4 {
+		t.Errorf("%d fences after the members (%v), want 4 raised again", len(again), err)
+	}
 }

@@ -54,10 +54,19 @@ func (s *Store) setFences(tx *firestore.Transaction, id, epoch string, numShards
 }
 
 // raiseFences raises the fences of every shard of distinct counter id in its member epoch, in a
-// transaction that reads the counter document and stamps it (so it is ordered against Reset and
-// Delete, which remove fences): ErrNotFound for a missing counter, errEpochMoved (writing nothing)
-// when the counter is not distinct or epoch, unless empty, is not its member epoch.
+// transaction that reads the counter document (Reset and Delete write it and delete the same
+// fences, so they are ordered: a raise after them finds the epoch moved): ErrNotFound for a
+// missing counter, errEpochMoved (writing nothing) when the counter is not distinct or epoch, unless
+// empty, is not its member epoch. Concurrent raises of one counter and epoch in a Store share one
+// transaction: on the emulator, a score of them at once waited on each other's locks until they
+// timed out.
 func (s *Store) raiseFences(ctx context.Context, id, epoch string) error {
+	_, err, _ := s.raises.Do(id+"\x00"+epoch, func() (any, error) { return nil, s.raiseFencesOnce(ctx, id, epoch) })
+	return err
+}
+
+// raiseFencesOnce is raiseFences' transaction.
+func (s *Store) raiseFencesOnce(ctx context.Context, id, epoch string) error {
 	counterRef := s.schema.CounterRef(s.client, id)
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(counterRef)
@@ -73,10 +82,7 @@ func (s *Store) raiseFences(ctx context.Context, id, epoch string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.setFences(tx, id, membersEpoch(snap), shape.NumShards); err != nil {
-			return err
-		}
-		return tx.Update(counterRef, touchUpdate(shared.UnixMinute(s.clock.Now())))
+		return s.setFences(tx, id, membersEpoch(snap), shape.NumShards)
 	})
 	if err != nil {
 		return fmt.Errorf("raise member fences of %q: %w", id, err)
