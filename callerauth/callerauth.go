@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/appcheck"
@@ -38,12 +39,18 @@ type Caller struct {
 func (c Caller) Identity() string {
 	switch {
 	case c.UserID != "":
-		return "user:" + c.UserID
+		return userPrefix + c.UserID
 	case c.AppID != "":
 		return "app:" + c.AppID
 	}
 	return ""
 }
+
+// IsUser reports whether identity (Caller.Identity) names a verified user, not an app or nobody.
+func IsUser(identity string) bool { return strings.HasPrefix(identity, userPrefix) }
+
+// userPrefix starts the identity of a verified user.
+const userPrefix = "user:"
 
 // Kind says which token a TokenError is about.
 type Kind int

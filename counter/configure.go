@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
@@ -129,6 +130,11 @@ func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configur
 	}, st.features(shared.UnixMinute(s.clock.Now())))
 	if err == nil {
 		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
+	}
+	if err == nil && res.distinct {
+		if err = s.raiseFences(ctx, id, ""); errors.Is(err, errEpochMoved) { // turned off meanwhile
+			err = nil
+		}
 	}
 	if err != nil {
 		return Configuration{}, fmt.Errorf("configure counter %q with %+v: %w", id, st, err)

@@ -57,18 +57,18 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	}
 	from := len(commits())
 	for i := range n {
-		if _, err := store.IncrementDistinct(ctx, "distinct", fmt.Sprint("m", i)); err != nil {
+		if _, err := store.IncrementDistinct(ctx, "distinct", fmt.Sprint("m", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	docs, made := written(from, "distinct")
 	t.Logf("distinct, new members: %d commits, %.1f documents written per increment", made, float64(docs)/n)
-	if docs != 4*n { // the shard, the member, its day and its month documents
-		t.Errorf("distinct: %d documents for %d new members, want 4 each", docs, n)
+	if docs != 5*n { // the shard, its member fence, the member, its day and its month documents
+		t.Errorf("distinct: %d documents for %d new members, want 5 each", docs, n)
 	}
 	from = len(commits())
 	for i := range n {
-		if _, err := store.IncrementDistinct(ctx, "distinct", fmt.Sprint("m", i)); err != nil {
+		if _, err := store.IncrementDistinct(ctx, "distinct", fmt.Sprint("m", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

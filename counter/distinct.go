@@ -31,59 +31,84 @@ type DistinctOutcome struct {
 	Shard int
 	// Windows lists the windows in whose current bucket the member was new and counted.
 	Windows []string
+	// Duplicate is true when the key had been applied before: this is the first application's
+	// outcome, and nothing was written this time.
+	Duplicate bool
 }
 
 // IncrementDistinct counts member once in counter id (which must be configured distinct), all time
 // and in the current bucket of each of its windows. It reads the member's documents
 // (counters/{id}/counter_members/{hash}, and {window}_{label}_{hash} per window; of a counter without
 // shared.FieldMemberCollection, also their twins in the legacy members collection, a member found in
-// either being counted, and creates both), then commits the creation of
-// the missing ones with 1 added to a shard's count and to the buckets in which the member is new. The
-// creations are the commit's preconditions, so of commits racing for a member document one applies and
-// the others are planned again from a new read; no transaction holds a lock while others wait. A member
-// sent any number of times, by any number of instances, counts once per bucket. It bypasses group
-// commit. A missing counter is ErrNotFound (a distinct counter is configured first). Members are
-// counted within the counter's member epoch (shared.FieldMembersEpoch), read with its shard count:
-// after a Reset, or a Delete and a new counter, every member counts again, on other instances once
-// their cached configuration expires (Options.ShardCountCacheTTL).
+// either being counted, and creates both) and its shard's fence, then commits the creation of the
+// missing ones with 1 added to a shard's count and to the buckets in which the member is new, and an
+// update of the fence. The creations are the commit's preconditions, so of commits racing for a
+// member document one applies and the others are planned again from a new read; no transaction holds
+// a lock while others wait. A member sent any number of times, by any number of instances, counts
+// once per bucket. It bypasses group commit. A missing counter is ErrNotFound (a distinct counter is
+// configured first), also on an instance whose cache still holds it: Delete removes the fences.
+//
+// Members are counted within the counter's member epoch (shared.FieldMembersEpoch): after a Reset,
+// or a Delete and a new counter, every member counts again. The fence ties a commit to the epoch it
+// was planned in: Reset removes the old epoch's fences, so a plan made from a stale cached
+// configuration fails, and is planned again from a fresh one.
+//
+// With key, the call applies once per key: the key's dedupe record is created with the first
+// application (also when it counted nothing) and holds its outcome, which a later call with the key
+// answers with Duplicate set, whatever the time (ErrKeyReused with another counter or member).
+// The call's time and write ID are fixed for all its attempts, so they count in one bucket.
 //
 // An error wraps ErrNotApplied or ErrOutcomeUnknown as Increment's do; resending is always safe.
-func (s *Store) IncrementDistinct(ctx context.Context, id, member string) (DistinctOutcome, error) {
+func (s *Store) IncrementDistinct(ctx context.Context, id, member string, key *Key) (DistinctOutcome, error) {
 	if !s.life.Enter() {
 		return DistinctOutcome{}, notApplied(ErrClosed)
 	}
 	defer s.life.Leave()
-	cfg, err := s.writeConfig(ctx, id)
-	if err != nil {
-		return failMember(id, notApplied, err)
+	call := memberCall{counter: id, member: member, key: key, now: s.clock.Now(), writeID: newWriteID()}
+	if key != nil {
+		call.fingerprint = memberFingerprint(id, member)
 	}
-	if !cfg.distinct {
-		return failMember(id, notApplied, ErrNotDistinct)
-	}
-	now := s.clock.Now()
-	minute, due := s.touches.due(id)
-	m := memberWrite{
-		refs:    s.memberRefs(id, shared.MembersCollection, cfg.membersEpoch+"\x00"+member, cfg.windows, now),
-		windows: cfg.windows,
-		shard:   shardWrite{counter: id, shard: s.pickShard(id, cfg.numShards), parts: []timedDelta{{at: now, delta: 1}}, stamp: due, minute: minute},
-		writeID: newWriteID(),
-		now:     now,
-	}
-	if cfg.legacyMembers {
-		m.legacy = s.memberRefs(id, shared.LegacyMembersCollection, cfg.membersEpoch+"\x00"+member, cfg.windows, now)
-	}
-	out, err := s.commitMember(ctx, m)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			s.shardCounts.forget(id)
+	for plans := 1; ; plans++ {
+		cfg, err := s.writeConfig(ctx, id)
+		switch {
+		case err != nil:
+			return failMember(id, notApplied, err)
+		case !cfg.distinct:
+			return failMember(id, notApplied, ErrNotDistinct)
 		}
-		return DistinctOutcome{}, err
+		m := s.planMember(call, cfg)
+		out, err := s.commitMember(ctx, m)
+		if !errors.Is(err, errFenceDown) {
+			if err == nil && out.Shard >= 0 && !out.Duplicate {
+				s.remember([]shardWrite{m.shard})
+			}
+			return out, err
+		}
+		// The epoch moved, the counter was deleted, or the shard's fence is yet to be raised; no
+		// commit of m applied or will (see commitMember). Only the last needs a transaction.
+		s.shardCounts.forget(id)
+		if plans == maxMemberPlans {
+			return failMember(id, notApplied, fmt.Errorf("gave up after %d plans: %w", plans, err))
+		}
+		if fresh, err := s.writeConfig(ctx, id); err != nil || fresh.membersEpoch != m.epoch {
+			continue // a new epoch (a stale cache), or the error, on the next plan
+		}
+		if err := s.raiseFences(ctx, id, m.epoch); err != nil && !errors.Is(err, errEpochMoved) {
+			return failMember(id, notApplied, err)
+		}
 	}
-	if out.Shard >= 0 {
-		s.remember([]shardWrite{m.shard})
-	}
-	return out, nil
 }
+
+// maxMemberPlans bounds IncrementDistinct's plans: a fence down is followed by one plan in the new
+// epoch, or one more once the fences are raised; the rest allow for Resets in between.
+const maxMemberPlans = 4
+
+// errFenceDown: a member's shard fence is missing (or its commit found it, or the counter document,
+// missing): the plan's epoch is over, the counter was deleted, or the fence is yet to be raised.
+var errFenceDown = errors.New("the member epoch's fence is down")
+
+// errEpochMoved: raiseFences found another member epoch, or a counter that is not distinct.
+var errEpochMoved = errors.New("the member epoch moved")
 
 // failMember is IncrementDistinct's failure of counter id: err, wrapped with wrap (notApplied or
 // outcomeUnknown).
@@ -91,107 +116,173 @@ func failMember(id string, wrap func(error) error, err error) (DistinctOutcome, 
 	return DistinctOutcome{}, wrap(fmt.Errorf("count member of %q: %w", id, err))
 }
 
-// memberWrite is what IncrementDistinct commits for one member.
+// memberCall is what one IncrementDistinct call counts, fixed for all its plans and attempts.
+type memberCall struct {
+	counter, member string
+	key             *Key
+	fingerprint     string // the key's: memberFingerprint
+	// now is the call's time: the buckets it counts in.
+	now time.Time
+	// writeID is on every document a commit of the call creates: a read finds what an attempt applied.
+	writeID string
+}
+
+// memberWrite is one plan of a memberCall: what its commits write, given the counter's configuration.
 type memberWrite struct {
+	memberCall
 	// refs are the member's documents: all time, then one per window (memberRefs).
 	refs []*firestore.DocumentRef
 	// legacy, nil or as long as refs, are their twins in shared.LegacyMembersCollection: a member
 	// document counts as existing when either exists, and is created in both.
 	legacy  []*firestore.DocumentRef
 	windows []string
+	// epoch is the member epoch the plan counts in, and fence the fence of its shard in that epoch.
+	epoch string
+	fence *firestore.DocumentRef
 	// shard is the shard write, before the member's deltas are added to it.
 	shard shardWrite
-	// writeID is on every member document the commit creates: a read finds what an attempt applied.
-	writeID string
-	now     time.Time
 }
 
-// extraMemberAttempts bounds commitMember's attempts beyond len(refs)+1: a commit refused by a
-// member document another commit created leaves one document fewer to create, so len(refs)+1
-// attempts settle a member; the rest allow for contention (Aborted) and one commit sent again after
-// it got no answer.
+// planMember plans call in the configuration cfg: the member's documents in its epoch, a shard and
+// that shard's fence.
+func (s *Store) planMember(call memberCall, cfg writeConfig) memberWrite {
+	id := call.counter
+	minute, due := s.touches.due(id)
+	shard := s.pickShard(id, cfg.numShards)
+	member := cfg.membersEpoch + "\x00" + call.member
+	m := memberWrite{
+		memberCall: call,
+		refs:       s.memberRefs(id, shared.MembersCollection, member, cfg.windows, call.now),
+		windows:    cfg.windows,
+		epoch:      cfg.membersEpoch,
+		fence:      s.fenceRef(id, cfg.membersEpoch, shard),
+		shard:      shardWrite{counter: id, shard: shard, parts: []timedDelta{{at: call.now, delta: 1}}, stamp: due, minute: minute},
+	}
+	if cfg.legacyMembers {
+		m.legacy = s.memberRefs(id, shared.LegacyMembersCollection, member, cfg.windows, call.now)
+	}
+	return m
+}
+
+// memberReads are the documents a commit of m reads first: its member documents, their legacy twins,
+// its fence, and its key's record.
+func (s *Store) memberReads(m memberWrite) []*firestore.DocumentRef {
+	refs := slices.Concat(m.refs, m.legacy, []*firestore.DocumentRef{m.fence})
+	if m.key != nil {
+		refs = append(refs, s.dedupeRecordRef(*m.key))
+	}
+	return refs
+}
+
+// extraMemberAttempts bounds commitMember's attempts beyond len(refs)+2: a commit refused by a
+// document another commit created (a member document, the key's record) leaves one document fewer
+// to create, so len(refs)+2 attempts settle a member; the rest allow for contention (Aborted) and
+// one commit sent again after it got no answer.
 const extraMemberAttempts = 3
 
 // commitMember reads m's documents and commits the creation of the missing ones with their counts,
-// until one commit applies or every document exists. An error wraps ErrNotApplied only when no
-// commit of m applied or ever will; otherwise ErrOutcomeUnknown.
+// until one commit applies or nothing is left to create. An error wraps ErrNotApplied only when no
+// commit of m applied or ever will; otherwise ErrOutcomeUnknown. errFenceDown (not applied) when a
+// read finds m's fence missing and no commit of m applied (its member documents, which Reset and
+// Delete leave, do not carry its write ID): m can never apply (a fence that was deleted never comes
+// back for its epoch), and only a new plan can tell what to do.
 func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcome, error) {
 	var unknown error  // why a commit of m may have applied, or may still apply
 	var noAnswer error // the first commit of m that got no answer: one more may be sent
 	refused := false   // the last commit failed AlreadyExists: a read tells by whom
-	attempts := len(m.refs) + 1 + extraMemberAttempts
+	settled := func() func(error) error {
+		if unknown != nil {
+			return outcomeUnknown
+		}
+		return notApplied
+	}
+	attempts := len(m.refs) + 2 + extraMemberAttempts
 	for range attempts {
-		snaps, err := s.readMembers(ctx, append(slices.Clip(m.refs), m.legacy...), unknown != nil)
+		snaps, err := s.readMembers(ctx, s.memberReads(m), unknown != nil)
 		switch {
 		case err != nil && unknown != nil:
-			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; reading it back failed: %w", unknown, err))
+			return failMember(m.counter, outcomeUnknown, fmt.Errorf("%w; reading it back failed: %w", unknown, err))
 		case err != nil:
-			return failMember(m.shard.counter, notApplied, err)
+			return failMember(m.counter, notApplied, err)
 		}
 		snaps = m.eitherTwin(snaps)
-		out, creates, w, applied := m.plan(snaps)
-		if applied || len(creates) == 0 {
-			// applied: an attempt whose answer was lost created them; else others did, so no commit
-			// of m can apply any more.
-			return out, nil
+		p := s.planCommit(m, snaps)
+		switch {
+		case errors.Is(p.err, ErrKeyReused):
+			return p.out, fmt.Errorf("count member of %q: %w", m.counter, p.err)
+		case p.err != nil:
+			return failMember(m.counter, settled(), p.err)
+		case p.done:
+			return p.out, nil
+		case p.fenceDown:
+			return failMember(m.counter, notApplied, errFenceDown)
 		}
 		if refused {
 			// Another commit created a document the refused commit meant to create, and so did every
 			// earlier commit of m (each read found fewer missing): none of them can apply.
 			unknown, refused = nil, false
 		}
-		err = s.commitOps(ctx, append(creates, s.shardWriteOps(w)...))
+		err = s.commitOps(ctx, p.ops)
 		if err != nil {
 			err = fmt.Errorf("commit member: %w", err)
 		}
 		code := status.Code(err)
 		switch {
 		case err == nil:
-			return out, nil
-		case code == codes.NotFound && unknown == nil: // the touched stamp: the counter was deleted
-			return failMember(m.shard.counter, notApplied, fmt.Errorf("%w: %w", ErrNotFound, err))
+			return p.out, nil
 		case code == codes.AlreadyExists:
 			// By another commit, or by an earlier try of this one that the client library sent again.
 			refused = true
-		case code == codes.Aborted || code == codes.NotFound: // contention; the next read tells
+		case code == codes.Aborted || code == codes.NotFound: // contention, or the fence fell; the next read tells
 		case noAnswer != nil:
-			return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("%w; sending it again failed: %w", noAnswer, err))
+			return failMember(m.counter, outcomeUnknown, fmt.Errorf("%w; sending it again failed: %w", noAnswer, err))
 		default:
 			noAnswer = err
 		}
 		unknown = err
 	}
 	// Every attempt committed and failed; the last may have been refused by an earlier try of its own.
-	return failMember(m.shard.counter, outcomeUnknown, fmt.Errorf("gave up after %d attempts: %w", attempts, unknown))
+	return failMember(m.counter, outcomeUnknown, fmt.Errorf("gave up after %d attempts: %w", attempts, unknown))
 }
 
-// readMembers reads refs; after a commit without an answer, within resolveTimeout whatever ctx says.
-func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, settling bool) ([]*firestore.DocumentSnapshot, error) {
-	if settling {
-		var cancel context.CancelFunc
-		ctx, cancel = detached(ctx, resolveTimeout)
-		defer cancel()
-	}
-	snaps, err := s.client.GetAll(ctx, refs)
-	if err != nil {
-		return nil, fmt.Errorf("read member: %w", err)
-	}
-	return snaps, nil
+// memberCommit is what one attempt of a memberWrite does, given what it read.
+type memberCommit struct {
+	out DistinctOutcome
+	// done: out is the answer, nothing (more) to write: an earlier commit of the call applied, the
+	// key was applied before, or the member is known in every bucket.
+	done bool
+	// fenceDown: the plan's fence is missing (errFenceDown).
+	fenceDown bool
+	// ops are the commit: the missing member documents' creations, the key's record, the fence's
+	// update and the shard write.
+	ops []op
+	// err: the key's record could not be read, or the key was used for another member (ErrKeyReused,
+	// with the first application as out).
+	err error
 }
 
-// plan is what m's commit does given snaps, the member documents as read (in refs' order). applied is
-// true when they carry m.writeID: an earlier commit of m applied, and out says what it counted.
-// Otherwise creates are the missing documents' creations and w the shard write counting the member
-// where it is new (no creates when every document exists).
-func (m memberWrite) plan(snaps []*firestore.DocumentSnapshot) (out DistinctOutcome, creates []op, w shardWrite, applied bool) {
+// planCommit is what m's commit does given snaps, the documents of memberReads as read. An earlier
+// commit of m applied when the member documents (or the key's record) carry m.writeID, and the
+// outcome is then what it counted.
+func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) memberCommit {
+	if m.key != nil {
+		if rec := snaps[len(snaps)-1]; rec.Exists() {
+			return keyedMemberOutcome(rec, m)
+		}
+	}
+	members, fence := snaps[:len(m.refs)], snaps[len(m.refs)]
 	ours := func(snap *firestore.DocumentSnapshot) bool {
 		id, _ := snap.DataAt(shared.FieldMemberWrite)
 		return snap.Exists() && id == m.writeID
 	}
-	applied = slices.ContainsFunc(snaps, ours)
+	applied := slices.ContainsFunc(members, ours)
+	if !applied && !fence.Exists() {
+		return memberCommit{fenceDown: true}
+	}
 	counts := func(snap *firestore.DocumentSnapshot) bool { return ours(snap) || !applied && !snap.Exists() }
-	out, w = DistinctOutcome{Shard: -1}, m.shard
-	for i, snap := range snaps {
+	out, w := DistinctOutcome{Shard: -1}, m.shard
+	var creates []op
+	for i, snap := range members {
 		if !counts(snap) {
 			continue
 		}
@@ -212,25 +303,76 @@ func (m memberWrite) plan(snaps []*firestore.DocumentSnapshot) (out DistinctOutc
 	if len(creates) > 0 {
 		out.Shard = w.shard
 	}
-	if applied {
-		creates = nil
+	if applied || len(creates) == 0 && m.key == nil {
+		return memberCommit{out: out, done: true}
 	}
-	return out, creates, w, applied
+	ops := creates
+	if m.key != nil {
+		var delta int64
+		if out.Counted {
+			delta = 1
+		}
+		dw := dedupeWrite{key: *m.key, fingerprint: m.fingerprint, windows: slices.Concat([]string{}, out.Windows),
+			applied: []AppliedIncrement{{Counter: m.counter, Delta: delta, Shard: out.Shard}}}
+		ops = append(ops, s.dedupeRecordOp(dw, m.writeID, m.now))
+	}
+	ops = append(ops, op{kind: opUpdate, ref: m.fence, updates: []firestore.Update{{Path: shared.FieldMembersEpoch, Value: m.epoch}}})
+	if len(creates) > 0 {
+		ops = append(ops, s.shardWriteOps(w)...)
+	}
+	return memberCommit{out: out, ops: ops}
 }
 
-// eitherTwin folds snaps, read from m.refs then m.legacy, into one per member document: the
-// existing one of each pair (the first when both or neither exist).
+// keyedMemberOutcome answers m from its key's record rec: what the first application of the key
+// did, a duplicate unless it carries m.writeID (an attempt of this call applied).
+func keyedMemberOutcome(rec *firestore.DocumentSnapshot, m memberWrite) memberCommit {
+	data, err := decodeDedupeRecord(rec, *m.key)
+	if err != nil {
+		return memberCommit{err: err}
+	}
+	first, err := duplicateOutcome(data, *m.key, m.fingerprint)
+	out := DistinctOutcome{Shard: -1, Duplicate: data.Write != m.writeID, Windows: data.Windows}
+	if len(first.Applied) == 1 {
+		out.Counted, out.Shard = first.Applied[0].Delta == 1, first.Applied[0].Shard
+	}
+	return memberCommit{out: out, done: true, err: err}
+}
+
+// memberFingerprint is the fingerprint of a keyed member increment: unlike any of increments', so a
+// key sent with a delta, then with a member, is a reused key.
+func memberFingerprint(id, member string) string {
+	sum := sha256.Sum256([]byte("member\x00" + id + "\x00" + member))
+	return hex.EncodeToString(sum[:])
+}
+
+// readMembers reads refs; after a commit without an answer, within resolveTimeout whatever ctx says.
+func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, settling bool) ([]*firestore.DocumentSnapshot, error) {
+	if settling {
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx, resolveTimeout)
+		defer cancel()
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("read member: %w", err)
+	}
+	return snaps, nil
+}
+
+// eitherTwin folds snaps, read as memberReads lists them, into one per member document followed by
+// the rest: of each pair of twins the existing one (the first when both or neither exist).
 func (m memberWrite) eitherTwin(snaps []*firestore.DocumentSnapshot) []*firestore.DocumentSnapshot {
 	if m.legacy == nil {
 		return snaps
 	}
-	current, legacy := snaps[:len(m.refs)], snaps[len(m.refs):]
+	n := len(m.refs)
+	current, legacy, rest := snaps[:n], snaps[n:2*n], snaps[2*n:]
 	for i, snap := range current {
 		if !snap.Exists() && legacy[i].Exists() {
 			current[i] = legacy[i]
 		}
 	}
-	return current
+	return slices.Concat(current, rest)
 }
 
 // memberGrace is how long a window's member documents outlive their bucket before Firestore's TTL
@@ -240,7 +382,12 @@ const memberGrace = 24 * time.Hour
 // membersEpoch is the member epoch of counter document snap: its creation time and FieldMembersEpoch.
 func membersEpoch(snap *firestore.DocumentSnapshot) string {
 	epoch, _ := snap.Data()[shared.FieldMembersEpoch].(string)
-	return fmt.Sprintf("%d/%s", snap.CreateTime.UnixNano(), epoch)
+	return epochOf(snap, epoch)
+}
+
+// epochOf is the member epoch of counter document snap once its FieldMembersEpoch is random.
+func epochOf(snap *firestore.DocumentSnapshot, random string) string {
+	return fmt.Sprintf("%d/%s", snap.CreateTime.UnixNano(), random)
 }
 
 // memberRefs are the documents of a member (prefixed with its epoch) in collection of counter id: all

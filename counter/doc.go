@@ -20,8 +20,9 @@
 //  7. documents.go: the one mapping from a shard write (and dedupe and write records) to Firestore
 //     operations, for a WriteBatch or a Transaction.
 //
-// IncrementLimited (callerlimit.go) and IncrementDistinct (distinct.go) take steps 4 and 7 in one
-// transaction. A shard write also counts in its counter's window buckets (windows.go). Below the path:
+// IncrementLimited (callerlimit.go) takes steps 4 and 7 in one transaction; IncrementDistinct
+// (distinct.go) in one write batch whose preconditions are the member's documents and its shard's
+// member fence (memberfence.go). A shard write also counts in its counter's window buckets (windows.go). Below the path:
 // key.go, outcome.go, and what a Store remembers per counter (shardcache.go, shardpick.go,
 // touch.go, shape.go).
 //

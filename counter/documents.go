@@ -209,13 +209,17 @@ func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time)
 	if dw.key.Caller != "" {
 		rec[shared.FieldDedupeCaller] = dw.key.Caller
 	}
+	if dw.windows != nil {
+		rec[shared.FieldDedupeWindows] = dw.windows
+	}
 	return op{kind: opCreate, ref: d.dedupeRecordRef(dw.key), data: rec}
 }
 
 // dedupeRecordData is a dedupe record as read back.
 type dedupeRecordData struct {
-	Fingerprint string `firestore:"fingerprint"`
-	Write       string `firestore:"write"`
+	Fingerprint string   `firestore:"fingerprint"`
+	Write       string   `firestore:"write"`
+	Windows     []string `firestore:"windows"`
 	Applied     []struct {
 		Counter string `firestore:"counter"`
 		Delta   int64  `firestore:"delta"`

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -21,8 +22,8 @@ const MaxLockedCallers = 10_000
 // per-caller totals: they could not be removed in the same transaction as the value.
 var ErrTooManyCallers = errors.New("too many per-caller totals to reset or delete in one transaction")
 
-// Delete removes counter id's counter document, every shard document, every per-caller total and its
-// roll-up in one transaction; it fails with ErrNotFound when there is no counter document, and with
+// Delete removes counter id's counter document, every shard document, every per-caller total, its
+// member fences (so no member increment planned before can apply) and its roll-up in one transaction; it fails with ErrNotFound when there is no counter document, and with
 // ErrTooManyCallers (deleting nothing) beyond MaxLockedCallers totals. An increment racing it is
 // ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly the
 // increments acknowledged after the delete (see Restore), and callers' totals start from 0.
@@ -32,10 +33,13 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		for _, doc := range append(locked.shards, locked.callers...) {
+		for _, doc := range slices.Concat(locked.shards, locked.callers) {
 			if err := tx.Delete(doc.Ref); err != nil {
 				return err
 			}
+		}
+		if err := s.dropFences(tx, locked.counter); err != nil {
+			return err
 		}
 		if err := tx.Delete(s.schema.RollupRef(s.client, id)); err != nil {
 			return err
@@ -52,7 +56,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes
 // stay), removes every per-caller total and starts a new member epoch (distinct members count
-// again) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
+// again; the old epoch's fences are replaced by the new one's) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
 // sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
 // document, and with ErrTooManyCallers (changing nothing) beyond MaxLockedCallers totals. An
 // increment racing it is ordered wholly before it (discarded) or after it (counted).
@@ -88,8 +92,22 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 				return err
 			}
 		}
-		// A new member epoch: distinct members counted before count again.
-		updates := []firestore.Update{{Path: shared.FieldMembersEpoch, Value: rand.Text()}}
+		if err := s.dropFences(tx, locked.counter); err != nil {
+			return err
+		}
+		// A new member epoch: distinct members counted before count again, and commits planned in
+		// the old one fail on its fences.
+		random := rand.Text()
+		if locked.counter.Data()[shared.FieldDistinct] == true {
+			shape, err := s.ShapeOf(locked.counter)
+			if err != nil {
+				return err
+			}
+			if err := s.setFences(tx, id, epochOf(locked.counter, random), shape.NumShards); err != nil {
+				return err
+			}
+		}
+		updates := []firestore.Update{{Path: shared.FieldMembersEpoch, Value: random}}
 		if changed {
 			updates = append(updates, touchUpdate(shared.UnixMinute(s.clock.Now()))...)
 		}
@@ -104,6 +122,7 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 
 // lockedCounter is what lockCounter read: every document of a counter that holds part of its state.
 type lockedCounter struct {
+	counter         *firestore.DocumentSnapshot
 	shards, callers []*firestore.DocumentSnapshot
 }
 
@@ -112,13 +131,13 @@ type lockedCounter struct {
 // when the counter document is missing, ErrTooManyCallers beyond MaxLockedCallers totals.
 func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
-	if _, err := tx.Get(counterRef); status.Code(err) == codes.NotFound {
+	var locked lockedCounter
+	var err error
+	if locked.counter, err = tx.Get(counterRef); status.Code(err) == codes.NotFound {
 		return lockedCounter{}, ErrNotFound
 	} else if err != nil {
 		return lockedCounter{}, err
 	}
-	var locked lockedCounter
-	var err error
 	if locked.shards, err = tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll(); err != nil {
 		return lockedCounter{}, err
 	}

@@ -57,6 +57,8 @@ type dedupeWrite struct {
 	key         Key
 	fingerprint string
 	applied     []AppliedIncrement
+	// windows, for a keyed member increment: the windows in whose bucket it counted the member.
+	windows []string
 }
 
 // ErrDeltaOverflow refuses, before anything is written, increments of one counter whose deltas in

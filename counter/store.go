@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/shardcount/counters/gate"
 	"github.com/shardcount/counters/shared"
@@ -28,6 +29,8 @@ type Store struct {
 	groups    *groupCommitter // nil: one commit per request
 	plans     planStore
 	life      gate.Gate // admits increments until Close
+	// raises coalesces concurrent raiseFences of one counter and epoch.
+	raises singleflight.Group
 }
 
 // Options tune a Store.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
@@ -44,5 +45,36 @@ func TestCreateOnIncrementOffRefusesUnknownCounters(t *testing.T) {
 	}
 	if got := srv.count(t, "post-1"); got != 3 {
 		t.Errorf("post-1 = %d after configuring it and two increments, want 3", got)
+	}
+}
+
+// TestMemberIncrementOfADeletedCounterIs404OnAStaleInstance: two instances (the second's cache held
+// warm on purpose) with either CREATE_ON_INCREMENT; once the first has deleted a distinct counter, a
+// member sent to the second answers 404 and no counter comes back.
+func TestMemberIncrementOfADeletedCounterIs404OnAStaleInstance(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		cfg := config.Default()
+		cfg.CreateOnIncrement = create
+		cfg.ShardCountCacheTTL = time.Hour
+		admin := newTestServer(t, cfg)
+		stale := newTestServerWithClient(t, cfg, admin.client)
+		if a := admin.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "visitors", "distinct": true, "windows": []string{"day"}}); a.status != http.StatusCreated {
+			t.Fatalf("configure: %d %s", a.status, a.raw)
+		}
+		if a := stale.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "visitors", "member": "warm"}); a.status != http.StatusOK {
+			t.Fatalf("warm: %d %s", a.status, a.raw)
+		}
+		if a := admin.do(t, http.MethodDelete, "/ConfigureCounter?counter=visitors", "", nil); a.status != http.StatusOK {
+			t.Fatalf("delete: %d %s", a.status, a.raw)
+		}
+		if a := stale.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "visitors", "member": "ann"}); a.status != http.StatusNotFound {
+			t.Errorf("CREATE_ON_INCREMENT=%v: a member after the delete: %d %s, want 404", create, a.status, a.raw)
+		}
+		if a := admin.do(t, http.MethodGet, "/Count?counter=visitors", "", nil); a.status != http.StatusNotFound {
+			t.Errorf("CREATE_ON_INCREMENT=%v: the counter after the delete: %d %s, want 404", create, a.status, a.raw)
+		}
+		if shards, err := config.Default().Schema().ShardsRef(admin.client, "visitors").Documents(t.Context()).GetAll(); err != nil || len(shards) != 0 {
+			t.Errorf("CREATE_ON_INCREMENT=%v: %d shards after the delete (%v), want none", create, len(shards), err)
+		}
 	}
 }

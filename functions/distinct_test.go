@@ -2,8 +2,13 @@ package functions_test
 
 import (
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v4"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/functions/config"
@@ -85,5 +90,69 @@ func TestDistinctMemberIsTheVerifiedCaller(t *testing.T) {
 	}
 	if got := srv.count(t, "readers"); got != 2 {
 		t.Errorf("readers = %d, want 2 callers", got)
+	}
+}
+
+// TestKeyedMemberResendIsAReplay: a member increment sent again with its Idempotency-Key (its first
+// answer was lost) gets the first answer again, marked replayed, and counts nothing; the key with
+// another member is a 422.
+func TestKeyedMemberResendIsAReplay(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "visitors", "distinct": true}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	first := srv.postKeyed(t, `{"counter":"visitors","member":"ann"}`, "k-ann")
+	if first.status != http.StatusOK || first.body["counted"] != true {
+		t.Fatalf("first: %d %s, want 200 counted", first.status, first.raw)
+	}
+	again := srv.postKeyed(t, `{"counter":"visitors","member":"ann"}`, "k-ann")
+	if again.status != http.StatusOK || again.header.Get("Idempotent-Replayed") != "true" || again.body["counted"] != true ||
+		again.body["shard"] != first.body["shard"] || again.body["received_at"] != nil {
+		t.Errorf("resend: %d %v %s; want the first answer (counted, shard %v), replayed, without received_at",
+			again.status, again.header.Get("Idempotent-Replayed"), again.raw, first.body["shard"])
+	}
+	if other := srv.postKeyed(t, `{"counter":"visitors","member":"bob"}`, "k-ann"); other.status != http.StatusUnprocessableEntity {
+		t.Errorf("the key with another member: %d %s, want 422", other.status, other.raw)
+	}
+	if got := srv.count(t, "visitors"); got != 1 {
+		t.Errorf("visitors = %d, want 1 (ann)", got)
+	}
+}
+
+// TestAppCheckAloneCountsTheMembersAppsSend: under App Check without ID tokens the caller is the
+// app, not the visitor, so a distinct counter counts the members the app sends (within 1..1500
+// bytes); an app that leaves the member out is told to send one instead of being counted as one.
+func TestAppCheckAloneCountsTheMembersAppsSend(t *testing.T) {
+	iss := newAppCheckIssuer(t)
+	srv := newCallerServer(t, callerauth.Requirements{AppCheck: true}, 0)
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "visitors", "distinct": true}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
+	token := iss.token(t, jwt.MapClaims{"iss": "https://firebaseappcheck.googleapis.com/123456789", "sub": "1:123456789:web:abc",
+		"aud": []string{"projects/" + project}, "iat": time.Now().Add(-time.Minute).Unix(), "exp": time.Now().Add(time.Hour).Unix()}, iss.key)
+	app := map[string]string{"X-Firebase-AppCheck": token}
+	for _, step := range []struct {
+		member  string
+		counted bool
+	}{{"visitor-1", true}, {"visitor-2", true}, {"visitor-1", false}} {
+		body := `{"counter":"visitors","member":"` + step.member + `"}`
+		if a := srv.incrementAs(t, app, body); a.status != http.StatusOK || a.body["counted"] != step.counted {
+			t.Errorf("%s: %d %s, want 200 counted %v", step.member, a.status, a.raw, step.counted)
+		}
+	}
+	for name, body := range map[string]string{
+		"no member":         `{"counter":"visitors"}`,
+		"a member too long": `{"counter":"visitors","member":"` + strings.Repeat("x", 1501) + `"}`,
+	} {
+		if a := srv.incrementAs(t, app, body); a.status != http.StatusBadRequest || a.body["field"] != "member" {
+			t.Errorf("%s: %d %s, want 400 on member", name, a.status, a.raw)
+		}
+	}
+	if a := srv.incrementAs(t, nil, `{"counter":"visitors","member":"visitor-3"}`); a.status != http.StatusForbidden {
+		t.Errorf("a member without an App Check token: %d %s, want 403", a.status, a.raw)
+	}
+	if got := srv.count(t, "visitors"); got != 2 {
+		t.Errorf("visitors = %d, want 2 visitors", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
@@ -14,8 +15,8 @@ import (
 type incrementRequest struct {
 	Counter string `json:"counter"`
 	Delta   *int64 `json:"delta"`
-	// Member, for a distinct counter, is who or what is counted once (with verified callers: the
-	// caller, and this field must be left out or equal it).
+	// Member, for a distinct counter, is who or what is counted once (with ID tokens: the user, and
+	// this field must be left out or equal the user's ID).
 	Member *string `json:"member"`
 }
 
@@ -47,7 +48,8 @@ const headerReplayed = "Idempotent-Replayed"
 // certainly not applied, 504 unknown. With an Idempotency-Key header a key is applied once: a retry
 // gets the first answer again, and the key with another increment gets 422. With verified callers on,
 // tokens are checked first (401, 403). POST {"counter", "member"} counts member once in a distinct
-// counter (with verified callers, the caller). Requests, answers and errors: docs/api.md.
+// counter (with ID tokens, the user); a key applies it once too. Requests, answers and errors:
+// docs/api.md.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -77,46 +79,65 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	scoped := counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
+	if !keyed {
+		scoped = counter.Key{}
+	}
 	if req.Member != nil {
 		member, err := memberOf(*req.Member, caller, req.Delta)
 		if err != nil {
 			return 0, nil, err
 		}
-		return s.incrementDistinct(r, req.Counter, member, received)
+		return s.incrementDistinct(w, r, scoped, req.Counter, member, received)
 	}
 	status, body, err := s.incrementDelta(w, r, caller, key, keyed, shared.Increment{Counter: req.Counter, Delta: delta}, received)
-	if errors.Is(err, counter.ErrMemberRequired) && caller != "" && req.Delta == nil {
-		// A distinct counter with verified callers counts the caller.
-		return s.incrementDistinct(r, req.Counter, caller, received)
+	if errors.Is(err, counter.ErrMemberRequired) && callerauth.IsUser(caller) && req.Delta == nil {
+		// A distinct counter with verified users counts the user.
+		return s.incrementDistinct(w, r, scoped, req.Counter, caller, received)
 	}
 	return status, body, err
 }
 
-// memberOf is the member a member increment counts: the verified caller's identity when there is
-// one (member must then be it or the user's ID), else member; delta must be absent or 1.
+// memberOf is the member a member increment counts: the verified user when there is one (member
+// must then be the user's identity or ID), else member, as the client (or, under App Check alone,
+// the app) sent it; delta must be absent or 1.
 func memberOf(member, caller string, delta *int64) (string, error) {
 	switch {
 	case delta != nil && *delta != 1:
 		return "", &shared.FieldError{Field: "delta", Message: "a member is counted once: leave delta out (or send 1)"}
-	case caller == "":
+	case !callerauth.IsUser(caller):
 		return member, shared.ValidateMember(member)
 	case member != caller && "user:"+member != caller:
-		return "", &shared.FieldError{Field: "member", Message: "with verified callers the member is the caller: leave member out (or send your user ID)"}
+		return "", &shared.FieldError{Field: "member", Message: "with ID tokens the member is the signed-in user: leave member out (or send your user ID)"}
 	}
 	return caller, nil
 }
 
-// incrementDistinct counts member once in distinct counter id.
-func (s *Service) incrementDistinct(r *http.Request, id, member string, received time.Time) (int, any, error) {
-	out, err := s.counters.IncrementDistinct(r.Context(), id, member)
+// incrementDistinct counts member once in distinct counter id, once per key unless key.ID is empty.
+func (s *Service) incrementDistinct(w http.ResponseWriter, r *http.Request, key counter.Key, id, member string, received time.Time) (int, any, error) {
+	var keyed *counter.Key
+	if key.ID != "" {
+		keyed = &key
+	}
+	out, err := s.counters.IncrementDistinct(r.Context(), id, member, keyed)
+	if errors.Is(err, counter.ErrKeyReused) {
+		return 0, nil, keyReusedError("for another increment")
+	}
 	if err != nil {
 		return 0, nil, err
 	}
 	var delta int64
-	if out.Counted || len(out.Windows) > 0 {
+	if out.Shard >= 0 { // the member was new all time or in a bucket
 		delta = 1
 	}
-	return http.StatusOK, incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}, nil
+	resp := incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted}
+	switch {
+	case keyed == nil:
+		resp.ReceivedAt = &received
+	case out.Duplicate:
+		w.Header().Set(headerReplayed, "true")
+	}
+	return http.StatusOK, resp, nil
 }
 
 // incrementDelta adds inc: within PER_CALLER_LIMIT, once per key, or plainly.

@@ -53,6 +53,11 @@ const (
 	// members counted before no longer match. With the counter document's creation time it makes
 	// the member epoch: a counter deleted and made again starts a new one too.
 	FieldMembersEpoch = "members_epoch"
+	// MemberFencesCollection is the subcollection of a distinct counter holding one fence per shard
+	// of the current member epoch ({epoch key}_{shard}, with FieldMembersEpoch). Every commit that
+	// counts a member updates its shard's fence, which must exist; Reset and Delete delete the
+	// fences, so a commit planned in an earlier epoch, or for a deleted counter, fails.
+	MemberFencesCollection = "member_fences"
 	// FieldGroup, optional on counters/{id} and rollups/{id}: the group whose top lists the counter
 	// is in (ConfigureCounter's group).
 	FieldGroup = "group"
@@ -94,6 +99,9 @@ const (
 	// applied the key. FieldDedupeCaller is on records of caller-scoped keys: the verified caller.
 	FieldDedupeWrite  = "write"
 	FieldDedupeCaller = "caller"
+	// FieldDedupeWindows is on the dedupe record of a keyed member increment: the windows in whose
+	// bucket it counted the member (its applied delta is 1 when it counted the member all time).
+	FieldDedupeWindows = "windows"
 	// FieldWriteFence is on every write record (a document of the dedupe collection whose ID starts
 	// with "write-" and whose source is "write"): true when it is a fence, created alone to make
 	// sure the commit that would have created it never applies; false when that commit applied.
