@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import firebase from 'firebase/compat/app';
 import 'firebase/compat/firestore';
-import { loadRules, stack, uniqueID } from './stack.mjs';
+import { adminSet, loadRules, stack, uniqueID } from './stack.mjs';
 
 const variant = fileURLToPath(new URL('../../firestore.extension-clients.rules', import.meta.url));
 const commit = '58896fffd88d4ed25b016991c74c23a8805462d9';
@@ -43,17 +43,6 @@ async function extensionWebClient() {
   // The client keeps its shard ID in a browser cookie.
   globalThis.document ??= { cookie: '' };
   return import(`${dir}index.mjs`);
-}
-
-/** Writes a document as the server does (the emulator's owner credential bypasses the rules). */
-async function adminSet(path, fields) {
-  const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
-  const resp = await fetch(url, {
-    method: 'PATCH',
-    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer owner' },
-    body: JSON.stringify({ fields }),
-  });
-  if (!resp.ok) throw new Error(`admin set ${path}: HTTP ${resp.status} ${await resp.text()}`);
 }
 
 test("the extension's web client: its live view exceeds its own increments only while a write is in flight, by what folds took from its shard meanwhile", async (t) => {

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { collection, deleteDoc, doc, getDoc, getDocs, increment, setDoc } from 'firebase/firestore';
-import { firestoreClient, loadRules, stack, uniqueID } from './stack.mjs';
+import { adminSet, firestoreClient, loadRules, stack, uniqueID } from './stack.mjs';
 
 const variant = fileURLToPath(new URL('../../firestore.extension-clients.rules', import.meta.url));
 const shards = '_counter_shards_';
@@ -37,17 +37,6 @@ function extensionClient(t, docPath) {
     shardID,
     incrementBy: (fields) => setDoc(doc(db, docPath, shards, shardID), shardUpdate(fields), { merge: true }),
   };
-}
-
-/** Writes a document as the server does (the emulator's owner credential bypasses the rules). */
-async function adminSet(path, fields) {
-  const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
-  const resp = await fetch(url, {
-    method: 'PATCH',
-    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer owner' },
-    body: JSON.stringify({ fields }),
-  });
-  if (!resp.ok) throw new Error(`admin set ${path}: HTTP ${resp.status} ${await resp.text()}`);
 }
 
 /** Reads a document as the server does: its fields as plain values, or null. */

@@ -78,6 +78,17 @@ function newClient(t) {
 }
 
 /** Loads the rules file at path into the emulator for the stack's project. */
+/** Writes a document as the server does (the emulator's owner credential bypasses the rules). */
+export async function adminSet(path, fields) {
+  const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
+  const resp = await fetch(url, {
+    method: 'PATCH',
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer owner' },
+    body: JSON.stringify({ fields }),
+  });
+  if (!resp.ok) throw new Error(`admin set ${path}: HTTP ${resp.status} ${await resp.text()}`);
+}
+
 export async function loadRules(path) {
   const content = await readFile(path, 'utf8');
   const resp = await fetch(`http://${stack.firestoreHost}/emulator/v1/projects/${stack.project}:securityRules`, {
