@@ -125,6 +125,17 @@ func indent(s string) string {
 	return strings.Join(lines, "")
 }
 
+// Remove returns app without the block Compose added, and whether it held one: the app's rules as
+// they were before Compose, byte for byte when the closing brace of their service block stood on a
+// line of its own (otherwise Compose added one line break before it, which stays).
+func Remove(app []byte) ([]byte, bool, error) {
+	text, at, err := removeBlock(string(app))
+	if err != nil {
+		return nil, false, err
+	}
+	return []byte(text), at >= 0, nil
+}
+
 // removeBlock returns app without the block a previous Compose added, and where it was (-1: none).
 func removeBlock(app string) (string, int, error) {
 	begin := lineIndex(app, Marker)

@@ -60,6 +60,25 @@ func TestComposeAddsTheBlockAndKeepsTheApp(t *testing.T) {
 	}
 }
 
+// TestRemoveGivesBackTheAppsRules: removing the block from a composed file gives the app's rules
+// byte for byte, and a file without a block is left as it is.
+func TestRemoveGivesBackTheAppsRules(t *testing.T) {
+	for _, v := range Variants {
+		combined, err := Compose([]byte(notesApp), block(t, v), v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		back, held, err := Remove(combined)
+		if err != nil || !held || string(back) != notesApp {
+			t.Errorf("%s: Remove = %t, %v:\n%s\nwant the app's rules:\n%s", v, held, err, back, notesApp)
+		}
+		again, held, err := Remove(back)
+		if err != nil || held || string(again) != notesApp {
+			t.Errorf("%s: Remove of a file without a block = %t, %v, changed %t", v, held, err, string(again) != notesApp)
+		}
+	}
+}
+
 // TestComposeRefusesAppRulesThatOpenOurPaths: an allow that is not literally false on a path the
 // block covers is refused, naming its line; the app's own paths and closed catch-alls are not.
 func TestComposeRefusesAppRulesThatOpenOurPaths(t *testing.T) {
