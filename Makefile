@@ -57,7 +57,8 @@ endif
 ##        make rules APP_RULES=../app/firestore.rules [VARIANT=guide-clients|extension-clients | BLOCK=my.rules] [OUT=combined.rules]
 ##        writes OUT (default firestore.combined.rules; it may be APP_RULES itself), or refuses, naming
 ##        each line of APP_RULES whose allows already reach the counters' paths (docs/api.md, "Security rules");
-##        with REMOVE=1, writes OUT as APP_RULES without the counters' block (your app's rules as they were)
+##        with REMOVE=1, writes OUT as APP_RULES without the counters' block (your app's rules as they were);
+##        COUNTERS_COLLECTION=... (ROLLUPS_, TOPS_, DEDUPE_) name the collections as the deployment does
 VARIANT ?= counters
 OUT ?= firestore.combined.rules
 rules:

@@ -7,7 +7,9 @@
 //
 // With -app, it writes FILE with the block added (to -o, else standard output); it refuses, naming
 // each line, an app ruleset whose allows already reach the block's paths (rules.Compose). With
-// -remove, it writes FILE without the block (rules.Remove): the app's rules as they were. With
+// -remove, it writes FILE without the block (rules.Remove): the app's rules as they were. The block
+// names the collections as COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and
+// DEDUPE_COLLECTION in the environment do (the functions' settings), else the defaults. With
 // -standalone, it writes the repository's firestore*.rules into DIR. docs/api.md, "Security rules".
 package main
 
@@ -18,8 +20,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/rules"
+	"github.com/shardcount/counters/shared"
 )
 
 func main() {
@@ -118,7 +123,11 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	combined, err := rules.Compose(app, block, name)
+	names, err := collectionNames(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	combined, err := rules.Compose(app, rules.Named(block, names), name)
 	if err != nil {
 		return err
 	}
@@ -129,6 +138,21 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 		"(firebase deploy --only firestore:rules with firebase.json's \"rules\" naming it, terraform's replace_rules_with, "+
 		"or scripts/deploy.sh --replace-rules %s).\n", out, appFile, name, out)
 	return nil
+}
+
+// collectionNames are the counters' collections as the *_COLLECTION settings in the environment name
+// them, checked as the functions check them; the defaults for those not set.
+func collectionNames(lookup func(string) (string, bool)) (shared.Schema, error) {
+	c, err := config.Parse(func(name string) (string, bool) {
+		if !strings.HasSuffix(name, "_COLLECTION") {
+			return "", false
+		}
+		return lookup(name)
+	})
+	if err != nil {
+		return shared.Schema{}, fmt.Errorf("the collection names: %w", err)
+	}
+	return c.Schema(), nil
 }
 
 func writeStandalone(dir string) error {
