@@ -56,12 +56,14 @@ endif
 ## rules: add the counters' security rules to your app's ruleset, e.g.
 ##        make rules APP_RULES=../app/firestore.rules [VARIANT=guide-clients|extension-clients | BLOCK=my.rules] [OUT=combined.rules]
 ##        writes OUT (default firestore.combined.rules; it may be APP_RULES itself), or refuses, naming
-##        each line of APP_RULES whose allows already reach the counters' paths (docs/api.md, "Security rules")
+##        each line of APP_RULES whose allows already reach the counters' paths (docs/api.md, "Security rules");
+##        with REMOVE=1, writes OUT as APP_RULES without the counters' block (your app's rules as they were);
+##        COUNTERS_COLLECTION=... (ROLLUPS_, TOPS_, DEDUPE_) name the collections as the deployment does
 VARIANT ?= counters
 OUT ?= firestore.combined.rules
 rules:
 	@test -n "$(APP_RULES)" || { echo "make rules: APP_RULES=<your app's rules file> is required"; exit 2; }
-	$(GO) run ./cmd/rules -app $(APP_RULES) $(if $(BLOCK),-block $(BLOCK),-variant $(VARIANT)) -o $(OUT)
+	$(GO) run ./cmd/rules -app $(APP_RULES) $(if $(REMOVE),-remove,$(if $(BLOCK),-block $(BLOCK),-variant $(VARIANT))) -o $(OUT)
 
 ## generate: write scripts/deployment.gen.sh, terraform/deployment.gen.tf.json and docs/settings.md from
 ##           the Go declarations of the functions and settings (functions/deployment.go, functions/config),

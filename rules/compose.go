@@ -8,8 +8,12 @@ package rules
 import (
 	"embed"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/shared"
 )
 
 //go:generate go run ../cmd/rules -standalone ..
@@ -28,6 +32,26 @@ func Block(variant string) ([]byte, error) {
 		return nil, fmt.Errorf("variant %q: unknown; known: %s", variant, strings.Join(Variants, ", "))
 	}
 	return blocks.ReadFile(variant + ".rules")
+}
+
+// topLevel matches a path of a block that starts at one of the collections named by default: a match
+// statement's (match /counters/...) or a document path's (/documents/counters/...).
+var topLevel = regexp.MustCompile(`(match /|/documents/)([A-Za-z0-9_.-]+)/`)
+
+// Named returns block with the collections named as in names (the functions' settings
+// COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION, DEDUPE_COLLECTION; the sweep's state is
+// named after the counters) instead of the defaults that the blocks in this folder name.
+func Named(block []byte, names shared.Schema) []byte {
+	defaults := config.Default().Schema()
+	renamed := map[string]string{defaults.Counters: names.Counters, defaults.Sweep(): names.Sweep(),
+		defaults.Rollups: names.Rollups, defaults.Tops: names.Tops, defaults.Dedupe: names.Dedupe}
+	return topLevel.ReplaceAllFunc(block, func(m []byte) []byte {
+		sub := topLevel.FindSubmatch(m)
+		if to, ok := renamed[string(sub[2])]; ok {
+			return []byte(string(sub[1]) + to + "/")
+		}
+		return m
+	})
 }
 
 // Marker begins the first line of a block as Compose writes it, and endMarker its last. Compose
@@ -123,6 +147,17 @@ func indent(s string) string {
 		}
 	}
 	return strings.Join(lines, "")
+}
+
+// Remove returns app without the block Compose added, and whether it held one: the app's rules as
+// they were before Compose, byte for byte when the closing brace of their service block stood on a
+// line of its own (otherwise Compose added one line break before it, which stays).
+func Remove(app []byte) ([]byte, bool, error) {
+	text, at, err := removeBlock(string(app))
+	if err != nil {
+		return nil, false, err
+	}
+	return []byte(text), at >= 0, nil
 }
 
 // removeBlock returns app without the block a previous Compose added, and where it was (-1: none).

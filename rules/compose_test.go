@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/shared"
 )
 
 // notesApp is an app's ruleset: its own collection, readable and writable by its owner only, and
@@ -56,6 +57,25 @@ func TestComposeAddsTheBlockAndKeepsTheApp(t *testing.T) {
 		again, err := Compose(combined, block(t, v), v)
 		if err != nil || string(again) != string(combined) {
 			t.Errorf("%s: composing again: err %v, same %t", v, err, string(again) == string(combined))
+		}
+	}
+}
+
+// TestRemoveGivesBackTheAppsRules: removing the block from a composed file gives the app's rules
+// byte for byte, and a file without a block is left as it is.
+func TestRemoveGivesBackTheAppsRules(t *testing.T) {
+	for _, v := range Variants {
+		combined, err := Compose([]byte(notesApp), block(t, v), v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		back, held, err := Remove(combined)
+		if err != nil || !held || string(back) != notesApp {
+			t.Errorf("%s: Remove = %t, %v:\n%s\nwant the app's rules:\n%s", v, held, err, back, notesApp)
+		}
+		again, held, err := Remove(back)
+		if err != nil || held || string(again) != notesApp {
+			t.Errorf("%s: Remove of a file without a block = %t, %v, changed %t", v, held, err, string(again) != notesApp)
 		}
 	}
 }
@@ -122,29 +142,32 @@ func TestStandaloneFilesAreGenerated(t *testing.T) {
 }
 
 // TestBlocksNameTheConfiguredCollections: the counters' blocks cover exactly the top-level
-// collections the functions write by default (functions/config), and the guide's shards.
+// collections the functions write, with the default names (functions/config) and, through Named,
+// with others; the guide-clients block's lookup of a counter document names the counters collection.
 func TestBlocksNameTheConfiguredCollections(t *testing.T) {
-	defaults := map[string]string{}
-	for _, s := range config.Settings() {
-		defaults[s.Name] = s.Default
-	}
-	want := []string{defaults["COUNTERS_COLLECTION"], defaults["COUNTERS_COLLECTION"] + "_sweep",
-		defaults["DEDUPE_COLLECTION"], defaults["ROLLUPS_COLLECTION"], defaults["TOPS_COLLECTION"]}
-	slices.Sort(want)
-	for _, v := range []string{"counters", "guide-clients"} {
-		rs, err := parse("service cloud.firestore {\n" + string(block(t, v)) + "\n}")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, a := range rs.allows {
-			if c := a.path[3].text; !slices.Contains(got, c) {
-				got = append(got, c)
+	renamed := shared.Schema{Counters: "like_counters", Rollups: "like_rollups", Tops: "like_tops", Dedupe: "counter_like_keys"}
+	for _, names := range []shared.Schema{config.Default().Schema(), renamed} {
+		want := []string{names.Counters, names.Sweep(), names.Dedupe, names.Rollups, names.Tops}
+		slices.Sort(want)
+		for _, v := range []string{"counters", "guide-clients"} {
+			named := Named(block(t, v), names)
+			rs, err := parse("service cloud.firestore {\n" + string(named) + "\n}")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s block covers %v, want %v", v, got, want)
+			var got []string
+			for _, a := range rs.allows {
+				if c := a.path[3].text; !slices.Contains(got, c) {
+					got = append(got, c)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s block named %+v covers %v, want %v", v, names, got, want)
+			}
+			if v == "guide-clients" && !strings.Contains(string(named), "/documents/"+names.Counters+"/$(counterId)") {
+				t.Errorf("guide-clients block named %+v: its counter lookup does not name %s", names, names.Counters)
+			}
 		}
 	}
 }

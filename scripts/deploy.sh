@@ -42,7 +42,14 @@ Usage: scripts/deploy.sh [options]
   --replace-rules FILE      replace the database's whole security ruleset with FILE: your app's
                             rules with the counters' block added (make rules APP_RULES=...), or
                             firestore.rules for a database of its own. Without it the database's
-                            rules are left as they are, and the script says what to add
+                            rules are left as they are, and the script says what to add. With
+                            --remove: your app's own rules, without the counters' block
+  --remove                  delete what the deploy created instead (the functions, the scheduler
+                            job, the topics and subscription, the composite indexes, the field
+                            settings, the service accounts and their roles); give it the --env
+                            collection names and --database the deploy had. It never deletes the
+                            database, documents, or anything else of the project. With --dry-run,
+                            print the commands (docs/existing-app.md, "Remove everything again")
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
   -h, --help                this help
@@ -70,6 +77,7 @@ DATABASE_LOCATION=${FIRESTORE_LOCATION:-}
 DRY_RUN=false
 DEAD_LETTER_ONLY=false
 REPLACE_RULES=
+REMOVE=false
 RULES_TMP=
 OPT_IN=()
 MAX_DELIVERY_ATTEMPTS=10
@@ -204,9 +212,8 @@ parse_flags() {
       REPLACE_RULES=${2:?--replace-rules needs a rules file} && shift
       [[ $REPLACE_RULES == /* ]] || REPLACE_RULES="$START_DIR/$REPLACE_RULES"
       [[ -r $REPLACE_RULES ]] || die "--replace-rules $REPLACE_RULES: cannot read it"
-      grep -qF -- "$RULES_MARKER" "$REPLACE_RULES" ||
-        die "--replace-rules $REPLACE_RULES: it holds no counters' block ($RULES_MARKER): write it with make rules APP_RULES=<your app's rules>, or pass firestore.rules for a database of its own"
       ;;
+    --remove) REMOVE=true ;;
     --dry-run) DRY_RUN=true ;;
     --list-env)
       printf '%s\n' "${ENV_OF_OPTION[project]}" "${ENV_OF_OPTION[database]}" "${ENV_NAMES[@]}"
@@ -219,6 +226,14 @@ parse_flags() {
   done
   [[ -n $PROJECT ]] || die "no project: pass --project or set GOOGLE_CLOUD_PROJECT"
   [[ -n $REGION ]] || die "no region: pass --region or set GOOGLE_CLOUD_REGION"
+  [[ -n $REPLACE_RULES ]] || return 0
+  if $REMOVE; then
+    ! grep -qF -- "$RULES_MARKER" "$REPLACE_RULES" ||
+      die "--remove --replace-rules $REPLACE_RULES: it still holds the counters' block ($RULES_MARKER): pass your app's own rules (make rules APP_RULES=<file> REMOVE=1 takes the block out)"
+  else
+    grep -qF -- "$RULES_MARKER" "$REPLACE_RULES" ||
+      die "--replace-rules $REPLACE_RULES: it holds no counters' block ($RULES_MARKER): write it with make rules APP_RULES=<your app's rules>, or pass firestore.rules for a database of its own"
+  fi
 }
 
 # setting prints the value given with --env NAME=..., or the setting's default.
@@ -284,18 +299,23 @@ grant_project_role() {
     --condition="${3:-None}" --quiet
 }
 
+# each_project_role CALLBACK calls CALLBACK ACCOUNT ROLE [CONDITION] for every role the accounts
+# have on the project.
+each_project_role() {
+  # The functions read and write Firestore, this database only, nothing else.
+  local db="projects/$PROJECT/databases/$DATABASE" role
+  "$1" "$RUNTIME_SA" roles/datastore.user \
+    "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
+  # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
+  "$1" "$TRIGGER_SA" roles/eventarc.eventReceiver
+  for role in "${BUILD_ROLES[@]}"; do "$1" "$BUILD_SA" "$role"; done
+}
+
 ensure_identities() {
   ensure_service_account "$RUNTIME_SA_NAME" "Distributed counters: functions at runtime"
   ensure_service_account "$TRIGGER_SA_NAME" "Distributed counters: Eventarc and Pub/Sub push deliveries"
   ensure_service_account "$BUILD_SA_NAME" "Distributed counters: builds of the functions"
-  # The functions read and write Firestore, this database only, nothing else.
-  local db="projects/$PROJECT/databases/$DATABASE"
-  grant_project_role "$RUNTIME_SA" roles/datastore.user \
-    "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
-  # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
-  grant_project_role "$TRIGGER_SA" roles/eventarc.eventReceiver
-  local role
-  for role in "${BUILD_ROLES[@]}"; do grant_project_role "$BUILD_SA" "$role"; done
+  each_project_role grant_project_role
 }
 
 ensure_topics() {
@@ -566,6 +586,133 @@ replace_rules() {
   fi
 }
 
+# present succeeds when the resource the describe command names exists, as missing's opposite. A dry
+# run assumes it does, so that it prints every command that deletes something.
+present() {
+  $DRY_RUN && return 0
+  ! missing "$@"
+}
+
+# delete_if_present runs a command that deletes something, as run does; an answer that it is already
+# gone is success, and any other failure stops the removal with its message.
+delete_if_present() {
+  if $DRY_RUN; then
+    quote "$@"
+    return
+  fi
+  quote "$@" | sed 's/^/+ /' >&2
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then return 0; fi
+  if [[ $err == *NOT_FOUND* || $err == *"not found"* || $err == *"does not exist"* ]]; then return 0; fi
+  die "$(quote "$@") failed: $err"
+}
+
+# revoke_project_role ACCOUNT ROLE [CONDITION] undoes grant_project_role.
+revoke_project_role() {
+  delete_if_present gcloud projects remove-iam-policy-binding "$PROJECT" --member="serviceAccount:$1" --role="$2" \
+    --condition="${3:-None}" --quiet
+}
+
+# index_signature COLLECTION FIELD:ORDER... prints a composite index as one comparable line.
+index_signature() {
+  local IFS=' '
+  printf '%s\n' "${*,,}"
+}
+
+# remove_indexes deletes the COMPOSITE_INDEXES: it lists the database's composite indexes and deletes
+# each one that is one of them (its collection group, collection scope, the same fields in the same
+# order and directions; Firestore's trailing __name__ field aside), and no other.
+remove_indexes() {
+  local fs=(--project="$PROJECT" --database="$DATABASE") INDEXES row words collection ours=() id
+  for row in "${COMPOSITE_INDEXES[@]}"; do
+    read -r -a words <<<"$row"
+    collection=${words[0]}
+    if [[ -v ENV_DEFAULTS[$collection] ]]; then collection=$(setting "$collection"); fi
+    ours+=("$(index_signature "$collection" "${words[@]:1}")")
+  done
+  lookup INDEXES gcloud firestore indexes composite list "${fs[@]}" \
+    --format='value(name,queryScope,fields[].fieldPath,fields[].order)'
+  if $DRY_RUN; then
+    note "then, for each index of INDEXES that is one of these: ${ours[*]}"
+    run gcloud firestore indexes composite delete INDEXES_ID "${fs[@]}" --quiet
+    return
+  fi
+  local name scope paths orders fields
+  while IFS=$'\t' read -r name scope paths orders; do
+    [[ $name =~ /collectionGroups/([^/]+)/indexes/([^/]+)$ && $scope == COLLECTION ]] || continue
+    collection=${BASH_REMATCH[1]} id=${BASH_REMATCH[2]}
+    local -a path_list order_list
+    IFS=';' read -r -a path_list <<<"$paths"
+    IFS=';' read -r -a order_list <<<"$orders"
+    fields=()
+    local i
+    for i in "${!path_list[@]}"; do
+      [[ ${path_list[i]} == __name__ && $i -eq $((${#path_list[@]} - 1)) ]] || fields+=("${path_list[i]}:${order_list[i]:-}")
+    done
+    in_list "$(index_signature "$collection" "${fields[@]}")" "${ours[@]}" || continue
+    delete_if_present gcloud firestore indexes composite delete "$id" "${fs[@]}" --quiet
+  done <<<"$INDEXES"
+}
+
+# remove_fields undoes configure_fields: the TTL policies are disabled and the index settings go back
+# to the database's defaults.
+remove_fields() {
+  local fs=(--project="$PROJECT" --database="$DATABASE") row collection field ttl
+  for row in "${FIELD_SETTINGS[@]}"; do
+    read -r collection field ttl _ <<<"$row"
+    if [[ -v ENV_DEFAULTS[$collection] ]]; then collection=$(setting "$collection"); fi
+    if $ttl; then
+      run gcloud firestore fields ttls update "$field" --collection-group="$collection" --disable-ttl "${fs[@]}"
+    fi
+    run gcloud firestore indexes fields update "$field" --collection-group="$collection" --clear-exemption "${fs[@]}"
+  done
+}
+
+# remove_deployment deletes what a deploy with the same options created (--remove). The functions go
+# first, so that nothing writes or publishes while the rest goes; deleting a function deletes its
+# Eventarc trigger and the trigger's push subscription.
+remove_deployment() {
+  local row topic columns name dead_letter
+  for row in "${SCHEDULES[@]}"; do
+    read -r topic _ <<<"$row"
+    if present gcloud scheduler jobs describe "$topic" --project="$PROJECT" --location="$REGION"; then
+      delete_if_present gcloud scheduler jobs delete "$topic" --project="$PROJECT" --location="$REGION" --quiet
+    fi
+  done
+  for row in "${FUNCTIONS[@]}"; do
+    read -r -a columns <<<"$row"
+    name=${columns[0]} dead_letter=${columns[6]}
+    if present gcloud functions describe "$name" --project="$PROJECT" --region="$REGION"; then
+      delete_if_present gcloud functions delete "$name" --gen2 --project="$PROJECT" --region="$REGION" --quiet
+    fi
+    if [[ $dead_letter != - ]] && present gcloud pubsub subscriptions describe "$dead_letter" --project="$PROJECT"; then
+      delete_if_present gcloud pubsub subscriptions delete "$dead_letter" --project="$PROJECT" --quiet
+    fi
+  done
+  for topic in "${TOPICS[@]}"; do
+    if present gcloud pubsub topics describe "$topic" --project="$PROJECT"; then
+      delete_if_present gcloud pubsub topics delete "$topic" --project="$PROJECT" --quiet
+    fi
+  done
+  remove_indexes
+  remove_fields
+  each_project_role revoke_project_role
+  for name in "$RUNTIME_SA" "$TRIGGER_SA" "$BUILD_SA"; do
+    if present gcloud iam service-accounts describe "$name" --project="$PROJECT"; then
+      delete_if_present gcloud iam service-accounts delete "$name" --project="$PROJECT" --quiet
+    fi
+  done
+  if [[ -n $REPLACE_RULES ]]; then
+    replace_rules
+  else
+    note "Firestore security rules: left as they are; if they hold the counters' block, deploy your app's own rules" \
+      "again (make rules APP_RULES=<file> REMOVE=1 OUT=<file> takes the block out), or run again with --replace-rules <that file>."
+  fi
+  note "Left as they were: the database and its documents (the counters' collections are deleted as" \
+    "docs/existing-app.md says), the enabled APIs, the build images and uploaded sources Cloud Functions keeps," \
+    "and the logs."
+}
+
 # print_url prints the URL of an HTTP function.
 print_url() {
   [[ $3 == - ]] || return 0
@@ -586,6 +733,10 @@ main() {
     if [[ -n ${ENV_VALUES[$name]:-} ]]; then ENV_VARS+=",$name=${ENV_VALUES[$name]}"; fi
   done
 
+  if $REMOVE; then
+    remove_deployment
+    return
+  fi
   warn_public_increments
   if $DEAD_LETTER_ONLY; then
     each_function attach_dead_letter

@@ -181,12 +181,15 @@ func (s Schema) RollupRef(c *firestore.Client, id string) *firestore.DocumentRef
 	return c.Collection(s.Rollups).Doc(id)
 }
 
-// SweepStateRef is the scheduled sweep's progress document, {counters}_sweep/state: where an
-// unfinished sweep stopped and from which minute the next one looks for changes. Its collection is
-// named after the counters collection, so no setting is needed for it.
+// SweepStateRef is the scheduled sweep's progress document, {Sweep()}/state: where an unfinished
+// sweep stopped and from which minute the next one looks for changes.
 func (s Schema) SweepStateRef(c *firestore.Client) *firestore.DocumentRef {
-	return c.Collection(s.Counters + "_sweep").Doc("state")
+	return c.Collection(s.Sweep()).Doc("state")
 }
+
+// Sweep is the collection of the scheduled sweep's state, {counters}_sweep: named after the counters
+// collection, so no setting is needed for it.
+func (s Schema) Sweep() string { return s.Counters + "_sweep" }
 
 // DedupeRef is {dedupe}/{recordID}, the dedupe record of one keyed increment.
 func (s Schema) DedupeRef(c *firestore.Client, recordID string) *firestore.DocumentRef {

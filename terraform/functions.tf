@@ -7,7 +7,7 @@ data "archive_file" "source" {
   excludes = [
     ".git", ".git/**", ".ci/**", ".localstack/**", "bin/**", "cmd/**", "internal/**", "scripts/**",
     "terraform/**", "publisher/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
-    "*.rules", "firebase.json", "Makefile", "web/**", "docs/**",
+    "*.rules", "Makefile", "web/**", "docs/**",
   ]
 }
 

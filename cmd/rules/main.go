@@ -2,10 +2,14 @@
 // rules), or writes the rulesets of a database of its own (go generate ./rules). Usage:
 //
 //	rules -app FILE [-variant counters|guide-clients|extension-clients | -block FILE] [-o FILE]
+//	rules -app FILE -remove [-o FILE]
 //	rules -standalone DIR
 //
 // With -app, it writes FILE with the block added (to -o, else standard output); it refuses, naming
 // each line, an app ruleset whose allows already reach the block's paths (rules.Compose). With
+// -remove, it writes FILE without the block (rules.Remove): the app's rules as they were. The block
+// names the collections as COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and
+// DEDUPE_COLLECTION in the environment do (the functions' settings), else the defaults. With
 // -standalone, it writes the repository's firestore*.rules into DIR. docs/api.md, "Security rules".
 package main
 
@@ -16,8 +20,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/rules"
+	"github.com/shardcount/counters/shared"
 )
 
 func main() {
@@ -32,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	variant := fs.String("variant", "counters", "the block: counters, guide-clients or extension-clients")
 	blockFile := fs.String("block", "", "a block file of your own instead of -variant (an edited copy of rules/extension-clients.rules)")
 	out := fs.String("o", "", "where to write the combined rules (default: standard output); may be the -app file")
+	remove := fs.Bool("remove", false, "write the -app file without the counters' block instead: your app's rules as they were")
 	standalone := fs.String("standalone", "", "write the rulesets of a database of its own (firestore*.rules) into this folder")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -47,6 +55,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rules: -app FILE is required (make rules APP_RULES=FILE); -h lists the flags")
 		return 2
 	}
+	if *remove {
+		if err := removeBlock(*app, *out, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "rules: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if err := compose(*app, *variant, *blockFile, *out, stdout, stderr); err != nil {
 		var refused *rules.RefusedError
 		if errors.As(err, &refused) {
@@ -60,6 +75,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// removeBlock writes appFile without the counters' block to out (else standard output).
+func removeBlock(appFile, out string, stdout, stderr io.Writer) error {
+	app, err := os.ReadFile(appFile)
+	if err != nil {
+		return err
+	}
+	text, held, err := rules.Remove(app)
+	if err != nil {
+		return fmt.Errorf("%s: %w", appFile, err)
+	}
+	if err := write(out, text, stdout); err != nil {
+		return err
+	}
+	if !held {
+		fmt.Fprintf(stderr, "rules: %s holds no counters' block; nothing to take out.\n", appFile)
+	} else if out != "" {
+		fmt.Fprintf(stderr, "rules: wrote %s: %s without the counters' rules. Deploy it as your database's ruleset "+
+			"(as you deploy your rules, or scripts/deploy.sh --remove --replace-rules %s).\n", out, appFile, out)
+	}
+	return nil
+}
+
+// write writes text to the file out, or to stdout when out is empty.
+func write(out string, text []byte, stdout io.Writer) error {
+	if out == "" {
+		_, err := stdout.Write(text)
+		return err
+	}
+	return os.WriteFile(out, text, 0o644)
 }
 
 func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) error {
@@ -77,21 +123,36 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	combined, err := rules.Compose(app, block, name)
+	names, err := collectionNames(os.LookupEnv)
 	if err != nil {
 		return err
 	}
-	if out == "" {
-		_, err = stdout.Write(combined)
+	combined, err := rules.Compose(app, rules.Named(block, names), name)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, combined, 0o644); err != nil {
+	if err := write(out, combined, stdout); err != nil || out == "" {
 		return err
 	}
 	fmt.Fprintf(stderr, "rules: wrote %s: %s with the counters' rules (%s) added. Deploy it as your database's ruleset "+
 		"(firebase deploy --only firestore:rules with firebase.json's \"rules\" naming it, terraform's replace_rules_with, "+
 		"or scripts/deploy.sh --replace-rules %s).\n", out, appFile, name, out)
 	return nil
+}
+
+// collectionNames are the counters' collections as the *_COLLECTION settings in the environment name
+// them, checked as the functions check them; the defaults for those not set.
+func collectionNames(lookup func(string) (string, bool)) (shared.Schema, error) {
+	c, err := config.Parse(func(name string) (string, bool) {
+		if !strings.HasSuffix(name, "_COLLECTION") {
+			return "", false
+		}
+		return lookup(name)
+	})
+	if err != nil {
+		return shared.Schema{}, fmt.Errorf("the collection names: %w", err)
+	}
+	return c.Schema(), nil
 }
 
 func writeStandalone(dir string) error {

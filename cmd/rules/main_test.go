@@ -56,3 +56,36 @@ func TestWritesTheCombinedFile(t *testing.T) {
 		t.Errorf("combined file:\n%s", got)
 	}
 }
+
+// TestNamesTheConfiguredCollections: with the collection settings in the environment, the block
+// covers those collections, so an app that keeps its own "counters" and "rollups" open to its
+// clients takes it; with the defaults the same app is refused.
+func TestNamesTheConfiguredCollections(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "firestore.rules")
+	src := "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n" +
+		"    match /counters/{id} { allow read: if true; }\n    match /rollups/{id} { allow read: if true; }\n  }\n}\n"
+	if err := os.WriteFile(app, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run([]string{"-app", app}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "/counters/") {
+		t.Errorf("default names: exit status %d, %s; want the app's counters refused", code, stderr.String())
+	}
+	t.Setenv("COUNTERS_COLLECTION", "like_counters")
+	t.Setenv("ROLLUPS_COLLECTION", "like_rollups")
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"-app", app}, &stdout, &stderr); code != 0 {
+		t.Fatalf("renamed: exit status %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"match /like_counters/{path=**}", "match /like_counters_sweep/{path=**}", "match /like_rollups/{counterId}", "match /tops/{listId}"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("renamed: no %q in\n%s", want, stdout.String())
+		}
+	}
+	t.Setenv("ROLLUPS_COLLECTION", "like_counters")
+	if code := run([]string{"-app", app}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "must differ") {
+		t.Errorf("two collections of one name: exit status %d, %s; want it refused", code, stderr.String())
+	}
+}

@@ -160,9 +160,9 @@ func Commands(listing string) ([][]string, error) {
 var inlineGcloud = regexp.MustCompile("`(gcloud [^`]+)`")
 
 // MarkdownGcloudCommands returns the gcloud commands of a Markdown text: the lines of its fenced code
-// blocks that start with gcloud (a line ending in a backslash continues; a trailing " # comment" is
-// dropped) and its code spans that do. It also says how many it left out because they use the
-// shell (variables, substitutions, pipes) and so cannot be checked as written.
+// blocks that start with gcloud (see MarkdownCode; a trailing " # comment" is dropped) and its code
+// spans that do. It also says how many it left out because they use the shell (variables,
+// substitutions, pipes) and so cannot be checked as written.
 func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) {
 	add := func(line string) {
 		if words, err := SplitWords(strings.TrimSpace(line)); err == nil {
@@ -171,6 +171,23 @@ func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) 
 			skipped++
 		}
 	}
+	code, prose := MarkdownCode(markdown)
+	for _, line := range code {
+		if c, _, _ := strings.Cut(line, " #"); strings.HasPrefix(c, "gcloud ") {
+			add(c)
+		}
+	}
+	for _, line := range prose {
+		for _, m := range inlineGcloud.FindAllStringSubmatch(line, -1) {
+			add(m[1])
+		}
+	}
+	return commands, skipped
+}
+
+// MarkdownCode splits a Markdown text into the lines of its fenced code blocks, trimmed, a line
+// ending in a backslash joined with the next, and the lines outside them (prose).
+func MarkdownCode(markdown string) (code, prose []string) {
 	inFence := false
 	var pending string
 	for _, line := range strings.Split(markdown, "\n") {
@@ -180,9 +197,7 @@ func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) 
 			inFence, pending = !inFence, ""
 			continue
 		case !inFence:
-			for _, m := range inlineGcloud.FindAllStringSubmatch(line, -1) {
-				add(m[1])
-			}
+			prose = append(prose, line)
 			continue
 		}
 		if pending != "" {
@@ -193,11 +208,9 @@ func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) 
 			continue
 		}
 		pending = ""
-		if code, _, _ := strings.Cut(trimmed, " #"); strings.HasPrefix(code, "gcloud ") {
-			add(code)
-		}
+		code = append(code, trimmed)
 	}
-	return commands, skipped
+	return code, prose
 }
 
 // SplitWords splits one shell command line into words: blanks separate words, single quotes quote

@@ -30,6 +30,9 @@ var scriptOptions = [][]string{
 	{"--dead-letter-only"},
 	{"--opt-in", "fold-extension-shards"},
 	{"--database", "counts", "--replace-rules", filepath.Join(root, "firestore.rules")},
+	{"--remove"},
+	{"--remove", "--database", "counts", "--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals",
+		"--env", "DEDUPE_COLLECTION=counter_seen", "--replace-rules", filepath.Join(root, "web", "test", "notes-app.rules")},
 }
 
 // TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option

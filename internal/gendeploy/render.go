@@ -280,27 +280,51 @@ func indexFields(i functions.CompositeIndex) []firebaseField {
 	return fields
 }
 
-// firebaseIndexes is firestore.indexes.json, the Firebase CLI's index file (firebase deploy --only
-// firestore:indexes), for collections named by their settings' defaults.
+// firebaseIndexes is firestore.indexes.json in the Firebase CLI's index file format, for collections
+// named by their settings' defaults: the composite indexes and field settings both deploy paths
+// create, for an app that deploys its indexes with the Firebase CLI to add to its own file (whose
+// deploy offers to delete, and with --force deletes, what the file does not list).
 func firebaseIndexes() ([]byte, error) {
 	type index struct {
 		CollectionGroup string          `json:"collectionGroup"`
 		QueryScope      string          `json:"queryScope"`
 		Fields          []firebaseField `json:"fields"`
 	}
+	type fieldIndex struct {
+		Order      string `json:"order"`
+		QueryScope string `json:"queryScope"`
+	}
+	type fieldOverride struct {
+		CollectionGroup string       `json:"collectionGroup"`
+		FieldPath       string       `json:"fieldPath"`
+		TTL             bool         `json:"ttl"`
+		Indexes         []fieldIndex `json:"indexes"`
+	}
 	var indexes []index
 	for _, i := range functions.CompositeIndexes() {
-		collection := i.Collection
-		if d := envDefault(collection); d != nil {
-			collection = *d
-		}
-		indexes = append(indexes, index{CollectionGroup: collection, QueryScope: "COLLECTION", Fields: indexFields(i)})
+		indexes = append(indexes, index{CollectionGroup: defaultName(i.Collection), QueryScope: "COLLECTION", Fields: indexFields(i)})
 	}
-	out, err := json.MarshalIndent(map[string]any{"indexes": indexes, "fieldOverrides": []any{}}, "", "  ")
+	var overrides []fieldOverride
+	for _, f := range functions.FieldSettings() {
+		o := fieldOverride{CollectionGroup: defaultName(f.Collection), FieldPath: f.Field, TTL: f.TTL, Indexes: []fieldIndex{}}
+		if f.Ascending {
+			o.Indexes = append(o.Indexes, fieldIndex{Order: "ASCENDING", QueryScope: "COLLECTION"})
+		}
+		overrides = append(overrides, o)
+	}
+	out, err := json.MarshalIndent(map[string]any{"indexes": indexes, "fieldOverrides": overrides}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("firestore.indexes.json: %w", err)
 	}
 	return append(out, '\n'), nil
+}
+
+// defaultName is collection, or the default of the setting it names.
+func defaultName(collection string) string {
+	if d := envDefault(collection); d != nil {
+		return *d
+	}
+	return collection
 }
 
 type tfField struct {

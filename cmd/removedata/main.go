@@ -1,0 +1,116 @@
+// Command removedata deletes the distributed counters' documents from a database: every document of
+// the collections the functions write (COUNTERS_COLLECTION with everything below it: shards,
+// members, per-caller totals; its _sweep state; ROLLUPS_COLLECTION; TOPS_COLLECTION;
+// DEDUPE_COLLECTION), named as the functions' settings name them (functions/config), and nothing
+// else: the last step of removing the counters from an app's project (docs/existing-app.md). With
+// -dry-run it counts what it would delete. It talks to the emulator when FIRESTORE_EMULATOR_HOST is set.
+//
+//	GOOGLE_CLOUD_PROJECT=P go run ./cmd/removedata [-database D] [-dry-run]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+
+	"github.com/shardcount/counters/functions/config"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "removedata:", err)
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	flags := flag.NewFlagSet("removedata", flag.ContinueOnError)
+	project := flags.String("project", cfg.Project, "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
+	database := flags.String("database", cfg.Database, "Firestore database (default $FIRESTORE_DATABASE)")
+	dryRun := flags.Bool("dry-run", false, "count the documents, delete nothing")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *project == "" {
+		return errors.New("no project: pass -project or set GOOGLE_CLOUD_PROJECT")
+	}
+	client, err := firestore.NewClientWithDatabase(ctx, *project, *database)
+	if err != nil {
+		return fmt.Errorf("firestore client: %w", err)
+	}
+	defer client.Close()
+	schema := cfg.Schema()
+	verb := "deleted"
+	if *dryRun {
+		verb = "would delete"
+	}
+	for _, name := range []string{schema.Counters, schema.Sweep(), schema.Rollups, schema.Tops, schema.Dedupe} {
+		bw := client.BulkWriter(ctx)
+		n, err := deleteTree(ctx, client.Collection(name), bw, *dryRun)
+		bw.End()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: %s %d documents\n", name, verb, n)
+	}
+	return nil
+}
+
+// deleteTree deletes, through bw, every document of coll after every document below it (the
+// subcollections at any depth, also those of documents that do not exist), unless dryRun; it
+// returns how many documents there were.
+func deleteTree(ctx context.Context, coll *firestore.CollectionRef, bw *firestore.BulkWriter, dryRun bool) (int, error) {
+	n := 0
+	refs := coll.DocumentRefs(ctx)
+	for {
+		ref, err := refs.Next()
+		if errors.Is(err, iterator.Done) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("list %s: %w", coll.Path, err)
+		}
+		subs := ref.Collections(ctx)
+		for {
+			sub, err := subs.Next()
+			if errors.Is(err, iterator.Done) {
+				break
+			}
+			if err != nil {
+				return n, fmt.Errorf("list the collections of %s: %w", ref.Path, err)
+			}
+			m, err := deleteTree(ctx, sub, bw, dryRun)
+			n += m
+			if err != nil {
+				return n, err
+			}
+		}
+		snap, err := ref.Get(ctx)
+		if err != nil && !isNotFound(snap) {
+			return n, fmt.Errorf("read %s: %w", ref.Path, err)
+		}
+		if !snap.Exists() {
+			continue // only a parent of subcollections
+		}
+		n++
+		if dryRun {
+			continue
+		}
+		if _, err := bw.Delete(ref); err != nil {
+			return n, fmt.Errorf("delete %s: %w", ref.Path, err)
+		}
+	}
+}
+
+// isNotFound says whether a failed Get found no document (its snapshot is then non-nil and empty).
+func isNotFound(snap *firestore.DocumentSnapshot) bool { return snap != nil && !snap.Exists() }
