@@ -398,6 +398,23 @@ check_ttl_collections() {
   done
 }
 
+# ORIGIN_PATTERN is one web origin as browsers send it, scheme://host[:port]: what the functions'
+# ALLOWED_ORIGINS check accepts (functions/config/origins.go), less the default ports, refused apart.
+ORIGIN_PATTERN='^[a-z][a-z0-9+.-]*://([a-z0-9_.~-]+|\[[0-9a-f:.]+\])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?$'
+
+# check_origins refuses, before anything is deployed, an ALLOWED_ORIGINS the functions would refuse
+# at start-up.
+check_origins() {
+  local origins origin
+  read -ra origins <<<"$(setting ALLOWED_ORIGINS)"
+  for origin in "${origins[@]}"; do
+    if [[ ! $origin =~ $ORIGIN_PATTERN || $origin == http://*:80 || $origin == https://*:443 ]]; then
+      die "ALLOWED_ORIGINS: \"$origin\" is not an origin: write each as scheme://host[:port] in lower case," \
+        "as browsers send it (e.g. https://app.example.com http://localhost:5173): no path or trailing /, no *, no default port"
+    fi
+  done
+}
+
 # configure_fields applies FIELD_SETTINGS: the TTL policies and single-field index settings the
 # design relies on (functions.FieldSettings says why).
 configure_fields() {
@@ -723,6 +740,7 @@ main() {
   cd "$(dirname "$0")/.."
   parse_flags "$@"
   check_ttl_collections
+  check_origins
   RUNTIME=$(go_runtime)
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"

@@ -128,4 +128,17 @@ variable "environment" {
   description = "Settings of the functions (docs/settings.md), e.g. { MAX_DELTA = \"100\", ROLLUP_INTERVAL = \"2s\" }; a name not given keeps the code's default. The collection names have variables of their own."
   type        = map(string)
   default     = {}
+
+  # ALLOWED_ORIGINS as the functions check it at start-up (functions/config/origins.go), refused
+  # before anything is deployed: origins separated by spaces, each scheme://host[:port] in lower case.
+  validation {
+    condition = length([
+      for origin in split(" ", lookup(var.environment, "ALLOWED_ORIGINS", "")) : origin
+      if origin != "" && (
+        !can(regex("^[a-z][a-z0-9+.-]*://([a-z0-9_.~-]+|\\[[0-9a-f:.]+\\])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?$", origin))
+        || can(regex("^(http://.*:80|https://.*:443)$", origin))
+      )
+    ]) == 0
+    error_message = "environment.ALLOWED_ORIGINS: separate origins with spaces; write each as scheme://host[:port] in lower case, as browsers send it (e.g. https://app.example.com http://localhost:5173): no path or trailing /, no *, no default port."
+  }
 }
