@@ -150,3 +150,48 @@ func TestExistingAppTerraformNamesExist(t *testing.T) {
 		t.Error("docs/existing-app.md: no -var found in its terraform commands")
 	}
 }
+
+// TestExistingAppListsWhatTheDeployCreates: the page's "Creates" list names every function, topic,
+// subscription, scheduler job and service account that the deploy (with every opt-in function)
+// creates, and nothing else of that kind.
+func TestExistingAppListsWhatTheDeployCreates(t *testing.T) {
+	text, err := os.ReadFile(existingAppPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "**Creates**")
+	section, _, ok2 := strings.Cut(section, "**Sets, in the database**")
+	if !ok || !ok2 {
+		t.Fatalf("%s: no **Creates** list followed by **Sets, in the database**", existingAppPage)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z][a-z0-9-]*)`").FindAllStringSubmatch(section, -1) {
+		if !strings.HasPrefix(m[1], "my-project") { // Terraform's source bucket, named after the project
+			listed[m[1]] = true
+		}
+	}
+	printed, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--opt-in", "fold-extension-shards")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creates := regexp.MustCompile(`^gcloud (?:functions deploy|pubsub topics create|pubsub subscriptions create|scheduler jobs create pubsub|iam service-accounts create) ([a-z][a-z0-9-]*)`)
+	created := map[string]bool{}
+	for _, words := range printed {
+		if m := creates.FindStringSubmatch(strings.Join(words, " ")); m != nil {
+			created[m[1]] = true
+		}
+	}
+	if len(created) == 0 {
+		t.Fatal("the dry run printed no creation: the pattern no longer matches deploy.sh's commands")
+	}
+	for name := range created {
+		if !listed[name] {
+			t.Errorf("%s: the deploy creates %s, which the Creates list does not name", existingAppPage, name)
+		}
+	}
+	for name := range listed {
+		if !created[name] {
+			t.Errorf("%s: the Creates list names %s, which the deploy does not create", existingAppPage, name)
+		}
+	}
+}
