@@ -8,15 +8,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/shardcount/counters/extshards"
+	"github.com/shardcount/counters/internal/firestoreflags"
 )
 
 func main() {
@@ -28,18 +26,14 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("foldshards", flag.ContinueOnError)
-	project := flags.String("project", os.Getenv("GOOGLE_CLOUD_PROJECT"), "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
-	database := flags.String("database", "(default)", "Firestore database")
+	db := firestoreflags.Add(flags, os.Getenv("GOOGLE_CLOUD_PROJECT"), "(default)")
 	interval := flags.Duration("interval", time.Second, "least time between two writes of one main document (EXTENSION_FOLD_INTERVAL)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *project == "" {
-		return errors.New("no project: pass -project or set GOOGLE_CLOUD_PROJECT")
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, *project, *database)
+	client, err := db.Client(ctx)
 	if err != nil {
-		return fmt.Errorf("firestore client: %w", err)
+		return err
 	}
 	defer client.Close()
 	docs, err := extshards.NewFolder(client, *interval).Sweep(ctx)

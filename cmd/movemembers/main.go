@@ -12,17 +12,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/firestoreflags"
 )
 
 func main() {
@@ -42,19 +40,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	flags := flag.NewFlagSet("movemembers", flag.ContinueOnError)
-	project := flags.String("project", cfg.Project, "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
-	database := flags.String("database", cfg.Database, "Firestore database (default $FIRESTORE_DATABASE)")
+	db := firestoreflags.Add(flags, cfg.Project, cfg.Database)
 	settle := flags.Duration("settle", 2*cfg.ShardCountCacheTTL+time.Second,
 		"wait between passes: longer than the functions' SHARD_COUNT_CACHE_TTL")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *project == "" {
-		return errors.New("no project: pass -project or set GOOGLE_CLOUD_PROJECT")
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, *project, *database)
+	client, err := db.Client(ctx)
 	if err != nil {
-		return fmt.Errorf("firestore client: %w", err)
+		return err
 	}
 	defer client.Close()
 	store := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: cfg.DefaultNumShards})

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/firestoreflags"
 )
 
 func main() {
@@ -35,18 +36,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	flags := flag.NewFlagSet("removedata", flag.ContinueOnError)
-	project := flags.String("project", cfg.Project, "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)")
-	database := flags.String("database", cfg.Database, "Firestore database (default $FIRESTORE_DATABASE)")
+	db := firestoreflags.Add(flags, cfg.Project, cfg.Database)
 	dryRun := flags.Bool("dry-run", false, "count the documents, delete nothing")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *project == "" {
-		return errors.New("no project: pass -project or set GOOGLE_CLOUD_PROJECT")
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, *project, *database)
+	client, err := db.Client(ctx)
 	if err != nil {
-		return fmt.Errorf("firestore client: %w", err)
+		return err
 	}
 	defer client.Close()
 	schema := cfg.Schema()
