@@ -4,19 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
-	"github.com/shardcount/counters/internal/emulators"
-	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rules"
 )
@@ -176,7 +171,7 @@ func TestExistingAppBrowserStep(t *testing.T) {
 	if err != nil || len(origins) != 1 {
 		t.Fatalf("%q: want one ALLOWED_ORIGINS=... word (%v)", setting, err)
 	}
-	functionsURL := startFunctions(t, origins[0])
+	functionsURL := testenv.StartFunctions(t, origins[0])
 	i := slices.Index(code, start)
 	checked := 0
 	for n := i + 1; n < len(code); n++ {
@@ -228,40 +223,6 @@ func headerValue(answer, name string) string {
 		}
 	}
 	return ""
-}
-
-// startFunctions starts a functions process of the local stack with setting (NAME=VALUE) in its
-// environment, stopped when the test ends, and returns its URL.
-func startFunctions(t *testing.T, setting string) string {
-	t.Helper()
-	port, err := emulators.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://127.0.0.1:" + port
-	cmd := exec.Command(testenv.BuildLocalstack(t), localstack.ServeFunctionsCommand)
-	cmd.Env = append(os.Environ(), "PORT="+port, "LOCAL_ONLY=true", setting)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for ; ; time.Sleep(100 * time.Millisecond) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/"+functions.EntryCount, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			return url
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the functions process did not serve within a minute\n%s", logs.String())
-		}
-	}
 }
 
 // TestExistingAppRemoveDataStep runs the page's removedata lines on a project of the emulator that

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/functions"
-	"github.com/shardcount/counters/internal/emulators"
-	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -157,38 +153,12 @@ func TestExampleAppInChromium(t *testing.T) {
 // http://localhost:<port>, another origin, is refused by the browser before the increment is sent.
 func TestPagesOfListedOriginsIncrementInChromium(t *testing.T) {
 	requireChromium(t)
-	stack := testenv.Stack(t)
+	testenv.Stack(t) // the functions process below uses the stack's emulators (skips under -short)
 	appURL, err := url.Parse(os.Getenv("LOCALSTACK_APP_URL"))
 	if err != nil || appURL.Host == "" {
 		t.Fatalf("LOCALSTACK_APP_URL=%q: not the example app's URL (%v)", os.Getenv("LOCALSTACK_APP_URL"), err)
 	}
-	port, err := emulators.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	functionsURL := "http://127.0.0.1:" + port
-	cmd := exec.Command(testenv.BuildLocalstack(t), localstack.ServeFunctionsCommand)
-	cmd.Env = append(os.Environ(), "PORT="+port, "LOCAL_ONLY=true",
-		"ALLOWED_ORIGINS="+appURL.Scheme+"://"+appURL.Host, "REQUIRE_ID_TOKEN=true")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Logf("functions process with ALLOWED_ORIGINS (project %s):\n%s", stack.Project, logs.String())
-	})
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(functionsURL + "/" + functions.EntryCount); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the functions process did not serve within a minute\n%s", logs.String())
-		}
-	}
+	functionsURL := testenv.StartFunctions(t, "ALLOWED_ORIGINS="+appURL.Scheme+"://"+appURL.Host, "REQUIRE_ID_TOKEN=true")
 	runNodeTestsWith(t, []string{"LOCALSTACK_CORS_FUNCTIONS_URL=" + functionsURL}, "test/cors.test.mjs")
 }
 
