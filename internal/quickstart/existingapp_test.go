@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/functionsproc"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rules"
 )
@@ -171,7 +172,7 @@ func TestExistingAppBrowserStep(t *testing.T) {
 	if err != nil || len(origins) != 1 {
 		t.Fatalf("%q: want one ALLOWED_ORIGINS=... word (%v)", setting, err)
 	}
-	functionsURL := testenv.StartFunctions(t, origins[0])
+	functionsURL := functionsproc.Start(t, origins[0])
 	i := slices.Index(code, start)
 	checked := 0
 	for n := i + 1; n < len(code); n++ {

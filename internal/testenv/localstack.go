@@ -1,17 +1,9 @@
 package testenv
 
 import (
-	"bytes"
-	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/shardcount/counters/functions"
-	"github.com/shardcount/counters/internal/emulators"
-	"github.com/shardcount/counters/internal/localstack"
 )
 
 // BuildLocalstack builds the local stack's binary (cmd/localstack) into a directory of t's and
@@ -24,39 +16,4 @@ func BuildLocalstack(t testing.TB) string {
 		t.Fatalf("build localstack: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// StartFunctions starts a functions process of the local stack (every entry point, on a free port of
-// 127.0.0.1) with settings (NAME=VALUE) added to the test's environment, waits until it serves, and
-// returns its URL; the process is killed when t ends, and its output logged if t failed.
-func StartFunctions(t testing.TB, settings ...string) string {
-	t.Helper()
-	port, err := emulators.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://127.0.0.1:" + port
-	cmd := exec.Command(BuildLocalstack(t), localstack.ServeFunctionsCommand)
-	cmd.Env = append(append(os.Environ(), "PORT="+port, "LOCAL_ONLY=true"), settings...)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("functions process with %q:\n%s", settings, logs.String())
-		}
-	})
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(url + "/" + functions.EntryCount); err == nil {
-			resp.Body.Close()
-			return url
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the functions process did not serve within a minute\n%s", logs.String())
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/internal/functionsproc"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -158,7 +159,7 @@ func TestPagesOfListedOriginsIncrementInChromium(t *testing.T) {
 	if err != nil || appURL.Host == "" {
 		t.Fatalf("LOCALSTACK_APP_URL=%q: not the example app's URL (%v)", os.Getenv("LOCALSTACK_APP_URL"), err)
 	}
-	functionsURL := testenv.StartFunctions(t, "ALLOWED_ORIGINS="+appURL.Scheme+"://"+appURL.Host, "REQUIRE_ID_TOKEN=true")
+	functionsURL := functionsproc.Start(t, "ALLOWED_ORIGINS="+appURL.Scheme+"://"+appURL.Host, "REQUIRE_ID_TOKEN=true")
 	runNodeTestsWith(t, []string{"LOCALSTACK_CORS_FUNCTIONS_URL=" + functionsURL}, "test/cors.test.mjs")
 }
 

@@ -1,0 +1,53 @@
+// Package functionsproc starts functions processes of the local stack for tests that need settings
+// of their own (the stack's shared functions process has the defaults). Functions' own tests cannot
+// use it: it imports functions.
+package functionsproc
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/localstack"
+	"github.com/shardcount/counters/internal/testenv"
+)
+
+// Start starts a functions process of the local stack (every entry point, on a free port of
+// 127.0.0.1) with settings (NAME=VALUE) added to the test's environment, waits until it serves, and
+// returns its URL; the process is killed when t ends, and its output logged if t failed.
+func Start(t testing.TB, settings ...string) string {
+	t.Helper()
+	port, err := emulators.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://127.0.0.1:" + port
+	cmd := exec.Command(testenv.BuildLocalstack(t), localstack.ServeFunctionsCommand)
+	cmd.Env = append(append(os.Environ(), "PORT="+port, "LOCAL_ONLY=true"), settings...)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("functions process with %q:\n%s", settings, logs.String())
+		}
+	})
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(url + "/" + functions.EntryCount); err == nil {
+			resp.Body.Close()
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the functions process did not serve within a minute\n%s", logs.String())
+		}
+	}
+}
