@@ -101,7 +101,8 @@ func unsignedToken(claims map[string]any) string {
 
 // TestIncrementRequiresAVerifiedIDToken: with REQUIRE_ID_TOKEN, a token from the Auth emulator counts;
 // no token, a malformed header, a token for another project or an expired one get 401 with the field
-// and WWW-Authenticate, and change nothing.
+// and WWW-Authenticate (invalid_request for a malformed header, invalid_token for the rest, as
+// docs/api.md says), and change nothing.
 func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
 	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 0)
 	token, uid := authEmulatorUser(t, "ann@example.com")
@@ -126,9 +127,14 @@ func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
 	messages := map[any]bool{}
 	for name, headers := range refused {
 		a := srv.incrementAs(t, headers, `{"counter":"posts"}`)
+		challenge := `Bearer error="invalid_token"` // docs/api.md, "Verified callers"
+		if name == "not bearer" || name == "empty bearer" {
+			challenge = `Bearer error="invalid_request"`
+		}
 		if a.status != http.StatusUnauthorized || a.body["field"] != "Authorization" || a.body["error"] == "" ||
-			!strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
-			t.Errorf("%s: %d %s (WWW-Authenticate %q), want 401 with field Authorization", name, a.status, a.raw, a.header.Get("WWW-Authenticate"))
+			a.header.Get("WWW-Authenticate") != challenge {
+			t.Errorf("%s: %d %s (WWW-Authenticate %q), want 401 with field Authorization and WWW-Authenticate %s",
+				name, a.status, a.raw, a.header.Get("WWW-Authenticate"), challenge)
 		}
 		if name != "not bearer" && name != "empty bearer" { // a malformed header has its own fixed text
 			messages[a.body["error"]] = true
