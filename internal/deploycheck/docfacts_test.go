@@ -1,0 +1,250 @@
+package deploycheck_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/deploycheck"
+)
+
+// docFile is one file whose prose states facts of the deployment: its path (relative to the
+// repository) and its text with every run of white space made one space, so that a phrase broken
+// over lines is found whole.
+type docFile struct {
+	name, text string
+}
+
+// proseFiles are the files whose prose may count or list what is declared in Go or deployed: the
+// README, docs/*.md, the deploy paths' READMEs, deploy.sh (its usage) and the Terraform module
+// (its descriptions and comments).
+func proseFiles(t *testing.T) []docFile {
+	t.Helper()
+	var names []string
+	for _, pattern := range []string{"README.md", "docs/*.md", "scripts/README.md", "scripts/deploy.sh", "terraform/*.md", "terraform/*.tf"} {
+		found, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, found...)
+	}
+	var files []docFile
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, name)
+		files = append(files, docFile{name: rel, text: strings.Join(strings.Fields(string(data)), " ")})
+	}
+	if len(files) < 10 {
+		t.Fatalf("found only %d files to check: %v", len(files), names)
+	}
+	return files
+}
+
+// numberWords are the counts the docs write in words.
+var numberWords = []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
+
+// countedThings are the nouns a count in prose is checked for, singular and plural, and the thing
+// they count (a key of declaredCounts).
+var countedThings = []struct{ singular, plural, thing string }{
+	{"HTTP function", "HTTP functions", "http function"},
+	{"event function", "event functions", "event function"},
+	{"service account", "service accounts", "service account"},
+	{"account", "accounts", "service account"}, // "act as the three accounts"
+	{"TTL policy", "TTL policies", "ttl policy"},
+	{"topic", "topics", "topic"},
+	{"composite index", "composite indexes", "composite index"},
+}
+
+// countPhrase matches a number word followed by one of countedThings (after "least-privilege",
+// which the README puts between them). The longer nouns come first, so that "service accounts"
+// wins over "accounts".
+var countPhrase = func() *regexp.Regexp {
+	var nouns []string
+	for _, c := range countedThings {
+		nouns = append(nouns, regexp.QuoteMeta(c.plural), regexp.QuoteMeta(c.singular))
+	}
+	return regexp.MustCompile(`(?i)\b(` + strings.Join(numberWords, "|") + `) (?:least-privilege )?(` + strings.Join(nouns, "|") + `)\b`)
+}()
+
+// declaredCounts are how many of each of countedThings the deployment has, from the Go declarations
+// and deploy.sh's dry run: the accepted counts, the default deployment's and with every opt-in
+// function (the same where opt-ins change nothing).
+func declaredCounts(t *testing.T) map[string][]int {
+	t.Helper()
+	count := func(keep func(functions.Function) bool) []int {
+		all, byDefault := 0, 0
+		for _, f := range functions.Deployed() {
+			if keep(f) {
+				all++
+				if !f.OptIn {
+					byDefault++
+				}
+			}
+		}
+		return []int{byDefault, all}
+	}
+	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts := 0
+	for _, words := range commands {
+		if len(words) > 4 && strings.Join(words[:4], " ") == "gcloud iam service-accounts create" {
+			accounts++
+		}
+	}
+	ttl := 0
+	for _, f := range functions.FieldSettings() {
+		if f.TTL {
+			ttl++
+		}
+	}
+	return map[string][]int{
+		"http function":   count(func(f functions.Function) bool { return f.Trigger.EventType == "" }),
+		"event function":  count(func(f functions.Function) bool { return f.Trigger.EventType != "" }),
+		"service account": {accounts},
+		"ttl policy":      {ttl},
+		"topic":           {len(functions.Topics())},
+		"composite index": {len(functions.CompositeIndexes())},
+	}
+}
+
+// TestProseCountsMatchDeclarations: wherever the docs, deploy.sh's usage or the Terraform module
+// write a count in words of HTTP functions, event functions, service accounts (or accounts), TTL
+// policies, topics or composite indexes ("the four HTTP functions", "three least-privilege service accounts"), it is
+// the count declared in Go (functions.Deployed, FieldSettings, Topics, CompositeIndexes) or created by
+// deploy.sh's dry run (service accounts).
+func TestProseCountsMatchDeclarations(t *testing.T) {
+	want := declaredCounts(t)
+	if want["service account"][0] == 0 {
+		t.Fatal("deploy.sh --dry-run creates no service account: the dry run's output changed, fix this test")
+	}
+	things := map[string]string{}
+	for _, c := range countedThings {
+		things[strings.ToLower(c.plural)], things[strings.ToLower(c.singular)] = c.thing, c.thing
+	}
+	checked := 0
+	for _, f := range proseFiles(t) {
+		for _, m := range countPhrase.FindAllStringSubmatch(f.text, -1) {
+			n, thing := slices.Index(numberWords, strings.ToLower(m[1])), things[strings.ToLower(m[2])]
+			checked++
+			if !slices.Contains(want[thing], n) {
+				t.Errorf("%s: %q, but the deployment has %s", f.name, m[0], counts(want[thing], thing))
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no count of deployed things found in the docs: the phrase matching is broken")
+	}
+	t.Logf("checked %d counts in prose", checked)
+}
+
+func counts(ns []int, thing string) string {
+	var s []string
+	for _, n := range slices.Compact(ns) {
+		s = append(s, fmt.Sprint(n))
+	}
+	return strings.Join(s, " (by default) or ") + " of " + thing
+}
+
+// invokerOption matches deploy.sh's --invoker and Terraform's http_invokers in prose; invokerClause
+// is what says which functions they reach: the text that follows, up to the end of the sentence or
+// clause, or to the admin list.
+var (
+	invokerOption = regexp.MustCompile("--invoker\\b|\\bhttp_invokers\\b")
+	clauseEnd     = regexp.MustCompile(`; |\. [A-Z]|admin|--`)
+)
+
+// invokerClause returns the clause that follows the option that ends at end in text.
+func invokerClause(text string, end int) string {
+	clause := text[end:min(end+200, len(text))]
+	if i := clauseEnd.FindStringIndex(clause); i != nil {
+		clause = clause[:i[0]]
+	}
+	return clause
+}
+
+// TestProseNamesTheFunctionsInvokersReach: wherever the docs, deploy.sh's usage or the Terraform
+// module say which functions --invoker or http_invokers let a member call, they name exactly the HTTP
+// functions that are not admin functions (functions.Deployed), and no other entry point.
+func TestProseNamesTheFunctionsInvokersReach(t *testing.T) {
+	var reached []string
+	for _, f := range functions.Deployed() {
+		if f.Trigger.EventType == "" && !f.Admin {
+			reached = append(reached, f.EntryPoint)
+		}
+	}
+	names := regexp.MustCompile(`\b(` + strings.Join(functions.EntryPoints, "|") + `)\b`)
+	checked := 0
+	for _, f := range proseFiles(t) {
+		for _, at := range invokerOption.FindAllStringIndex(f.text, -1) {
+			option, clause := f.text[at[0]:at[1]], invokerClause(f.text, at[1])
+			var named []string
+			for _, n := range names.FindAllString(clause, -1) {
+				if !slices.Contains(named, n) {
+					named = append(named, n)
+				}
+			}
+			if len(named) == 0 {
+				continue // the option given, not described
+			}
+			checked++
+			slices.Sort(named)
+			if want := slices.Sorted(slices.Values(reached)); !slices.Equal(named, want) {
+				t.Errorf("%s: %q names %v; %s reaches %v", f.name, option+clause, named, option, want)
+			}
+		}
+	}
+	if checked < 3 { // operations.md (both options), deploy.sh's usage, variables.tf
+		t.Errorf("found %d descriptions of the invoker lists, want at least 3: the phrase matching is broken", checked)
+	}
+}
+
+// ttlList matches a list of TTL policies in prose: "TTL policies on `a.f` and `b.f`".
+var ttlList = regexp.MustCompile("TTL policies on ((?:`[^`]+`(?:, and |, | and )?)+)")
+
+// TestProseListsEveryTTLPolicy: wherever the docs list the TTL policies a deployment sets ("TTL
+// policies on `counter_dedupe.expires_at` and ..."), they list exactly the declared ones
+// (functions.FieldSettings), by the collections' default names.
+func TestProseListsEveryTTLPolicy(t *testing.T) {
+	defaults := map[string]string{}
+	for _, s := range config.Settings() {
+		defaults[s.Name] = s.Default
+	}
+	var want []string
+	for _, f := range functions.FieldSettings() {
+		if f.TTL {
+			collection := f.Collection
+			if d, ok := defaults[collection]; ok {
+				collection = d
+			}
+			want = append(want, collection+"."+f.Field)
+		}
+	}
+	slices.Sort(want)
+	checked := 0
+	for _, f := range proseFiles(t) {
+		for _, m := range ttlList.FindAllStringSubmatch(f.text, -1) {
+			var listed []string
+			for _, n := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(m[1], -1) {
+				listed = append(listed, n[1])
+			}
+			checked++
+			if slices.Sort(listed); !slices.Equal(listed, want) {
+				t.Errorf("%s: %q lists %v; the declared TTL policies are %v", f.name, m[0], listed, want)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no list of TTL policies found in the docs: the phrase matching is broken")
+	}
+}
