@@ -248,3 +248,82 @@ func TestProseListsEveryTTLPolicy(t *testing.T) {
 		t.Error("no list of TTL policies found in the docs: the phrase matching is broken")
 	}
 }
+
+// tableFirstCells returns the first cells of the Markdown table that follows header in file, with
+// their backticks and any text after the first backticked name (" (opt-in)") removed.
+func tableFirstCells(t *testing.T, file, header string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), header+"\n")
+	if !ok {
+		t.Fatalf("%s: no table with the header %q", file, header)
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var cells []string
+	for i, line := range strings.Split(table, "\n") {
+		if i == 0 { // the |---| line
+			continue
+		}
+		first := strings.TrimSpace(strings.Split(strings.Trim(line, "|"), "|")[0])
+		if m := regexp.MustCompile("^`([^`]+)`").FindStringSubmatch(first); m != nil {
+			first = m[1]
+		}
+		cells = append(cells, first)
+	}
+	return cells
+}
+
+// TestFunctionTablesListEveryFunction: the README's table of functions has a row for every entry
+// point deployed by default (opt-in ones may be left to their own page), with the trigger declared
+// (HTTP, the Pub/Sub topic, the Firestore document pattern), and operations.md's "Production
+// limits" says why for every deployed function; neither lists one that is not declared.
+func TestFunctionTablesListEveryFunction(t *testing.T) {
+	schema := config.Default().Schema()
+	readme := map[string]bool{}
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := regexp.MustCompile("^\\| `(\\w+)` \\| ([^|]+) \\|").FindStringSubmatch(line); m != nil {
+			rows[m[1]] = m[2]
+		}
+	}
+	for _, name := range tableFirstCells(t, "README.md", "| entry point | trigger | what it does |") {
+		readme[name] = true
+		f, ok := functions.DeployedFunction(name)
+		if !ok {
+			t.Errorf("README.md lists %s, which is not a deployed entry point", name)
+			continue
+		}
+		trigger, want := rows[name], "HTTP"
+		switch {
+		case f.Trigger.Topic != "":
+			want = "`" + f.Trigger.Topic + "`"
+		case f.Trigger.Document != "":
+			want = "`" + f.Trigger.DocumentPattern(schema) + "`"
+		}
+		if !strings.Contains(trigger, want) {
+			t.Errorf("README.md: %s's trigger is %q, which does not name %s", name, trigger, want)
+		}
+	}
+	limits := map[string]bool{}
+	for _, name := range tableFirstCells(t, "docs/operations.md", "| function | why |") {
+		limits[name] = true
+		if !slices.ContainsFunc(functions.Deployed(), func(f functions.Function) bool { return f.Name == name }) {
+			t.Errorf("docs/operations.md (production limits) lists %s, which is not a deployed function", name)
+		}
+	}
+	for _, f := range functions.Deployed() {
+		if !readme[f.EntryPoint] && !f.OptIn {
+			t.Errorf("README.md's table of functions does not list %s", f.EntryPoint)
+		}
+		if !limits[f.Name] {
+			t.Errorf("docs/operations.md (production limits) does not say why %s's limits are what they are", f.Name)
+		}
+	}
+}
