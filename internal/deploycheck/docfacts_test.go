@@ -156,56 +156,67 @@ func counts(ns []int, thing string) string {
 	return strings.Join(s, " (by default) or ") + " of " + thing
 }
 
-// invokerOption matches deploy.sh's --invoker and Terraform's http_invokers in prose; invokerClause
-// is what says which functions they reach: the text that follows, up to the end of the sentence or
-// clause, or to the admin list.
-var (
-	invokerOption = regexp.MustCompile("--invoker\\b|\\bhttp_invokers\\b")
-	clauseEnd     = regexp.MustCompile(`; |\. [A-Z]|admin|--`)
-)
+// invokerClauseEnd ends the clause that says which functions an invoker list reaches: the end of
+// the sentence or clause, or the other list.
+var invokerClauseEnd = regexp.MustCompile(`; |\. [A-Z]|admin|--|http_invokers`)
 
 // invokerClause returns the clause that follows the option that ends at end in text.
 func invokerClause(text string, end int) string {
 	clause := text[end:min(end+200, len(text))]
-	if i := clauseEnd.FindStringIndex(clause); i != nil {
+	if i := invokerClauseEnd.FindStringIndex(clause); i != nil {
 		clause = clause[:i[0]]
 	}
 	return clause
 }
 
 // TestProseNamesTheFunctionsInvokersReach: wherever the docs, deploy.sh's usage or the Terraform
-// module say which functions --invoker or http_invokers let a member call, they name exactly the HTTP
-// functions that are not admin functions (functions.Deployed), and no other entry point.
+// module say which functions an invoker list lets a member call, they name exactly the functions it
+// reaches (functions.Deployed): --invoker and http_invokers the HTTP functions that are not admin
+// functions, --admin-invoker and admin_invokers the admin functions; and no other entry point.
 func TestProseNamesTheFunctionsInvokersReach(t *testing.T) {
-	var reached []string
+	var http, admin []string
 	for _, f := range functions.Deployed() {
-		if f.Trigger.EventType == "" && !f.Admin {
-			reached = append(reached, f.EntryPoint)
+		switch {
+		case f.Trigger.EventType == "" && f.Admin:
+			admin = append(admin, f.EntryPoint)
+		case f.Trigger.EventType == "":
+			http = append(http, f.EntryPoint)
 		}
+	}
+	lists := []struct {
+		option  *regexp.Regexp
+		reached []string
+		least   int // descriptions known today, so that a broken match fails
+	}{
+		{regexp.MustCompile(`--invoker\b|\bhttp_invokers\b`), http, 4},         // operations.md (both), deploy.sh, variables.tf
+		{regexp.MustCompile(`--admin-invoker\b|\badmin_invokers\b`), admin, 3}, // operations.md (both), deploy.sh
 	}
 	names := regexp.MustCompile(`\b(` + strings.Join(functions.EntryPoints, "|") + `)\b`)
-	checked := 0
-	for _, f := range proseFiles(t) {
-		for _, at := range invokerOption.FindAllStringIndex(f.text, -1) {
-			option, clause := f.text[at[0]:at[1]], invokerClause(f.text, at[1])
-			var named []string
-			for _, n := range names.FindAllString(clause, -1) {
-				if !slices.Contains(named, n) {
-					named = append(named, n)
+	files := proseFiles(t)
+	for _, list := range lists {
+		want := slices.Sorted(slices.Values(list.reached))
+		checked := 0
+		for _, f := range files {
+			for _, at := range list.option.FindAllStringIndex(f.text, -1) {
+				option, clause := f.text[at[0]:at[1]], invokerClause(f.text, at[1])
+				var named []string
+				for _, n := range names.FindAllString(clause, -1) {
+					if !slices.Contains(named, n) {
+						named = append(named, n)
+					}
+				}
+				if len(named) == 0 {
+					continue // the option given, not described
+				}
+				checked++
+				if slices.Sort(named); !slices.Equal(named, want) {
+					t.Errorf("%s: %q names %v; %s reaches %v", f.name, option+clause, named, option, want)
 				}
 			}
-			if len(named) == 0 {
-				continue // the option given, not described
-			}
-			checked++
-			slices.Sort(named)
-			if want := slices.Sorted(slices.Values(reached)); !slices.Equal(named, want) {
-				t.Errorf("%s: %q names %v; %s reaches %v", f.name, option+clause, named, option, want)
-			}
 		}
-	}
-	if checked < 3 { // operations.md (both options), deploy.sh's usage, variables.tf
-		t.Errorf("found %d descriptions of the invoker lists, want at least 3: the phrase matching is broken", checked)
+		if checked < list.least {
+			t.Errorf("%v: found %d descriptions, want at least %d: the phrase matching is broken", list.option, checked, list.least)
+		}
 	}
 }
 
