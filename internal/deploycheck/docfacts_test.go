@@ -220,43 +220,55 @@ func TestProseNamesTheFunctionsInvokersReach(t *testing.T) {
 	}
 }
 
-// ttlList matches a list of TTL policies in prose: "TTL policies on `a.f` and `b.f`".
-var ttlList = regexp.MustCompile("TTL policies on ((?:`[^`]+`(?:, and |, | and )?)+)")
+// fieldLists match lists of field settings in prose: "TTL policies on `a.f` and `b.f`", and
+// "single-field index settings on `a.f`, ..., and `c.g`".
+var (
+	ttlList   = regexp.MustCompile("TTL policies on ((?:`[^`]+`(?:, and |, | and )?)+)")
+	indexList = regexp.MustCompile("single-field index settings on ((?:`[^`]+`(?:, and |, | and )?)+)")
+)
 
-// TestProseListsEveryTTLPolicy: wherever the docs list the TTL policies a deployment sets ("TTL
-// policies on `counter_dedupe.expires_at` and ..."), they list exactly the declared ones
-// (functions.FieldSettings), by the collections' default names.
-func TestProseListsEveryTTLPolicy(t *testing.T) {
+// TestProseListsEveryFieldSetting: wherever the docs list the TTL policies a deployment sets ("TTL
+// policies on `counter_dedupe.expires_at` and ..."), or its single-field index settings, they list
+// exactly the declared ones (functions.FieldSettings: those with TTL, and all), by the collections'
+// default names.
+func TestProseListsEveryFieldSetting(t *testing.T) {
 	defaults := map[string]string{}
 	for _, s := range config.Settings() {
 		defaults[s.Name] = s.Default
 	}
-	var want []string
+	var ttl, all []string
 	for _, f := range functions.FieldSettings() {
+		collection := f.Collection
+		if d, ok := defaults[collection]; ok {
+			collection = d
+		}
+		all = append(all, collection+"."+f.Field)
 		if f.TTL {
-			collection := f.Collection
-			if d, ok := defaults[collection]; ok {
-				collection = d
-			}
-			want = append(want, collection+"."+f.Field)
+			ttl = append(ttl, collection+"."+f.Field)
 		}
 	}
-	slices.Sort(want)
-	checked := 0
-	for _, f := range proseFiles(t) {
-		for _, m := range ttlList.FindAllStringSubmatch(f.text, -1) {
-			var listed []string
-			for _, n := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(m[1], -1) {
-				listed = append(listed, n[1])
-			}
-			checked++
-			if slices.Sort(listed); !slices.Equal(listed, want) {
-				t.Errorf("%s: %q lists %v; the declared TTL policies are %v", f.name, m[0], listed, want)
+	files := proseFiles(t)
+	for _, list := range []struct {
+		phrase *regexp.Regexp
+		want   []string
+	}{{ttlList, ttl}, {indexList, all}} {
+		slices.Sort(list.want)
+		checked := 0
+		for _, f := range files {
+			for _, m := range list.phrase.FindAllStringSubmatch(f.text, -1) {
+				var listed []string
+				for _, n := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(m[1], -1) {
+					listed = append(listed, n[1])
+				}
+				checked++
+				if slices.Sort(listed); !slices.Equal(listed, list.want) {
+					t.Errorf("%s: %q lists %v; declared: %v", f.name, m[0], listed, list.want)
+				}
 			}
 		}
-	}
-	if checked == 0 {
-		t.Error("no list of TTL policies found in the docs: the phrase matching is broken")
+		if checked == 0 {
+			t.Errorf("no list matching %v found in the docs: the phrase matching is broken", list.phrase)
+		}
 	}
 }
 
