@@ -350,3 +350,71 @@ func TestFunctionTablesListEveryFunction(t *testing.T) {
 		}
 	}
 }
+
+// collectionList matches a list of two or more collection settings in prose ("`COUNTERS_COLLECTION`,
+// `ROLLUPS_COLLECTION` or ..."); defaultsList one of their defaults ("The collection names
+// `counters`, ... are settings").
+var (
+	collectionList = regexp.MustCompile("`[A-Z_]+_COLLECTION`(?:(?:, and |, or |, | or | and )`[A-Z_]+_COLLECTION`)+")
+	defaultsList   = regexp.MustCompile("collection names ((?:`[^`]+`(?:, and |, | and )?)+) are settings")
+)
+
+// TestProseListsEveryCollectionSetting: wherever the docs list the collection settings (functions/
+// config's *_COLLECTION), or their defaults as "the collection names ... are settings", and in
+// existing-app.md's table of collection names, they list every one, with its default.
+func TestProseListsEveryCollectionSetting(t *testing.T) {
+	var names, defaults []string
+	defaultOf := map[string]string{}
+	for _, s := range config.Settings() {
+		if strings.HasSuffix(s.Name, "_COLLECTION") {
+			names, defaults = append(names, s.Name), append(defaults, s.Default)
+			defaultOf[s.Name] = s.Default
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(defaults)
+	backticked := regexp.MustCompile("`([^`]+)`")
+	quoted := func(text string) []string {
+		var found []string
+		for _, m := range backticked.FindAllStringSubmatch(text, -1) {
+			found = append(found, m[1])
+		}
+		slices.Sort(found)
+		return found
+	}
+	checked := 0
+	for _, f := range proseFiles(t) {
+		for _, list := range []struct {
+			phrase *regexp.Regexp
+			want   []string
+		}{{collectionList, names}, {defaultsList, defaults}} {
+			for _, m := range list.phrase.FindAllString(f.text, -1) {
+				checked++
+				if got := quoted(m); !slices.Equal(got, list.want) {
+					t.Errorf("%s: %q lists %v; the collection settings are %v", f.name, m, got, list.want)
+				}
+			}
+		}
+	}
+	if checked < 2 { // api.md's rules section, design.md's data model
+		t.Errorf("found %d lists of collection settings, want at least 2: the phrase matching is broken", checked)
+	}
+	data, err := os.ReadFile(existingAppPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+_COLLECTION)` \\| `([^`]*)` \\|").FindAllStringSubmatch(string(data), -1) {
+		rows[m[1]] = m[2]
+	}
+	for name, def := range defaultOf {
+		if got, ok := rows[name]; !ok || got != def {
+			t.Errorf("docs/existing-app.md's table of collection names: %s is %q (listed %v), declared default %q", name, got, ok, def)
+		}
+	}
+	for name := range rows {
+		if _, ok := defaultOf[name]; !ok {
+			t.Errorf("docs/existing-app.md's table of collection names lists %s, which is not a setting", name)
+		}
+	}
+}
