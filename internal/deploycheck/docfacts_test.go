@@ -256,12 +256,8 @@ func TestProseListsEveryFieldSetting(t *testing.T) {
 		checked := 0
 		for _, f := range files {
 			for _, m := range list.phrase.FindAllStringSubmatch(f.text, -1) {
-				var listed []string
-				for _, n := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(m[1], -1) {
-					listed = append(listed, n[1])
-				}
 				checked++
-				if slices.Sort(listed); !slices.Equal(listed, list.want) {
+				if listed := quotedNames(m[1]); !slices.Equal(listed, list.want) {
 					t.Errorf("%s: %q lists %v; declared: %v", f.name, m[0], listed, list.want)
 				}
 			}
@@ -373,15 +369,6 @@ func TestProseListsEveryCollectionSetting(t *testing.T) {
 	}
 	slices.Sort(names)
 	slices.Sort(defaults)
-	backticked := regexp.MustCompile("`([^`]+)`")
-	quoted := func(text string) []string {
-		var found []string
-		for _, m := range backticked.FindAllStringSubmatch(text, -1) {
-			found = append(found, m[1])
-		}
-		slices.Sort(found)
-		return found
-	}
 	checked := 0
 	for _, f := range proseFiles(t) {
 		for _, list := range []struct {
@@ -390,7 +377,7 @@ func TestProseListsEveryCollectionSetting(t *testing.T) {
 		}{{collectionList, names}, {defaultsList, defaults}} {
 			for _, m := range list.phrase.FindAllString(f.text, -1) {
 				checked++
-				if got := quoted(m); !slices.Equal(got, list.want) {
+				if got := quotedNames(m); !slices.Equal(got, list.want) {
 					t.Errorf("%s: %q lists %v; the collection settings are %v", f.name, m, got, list.want)
 				}
 			}
@@ -417,4 +404,14 @@ func TestProseListsEveryCollectionSetting(t *testing.T) {
 			t.Errorf("docs/existing-app.md's table of collection names lists %s, which is not a setting", name)
 		}
 	}
+}
+
+// quotedNames returns the names in backticks in text, sorted.
+func quotedNames(text string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(text, -1) {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	return names
 }
