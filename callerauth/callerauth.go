@@ -144,6 +144,10 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	return v, nil
 }
 
+// RequiresIDToken says whether Verify requires an ID token; when not, the caller's Authorization
+// header is none of its business.
+func (v *Verifier) RequiresIDToken() bool { return v.idTokens != nil }
+
 // Verify checks the required tokens (empty strings are absent tokens) and returns the verified caller.
 // Tokens that are not required are ignored, so an optional token never changes who the caller is.
 // A missing, invalid or refused required token is a *TokenError; a token that could not be verified

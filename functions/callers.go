@@ -46,10 +46,13 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	if s.callers == nil {
 		return "", nil
 	}
-	idToken, err := bearerToken(r)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request"`)
-		return "", err
+	var idToken string
+	if s.callers.RequiresIDToken() { // else Authorization is not ours to judge (App Check alone)
+		var err error
+		if idToken, err = bearerToken(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request"`)
+			return "", err
+		}
 	}
 	caller, err := s.callers.Verify(r.Context(), idToken, r.Header.Get(headerAppCheck))
 	if err == nil {

@@ -101,7 +101,8 @@ func unsignedToken(claims map[string]any) string {
 
 // TestIncrementRequiresAVerifiedIDToken: with REQUIRE_ID_TOKEN, a token from the Auth emulator counts;
 // no token, a malformed header, a token for another project or an expired one get 401 with the field
-// and WWW-Authenticate, and change nothing.
+// and WWW-Authenticate (invalid_request for a malformed header, invalid_token for the rest, as
+// docs/api.md says), and change nothing.
 func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
 	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 0)
 	token, uid := authEmulatorUser(t, "ann@example.com")
@@ -126,9 +127,14 @@ func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
 	messages := map[any]bool{}
 	for name, headers := range refused {
 		a := srv.incrementAs(t, headers, `{"counter":"posts"}`)
+		challenge := `Bearer error="invalid_token"` // docs/api.md, "Verified callers"
+		if name == "not bearer" || name == "empty bearer" {
+			challenge = `Bearer error="invalid_request"`
+		}
 		if a.status != http.StatusUnauthorized || a.body["field"] != "Authorization" || a.body["error"] == "" ||
-			!strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
-			t.Errorf("%s: %d %s (WWW-Authenticate %q), want 401 with field Authorization", name, a.status, a.raw, a.header.Get("WWW-Authenticate"))
+			a.header.Get("WWW-Authenticate") != challenge {
+			t.Errorf("%s: %d %s (WWW-Authenticate %q), want 401 with field Authorization and WWW-Authenticate %s",
+				name, a.status, a.raw, a.header.Get("WWW-Authenticate"), challenge)
 		}
 		if name != "not bearer" && name != "empty bearer" { // a malformed header has its own fixed text
 			messages[a.body["error"]] = true
@@ -235,7 +241,7 @@ func (iss *appCheckIssuer) token(t *testing.T, claims jwt.MapClaims, key *rsa.Pr
 }
 
 // TestIncrementRequiresAnAppCheckToken: with REQUIRE_APP_CHECK, a token signed by the App Check key
-// for this project counts; none, another key's, another project's, an expired one, an unsigned one
+// for this project counts, whatever Authorization header comes with it (ID tokens are not required); none, another key's, another project's, an expired one, an unsigned one
 // or one with malformed claims get 403 with the field, and change nothing (and nothing panics).
 func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 	iss := newAppCheckIssuer(t)
@@ -249,6 +255,12 @@ func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 	valid := iss.token(t, claims([]string{"projects/123456789", "projects/" + project}, now.Add(time.Hour)), iss.key)
 	if a := srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": valid}, `{"counter":"views"}`); a.status != http.StatusOK {
 		t.Fatalf("increment with a valid App Check token: %d %s", a.status, a.raw)
+	}
+	// ID tokens are not required, so the Authorization header is not the function's business.
+	if a := srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": valid, "Authorization": "Basic dXNlcjpwYXNz"},
+		`{"counter":"views"}`); a.status != http.StatusOK {
+		t.Fatalf("increment with a valid App Check token and an Authorization header of another scheme: %d %s (WWW-Authenticate %q)",
+			a.status, a.raw, a.header.Get("WWW-Authenticate"))
 	}
 	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -273,8 +285,8 @@ func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 	if len(messages) != 1 {
 		t.Errorf("refused tokens got %d different texts, want one fixed text: %v", len(messages), messages)
 	}
-	if got := srv.count(t, "views"); got != 1 {
-		t.Errorf("views = %d, want 1: refused requests must change nothing", got)
+	if got := srv.count(t, "views"); got != 2 {
+		t.Errorf("views = %d, want 2: refused requests must change nothing", got)
 	}
 }
 

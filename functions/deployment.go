@@ -102,7 +102,7 @@ func Deployed() []Function {
 		{Name: "count", EntryPoint: EntryCount,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
 		{Name: "top", EntryPoint: EntryTop,
-			Memory: "256Mi", Concurrency: 80, Timeout: time.Minute, MaxInstances: 10},
+			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
 		{Name: "configure-counter", EntryPoint: EntryConfigureCounter, Admin: true,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 5},
 		{Name: "increment-from-pubsub", EntryPoint: EntryIncrementFromPubSub,

@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/shardcount/counters/functions"
@@ -31,6 +32,21 @@ func TestEveryEntryPointIsDeployedOnce(t *testing.T) {
 		seen[f.EntryPoint], seen[f.Name] = true, true
 		if _, ok := functions.Handler(f.EntryPoint); !ok {
 			t.Errorf("%s is deployed but has no handler", f.EntryPoint)
+		}
+	}
+}
+
+// TestConcurrencyAboveOneHasAWholeVCPU: Cloud Run refuses a revision with less than 1 vCPU and a
+// maximum concurrency above 1 ("If you use less than 1 vCPU ... Maximum concurrency must be set to
+// 1", Cloud Run's CPU limits page), so a function declared that way could never be deployed.
+func TestConcurrencyAboveOneHasAWholeVCPU(t *testing.T) {
+	for _, f := range functions.Deployed() {
+		if f.Concurrency <= 1 {
+			continue
+		}
+		if cpu, err := strconv.ParseFloat(f.CPU, 64); err != nil || cpu < 1 {
+			t.Errorf("%s: concurrency %d with vCPU %q (the platform's default, below 1 at %s, when empty): Cloud Run needs 1 vCPU or more, or concurrency 1",
+				f.Name, f.Concurrency, f.CPU, f.Memory)
 		}
 	}
 }

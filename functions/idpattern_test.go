@@ -12,7 +12,9 @@ import (
 // TestCounterIDPatternRefusesOtherIDsEverywhere: with COUNTER_ID_PATTERN set, an increment, a
 // Pub/Sub message (single or in a batch), a configuration and a Count of an ID it does not match as
 // a whole get 400 with field "counter" (the message: acknowledged and logged as poison) and write
-// nothing; matching IDs work, and a counter made before the pattern can still be reset and deleted.
+// nothing; the answer names the setting but never shows the pattern, which the log (DEBUG) gives the
+// operator with the refused ID; matching IDs work, and a counter made before the pattern can still be
+// reset and deleted.
 func TestCounterIDPatternRefusesOtherIDsEverywhere(t *testing.T) {
 	cfg := config.Default()
 	cfg.CounterIDPattern = "post-[0-9]{1,6}"
@@ -27,6 +29,12 @@ func TestCounterIDPatternRefusesOtherIDsEverywhere(t *testing.T) {
 			if a.status != http.StatusBadRequest || a.body["field"] != "counter" || !strings.Contains(a.raw, "COUNTER_ID_PATTERN") {
 				t.Errorf("%s of %q: %d %s; want 400 field counter", what, id, a.status, a.raw)
 			}
+			if strings.Contains(a.raw, cfg.CounterIDPattern) {
+				t.Errorf("%s of %q: the answer %s shows the pattern to the caller", what, id, a.raw)
+			}
+		}
+		if !strings.Contains(srv.logs.String(), `"counter":"`+id+`","pattern":"`+cfg.CounterIDPattern+`"`) {
+			t.Errorf("refusals of %q are not logged with the ID and the pattern for the operator", id)
 		}
 		for n, m := range map[string]pubsubMessage{
 			"single-" + id: {data: []byte(`{"counter":"` + id + `"}`)},

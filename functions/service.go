@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"strconv"
 
 	"cloud.google.com/go/firestore"
 
@@ -60,13 +59,18 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 }
 
 // checkCounterID accepts a valid Firestore document ID that COUNTER_ID_PATTERN, if set, matches as a
-// whole; anything else is a *shared.FieldError of the field "counter".
+// whole; anything else is a *shared.FieldError of the field "counter". The error names the setting,
+// never the pattern, which callers of a public Increment need not learn: a refusal by the pattern is
+// logged at DEBUG with the ID and the pattern, for the operator (DEBUG, so a flood of bad IDs cannot
+// flood the logs).
 func (s *Service) checkCounterID(id string) error {
 	if err := shared.ValidateCounterID(id); err != nil {
 		return err
 	}
 	if s.ids != nil && !s.ids.MatchString(id) {
-		return &shared.FieldError{Field: "counter", Message: "counter ID does not match this deployment's COUNTER_ID_PATTERN " + strconv.Quote(s.cfg.CounterIDPattern)}
+		s.log.Debug("counter ID refused by COUNTER_ID_PATTERN", "counter", id, "pattern", s.cfg.CounterIDPattern)
+		return &shared.FieldError{Field: "counter",
+			Message: "counter ID is not one this deployment accepts: it does not match the deployment's COUNTER_ID_PATTERN (its operator sets which IDs are allowed)"}
 	}
 	return nil
 }

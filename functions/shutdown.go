@@ -24,13 +24,14 @@ const stopGrace = 8 * time.Second
 var requests gate.Gate
 
 // gated serves h through the gate: a request that arrives once the process is stopping gets 503 with
-// Retry-After (nothing was done, so retrying elsewhere is safe); an admitted one counts as answered
+// Retry-After and outcome not_applied (nothing was done, so retrying elsewhere is safe); an admitted one counts as answered
 // once its answer is flushed to the connection, since the process may exit right after.
 func gated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !requests.Enter() {
 			w.Header().Set("Retry-After", retryAfterSeconds)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfterSeconds + " s"})
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfterSeconds + " s",
+				Outcome: outcomeNotApplied})
 			return
 		}
 		defer requests.Leave()

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,7 +11,8 @@ import (
 )
 
 // TestGateRefusesNewRequestsAndWaitsForAccepted: once the process stops, a new request gets 503 with
-// Retry-After without reaching its handler, and the gate waits for the request it had accepted.
+// Retry-After and "outcome":"not_applied" (docs/api.md) without reaching its handler, and the gate
+// waits for the request it had accepted.
 func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
 	t.Cleanup(func() { requests = gate.Gate{} })
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -35,6 +37,10 @@ func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
 	if late.Code != http.StatusServiceUnavailable || late.Header().Get("Retry-After") == "" || calls != 1 {
 		t.Errorf("request after stop: %d, Retry-After %q, handler called %d times; want 503 with Retry-After, handler not called",
 			late.Code, late.Header().Get("Retry-After"), calls)
+	}
+	var body errorBody
+	if err := json.Unmarshal(late.Body.Bytes(), &body); err != nil || body.Outcome != outcomeNotApplied || body.Error == "" {
+		t.Errorf("request after stop: body %s (%v); want an error with \"outcome\":%q", late.Body.Bytes(), err, outcomeNotApplied)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

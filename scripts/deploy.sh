@@ -23,7 +23,7 @@ Usage: scripts/deploy.sh [options]
   --env NAME=VALUE          set one of the functions' settings (repeatable): --list-env names
                             them, docs/settings.md says what each means
   --invoker MEMBER          let MEMBER (e.g. serviceAccount:backend@p.iam.gserviceaccount.com)
-                            invoke Increment and Count (repeatable). The list is authoritative:
+                            invoke Increment, Count and Top (repeatable). The list is authoritative:
                             members no longer given lose roles/run.invoker there
   --admin-invoker MEMBER    let MEMBER invoke ConfigureCounter, which creates, resets and deletes
                             counters (repeatable; authoritative like --invoker)

@@ -10,7 +10,7 @@
 readonly FUNCTIONS=(
   'increment Increment - - - false - 256Mi 1 80 60s 100 true false false false'
   'count Count - - - false - 256Mi - 1 60s 10 false false false false'
-  'top Top - - - false - 256Mi - 80 60s 10 false false false false'
+  'top Top - - - false - 256Mi - 1 60s 10 false false false false'
   'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false true false false'
   'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false false false false'
   'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false false false false'

@@ -57,7 +57,7 @@ variable "opt_in" {
 }
 
 variable "http_invokers" {
-  description = "Members granted roles/run.invoker on Increment and Count, e.g. serviceAccount:backend@PROJECT.iam.gserviceaccount.com. Public members are refused: public_increments opens Increment."
+  description = "Members granted roles/run.invoker on Increment, Count and Top, e.g. serviceAccount:backend@PROJECT.iam.gserviceaccount.com. Public members are refused: public_increments opens Increment."
   type        = list(string)
   default     = []
 

@@ -3,6 +3,8 @@ package quickstart
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -159,3 +161,61 @@ func TestUniqueNames(t *testing.T) {
 		t.Errorf("rename = %q, want %q", got, want)
 	}
 }
+
+// TestNamedTestsExist: every Go test, benchmark or fuzz target the README and docs/*.md name exists
+// (a name given as a -run pattern or with a * may be the prefix of some), so that "where the
+// guarantees are tested" never points at a test that was renamed or removed.
+func TestNamedTestsExist(t *testing.T) {
+	var have []string
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != repoRoot {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range testFunc.FindAllStringSubmatch(string(data), -1) {
+				have = append(have, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(have) < 100 {
+		t.Fatalf("found only %d tests in the repository: the search is broken", len(have))
+	}
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, page := range append(pages, filepath.Join(repoRoot, "README.md")) {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(repoRoot, page)
+		for _, n := range testName.FindAllString(string(data), -1) {
+			named++
+			if !slices.ContainsFunc(have, func(h string) bool { return strings.HasPrefix(h, n) }) {
+				t.Errorf("%s names %s, which no test, benchmark or fuzz target is (or begins with)", name, n)
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("no test named in the docs: the search is broken")
+	}
+}
+
+// testFunc matches a Go test, benchmark or fuzz function's declaration; testName such a name in prose.
+var (
+	testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z]\w*)\(`)
+	testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z]\w*`)
+)
