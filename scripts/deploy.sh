@@ -515,19 +515,39 @@ sync_invokers() {
   done
 }
 
-# warn_public_increments says what public increments risk when nothing else guards them.
+# is_true succeeds when a boolean setting's value is true as the functions read it (strconv.ParseBool).
+is_true() {
+  case $1 in 1 | t | T | TRUE | true | True) return 0 ;; esac
+  return 1
+}
+
+# warn_public_increments says what a public Increment lets callers do that the settings do not
+# bound: calls without an account (none required, App Check alone, or anonymous sign-in accepted),
+# counters created by increment under any name, and distinct counters fed members the client makes
+# up. terraform/functions.tf's check says the same, in the same words.
 warn_public_increments() {
   $PUBLIC_INCREMENTS || return 0
-  local verified=false name
-  for name in REQUIRE_ID_TOKEN REQUIRE_APP_CHECK; do
-    case ${ENV_VALUES[$name]:-} in 1 | t | T | TRUE | true | True) verified=true ;; esac
-  done
-  if ! $verified && [[ -z ${ENV_VALUES[COUNTER_ID_PATTERN]:-} ]]; then
-    warn "Increment is public with neither verified callers (REQUIRE_ID_TOKEN, REQUIRE_APP_CHECK)" \
-      "nor COUNTER_ID_PATTERN: anyone may create any number of counters with any name (each stays," \
-      "costs writes and shows in roll-up lists) and add up to MAX_DELTA=$(setting MAX_DELTA) per request." \
-      "See docs/operations.md, \"Public increments\"."
+  local id_token=false app_check=false anonymous=true creates=false risks=() adds
+  is_true "$(setting REQUIRE_ID_TOKEN)" && id_token=true
+  is_true "$(setting REQUIRE_APP_CHECK)" && app_check=true
+  is_true "$(setting REFUSE_ANONYMOUS_USERS)" && anonymous=false
+  is_true "$(setting CREATE_ON_INCREMENT)" && [[ -z $(setting COUNTER_ID_PATTERN) ]] && creates=true
+  adds="may call it and add up to MAX_DELTA=$(setting MAX_DELTA) per request"
+  if ! $id_token && ! $app_check; then
+    risks+=("Anyone $adds, with no bound per person.")
+  elif ! $id_token; then
+    risks+=("Anyone with your app $adds, with no bound per person (App Check alone attests the app, not who uses it).")
+  elif $anonymous; then
+    risks+=("Anyone who signs in anonymously, as often as they like, $adds: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them).")
   fi
+  if $creates; then
+    risks+=("Callers may create any number of counters with any name (CREATE_ON_INCREMENT without COUNTER_ID_PATTERN): each stays, costs writes and shows in roll-up lists.")
+  fi
+  if ! $id_token; then
+    risks+=("A distinct counter, if you configure one, counts whatever member a caller sends: its count can be inflated at will, each made-up member costs documents, and counted:false tells anyone whether a given member (say an email address) was counted (REQUIRE_ID_TOKEN=true makes the member the signed-in user).")
+  fi
+  ((${#risks[@]})) || return 0
+  warn "Increment is public. ${risks[*]} See docs/operations.md, \"Public increments\"."
 }
 
 # ensure_scheduler_jobs makes each job of SCHEDULES publish "tick" to its topic on its schedule (at

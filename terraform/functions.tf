@@ -121,14 +121,29 @@ resource "google_cloud_run_service_iam_member" "invoker" {
   member   = each.value.member
 }
 
-# Public increments with neither verified callers nor a counter ID pattern: `terraform plan` and
-# `apply` warn (a check does not stop them) and say what that risks.
+# What a public Increment lets callers do that the settings do not bound: calls without an account
+# (none required, App Check alone, or anonymous sign-in accepted), counters created by increment
+# under any name, and distinct counters fed members the client makes up. `terraform plan` and `apply`
+# warn (a check does not stop them) in the words scripts/deploy.sh uses.
+locals {
+  # The functions' settings as they read them: var.environment's, an empty one unset, else the default.
+  settings = merge(local.deployment.env_defaults, { for name, value in var.environment : name => value if value != "" })
+  increment_guards = { for name in ["REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "REFUSE_ANONYMOUS_USERS", "CREATE_ON_INCREMENT"] :
+    name => contains(["1", "t", "T", "TRUE", "true", "True"], local.settings[name])
+  }
+  public_increment_risks = var.public_increments ? compact([
+    !local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REQUIRE_APP_CHECK ? "Anyone may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request, with no bound per person." : "",
+    !local.increment_guards.REQUIRE_ID_TOKEN && local.increment_guards.REQUIRE_APP_CHECK ? "Anyone with your app may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request, with no bound per person (App Check alone attests the app, not who uses it)." : "",
+    local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REFUSE_ANONYMOUS_USERS ? "Anyone who signs in anonymously, as often as they like, may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them)." : "",
+    local.increment_guards.CREATE_ON_INCREMENT && local.settings.COUNTER_ID_PATTERN == "" ? "Callers may create any number of counters with any name (CREATE_ON_INCREMENT without COUNTER_ID_PATTERN): each stays, costs writes and shows in roll-up lists." : "",
+    !local.increment_guards.REQUIRE_ID_TOKEN ? "A distinct counter, if you configure one, counts whatever member a caller sends: its count can be inflated at will, each made-up member costs documents, and counted:false tells anyone whether a given member (say an email address) was counted (REQUIRE_ID_TOKEN=true makes the member the signed-in user)." : "",
+  ]) : []
+}
+
 check "public_increments_guarded" {
   assert {
-    condition = (!var.public_increments
-      || contains(["1", "t", "T", "TRUE", "true", "True"], lookup(var.environment, "REQUIRE_ID_TOKEN", "false"))
-      || contains(["1", "t", "T", "TRUE", "true", "True"], lookup(var.environment, "REQUIRE_APP_CHECK", "false"))
-    || lookup(var.environment, "COUNTER_ID_PATTERN", "") != "")
-    error_message = "Increment is public with neither verified callers (REQUIRE_ID_TOKEN, REQUIRE_APP_CHECK) nor COUNTER_ID_PATTERN: anyone may create any number of counters with any name (each stays, costs writes and shows in roll-up lists) and add up to MAX_DELTA (${lookup(var.environment, "MAX_DELTA", local.deployment.env_defaults.MAX_DELTA)}) per request. See docs/operations.md, \"Public increments\"."
+    condition     = length(local.public_increment_risks) == 0
+    error_message = "Increment is public. ${join(" ", local.public_increment_risks)} See docs/operations.md, \"Public increments\"."
   }
 }
+

@@ -67,7 +67,7 @@ func nested(t *testing.T, body *hclsyntax.Body, typ string) *hclsyntax.Body {
 var terraformFunctions = map[string]function.Function{
 	"contains": stdlib.ContainsFunc, "lookup": stdlib.LookupFunc, "length": stdlib.LengthFunc,
 	"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc, "merge": stdlib.MergeFunc,
-	"regexall": stdlib.RegexAllFunc,
+	"regexall": stdlib.RegexAllFunc, "compact": stdlib.CompactFunc, "join": stdlib.JoinFunc,
 }
 
 // evalBool evaluates expr with the variables vars (as var.NAME) and the other roots in more.
@@ -89,38 +89,6 @@ func strings2cty(ss ...string) cty.Value {
 		vals[i] = cty.StringVal(s)
 	}
 	return cty.ListVal(vals)
-}
-
-// TestTerraformWarnsOfUnguardedPublicIncrements: the module's check holds (no warning) unless
-// increments are public with neither verified callers nor COUNTER_ID_PATTERN.
-func TestTerraformWarnsOfUnguardedPublicIncrements(t *testing.T) {
-	condition := nested(t, terraformBody(t, "check", "public_increments_guarded"), "assert").Attributes["condition"].Expr
-	env := func(kv ...string) cty.Value {
-		m := map[string]cty.Value{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = cty.StringVal(kv[i+1])
-		}
-		if len(m) == 0 {
-			return cty.MapValEmpty(cty.String)
-		}
-		return cty.MapVal(m)
-	}
-	for _, c := range []struct {
-		public bool
-		env    cty.Value
-		holds  bool
-	}{
-		{false, env(), true},
-		{true, env(), false},
-		{true, env("REQUIRE_ID_TOKEN", "false", "MAX_DELTA", "1"), false},
-		{true, env("REQUIRE_ID_TOKEN", "true"), true},
-		{true, env("REQUIRE_APP_CHECK", "1"), true},
-		{true, env("COUNTER_ID_PATTERN", "post-[0-9]+"), true},
-	} {
-		if got := evalBool(t, condition, map[string]cty.Value{"public_increments": cty.BoolVal(c.public), "environment": c.env}); got != c.holds {
-			t.Errorf("public %t, environment %#v: the check holds %t, want %t", c.public, c.env.GoString(), got, c.holds)
-		}
-	}
 }
 
 // TestTerraformRefusesPublicInvokers: both invoker variables refuse allUsers and
