@@ -193,7 +193,6 @@ parse_flags() {
       name=${pair%%=*} value=${pair#*=}
       [[ $pair == *=* ]] || die "--env $pair: expected NAME=VALUE"
       in_list "$name" "${ENV_NAMES[@]}" || die "--env $name: unknown; known: ${ENV_NAMES[*]}"
-      [[ $value != *,* ]] || die "--env $name: a value may not contain a comma"
       ENV_VALUES[$name]=$value
       shift
       ;;
@@ -756,6 +755,23 @@ print_url() {
   run gcloud functions describe "$1" --project="$PROJECT" --region="$REGION" --format='value(url)'
 }
 
+# env_vars sets ENV_VARS, the functions' --set-env-vars: the project, the database and every --env
+# setting. A value may hold commas (COUNTER_ID_PATTERN=post-[0-9]{1,12}), so the pairs are separated
+# by a character no value holds, announced as ^DELIM^ (`gcloud topic escaping`).
+env_vars() {
+  local pairs=("${ENV_OF_OPTION[project]}=$PROJECT" "${ENV_OF_OPTION[database]}=$DATABASE") name delim
+  for name in "${ENV_NAMES[@]}"; do
+    if [[ -n ${ENV_VALUES[$name]:-} ]]; then pairs+=("$name=${ENV_VALUES[$name]}"); fi
+  done
+  for delim in @ '|' '~' ';' '#' % ! + '*' -; do
+    [[ ${pairs[*]} == *"$delim"* ]] && continue
+    local IFS=$delim
+    ENV_VARS="^$delim^${pairs[*]}"
+    return
+  done
+  die "--env: the values hold every delimiter gcloud could separate them with (@|~;#%!+*-)"
+}
+
 main() {
   cd "$(dirname "$0")/.."
   parse_flags "$@"
@@ -765,11 +781,7 @@ main() {
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   BUILD_SA="$BUILD_SA_NAME@$PROJECT.iam.gserviceaccount.com"
-  ENV_VARS="${ENV_OF_OPTION[project]}=$PROJECT,${ENV_OF_OPTION[database]}=$DATABASE"
-  local name
-  for name in "${ENV_NAMES[@]}"; do
-    if [[ -n ${ENV_VALUES[$name]:-} ]]; then ENV_VARS+=",$name=${ENV_VALUES[$name]}"; fi
-  done
+  env_vars
 
   if $REMOVE; then
     remove_deployment
