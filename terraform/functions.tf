@@ -91,34 +91,26 @@ resource "google_cloudfunctions2_function" "function" {
   depends_on = [google_project_iam_member.identity_role, google_project_service.api]
 }
 
-# Who may invoke what (2nd gen functions are Cloud Run services): the trigger identity the event
-# functions; admin_invokers the admin function (ConfigureCounter); http_invokers the other HTTP
-# functions; allUsers Increment only when public_increments is on. The set is authoritative: a member
-# dropped from a list loses its binding on the next apply.
+# Who may invoke what (2nd gen functions are Cloud Run services), by entry point: the trigger
+# identity the event functions; admin_invokers the admin function (ConfigureCounter); http_invokers
+# the other HTTP functions; allUsers Increment only when public_increments is on. Each list is
+# authoritative: one binding per function holds the whole list, so apply removes roles/run.invoker
+# from every member not in it (one dropped from a variable, an allUsers left by an earlier run or
+# the console), and an empty list leaves nobody.
 locals {
   invokers = merge(
-    { for entry_point, f in local.event_functions : "${entry_point} trigger" => {
-      entry_point = entry_point, member = "serviceAccount:${google_service_account.identity["trigger"].email}"
-    } },
-    { for pair in setproduct([for entry_point, f in local.http_functions : entry_point if !f.admin], var.http_invokers) :
-      "${pair[0]} ${pair[1]}" => { entry_point = pair[0], member = pair[1] }
-    },
-    { for pair in setproduct([for entry_point, f in local.http_functions : entry_point if f.admin], var.admin_invokers) :
-      "${pair[0]} ${pair[1]}" => { entry_point = pair[0], member = pair[1] }
-    },
-    { for entry_point, f in local.http_functions : "${entry_point} allUsers" => {
-      entry_point = entry_point, member = "allUsers"
-    } if f.public },
+    { for entry_point, f in local.event_functions : entry_point => ["serviceAccount:${google_service_account.identity["trigger"].email}"] },
+    { for entry_point, f in local.http_functions : entry_point => concat(f.admin ? var.admin_invokers : var.http_invokers, f.public ? ["allUsers"] : []) },
   )
 }
 
-resource "google_cloud_run_service_iam_member" "invoker" {
+resource "google_cloud_run_service_iam_binding" "invoker" {
   for_each = local.invokers
   project  = var.project
   location = var.region
-  service  = google_cloudfunctions2_function.function[each.value.entry_point].service_config[0].service
+  service  = google_cloudfunctions2_function.function[each.key].service_config[0].service
   role     = "roles/run.invoker"
-  member   = each.value.member
+  members  = each.value
 }
 
 # What a public Increment lets callers do that the settings do not bound: calls without an account
