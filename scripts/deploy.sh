@@ -62,9 +62,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/deployment.gen.sh"
 readonly RUNTIME_SA_NAME=counters-runtime
 readonly TRIGGER_SA_NAME=counters-trigger
 readonly BUILD_SA_NAME=counters-build
-# What the build account needs to build a function from source (Google's list for a custom build
-# service account): write the build's logs and images, read the uploaded source.
-readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer roles/storage.objectAdmin)
+# What the build account needs on the project to build a function from source (Google's list for a
+# custom build service account): write the build's logs and images. It reads the uploaded source with
+# roles/storage.objectAdmin on the source bucket alone (each_project_role).
+readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer)
 # The first line of the counters' block in a ruleset that holds it (rules.Marker, written by make rules).
 readonly RULES_MARKER='// BEGIN distributed-counters rules'
 # Where the script was started: --replace-rules FILE is relative to it.
@@ -302,12 +303,18 @@ grant_project_role() {
 # have on the project.
 each_project_role() {
   # The functions read and write Firestore, this database only, nothing else.
-  local db="projects/$PROJECT/databases/$DATABASE" role
+  local db="projects/$PROJECT/databases/$DATABASE" role PROJECT_NUMBER bucket
   "$1" "$RUNTIME_SA" roles/datastore.user \
     "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
   # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
   "$1" "$TRIGGER_SA" roles/eventarc.eventReceiver
   for role in "${BUILD_ROLES[@]}"; do "$1" "$BUILD_SA" "$role"; done
+  # Cloud Functions copies the uploaded source into its source bucket of the region, which it
+  # creates on the first deploy, and the build reads it there: the role holds on that bucket alone.
+  lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
+  bucket="projects/_/buckets/gcf-v2-sources-$PROJECT_NUMBER-$REGION"
+  "$1" "$BUILD_SA" roles/storage.objectAdmin \
+    "expression=resource.name == \"$bucket\" || resource.name.startsWith(\"$bucket/\"),title=counters-build-sources-only"
 }
 
 ensure_identities() {

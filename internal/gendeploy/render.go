@@ -411,7 +411,13 @@ func settingsDoc(meanings map[string]string) []byte {
 	p("variable takes its default. An instance with an invalid value refuses to start and logs every\n")
 	p("invalid variable with what is allowed. Deploy with `scripts/deploy.sh --env NAME=VALUE` or\n")
 	p("Terraform's `environment` (the collections have Terraform variables of their own:\n")
-	p("`counters_collection`, `rollups_collection`, `dedupe_collection`); `GOOGLE_CLOUD_PROJECT` and\n")
+	var variables []string
+	for _, s := range config.Settings() {
+		if strings.HasSuffix(s.Name, "_COLLECTION") {
+			variables = append(variables, "`"+strings.ToLower(s.Name)+"`")
+		}
+	}
+	p("%s); `GOOGLE_CLOUD_PROJECT` and\n", strings.Join(variables, ", "))
 	p("`FIRESTORE_DATABASE` come from the deployment's project and database. Each is declared once, as a\n")
 	p("field of `Config` in `functions/config/config.go`.\n\n")
 	p("| Variable | Default | Allowed | Used by | Meaning |\n")
