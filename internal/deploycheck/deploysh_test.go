@@ -316,15 +316,7 @@ func TestBuildAccountReachesOnlyTheSourceBucket(t *testing.T) {
 		"data": cty.ObjectVal(map[string]cty.Value{"google_project": cty.ObjectVal(map[string]cty.Value{
 			"project": cty.ObjectVal(map[string]cty.Value{"number": cty.StringVal("123")})})}),
 	}}
-	locals := map[string]cty.Value{}
-	for _, name := range []string{"database_name", "sources_bucket", "identity_roles"} {
-		ctx.Variables["local"] = cty.ObjectVal(locals)
-		v, diags := terraformLocal(t, name).Value(ctx)
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		locals[name] = v
-	}
+	locals := evalLocals(t, ctx, map[string]cty.Value{}, "database_name", "sources_bucket", "identity_roles")
 	granted = 0
 	for key, r := range locals["identity_roles"].AsValueMap() {
 		if !strings.HasPrefix(r.GetAttr("role").AsString(), "roles/storage.") {

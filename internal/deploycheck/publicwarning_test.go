@@ -72,17 +72,8 @@ func terraformWarning(t *testing.T, public bool, env []string) string {
 		}
 		vars["environment"] = cty.MapVal(m)
 	}
-	locals := map[string]cty.Value{"deployment": generatedDeployment(t)}
 	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}}
-	for _, name := range []string{"settings", "increment_guards", "public_increment_risks"} {
-		ctx.Variables["local"] = cty.ObjectVal(locals)
-		v, diags := terraformLocal(t, name).Value(ctx)
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		locals[name] = v
-	}
-	ctx.Variables["local"] = cty.ObjectVal(locals)
+	evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t)}, "settings", "increment_guards", "public_increment_risks")
 	assert := nested(t, terraformBody(t, "check", "public_increments_guarded"), "assert")
 	holds, diags := assert.Attributes["condition"].Expr.Value(ctx)
 	if diags.HasErrors() {

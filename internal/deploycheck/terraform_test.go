@@ -122,6 +122,22 @@ func terraformLocal(t *testing.T, name string) hcl.Expression {
 	return nil
 }
 
+// evalLocals evaluates the named locals of terraform/ in order, each seeing locals and those before
+// it, and leaves ctx's "local" holding them all.
+func evalLocals(t *testing.T, ctx *hcl.EvalContext, locals map[string]cty.Value, names ...string) map[string]cty.Value {
+	t.Helper()
+	for _, name := range names {
+		ctx.Variables["local"] = cty.ObjectVal(locals)
+		v, diags := terraformLocal(t, name).Value(ctx)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		locals[name] = v
+	}
+	ctx.Variables["local"] = cty.ObjectVal(locals)
+	return locals
+}
+
 // TestTerraformInvokersFollowTheirLists: each function's invokers are exactly its list:
 // http_invokers for Increment, Count and Top, admin_invokers for ConfigureCounter only, allUsers
 // for Increment only when it is public, the trigger identity for the event functions; and the
