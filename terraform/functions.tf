@@ -138,4 +138,3 @@ check "public_increments_guarded" {
     error_message = "Increment is public. ${join(" ", local.public_increment_risks)} See docs/operations.md, \"Public increments\"."
   }
 }
-
