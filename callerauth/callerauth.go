@@ -24,6 +24,11 @@ type Requirements struct {
 	// RefuseAnonymous refuses ID tokens of anonymous sign-in (sign-in provider "anonymous"), which
 	// anyone can get without limit; it matters only with IDToken.
 	RefuseAnonymous bool
+	// CheckRevoked also refuses ID tokens issued before the user's sessions were revoked (the
+	// user's tokensValidAfterTime: a revocation, a password change) and those of disabled users,
+	// which are otherwise accepted until they expire (up to an hour). It costs one Identity Toolkit
+	// accounts:lookup per verified token; it matters only with IDToken.
+	CheckRevoked bool
 }
 
 // Caller is who a request comes from, as verified.
@@ -74,6 +79,9 @@ const (
 	Missing
 	// Anonymous: a valid ID token of an anonymous user, refused by Requirements.RefuseAnonymous.
 	Anonymous
+	// Revoked: an ID token issued before the user's sessions were revoked, or of a disabled user,
+	// refused by Requirements.CheckRevoked.
+	Revoked
 )
 
 // TokenError is a required token that is missing, failed verification or is refused: the caller's
@@ -83,7 +91,7 @@ type TokenError struct {
 	Kind Kind
 	// Reason says why it was refused.
 	Reason Reason
-	// Err is why verification failed (nil unless Reason is Invalid).
+	// Err is why verification failed or the token was revoked (nil when Reason is Missing or Anonymous).
 	Err error
 }
 
@@ -94,6 +102,8 @@ func (e *TokenError) Error() string {
 		return "a " + name + " is required"
 	case Anonymous:
 		return "the " + name + " is of an anonymous user, which is not accepted"
+	case Revoked:
+		return "the " + name + " is revoked: " + e.Err.Error()
 	}
 	return "the " + name + " is not valid: " + e.Err.Error()
 }
@@ -120,6 +130,7 @@ type Verifier struct {
 	idTokens        *auth.Client
 	appCheck        *appcheck.Client
 	refuseAnonymous bool
+	checkRevoked    bool
 }
 
 // New returns a Verifier for project (empty: the project of the runtime's credentials). With
@@ -130,7 +141,7 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	if err != nil {
 		return nil, fmt.Errorf("firebase app: %w", err)
 	}
-	v := &Verifier{refuseAnonymous: req.RefuseAnonymous}
+	v := &Verifier{refuseAnonymous: req.RefuseAnonymous, checkRevoked: req.CheckRevoked}
 	if req.IDToken {
 		if v.idTokens, err = app.Auth(ctx); err != nil {
 			return nil, fmt.Errorf("firebase auth client: %w", err)
@@ -175,9 +186,33 @@ func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (C
 		if v.refuseAnonymous && tok.Firebase.SignInProvider == "anonymous" {
 			return Caller{}, &TokenError{Kind: IDToken, Reason: Anonymous}
 		}
+		if v.checkRevoked {
+			if err := v.checkNotRevoked(ctx, tok); err != nil {
+				return Caller{}, err
+			}
+		}
 		c.UserID = tok.UID
 	}
 	return c, nil
+}
+
+// checkNotRevoked looks the token's user up (Identity Toolkit accounts:lookup), as the Admin SDK's
+// VerifyIDTokenAndCheckRevoked does, and refuses a token issued before the user's
+// tokensValidAfterTime or of a disabled user. A user that no longer exists is an invalid token; any
+// other failure of the lookup is the platform's.
+func (v *Verifier) checkNotRevoked(ctx context.Context, tok *auth.Token) error {
+	user, err := v.idTokens.GetUser(ctx, tok.UID)
+	switch {
+	case auth.IsUserNotFound(err):
+		return &TokenError{Kind: IDToken, Reason: Invalid, Err: errors.New("the user no longer exists")}
+	case err != nil:
+		return &UnavailableError{Kind: IDToken, Err: fmt.Errorf("look the user up: %w", err)}
+	case user.Disabled:
+		return &TokenError{Kind: IDToken, Reason: Revoked, Err: errors.New("the user is disabled")}
+	case tok.IssuedAt*1000 < user.TokensValidAfterMillis:
+		return &TokenError{Kind: IDToken, Reason: Revoked, Err: errors.New("issued before the user's sessions were revoked")}
+	}
+	return nil
 }
 
 // classify tells a verification failure of the platform (the keys could not be fetched, the request
@@ -186,6 +221,9 @@ func classify(ctx context.Context, kind Kind, err error) error {
 	if auth.IsCertificateFetchFailed(err) || ctx.Err() != nil ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &UnavailableError{Kind: kind, Err: err}
+	}
+	if auth.IsIDTokenRevoked(err) || auth.IsUserDisabled(err) { // the Auth emulator's verification checks
+		return &TokenError{Kind: kind, Reason: Revoked, Err: err}
 	}
 	return &TokenError{Kind: kind, Reason: Invalid, Err: err}
 }

@@ -28,7 +28,8 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 		return nil
 	}
 	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{
-		IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck, RefuseAnonymous: s.cfg.RefuseAnonymousUsers})
+		IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck, RefuseAnonymous: s.cfg.RefuseAnonymousUsers,
+		CheckRevoked: s.cfg.CheckRevokedTokens})
 	if err != nil {
 		return err
 	}
@@ -37,10 +38,11 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 }
 
 // verifiedCaller returns the request's verified caller identity, empty when callers are not verified.
-// A missing or invalid ID token is a 401 (sign in, then retry, with WWW-Authenticate set); an
+// A missing, invalid or (with CHECK_REVOKED_TOKENS) revoked ID token is a 401 (sign in, then retry,
+// with WWW-Authenticate set); an
 // anonymous user's token, where refused, and a missing or invalid App Check token are a 403: signing
 // in again as the same kind of caller cannot change that. A token that could not be verified for the
-// platform's reasons (the public keys could not be fetched) is a 503: nothing was done, retry. The
+// platform's reasons (the public keys or the user could not be fetched) is a 503: nothing was done, retry. The
 // answers are fixed texts; why a token failed is logged, never sent.
 func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
 	if s.callers == nil {
@@ -80,9 +82,12 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 		return "", &requestError{status: http.StatusForbidden, field: headerAuthorization,
 			message: "anonymous users may not do this; sign in with an account, then send its ID token"}
 	}
+	message := `a valid Firebase Auth ID token is required (this one is missing, malformed, expired or for another project); send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`
+	if tokenErr.Reason == callerauth.Revoked {
+		message = "the Firebase Auth ID token was revoked (the user signed out everywhere or changed their password) or its account is disabled; sign in again, then send the new ID token"
+	}
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization,
-		message: `a valid Firebase Auth ID token is required (this one is missing, malformed, expired or for another project); send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`}
+	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization, message: message}
 }
 
 // bearerToken reads "Authorization: Bearer <token>"; no header is an empty token.

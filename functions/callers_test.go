@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/appcheck"
 	"github.com/golang-jwt/jwt/v4"
 
@@ -397,5 +398,35 @@ func TestAnonymousUsersRefusedWhenAsked(t *testing.T) {
 	lenient := newCallerServer(t, callerauth.Requirements{IDToken: true}, 1)
 	if a := lenient.incrementAs(t, map[string]string{"Authorization": "Bearer " + anonymous}, `{"counter":"photo"}`); a.status != http.StatusOK {
 		t.Errorf("anonymous user, not refused: %d %s, want 200", a.status, a.raw)
+	}
+}
+
+// TestRevokedIDTokensGet401: with CHECK_REVOKED_TOKENS, the ID token of a user whose sessions were
+// revoked after it was issued gets 401 (field Authorization, WWW-Authenticate) saying it was revoked,
+// and counts nothing. (The Auth emulator's tokens are checked against revocations whatever the
+// setting: callerauth's tests show the setting's effect outside emulator mode.)
+func TestRevokedIDTokensGet401(t *testing.T) {
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true, CheckRevoked: true}, 0)
+	token, uid := authEmulatorUser(t, "revoked@example.com")
+	time.Sleep(1100 * time.Millisecond) // tokens carry seconds: revoke a second after the token's issue
+	app, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: os.Getenv("GOOGLE_CLOUD_PROJECT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := app.Auth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.RevokeRefreshTokens(context.Background(), uid); err != nil {
+		t.Fatal(err)
+	}
+	a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + token}, `{"counter":"revoked"}`)
+	if a.status != http.StatusUnauthorized || a.body["field"] != "Authorization" || !strings.Contains(fmt.Sprint(a.body["error"]), "revoked") ||
+		a.header.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+		t.Errorf("revoked token: %d %s (WWW-Authenticate %q), want 401 with field Authorization saying it was revoked",
+			a.status, a.raw, a.header.Get("WWW-Authenticate"))
+	}
+	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
+		t.Errorf("a revoked token wrote %v", paths)
 	}
 }

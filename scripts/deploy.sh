@@ -62,9 +62,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/deployment.gen.sh"
 readonly RUNTIME_SA_NAME=counters-runtime
 readonly TRIGGER_SA_NAME=counters-trigger
 readonly BUILD_SA_NAME=counters-build
-# What the build account needs to build a function from source (Google's list for a custom build
-# service account): write the build's logs and images, read the uploaded source.
-readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer roles/storage.objectAdmin)
+# What the build account needs on the project to build a function from source (Google's list for a
+# custom build service account): write the build's logs and images. It reads the uploaded source with
+# roles/storage.objectAdmin on the source bucket alone (each_project_role).
+readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer)
 # The first line of the counters' block in a ruleset that holds it (rules.Marker, written by make rules).
 readonly RULES_MARKER='// BEGIN distributed-counters rules'
 # Where the script was started: --replace-rules FILE is relative to it.
@@ -193,7 +194,6 @@ parse_flags() {
       name=${pair%%=*} value=${pair#*=}
       [[ $pair == *=* ]] || die "--env $pair: expected NAME=VALUE"
       in_list "$name" "${ENV_NAMES[@]}" || die "--env $name: unknown; known: ${ENV_NAMES[*]}"
-      [[ $value != *,* ]] || die "--env $name: a value may not contain a comma"
       ENV_VALUES[$name]=$value
       shift
       ;;
@@ -303,12 +303,18 @@ grant_project_role() {
 # have on the project.
 each_project_role() {
   # The functions read and write Firestore, this database only, nothing else.
-  local db="projects/$PROJECT/databases/$DATABASE" role
+  local db="projects/$PROJECT/databases/$DATABASE" role PROJECT_NUMBER bucket
   "$1" "$RUNTIME_SA" roles/datastore.user \
     "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
   # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
   "$1" "$TRIGGER_SA" roles/eventarc.eventReceiver
   for role in "${BUILD_ROLES[@]}"; do "$1" "$BUILD_SA" "$role"; done
+  # Cloud Functions copies the uploaded source into its source bucket of the region, which it
+  # creates on the first deploy, and the build reads it there: the role holds on that bucket alone.
+  lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
+  bucket="projects/_/buckets/gcf-v2-sources-$PROJECT_NUMBER-$REGION"
+  "$1" "$BUILD_SA" roles/storage.objectAdmin \
+    "expression=resource.name == \"$bucket\" || resource.name.startsWith(\"$bucket/\"),title=counters-build-sources-only"
 }
 
 ensure_identities() {
@@ -515,19 +521,39 @@ sync_invokers() {
   done
 }
 
-# warn_public_increments says what public increments risk when nothing else guards them.
+# is_true succeeds when a boolean setting's value is true as the functions read it (strconv.ParseBool).
+is_true() {
+  case $1 in 1 | t | T | TRUE | true | True) return 0 ;; esac
+  return 1
+}
+
+# warn_public_increments says what a public Increment lets callers do that the settings do not
+# bound: calls without an account (none required, App Check alone, or anonymous sign-in accepted),
+# counters created by increment under any name, and distinct counters fed members the client makes
+# up. terraform/functions.tf's check says the same, in the same words.
 warn_public_increments() {
   $PUBLIC_INCREMENTS || return 0
-  local verified=false name
-  for name in REQUIRE_ID_TOKEN REQUIRE_APP_CHECK; do
-    case ${ENV_VALUES[$name]:-} in 1 | t | T | TRUE | true | True) verified=true ;; esac
-  done
-  if ! $verified && [[ -z ${ENV_VALUES[COUNTER_ID_PATTERN]:-} ]]; then
-    warn "Increment is public with neither verified callers (REQUIRE_ID_TOKEN, REQUIRE_APP_CHECK)" \
-      "nor COUNTER_ID_PATTERN: anyone may create any number of counters with any name (each stays," \
-      "costs writes and shows in roll-up lists) and add up to MAX_DELTA=$(setting MAX_DELTA) per request." \
-      "See docs/operations.md, \"Public increments\"."
+  local id_token=false app_check=false anonymous=true creates=false risks=() adds
+  is_true "$(setting REQUIRE_ID_TOKEN)" && id_token=true
+  is_true "$(setting REQUIRE_APP_CHECK)" && app_check=true
+  is_true "$(setting REFUSE_ANONYMOUS_USERS)" && anonymous=false
+  is_true "$(setting CREATE_ON_INCREMENT)" && [[ -z $(setting COUNTER_ID_PATTERN) ]] && creates=true
+  adds="may call it and add up to MAX_DELTA=$(setting MAX_DELTA) per request"
+  if ! $id_token && ! $app_check; then
+    risks+=("Anyone $adds, with no bound per person.")
+  elif ! $id_token; then
+    risks+=("Anyone with your app $adds, with no bound per person (App Check alone attests the app, not who uses it).")
+  elif $anonymous; then
+    risks+=("Anyone who signs in anonymously, as often as they like, $adds: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them).")
   fi
+  if $creates; then
+    risks+=("Callers may create any number of counters with any name (CREATE_ON_INCREMENT without COUNTER_ID_PATTERN): each stays, costs writes and shows in roll-up lists.")
+  fi
+  if ! $id_token; then
+    risks+=("A distinct counter, if you configure one, counts whatever member a caller sends: its count can be inflated at will, each made-up member costs documents, and counted:false tells anyone whether a given member (say an email address) was counted (REQUIRE_ID_TOKEN=true makes the member the signed-in user).")
+  fi
+  ((${#risks[@]})) || return 0
+  warn "Increment is public. ${risks[*]} See docs/operations.md, \"Public increments\"."
 }
 
 # ensure_scheduler_jobs makes each job of SCHEDULES publish "tick" to its topic on its schedule (at
@@ -736,6 +762,23 @@ print_url() {
   run gcloud functions describe "$1" --project="$PROJECT" --region="$REGION" --format='value(url)'
 }
 
+# env_vars sets ENV_VARS, the functions' --set-env-vars: the project, the database and every --env
+# setting. A value may hold commas (COUNTER_ID_PATTERN=post-[0-9]{1,12}), so the pairs are separated
+# by a character no value holds, announced as ^DELIM^ (`gcloud topic escaping`).
+env_vars() {
+  local pairs=("${ENV_OF_OPTION[project]}=$PROJECT" "${ENV_OF_OPTION[database]}=$DATABASE") name delim
+  for name in "${ENV_NAMES[@]}"; do
+    if [[ -n ${ENV_VALUES[$name]:-} ]]; then pairs+=("$name=${ENV_VALUES[$name]}"); fi
+  done
+  for delim in @ '|' '~' ';' '#' % ! + '*' -; do
+    [[ ${pairs[*]} == *"$delim"* ]] && continue
+    local IFS=$delim
+    ENV_VARS="^$delim^${pairs[*]}"
+    return
+  done
+  die "--env: the values hold every delimiter gcloud could separate them with (@|~;#%!+*-)"
+}
+
 main() {
   cd "$(dirname "$0")/.."
   parse_flags "$@"
@@ -745,11 +788,7 @@ main() {
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   BUILD_SA="$BUILD_SA_NAME@$PROJECT.iam.gserviceaccount.com"
-  ENV_VARS="${ENV_OF_OPTION[project]}=$PROJECT,${ENV_OF_OPTION[database]}=$DATABASE"
-  local name
-  for name in "${ENV_NAMES[@]}"; do
-    if [[ -n ${ENV_VALUES[$name]:-} ]]; then ENV_VARS+=",$name=${ENV_VALUES[$name]}"; fi
-  done
+  env_vars
 
   if $REMOVE; then
     remove_deployment

@@ -91,44 +91,50 @@ resource "google_cloudfunctions2_function" "function" {
   depends_on = [google_project_iam_member.identity_role, google_project_service.api]
 }
 
-# Who may invoke what (2nd gen functions are Cloud Run services): the trigger identity the event
-# functions; admin_invokers the admin function (ConfigureCounter); http_invokers the other HTTP
-# functions; allUsers Increment only when public_increments is on. The set is authoritative: a member
-# dropped from a list loses its binding on the next apply.
+# Who may invoke what (2nd gen functions are Cloud Run services), by entry point: the trigger
+# identity the event functions; admin_invokers the admin function (ConfigureCounter); http_invokers
+# the other HTTP functions; allUsers Increment only when public_increments is on. Each list is
+# authoritative: one binding per function holds the whole list, so apply removes roles/run.invoker
+# from every member not in it (one dropped from a variable, an allUsers left by an earlier run or
+# the console), and an empty list leaves nobody.
 locals {
   invokers = merge(
-    { for entry_point, f in local.event_functions : "${entry_point} trigger" => {
-      entry_point = entry_point, member = "serviceAccount:${google_service_account.identity["trigger"].email}"
-    } },
-    { for pair in setproduct([for entry_point, f in local.http_functions : entry_point if !f.admin], var.http_invokers) :
-      "${pair[0]} ${pair[1]}" => { entry_point = pair[0], member = pair[1] }
-    },
-    { for pair in setproduct([for entry_point, f in local.http_functions : entry_point if f.admin], var.admin_invokers) :
-      "${pair[0]} ${pair[1]}" => { entry_point = pair[0], member = pair[1] }
-    },
-    { for entry_point, f in local.http_functions : "${entry_point} allUsers" => {
-      entry_point = entry_point, member = "allUsers"
-    } if f.public },
+    { for entry_point, f in local.event_functions : entry_point => ["serviceAccount:${google_service_account.identity["trigger"].email}"] },
+    { for entry_point, f in local.http_functions : entry_point => concat(f.admin ? var.admin_invokers : var.http_invokers, f.public ? ["allUsers"] : []) },
   )
 }
 
-resource "google_cloud_run_service_iam_member" "invoker" {
+resource "google_cloud_run_service_iam_binding" "invoker" {
   for_each = local.invokers
   project  = var.project
   location = var.region
-  service  = google_cloudfunctions2_function.function[each.value.entry_point].service_config[0].service
+  service  = google_cloudfunctions2_function.function[each.key].service_config[0].service
   role     = "roles/run.invoker"
-  member   = each.value.member
+  members  = each.value
 }
 
-# Public increments with neither verified callers nor a counter ID pattern: `terraform plan` and
-# `apply` warn (a check does not stop them) and say what that risks.
+# What a public Increment lets callers do that the settings do not bound: calls without an account
+# (none required, App Check alone, or anonymous sign-in accepted), counters created by increment
+# under any name, and distinct counters fed members the client makes up. `terraform plan` and `apply`
+# warn (a check does not stop them) in the words scripts/deploy.sh uses.
+locals {
+  # The functions' settings as they read them: var.environment's, an empty one unset, else the default.
+  settings = merge(local.deployment.env_defaults, { for name, value in var.environment : name => value if value != "" })
+  increment_guards = { for name in ["REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "REFUSE_ANONYMOUS_USERS", "CREATE_ON_INCREMENT"] :
+    name => contains(["1", "t", "T", "TRUE", "true", "True"], local.settings[name])
+  }
+  public_increment_risks = var.public_increments ? compact([
+    !local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REQUIRE_APP_CHECK ? "Anyone may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request, with no bound per person." : "",
+    !local.increment_guards.REQUIRE_ID_TOKEN && local.increment_guards.REQUIRE_APP_CHECK ? "Anyone with your app may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request, with no bound per person (App Check alone attests the app, not who uses it)." : "",
+    local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REFUSE_ANONYMOUS_USERS ? "Anyone who signs in anonymously, as often as they like, may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them)." : "",
+    local.increment_guards.CREATE_ON_INCREMENT && local.settings.COUNTER_ID_PATTERN == "" ? "Callers may create any number of counters with any name (CREATE_ON_INCREMENT without COUNTER_ID_PATTERN): each stays, costs writes and shows in roll-up lists." : "",
+    !local.increment_guards.REQUIRE_ID_TOKEN ? "A distinct counter, if you configure one, counts whatever member a caller sends: its count can be inflated at will, each made-up member costs documents, and counted:false tells anyone whether a given member (say an email address) was counted (REQUIRE_ID_TOKEN=true makes the member the signed-in user)." : "",
+  ]) : []
+}
+
 check "public_increments_guarded" {
   assert {
-    condition = (!var.public_increments
-      || contains(["1", "t", "T", "TRUE", "true", "True"], lookup(var.environment, "REQUIRE_ID_TOKEN", "false"))
-      || contains(["1", "t", "T", "TRUE", "true", "True"], lookup(var.environment, "REQUIRE_APP_CHECK", "false"))
-    || lookup(var.environment, "COUNTER_ID_PATTERN", "") != "")
-    error_message = "Increment is public with neither verified callers (REQUIRE_ID_TOKEN, REQUIRE_APP_CHECK) nor COUNTER_ID_PATTERN: anyone may create any number of counters with any name (each stays, costs writes and shows in roll-up lists) and add up to MAX_DELTA (${lookup(var.environment, "MAX_DELTA", local.deployment.env_defaults.MAX_DELTA)}) per request. See docs/operations.md, \"Public increments\"."
+    condition     = length(local.public_increment_risks) == 0
+    error_message = "Increment is public. ${join(" ", local.public_increment_risks)} See docs/operations.md, \"Public increments\"."
   }
 }

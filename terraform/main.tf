@@ -29,9 +29,10 @@ locals {
     (local.deployment.env_of_option.database) = var.database
     COUNTERS_COLLECTION                       = var.counters_collection
     ROLLUPS_COLLECTION                        = var.rollups_collection
+    TOPS_COLLECTION                           = var.tops_collection
     DEDUPE_COLLECTION                         = var.dedupe_collection
   })
-  optional_environment = setsubtract(keys(local.deployment.env_defaults), ["COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "DEDUPE_COLLECTION"])
+  optional_environment = setsubtract(keys(local.deployment.env_defaults), ["COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"])
   unknown_environment  = setsubtract(keys(var.environment), local.optional_environment)
 
   apis = [
@@ -59,16 +60,30 @@ locals {
     build   = { account_id = "counters-build", display_name = "Distributed counters: builds of the functions" }
   }
   database_name = "projects/${var.project}/databases/${var.database}"
+  # Cloud Functions copies the source object into its source bucket of the region, which it creates
+  # on the first deploy, and the build reads it there: the build's storage role holds on that bucket alone.
+  sources_bucket = "projects/_/buckets/gcf-v2-sources-${data.google_project.project.number}-${var.region}"
   identity_roles = {
     "runtime roles/datastore.user" = {
-      identity  = "runtime", role = "roles/datastore.user"
-      condition = "resource.name == \"${local.database_name}\" || resource.name.startsWith(\"${local.database_name}/\")"
+      identity = "runtime", role = "roles/datastore.user", condition = {
+        title      = "counters-database-only"
+        expression = "resource.name == \"${local.database_name}\" || resource.name.startsWith(\"${local.database_name}/\")"
+      }
     }
     "trigger roles/eventarc.eventReceiver" = { identity = "trigger", role = "roles/eventarc.eventReceiver", condition = null }
     "build roles/logging.logWriter"        = { identity = "build", role = "roles/logging.logWriter", condition = null }
     "build roles/artifactregistry.writer"  = { identity = "build", role = "roles/artifactregistry.writer", condition = null }
-    "build roles/storage.objectAdmin"      = { identity = "build", role = "roles/storage.objectAdmin", condition = null }
+    "build roles/storage.objectAdmin" = {
+      identity = "build", role = "roles/storage.objectAdmin", condition = {
+        title      = "counters-build-sources-only"
+        expression = "resource.name == \"${local.sources_bucket}\" || resource.name.startsWith(\"${local.sources_bucket}/\")"
+      }
+    }
   }
+}
+
+data "google_project" "project" {
+  project_id = var.project
 }
 
 resource "google_service_account" "identity" {
@@ -87,8 +102,8 @@ resource "google_project_iam_member" "identity_role" {
   dynamic "condition" {
     for_each = each.value.condition == null ? [] : [each.value.condition]
     content {
-      title      = "counters-database-only"
-      expression = condition.value
+      title      = condition.value.title
+      expression = condition.value.expression
     }
   }
 }

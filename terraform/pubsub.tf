@@ -31,10 +31,15 @@ resource "terraform_data" "dead_letter_policy" {
     var.max_delivery_attempts,
   ]
 
+  # The values reach the shell as environment variables, quoted where the command uses them: none
+  # is ever parsed as shell code.
   provisioner "local-exec" {
-    command = join(" ", [
-      "bash", "${path.module}/../scripts/deploy.sh", "--dead-letter-only",
-      "--project", var.project, "--region", var.region, "--max-delivery-attempts", var.max_delivery_attempts,
-    ])
+    command = "bash \"$DEPLOY_SH\" --dead-letter-only --project \"$PROJECT\" --region \"$REGION\" --max-delivery-attempts \"$MAX_DELIVERY_ATTEMPTS\""
+    environment = {
+      DEPLOY_SH             = "${path.module}/../scripts/deploy.sh"
+      PROJECT               = var.project
+      REGION                = var.region
+      MAX_DELIVERY_ATTEMPTS = var.max_delivery_attempts
+    }
   }
 }

@@ -112,6 +112,12 @@ variable "rollups_collection" {
   default     = "rollups"
 }
 
+variable "tops_collection" {
+  description = "TOPS_COLLECTION: collection of the top lists apps read ({group}_{window})."
+  type        = string
+  default     = "tops"
+}
+
 variable "dedupe_collection" {
   description = "DEDUPE_COLLECTION: collection of the dedupe records of keyed increments (TTL on expires_at)."
   type        = string

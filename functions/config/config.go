@@ -93,6 +93,12 @@ type Config struct {
 	// client gets at will: it keeps PER_CALLER_LIMIT's "one per user" to users with an account. It
 	// needs REQUIRE_ID_TOKEN.
 	RefuseAnonymousUsers bool `env:"REFUSE_ANONYMOUS_USERS, default=false" usedBy:"Increment"`
+	// CheckRevokedTokens makes Increment refuse (401) an ID token issued before the user's sessions
+	// were revoked (a revocation, a password change) or of a disabled user; otherwise such a token
+	// counts until it expires, up to an hour. It costs one Identity Toolkit API call (accounts:lookup)
+	// per request: its latency is added to every increment, and the project's Identity Toolkit quota
+	// then bounds Increment's rate. It needs REQUIRE_ID_TOKEN.
+	CheckRevokedTokens bool `env:"CHECK_REVOKED_TOKENS, default=false" usedBy:"Increment"`
 }
 
 // namedBounds are the constants a min or max tag may name.

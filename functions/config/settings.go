@@ -111,6 +111,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	if c.RefuseAnonymousUsers && !c.RequireIDToken {
 		errs = append(errs, errors.New("REFUSE_ANONYMOUS_USERS=true needs REQUIRE_ID_TOKEN=true: it is about the ID tokens of anonymous users"))
 	}
+	if c.CheckRevokedTokens && !c.RequireIDToken {
+		errs = append(errs, errors.New("CHECK_REVOKED_TOKENS=true needs REQUIRE_ID_TOKEN=true: it checks the users of ID tokens"))
+	}
 	errs = append(errs, distinctCollections(c)...)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))

@@ -2,12 +2,16 @@ package deploycheck_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
@@ -149,32 +153,6 @@ func TestDescribeFailuresOtherThanNotFoundStopTheDeploy(t *testing.T) {
 	}
 }
 
-// TestPublicIncrementsWithoutGuardsWarn: public increments with neither verified callers nor
-// COUNTER_ID_PATTERN print a warning that says what they risk; either guard silences it.
-func TestPublicIncrementsWithoutGuardsWarn(t *testing.T) {
-	run := func(args ...string) string {
-		cmd := exec.Command("bash", append([]string{script, "--dry-run", "--project", "p", "--region", "r"}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
-		}
-		return stderr.String()
-	}
-	if got := run("--allow-unauthenticated-increments"); !strings.Contains(got, "WARNING") ||
-		!strings.Contains(got, "create any number of counters") || !strings.Contains(got, "MAX_DELTA=1000000") {
-		t.Errorf("unguarded public increments: stderr %q; want a warning naming the risks", got)
-	}
-	for _, guard := range [][]string{{"--env", "REQUIRE_ID_TOKEN=true"}, {"--env", "REQUIRE_APP_CHECK=1"}, {"--env", "COUNTER_ID_PATTERN=post-[0-9]+"}} {
-		if got := run(append([]string{"--allow-unauthenticated-increments"}, guard...)...); strings.Contains(got, "WARNING") {
-			t.Errorf("%v: %q; want no warning", guard, got)
-		}
-	}
-	if got := run(); strings.Contains(got, "WARNING") {
-		t.Errorf("private increments: %q; want no warning", got)
-	}
-}
-
 // TestRuntimeRoleIsTheDatabasesOnly: the runtime account's roles/datastore.user is conditioned on the
 // deployment's database, and every function is built by the build account, not the default one.
 func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
@@ -305,5 +283,52 @@ func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--replace-rules", filepath.Join(root, "README.md")); err == nil ||
 		!strings.Contains(err.Error(), "holds no counters' block") {
 		t.Errorf("--replace-rules README.md: %v; want it refused", err)
+	}
+}
+
+// TestBuildAccountReachesOnlyTheSourceBucket: the build account's storage role, which lets it read
+// the uploaded source, holds on Cloud Functions' source bucket of the region
+// (gcf-v2-sources-PROJECT_NUMBER-REGION, where both paths' sources are built from) and its objects,
+// not on every bucket of the project: deploy.sh and Terraform grant it under that condition.
+func TestBuildAccountReachesOnlyTheSourceBucket(t *testing.T) {
+	const scoped = `resource.name == "projects/_/buckets/gcf-v2-sources-%s-r" || resource.name.startsWith("projects/_/buckets/gcf-v2-sources-%s-r/")`
+	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := 0
+	for _, words := range commands {
+		line := strings.Join(words, " ")
+		if !strings.Contains(line, "add-iam-policy-binding") || !strings.Contains(line, "--role=roles/storage.") {
+			continue
+		}
+		granted++
+		if want := fmt.Sprintf(scoped, "PROJECT_NUMBER", "PROJECT_NUMBER"); strings.Join(flags(words)["--condition"], "") != "expression="+want+",title=counters-build-sources-only" {
+			t.Errorf("deploy.sh grants a storage role beyond the source bucket: %s", line)
+		}
+	}
+	if granted == 0 {
+		t.Error("deploy.sh grants the build account no storage role: it cannot read the source")
+	}
+
+	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("(default)"), "region": cty.StringVal("r")}),
+		"data": cty.ObjectVal(map[string]cty.Value{"google_project": cty.ObjectVal(map[string]cty.Value{
+			"project": cty.ObjectVal(map[string]cty.Value{"number": cty.StringVal("123")})})}),
+	}}
+	locals := evalLocals(t, ctx, map[string]cty.Value{}, "database_name", "sources_bucket", "identity_roles")
+	granted = 0
+	for key, r := range locals["identity_roles"].AsValueMap() {
+		if !strings.HasPrefix(r.GetAttr("role").AsString(), "roles/storage.") {
+			continue
+		}
+		granted++
+		c := r.GetAttr("condition")
+		if want := fmt.Sprintf(scoped, "123", "123"); c.IsNull() || c.GetAttr("expression").AsString() != want {
+			t.Errorf("terraform: %s is granted beyond the source bucket (condition %#v)", key, c.GoString())
+		}
+	}
+	if granted == 0 {
+		t.Error("terraform grants the build account no storage role: it cannot read the source")
 	}
 }

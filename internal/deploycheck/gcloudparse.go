@@ -75,18 +75,9 @@ func (r gcloudResult) parsed() bool {
 
 // gcloudBatchRun runs commands in one process of the SDK's CLI, in dir, and returns their results.
 func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
-	launcher, err := exec.LookPath("gcloud")
+	sdk, python, err := gcloudPython()
 	if err != nil {
-		return nil, fmt.Errorf("gcloud is not on the PATH: %w", err)
-	}
-	launcher, err = filepath.EvalSymlinks(launcher)
-	if err != nil {
-		return nil, fmt.Errorf("gcloud: %w", err)
-	}
-	sdk := filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
-	python := filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
-	if _, err := os.Stat(python); err != nil {
-		python = "python3" // what the launcher falls back to
+		return nil, err
 	}
 	args := make([][]string, len(commands))
 	for i, words := range commands {
@@ -118,6 +109,66 @@ func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]
 		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
 	}
 	return outputs, nil
+}
+
+// gcloudPython finds the installed Google Cloud SDK's folder and the Python its launcher runs.
+func gcloudPython() (sdk, python string, err error) {
+	launcher, err := exec.LookPath("gcloud")
+	if err != nil {
+		return "", "", fmt.Errorf("gcloud is not on the PATH: %w", err)
+	}
+	launcher, err = filepath.EvalSymlinks(launcher)
+	if err != nil {
+		return "", "", fmt.Errorf("gcloud: %w", err)
+	}
+	sdk = filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
+	python = filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
+	if _, err := os.Stat(python); err != nil {
+		python = "python3" // what the launcher falls back to
+	}
+	return sdk, python, nil
+}
+
+// gcloudDictScript decodes each value of a JSON list on stdin with the SDK's ArgDict, the type of
+// gcloud's dictionary flags (--set-env-vars among them), and prints the dictionaries as a JSON list.
+// It sets up the import path as gcloud_batch.py does.
+const gcloudDictScript = `import json, os, sys
+root = os.environ["GCLOUD_LIB"]
+sys.path.insert(0, root)
+sys.path.insert(0, os.path.join(root, "third_party"))
+import gcloud
+gcloud._fix_google_module()
+sys.path = gcloud.reorder_sys_path(sys.path)
+from googlecloudsdk.calliope import arg_parsers
+print(json.dumps([arg_parsers.ArgDict()(v) for v in json.load(sys.stdin)]))
+`
+
+// GcloudDicts decodes values of dictionary flags (such as --set-env-vars=VALUE) as the installed
+// gcloud's parser does: comma-separated KEY=VALUE pairs, or another delimiter given as ^DELIM^
+// (`gcloud topic escaping`).
+func GcloudDicts(ctx context.Context, values []string) ([]map[string]string, error) {
+	sdk, python, err := gcloudPython()
+	if err != nil {
+		return nil, err
+	}
+	input, err := json.Marshal(values)
+	if err != nil {
+		return nil, fmt.Errorf("gcloud dict input: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", gcloudDictScript)
+	cmd.Env = append(os.Environ(), "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("gcloud ArgDict: %w\n%s", err, firstLines(stderr.String(), 10))
+	}
+	var dicts []map[string]string
+	if err := json.Unmarshal(out, &dicts); err != nil {
+		return nil, fmt.Errorf("gcloud ArgDict output %q: %w", out, err)
+	}
+	return dicts, nil
 }
 
 func firstLines(s string, n int) string {

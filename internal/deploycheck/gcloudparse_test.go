@@ -26,6 +26,7 @@ var scriptOptions = [][]string{
 		"--env", "MAX_DELTA=100", "--env", "ROLLUP_INTERVAL=2s"},
 	{"--allow-unauthenticated-increments", "--env", "REQUIRE_ID_TOKEN=true",
 		"--env", "ALLOWED_ORIGINS=https://app.example.com https://www.example.com http://localhost:5173"},
+	{"--allow-unauthenticated-increments", "--env", "COUNTER_ID_PATTERN=post-[0-9]{1,12}", "--env", "MAX_DELTA=1"},
 	{"--max-delivery-attempts", "20"},
 	{"--dead-letter-only"},
 	{"--opt-in", "fold-extension-shards"},
@@ -99,5 +100,40 @@ func requireGcloud(t *testing.T) {
 	}
 	if _, err := exec.LookPath("gcloud"); err != nil {
 		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
+	}
+}
+
+// TestEnvValuesReachGcloudWhole: every --env value, commas and gcloud's other delimiters in it
+// included (the documented COUNTER_ID_PATTERN post-[0-9]{1,12} has a comma), reaches every deployed
+// function whole, as the installed gcloud's own parser reads --set-env-vars.
+func TestEnvValuesReachGcloudWhole(t *testing.T) {
+	requireGcloud(t)
+	for _, pattern := range []string{"post-[0-9]{1,12}", "[a-z@|~,;#%]{1,3}"} {
+		commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "COUNTER_ID_PATTERN="+pattern,
+			"--env", "ALLOWED_ORIGINS=https://a.example.com http://localhost:5173")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var values []string
+		for _, words := range commands {
+			if strings.HasPrefix(strings.Join(words, " "), "gcloud functions deploy ") {
+				values = append(values, flags(words)["--set-env-vars"]...)
+			}
+		}
+		if len(values) == 0 {
+			t.Fatal("no gcloud functions deploy --set-env-vars in the dry run")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dicts, err := deploycheck.GcloudDicts(ctx, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, env := range dicts {
+			if env["COUNTER_ID_PATTERN"] != pattern || env["ALLOWED_ORIGINS"] != "https://a.example.com http://localhost:5173" ||
+				env["GOOGLE_CLOUD_PROJECT"] != "p" {
+				t.Errorf("--set-env-vars=%s: gcloud reads %v", values[i], env)
+			}
+		}
 	}
 }

@@ -3,8 +3,10 @@ package deploycheck_test
 import (
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,10 +15,12 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
 )
 
 // terraformBlocks are the top-level blocks of every .tf file of terraform/.
@@ -67,7 +71,7 @@ func nested(t *testing.T, body *hclsyntax.Body, typ string) *hclsyntax.Body {
 var terraformFunctions = map[string]function.Function{
 	"contains": stdlib.ContainsFunc, "lookup": stdlib.LookupFunc, "length": stdlib.LengthFunc,
 	"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc, "merge": stdlib.MergeFunc,
-	"regexall": stdlib.RegexAllFunc,
+	"regexall": stdlib.RegexAllFunc, "concat": stdlib.ConcatFunc, "compact": stdlib.CompactFunc, "join": stdlib.JoinFunc,
 }
 
 // evalBool evaluates expr with the variables vars (as var.NAME) and the other roots in more.
@@ -89,38 +93,6 @@ func strings2cty(ss ...string) cty.Value {
 		vals[i] = cty.StringVal(s)
 	}
 	return cty.ListVal(vals)
-}
-
-// TestTerraformWarnsOfUnguardedPublicIncrements: the module's check holds (no warning) unless
-// increments are public with neither verified callers nor COUNTER_ID_PATTERN.
-func TestTerraformWarnsOfUnguardedPublicIncrements(t *testing.T) {
-	condition := nested(t, terraformBody(t, "check", "public_increments_guarded"), "assert").Attributes["condition"].Expr
-	env := func(kv ...string) cty.Value {
-		m := map[string]cty.Value{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = cty.StringVal(kv[i+1])
-		}
-		if len(m) == 0 {
-			return cty.MapValEmpty(cty.String)
-		}
-		return cty.MapVal(m)
-	}
-	for _, c := range []struct {
-		public bool
-		env    cty.Value
-		holds  bool
-	}{
-		{false, env(), true},
-		{true, env(), false},
-		{true, env("REQUIRE_ID_TOKEN", "false", "MAX_DELTA", "1"), false},
-		{true, env("REQUIRE_ID_TOKEN", "true"), true},
-		{true, env("REQUIRE_APP_CHECK", "1"), true},
-		{true, env("COUNTER_ID_PATTERN", "post-[0-9]+"), true},
-	} {
-		if got := evalBool(t, condition, map[string]cty.Value{"public_increments": cty.BoolVal(c.public), "environment": c.env}); got != c.holds {
-			t.Errorf("public %t, environment %#v: the check holds %t, want %t", c.public, c.env.GoString(), got, c.holds)
-		}
-	}
 }
 
 // TestTerraformRefusesPublicInvokers: both invoker variables refuse allUsers and
@@ -150,9 +122,28 @@ func terraformLocal(t *testing.T, name string) hcl.Expression {
 	return nil
 }
 
-// TestTerraformInvokersFollowTheirLists: http_invokers reach Increment and Count, admin_invokers
-// ConfigureCounter only, allUsers Increment only when it is public, the trigger identity the event
-// functions.
+// evalLocals evaluates the named locals of terraform/ in order, each seeing locals and those before
+// it, and leaves ctx's "local" holding them all.
+func evalLocals(t *testing.T, ctx *hcl.EvalContext, locals map[string]cty.Value, names ...string) map[string]cty.Value {
+	t.Helper()
+	for _, name := range names {
+		ctx.Variables["local"] = cty.ObjectVal(locals)
+		v, diags := terraformLocal(t, name).Value(ctx)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		locals[name] = v
+	}
+	ctx.Variables["local"] = cty.ObjectVal(locals)
+	return locals
+}
+
+// TestTerraformInvokersFollowTheirLists: each function's invokers are exactly its list:
+// http_invokers for Increment, Count and Top, admin_invokers for ConfigureCounter only, allUsers
+// for Increment only when it is public, the trigger identity for the event functions; and the
+// lists are authoritative: roles/run.invoker is granted only by bindings that hold the whole list
+// (an _iam_binding, or an _iam_policy), so that apply removes a member no list names, such as an
+// allUsers left by an earlier run or the console.
 func TestTerraformInvokersFollowTheirLists(t *testing.T) {
 	fn := func(admin, public bool) cty.Value {
 		return cty.ObjectVal(map[string]cty.Value{"admin": cty.BoolVal(admin), "public": cty.BoolVal(public)})
@@ -175,15 +166,44 @@ func TestTerraformInvokersFollowTheirLists(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	var got []string
-	for key := range v.AsValueMap() {
-		got = append(got, key)
+	got := map[string]string{}
+	for entry, members := range v.AsValueMap() {
+		var list []string
+		for _, m := range members.AsValueSlice() {
+			list = append(list, m.AsString())
+		}
+		slices.Sort(list)
+		got[entry] = strings.Join(list, " ")
 	}
-	slices.Sort(got)
-	want := []string{"ConfigureCounter user:ops@x.com", "Count user:app@x.com", "Increment allUsers", "Increment user:app@x.com",
-		"RollupScheduled trigger"}
-	if !slices.Equal(got, want) {
-		t.Errorf("invoker bindings %v, want %v", got, want)
+	want := map[string]string{"ConfigureCounter": "user:ops@x.com", "Count": "user:app@x.com", "Increment": "allUsers user:app@x.com",
+		"RollupScheduled": "serviceAccount:trigger@p.iam.gserviceaccount.com"}
+	if !maps.Equal(got, want) {
+		t.Errorf("invokers %v, want %v", got, want)
+	}
+
+	authoritative := 0
+	for _, b := range terraformBlocks(t) {
+		role := b.Body.Attributes["role"]
+		if b.Type != "resource" || role == nil {
+			continue
+		}
+		if r, diags := role.Expr.Value(nil); diags.HasErrors() || r.AsString() != "roles/run.invoker" {
+			continue
+		}
+		switch typ := b.Labels[0]; {
+		case strings.HasSuffix(typ, "_iam_binding"):
+			authoritative++
+			if traversal, ok := b.Body.Attributes["for_each"].Expr.(*hclsyntax.ScopeTraversalExpr); !ok ||
+				len(traversal.Traversal) != 2 || traversal.Traversal.RootName() != "local" ||
+				traversal.Traversal[1].(hcl.TraverseAttr).Name != "invokers" {
+				t.Errorf("%s.%s: for_each must be local.invokers, every function's whole list", typ, b.Labels[1])
+			}
+		default:
+			t.Errorf("%s.%s grants roles/run.invoker member by member: apply keeps every member no list names (an allUsers left by an earlier run or the console)", typ, b.Labels[1])
+		}
+	}
+	if authoritative == 0 {
+		t.Error("terraform/: no _iam_binding grants roles/run.invoker")
 	}
 }
 
@@ -298,5 +318,125 @@ func TestTerraformLeavesRulesUnlessAskedToReplaceThem(t *testing.T) {
 	said := eval(terraformBody(t, "output", "security_rules").Attributes["value"].Expr, cty.NullVal(cty.String)).AsString()
 	if !strings.Contains(said, "Left the database's security rules as they are") || !strings.Contains(said, "make rules APP_RULES=") {
 		t.Errorf("output security_rules without replace_rules_with: %q; want it to say the rules were left and what to add", said)
+	}
+}
+
+// TestDeadLetterCommandQuotesItsValues: the local-exec provisioner of pubsub.tf, run as Terraform
+// runs it (/bin/sh -c COMMAND, with its environment), hands deploy.sh the module's values as whole
+// arguments, whatever they hold: no value becomes shell code.
+func TestDeadLetterCommandQuotesItsValues(t *testing.T) {
+	var provisioner *hclsyntax.Body
+	for _, b := range terraformBody(t, "resource", "terraform_data", "dead_letter_policy").Blocks {
+		if b.Type == "provisioner" && b.Labels[0] == "local-exec" {
+			provisioner = b.Body
+		}
+	}
+	if provisioner == nil {
+		t.Fatal("terraform_data.dead_letter_policy: no local-exec provisioner")
+	}
+	dir := t.TempDir()
+	module := filepath.Join(dir, "my module's copy") // a path with a space and a quote
+	for _, sub := range []string{"terraform", "scripts"} {
+		if err := os.MkdirAll(filepath.Join(module, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record := filepath.Join(dir, "args")
+	recorder := "#!/usr/bin/env bash\nprintf '%s\\0' \"$@\" >" + strconv.Quote(record) + "\n"
+	if err := os.WriteFile(filepath.Join(module, "scripts", "deploy.sh"), []byte(recorder), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	project, region := `p'; touch injected; echo '`, `r $(touch injected) "x"`
+	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal(project), "region": cty.StringVal(region),
+			"max_delivery_attempts": cty.NumberIntVal(10)}),
+		"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(filepath.Join(module, "terraform"))}),
+	}}
+	command, diags := provisioner.Attributes["command"].Expr.Value(ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	cmd := exec.Command("/bin/sh", "-c", command.AsString())
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	if a := provisioner.Attributes["environment"]; a != nil {
+		env, diags := a.Expr.Value(ctx)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		for name, v := range env.AsValueMap() {
+			s, err := convert.Convert(v, cty.String)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Env = append(cmd.Env, name+"="+s.AsString())
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", command.AsString(), err, out)
+	}
+	got, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--dead-letter-only", "--project", project, "--region", region, "--max-delivery-attempts", "10"}
+	if args := strings.Split(strings.TrimSuffix(string(got), "\x00"), "\x00"); !slices.Equal(args, want) {
+		t.Errorf("deploy.sh got %q, want %q", args, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "injected")); err == nil {
+		t.Error("a value ran as shell code: it created the file \"injected\"")
+	}
+}
+
+// TestTerraformHasAVariableForEachCollection: every collection setting of functions/config (the
+// _COLLECTION settings) is a variable of the module, named after it in lower case and with its
+// default, that the functions' environment takes; var.environment may not set it.
+func TestTerraformHasAVariableForEachCollection(t *testing.T) {
+	vars := map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("d"), "environment": cty.MapValEmpty(cty.String)}
+	var collections []config.Setting
+	for _, s := range config.Settings() {
+		if !strings.HasSuffix(s.Name, "_COLLECTION") {
+			continue
+		}
+		collections = append(collections, s)
+		name := strings.ToLower(s.Name)
+		vars[name] = cty.StringVal("given_" + name)
+		var def *hclsyntax.Attribute
+		for _, b := range terraformBlocks(t) {
+			if b.Type == "variable" && b.Labels[0] == name {
+				def = b.Body.Attributes["default"]
+			}
+		}
+		if def == nil {
+			t.Errorf("%s: the module has no variable %s with a default", s.Name, name)
+			continue
+		}
+		if v, diags := def.Expr.Value(nil); diags.HasErrors() || v.AsString() != s.Default {
+			t.Errorf("variable %s: default %#v, want %q, the setting's", name, v.GoString(), s.Default)
+		}
+	}
+	if len(collections) == 0 {
+		t.Fatal("functions/config declares no _COLLECTION setting")
+	}
+	funcs := maps.Clone(terraformFunctions)
+	funcs["keys"], funcs["setsubtract"] = stdlib.KeysFunc, stdlib.SetSubtractFunc
+	ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(vars), "local": cty.ObjectVal(map[string]cty.Value{"deployment": generatedDeployment(t)}),
+	}}
+	environment, diags := terraformLocal(t, "environment").Value(ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	optional, diags := terraformLocal(t, "optional_environment").Value(ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, s := range collections {
+		if !environment.Type().HasAttribute(s.Name) || environment.GetAttr(s.Name).AsString() != "given_"+strings.ToLower(s.Name) {
+			t.Errorf("the functions' environment does not take %s from var.%s", s.Name, strings.ToLower(s.Name))
+		}
+		if optional.HasElement(cty.StringVal(s.Name)).True() {
+			t.Errorf("var.environment may set %s, which var.%s sets", s.Name, strings.ToLower(s.Name))
+		}
 	}
 }
