@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { closeBrowser, launchChromium } from './chromium.mjs';
-import { stack, uniqueID } from './stack.mjs';
+import { callFunction, eventually, exactCount, stack, uniqueID } from './stack.mjs';
 
 /** The module and the Firebase app and Firestore functions the page needs, as one script. */
 async function pageBundle() {
@@ -106,15 +106,6 @@ async function startProxy(bundle) {
   };
 }
 
-/** The exact value of counter (the Count function, no proxy): 0 before its first increment. */
-async function exactCount(counter) {
-  const resp = await fetch(`${stack.functionsURL}/Count?counter=${counter}`);
-  if (resp.status === 404) return 0;
-  const answer = await resp.json();
-  assert.equal(resp.status, 200, `Count ${counter}: ${JSON.stringify(answer)}`);
-  return answer.count;
-}
-
 /** In the page, increments counter through scenario's URL; resolves to the answer or the error. */
 function increment(page, scenario, counter, { clientOptions = {}, incrementOptions = {} } = {}) {
   return page.evaluate(async ({ scenario, counter, clientOptions, incrementOptions }) => {
@@ -171,9 +162,9 @@ for (const lose of ['none', 'cut', '504']) {
     assert.ok(got.answer, `the increment failed: ${JSON.stringify(got.error)}`);
     assert.equal(s.requests[0].functionAnswer.status, 200, 'the first request was applied');
     assert.deepEqual([got.answer.attempts, s.requests.length], [2, 2]);
+    assert.equal(await exactCount(counter), 1, 'counted once');
     assert.equal(s.requests[1].key, s.requests[0].key, 'the resend carries the first key');
     assert.equal(got.answer.replayed, true, 'the function answered the resend with the first answer');
-    assert.equal(await exactCount(counter), 1);
   });
 }
 
@@ -259,4 +250,31 @@ test('liveCount never shows more than the increments sent, while answers are slo
   const over = run.samples.filter((s) => s.value > s.sent);
   assert.deepEqual(over, [], `shown above the increments sent (${run.samples.length} samples)`);
   assert.ok(run.samples.some((s) => s.pending > 0 && s.rollup > 0), `own increments were shown pending next to a roll-up: ${JSON.stringify(run.samples)}`);
+});
+
+test('a window\'s count and a top list are read from their documents', async () => {
+  const [a, b] = [uniqueID('read-a'), uniqueID('read-b')];
+  const group = uniqueID('readers');
+  for (const id of [a, b]) await callFunction('ConfigureCounter', { counter: id, windows: ['day'], group });
+  await callFunction('Increment', { counter: a, delta: 3 });
+  await callFunction('Increment', { counter: b, delta: 2 });
+  const [host, port] = stack.firestoreHost.split(':');
+  const read = () => page.evaluate(async ({ a, group, project, host, port }) => {
+    const C = window.Counters;
+    window.readDB ??= (() => {
+      const db = C.getFirestore(C.initializeApp({ projectId: project, apiKey: 'local-emulator' }, 'reads'));
+      C.connectFirestoreEmulator(db, host, Number(port));
+      return db;
+    })();
+    const client = new C.CountersClient({ incrementURL: '/unused' });
+    const day = await client.windowCount(window.readDB, a, 'day');
+    const all = await client.top(window.readDB, group, { limit: 1 });
+    const today = await client.top(window.readDB, group, { window: 'day' });
+    return { day: { ...day, updatedAt: undefined }, all: all.top, today: today.top, todayBucket: today.bucket, label: C.currentBucket('day') };
+  }, { a, group, project: stack.project, host, port });
+  const got = await eventually('the roll-ups and top lists hold both counters', read,
+    (r) => r.day.count === 3 && r.today.length === 2 && r.all[0]?.count === 3);
+  assert.deepEqual(got.day, { counter: a, window: 'day', bucket: got.label, count: 3, updatedAt: undefined });
+  assert.deepEqual(got.all, [{ counter: a, count: 3 }], 'limit 1: the highest only');
+  assert.deepEqual([got.today, got.todayBucket], [[{ counter: a, count: 3 }, { counter: b, count: 2 }], got.label]);
 });
