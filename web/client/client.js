@@ -73,6 +73,7 @@ export class CountersClient {
    * @returns {Promise<import('./index').IncrementAnswer>}
    */
   async increment(counter, { delta, member, key = crypto.randomUUID(), signal } = {}) {
+    signal?.throwIfAborted(); // nothing sent
     const body = { counter };
     if (delta !== undefined) body.delta = delta;
     if (member !== undefined) body.member = member;
