@@ -138,7 +138,7 @@ after(async () => {
   await proxy.close();
 });
 
-test('a 503 storm: the client waits Retry-After each time, then counts once', async () => {
+test('a 503 storm: the client waits Retry-After each time, then counts once', async (t) => {
   const counter = uniqueID('storm');
   const busy = { status: 503, headers: { 'Content-Type': 'application/json', 'Retry-After': '1' },
     body: JSON.stringify({ error: 'the database is busy; send it again', outcome: 'not_applied' }) };
@@ -147,6 +147,7 @@ test('a 503 storm: the client waits Retry-After each time, then counts once', as
   assert.ok(got.answer, `the increment failed: ${JSON.stringify(got.error)}`);
   assert.equal(got.answer.attempts, 4, JSON.stringify(got.answer));
   assert.equal(s.requests.length, 4);
+  t.diagnostic(`waits after each 503: ${[1, 2, 3].map((i) => s.requests[i].arrivedAt - s.requests[i - 1].answeredAt).join(', ')} ms; the forwarded request took ${s.requests[3].answeredAt - s.requests[3].arrivedAt} ms`);
   for (let i = 1; i < 4; i++) {
     const waited = s.requests[i].arrivedAt - s.requests[i - 1].answeredAt;
     assert.ok(waited >= 1000, `request ${i} came ${waited} ms after a 503 with Retry-After: 1`);
