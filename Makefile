@@ -26,7 +26,7 @@ $(WEB_DEPS): web/package.json web/package-lock.json
 	npm ci --prefix web --ignore-scripts --no-audit --no-fund
 	@touch $@
 
-$(WEB_APP): $(WEB_DEPS) web/build.mjs $(wildcard web/src/*.js)
+$(WEB_APP): $(WEB_DEPS) web/build.mjs $(wildcard web/src/*.js web/client/*.js)
 	npm run --prefix web build
 
 ## publish: publish increments to the local stack's topic (the Pub/Sub emulator of `make run`), e.g.

@@ -163,6 +163,21 @@ func TestPagesOfListedOriginsIncrementInChromium(t *testing.T) {
 	runNodeTestsWith(t, []string{"LOCALSTACK_CORS_FUNCTIONS_URL=" + functionsURL}, "test/cors.test.mjs")
 }
 
+// TestWebClientAnswers: the web client's handling of answers the stack does not give (429, a 5xx
+// saying not_applied, a refusal without JSON) and of cancelled increments, through an injected fetch.
+func TestWebClientAnswers(t *testing.T) { runNodeTests(t, "test/client-answers.test.mjs") }
+
+// TestWebClientInChromium: the web client module (web/client) in headless Chromium, through a fault
+// proxy in front of the stack's Increment: a 503 storm is waited out per Retry-After and counts once;
+// an answer lost (none, cut short, a 504) is resent under the same key and counts once; an outcome
+// still unknown after the bound and a 4xx are errors of their own classes; tokens are attached; and
+// liveCount, sampled at every change while answers are slow or lost and roll-ups arrive, never shows
+// more than the increments sent.
+func TestWebClientInChromium(t *testing.T) {
+	requireChromium(t)
+	runNodeTests(t, "test/client.test.mjs")
+}
+
 // requireChromium fails t when there is no Chromium to drive.
 func requireChromium(t *testing.T) {
 	t.Helper()

@@ -1,16 +1,14 @@
-// The live example app: a few like buttons. Each calls the Increment function and shows its counter
-// from a snapshot listener on rollups/{id} (Firebase JS SDK, against the local stack's Firestore
-// emulator), all time and today (the roll-up's windows.day), with the roll-up's freshness and this
-// user's pending likes (see live-counter.js); a listener on tops/{group}_all shows the top list.
+// The live example app: a few like buttons, on the web client module (web/client). Each likes through
+// its increment and shows its counter with liveCount (a snapshot listener on rollups/{id}, Firebase JS
+// SDK, against the local stack's Firestore emulator, plus this user's pending likes), all time and
+// today (the roll-up's windows.day), with the roll-up's freshness; a listener on tops/{group}_all
+// shows the top list.
 import { initializeApp } from 'firebase/app';
 import { connectFirestoreEmulator, doc, getFirestore, onSnapshot } from 'firebase/firestore';
-import { LiveCounter, timestampMicros } from './live-counter.js';
+import { CountersClient, windowCountOf } from '../client/index.js';
 
 const DEFAULT_COUNTERS = ['cats', 'dogs', 'owls'];
 const DEFAULT_GROUP = 'pets';
-
-/** Today's UTC day bucket label, as the functions write it: 2026-11-23. */
-const todayLabel = () => new Date().toISOString().slice(0, 10);
 
 async function main() {
   const cfg = await (await fetch('/config.json')).json();
@@ -30,8 +28,9 @@ async function main() {
     body: JSON.stringify({ counter: id, windows: ['day'], group }),
   })));
   topList(db, group);
+  const counters = new CountersClient({ incrementURL: `${cfg.apiPath}Increment` });
   const list = document.getElementById('counters');
-  const cards = ids.map((id) => card(db, cfg, id));
+  const cards = ids.map((id) => card(db, counters, id));
   cards.forEach((c) => list.append(c.element));
   setInterval(() => cards.forEach((c) => c.render()), 100);
 }
@@ -53,8 +52,7 @@ function topList(db, group) {
 }
 
 /** One counter's card: name, like button, value today and all time, freshness, pending likes. */
-function card(db, cfg, id) {
-  const live = new LiveCounter();
+function card(db, counters, id) {
   const element = document.createElement('li');
   element.className = 'card';
   element.dataset.counter = id;
@@ -69,59 +67,37 @@ function card(db, cfg, id) {
     <span class="error" role="alert"></span>`;
   element.querySelector('.name').textContent = id;
   const $ = (sel) => element.querySelector(sel);
-  let rollupError = '';
-  let rollupToday = { bucket: '', count: 0 }; // the roll-up's windows.day
+  /** @type {import('../client/index').LiveCountChange | null} */
+  let live = null;
 
   const render = () => {
-    live.expire();
-    $('.value').textContent = String(live.value);
+    if (!live) return;
+    const { value, pending, rollup, error } = live;
+    $('.value').textContent = String(value);
     // Pending likes are today's too; a roll-up of another day has nothing of today yet.
-    const today = (rollupToday.bucket === todayLabel() ? rollupToday.count : 0) + live.pendingDelta;
+    const today = windowCountOf(rollup?.windows, 'day') + pending;
     $('.today').textContent = String(today);
     element.dataset.today = String(today);
-    const age = live.ageSeconds();
-    $('.freshness').textContent = rollupError || (age === null ? 'no roll-up yet' : `updated ${age.toFixed(1)} s ago`);
-    $('.pending').textContent = live.pendingDelta ? `(${live.pendingDelta > 0 ? '+' : ''}${live.pendingDelta} yours, not in the roll-up yet)` : '';
-    element.dataset.value = String(live.value);
-    element.dataset.rollup = String(live.rollup?.count ?? '');
-    element.dataset.pending = String(live.pendingDelta);
+    const age = rollup && Math.max(0, Date.now() - rollup.updatedAt.getTime()) / 1000;
+    $('.freshness').textContent = error ? `listener failed: ${error.code}` : (rollup ? `updated ${age.toFixed(1)} s ago` : 'no roll-up yet');
+    $('.pending').textContent = pending ? `(${pending > 0 ? '+' : ''}${pending} yours, not in the roll-up yet)` : '';
+    element.dataset.value = String(value);
+    element.dataset.rollup = String(rollup?.count ?? '');
+    element.dataset.pending = String(pending);
   };
 
-  onSnapshot(
-    doc(db, 'rollups', id),
-    (snap) => {
-      if (snap.exists()) {
-        const data = snap.data();
-        live.applyRollup(Number(data.count), timestampMicros(data.updated_at));
-        const day = data.windows?.day;
-        rollupToday = { bucket: day?.bucket ?? '', count: Number(day?.count ?? 0) };
-      }
-      render();
-    },
-    (err) => {
-      rollupError = `listener failed: ${err.code}`;
-      render();
-    },
-  );
+  counters.liveCount(db, id, (change) => {
+    live = change;
+    render();
+  });
 
   $('.like').addEventListener('click', async () => {
-    const entry = live.begin(1);
-    render();
     try {
-      const resp = await fetch(`${cfg.apiPath}Increment`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ counter: id, delta: 1 }),
-      });
-      const body = await resp.json();
-      if (!resp.ok) throw new Error(body.error || `HTTP ${resp.status}`);
-      live.acknowledge(entry, body.received_at, body.counted ?? true);
+      await counters.increment(id);
       $('.error').textContent = '';
     } catch (err) {
-      live.fail(entry);
-      $('.error').textContent = `like failed: ${err.message}`;
+      $('.error').textContent = `like failed: ${err.apiMessage || err.message}`;
     }
-    render();
   });
   return { element, render };
 }

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { closeBrowser, launchChromium } from './chromium.mjs';
-import { idToken, stack, uniqueID } from './stack.mjs';
+import { exactCount as exactCountAt, idToken, stack, uniqueID } from './stack.mjs';
 
 const functionsURL = process.env.LOCALSTACK_CORS_FUNCTIONS_URL;
 if (!functionsURL) {
@@ -19,13 +19,7 @@ const unlistedPage = new URL(listedPage);
 unlistedPage.hostname = 'localhost';
 
 /** The exact value of counter, read from Node (no Origin): 0 before its first increment. */
-async function exactCount(counter) {
-  const resp = await fetch(`${functionsURL}/Count?counter=${counter}`);
-  const answer = await resp.json();
-  if (resp.status === 404) return 0;
-  assert.equal(resp.status, 200, `Count ${counter}: ${JSON.stringify(answer)}`);
-  return answer.count;
-}
+const exactCount = (counter) => exactCountAt(counter, functionsURL);
 
 /** In page, POSTs {counter, delta: 1} to Increment with token and key; what the page could read. */
 function increment(page, { counter, token, key }) {

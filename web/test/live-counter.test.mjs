@@ -1,8 +1,8 @@
-// Unit tests of the latency compensation: own increments show until a roll-up computed after the
-// function received them arrives, and never twice.
+// Unit tests of the latency compensation (web/client/live-counter.js): own increments show until a
+// roll-up that may hold them arrives, and never twice.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LiveCounter, rfc3339Micros } from '../src/live-counter.js';
+import { LiveCounter, rfc3339Micros } from '../client/live-counter.js';
 
 const at = (iso) => rfc3339Micros(iso);
 
@@ -18,9 +18,33 @@ test('a pending like shows until a later roll-up covers it, then counts once', (
   const like = c.begin(1);
   assert.equal(c.value, 11, 'shown at once, in flight');
   c.applyRollup(11, at('2026-01-01T00:00:00.500Z')); // includes our write, but we have no ack yet
-  assert.equal(c.value, 12, 'in flight: still pending (the ack decides)');
+  assert.equal(c.value, 11, 'in flight, a roll-up that arrived since may hold it: not shown twice');
   c.acknowledge(like, '2026-01-01T00:00:00.400Z');
   assert.equal(c.value, 11, 'the roll-up computed after the function received it counts it: not twice');
+});
+
+test('a like hidden by a roll-up in flight shows again when its answer says that roll-up predates it', () => {
+  const c = new LiveCounter();
+  c.applyRollup(10, at('2026-01-01T00:00:00Z'));
+  const like = c.begin(1);
+  c.applyRollup(12, at('2026-01-01T00:00:00.300Z')); // someone else's likes
+  assert.equal(c.value, 12);
+  c.acknowledge(like, '2026-01-01T00:00:00.400Z');
+  assert.equal(c.value, 13, 'received after that roll-up: pending again');
+});
+
+test('a keyed answer (no received_at) settles with the first roll-up after it, or at once after one in flight', () => {
+  const c = new LiveCounter();
+  c.applyRollup(10, at('2026-01-01T00:00:00Z'));
+  const a = c.begin(1);
+  c.acknowledge(a, undefined);
+  assert.equal(c.value, 11, 'no roll-up since it was sent: the roll-up shown cannot hold it');
+  c.applyRollup(11, at('2026-01-01T00:00:01Z'));
+  assert.deepEqual([c.value, c.pendingDelta], [11, 0], 'the next roll-up may hold it: only the roll-up counts');
+  const b = c.begin(1);
+  c.applyRollup(12, at('2026-01-01T00:00:02Z'));
+  c.acknowledge(b, undefined);
+  assert.deepEqual([c.value, c.pendingDelta], [12, 0], 'a roll-up arrived in flight: it, or the next, shows it');
 });
 
 test('a roll-up computed before the function received the like does not settle it', () => {

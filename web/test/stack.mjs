@@ -42,6 +42,15 @@ export async function callFunction(name, body, method = 'POST') {
   return answer;
 }
 
+/** The exact value of counter from the Count function at functionsURL (no Origin): 0 before its first increment. */
+export async function exactCount(counter, functionsURL = stack.functionsURL) {
+  const resp = await fetch(`${functionsURL}/Count?counter=${counter}`);
+  if (resp.status === 404) return 0;
+  const answer = await resp.json();
+  if (resp.status !== 200) throw new Error(`Count ${counter}: HTTP ${resp.status} ${JSON.stringify(answer)}`);
+  return answer.count;
+}
+
 /** A Firebase app whose Firestore talks to the stack's emulator, signed out; deleted after t. */
 export function firestoreClient(t) {
   return newClient(t).db;

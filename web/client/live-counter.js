@@ -1,15 +1,6 @@
-// LiveCounter is what a like button shows: the counter's roll-up (rollups/{id}, read with a snapshot
-// listener) plus this user's own increments that the roll-up does not include yet, so a click shows
-// at once and is never counted twice.
-//
-// When does the roll-up include an increment? Increment answers with received_at, when the function
-// received it, before its write; a roll-up's updated_at is when its sum was computed. An answered
-// increment stops showing as pending once a roll-up with updated_at later than its received_at is
-// seen: from then on only the roll-up counts it, so it is never shown twice. Such a roll-up includes
-// the increment unless it was computed while the write was still waiting (at most a group-commit
-// interval): then the like is briefly not shown, and comes back with the roll-up that its own write
-// triggers (the engine recomputes after every shard write). As a last resort, an answered increment
-// that no roll-up settled within maxPendingMs stops showing as pending.
+// LiveCounter is what liveCount shows: the counter's roll-up (rollups/{id}) plus this client's own
+// increments that the roll-up does not include yet, so an increment shows at once and never twice.
+// The rule and its limits are in docs/web-client.md ("Showing an increment at once").
 
 /** Microseconds since the epoch of an RFC 3339 time with up to nanosecond digits. */
 export function rfc3339Micros(text) {
@@ -24,36 +15,55 @@ export function timestampMicros(ts) {
   return ts.seconds * 1e6 + Math.floor(ts.nanoseconds / 1000);
 }
 
+/**
+ * @typedef {object} PendingIncrement
+ * @property {number} delta
+ * @property {number} sentAfter roll-ups seen when it was sent
+ * @property {boolean} answered
+ * @property {number | null} receivedAtMicros the answer's received_at (absent from keyed answers)
+ * @property {number | null} answeredAtMs
+ */
+
 export class LiveCounter {
   /** @param {{maxPendingMs?: number}} [options] */
   constructor({ maxPendingMs = 10_000 } = {}) {
     this.maxPendingMs = maxPendingMs;
     /** @type {{count: number, updatedAtMicros: number} | null} */
     this.rollup = null;
-    /** @type {{delta: number, receivedAtMicros: number | null, answeredAtMs: number | null}[]} */
+    /** How many roll-ups were applied: tells which arrived after an increment was sent. */
+    this.rollups = 0;
+    /** @type {PendingIncrement[]} */
     this.pending = [];
   }
 
-  /** A roll-up snapshot arrived: it replaces the last one and settles the increments it covers. */
+  /** A roll-up snapshot arrived: it replaces the last one and settles the increments it may cover. */
   applyRollup(count, updatedAtMicros) {
     this.rollup = { count, updatedAtMicros };
-    this.pending = this.pending.filter((p) => !this.#covered(p));
+    this.rollups++;
+    // An answer without received_at waited for this roll-up, the first after the answer.
+    this.pending = this.pending.filter((p) => !this.#covered(p) && !(p.answered && p.receivedAtMicros === null));
   }
 
-  /** The user clicked: the increment shows at once, as pending. Returns its entry. */
+  /** An increment is sent: it shows at once, as pending. Returns its entry. */
   begin(delta) {
-    const entry = { delta, receivedAtMicros: null, answeredAtMs: null };
+    const entry = { delta, sentAfter: this.rollups, answered: false, receivedAtMicros: null, answeredAtMs: null };
     this.pending.push(entry);
     return entry;
   }
 
-  /** Increment answered 200 with received_at (RFC 3339); counted false means nothing was added. */
+  /**
+   * Increment answered 200. receivedAt is the answer's received_at (RFC 3339), absent from keyed
+   * answers; counted false means nothing was added.
+   */
   acknowledge(entry, receivedAt, counted = true, nowMs = Date.now()) {
-    if (!counted) {
+    if (!counted || (receivedAt == null && this.#rollupSince(entry))) {
+      // Not counted; or a roll-up that arrived in flight may hold it and nothing tells: the roll-up
+      // (or the one its own write triggers) shows it.
       this.fail(entry);
       return;
     }
-    entry.receivedAtMicros = rfc3339Micros(receivedAt);
+    entry.answered = true;
+    entry.receivedAtMicros = receivedAt == null ? null : rfc3339Micros(receivedAt);
     entry.answeredAtMs = nowMs;
     if (this.#covered(entry)) this.fail(entry);
   }
@@ -68,9 +78,10 @@ export class LiveCounter {
     this.pending = this.pending.filter((p) => p.answeredAtMs === null || nowMs - p.answeredAtMs < this.maxPendingMs);
   }
 
-  /** The sum of this user's increments not yet in the roll-up. */
+  /** The sum of this client's increments shown as pending: not in the roll-up, as far as it can tell. */
   get pendingDelta() {
-    return this.pending.reduce((sum, p) => sum + p.delta, 0);
+    // One still in flight is hidden once a roll-up arrived after it was sent: that roll-up may hold it.
+    return this.pending.reduce((sum, p) => (p.answered || !this.#rollupSince(p) ? sum + p.delta : sum), 0);
   }
 
   /** The value to show: the roll-up plus what is pending. */
@@ -82,6 +93,10 @@ export class LiveCounter {
   ageSeconds(nowMs = Date.now()) {
     if (!this.rollup) return null;
     return Math.max(0, nowMs - this.rollup.updatedAtMicros / 1000) / 1000;
+  }
+
+  #rollupSince(entry) {
+    return this.rollups > entry.sentAfter;
   }
 
   #covered(entry) {
