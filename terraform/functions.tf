@@ -33,6 +33,7 @@ resource "google_cloudfunctions2_function" "function" {
   location    = var.region
   name        = each.value.name
   description = "Distributed counters: ${each.key}"
+  labels      = local.deployment.labels # counters_version: the release (docs/operations.md)
 
   build_config {
     runtime         = var.runtime
