@@ -103,17 +103,17 @@ func newStackClient(t *testing.T, s stack, w *watched, opts ...client.Option) *c
 	return c
 }
 
-// incrementConcurrently has clients goroutines make perClient increments of id each through c, and
-// returns how many were acknowledged and how many ended with an unknown outcome; any other error
-// fails t.
-func incrementConcurrently(t *testing.T, c *client.Client, id string, clients, perClient int) (acked, unknown int64) {
+// incrementConcurrently has clients goroutines make perClient increments each through c, client i of
+// counter ids[i%len(ids)], and returns how many were acknowledged and how many ended with an unknown
+// outcome; any other error fails t.
+func incrementConcurrently(t *testing.T, c *client.Client, ids []string, clients, perClient int) (acked, unknown int64) {
 	t.Helper()
 	var a, u atomic.Int64
 	var wg sync.WaitGroup
-	for range clients {
+	for i := range clients {
 		wg.Go(func() {
 			for range perClient {
-				_, err := c.Increment(context.Background(), client.Increment{Counter: id})
+				_, err := c.Increment(context.Background(), client.Increment{Counter: ids[i%len(ids)]})
 				switch {
 				case err == nil:
 					a.Add(1)
@@ -129,12 +129,14 @@ func incrementConcurrently(t *testing.T, c *client.Client, id string, clients, p
 	return a.Load(), u.Load()
 }
 
-// checkCountedOnce holds counter id of s to exactly the increments acknowledged (from those made
-// since it was at before), or, when some ended unknown, between acknowledged and those plus the
-// unknown ones.
-func checkCountedOnce(t *testing.T, s stack, id string, before, acked, unknown int64) {
+// checkCountedOnce holds the sum of counters ids of s to exactly the increments acknowledged, or,
+// when some ended unknown, between acknowledged and those plus the unknown ones.
+func checkCountedOnce(t *testing.T, s stack, ids []string, acked, unknown int64) {
 	t.Helper()
-	got := s.sum(t, id) - before
+	var got int64
+	for _, id := range ids {
+		got += s.sum(t, id)
+	}
 	switch {
 	case unknown == 0 && got != acked:
 		t.Errorf("counter = %d, acknowledged %d: every acknowledged increment must count exactly once, resends included", got, acked)
@@ -147,8 +149,9 @@ func checkCountedOnce(t *testing.T, s stack, id string, before, acked, unknown i
 // functions and Firestore. First every request that touches the dedupe records (every keyed
 // increment's commit, its fences and read-backs) loses its answer after it applied, until the
 // functions give up and answer 504 (outcome unknown); then, from the first 504 on, 10% of those
-// requests are reset and 30% lose their answer. The client resends each increment with its key.
-// Each increment acknowledged counts exactly once.
+// requests are reset and 30% lose their answer. Each client counts on a counter of its own, so the
+// outage holds a commit of each. The client resends each increment with its key. Each increment
+// acknowledged counts exactly once.
 func TestIncrementResentWhenFirestoreAnswersAreLostCountsOnce(t *testing.T) {
 	const clients, perClient = 8, 10
 	s := startStack(t)
@@ -161,13 +164,16 @@ func TestIncrementResentWhenFirestoreAnswersAreLostCountsOnce(t *testing.T) {
 	}}
 	c := newStackClient(t, s, w, client.WithMaxAttempts(30))
 	ctx := context.Background()
-	id := testenv.UniqueID("client-faults")
+	ids := make([]string, clients)
 	ten := 10
-	if _, err := c.ConfigureCounter(ctx, client.Settings{Counter: id, NumShards: &ten}); err != nil {
-		t.Fatal(err)
+	for i := range ids {
+		ids[i] = testenv.UniqueID("client-faults")
+		if _, err := c.ConfigureCounter(ctx, client.Settings{Counter: ids[i], NumShards: &ten}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.proxy.SetFaults(faultproxy.Faults{DropResponseRate: 1, Match: dedupe})
-	acked, unknown := incrementConcurrently(t, c, id, clients, perClient)
+	acked, unknown := incrementConcurrently(t, c, ids, clients, perClient)
 	s.proxy.SetFaults(faultproxy.Faults{})
 
 	seen := w.seen()
@@ -177,7 +183,7 @@ func TestIncrementResentWhenFirestoreAnswersAreLostCountsOnce(t *testing.T) {
 	if seen[http.StatusGatewayTimeout] == 0 {
 		t.Fatalf("no 504 reached the client (answers %v): the faults made no unknown outcome to resend", seen)
 	}
-	checkCountedOnce(t, s, id, 0, acked, unknown)
+	checkCountedOnce(t, s, ids, acked, unknown)
 }
 
 // TestIncrementResentWhenItsAnswerIsLostCountsOnce loses every third answer of the functions on its
@@ -189,7 +195,7 @@ func TestIncrementResentWhenItsAnswerIsLostCountsOnce(t *testing.T) {
 	w := &watched{lose: func(n int64) bool { return n%3 == 0 }}
 	c := newStackClient(t, s, w)
 	id := testenv.UniqueID("client-lost")
-	acked, unknown := incrementConcurrently(t, c, id, clients, perClient)
+	acked, unknown := incrementConcurrently(t, c, []string{id}, clients, perClient)
 	seen := w.seen()
 	t.Logf("%d increments acknowledged, %d unknown; answers %v (-1: lost)", acked, unknown, seen)
 	if seen[-1] == 0 {
@@ -198,7 +204,7 @@ func TestIncrementResentWhenItsAnswerIsLostCountsOnce(t *testing.T) {
 	if acked != clients*perClient {
 		t.Errorf("%d of %d increments acknowledged", acked, clients*perClient)
 	}
-	checkCountedOnce(t, s, id, 0, acked, unknown)
+	checkCountedOnce(t, s, []string{id}, acked, unknown)
 }
 
 // TestIncrementWaitsRetryAfterAndCountsOnce makes Firestore slow (a second per chunk each way):
