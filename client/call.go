@@ -57,6 +57,9 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 	}
 	unknown := false // an attempt may have been applied
 	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil && attempt == 1 {
+			return answer{}, err // nothing was sent
+		}
 		status, header, raw, err := cl.send(ctx, c, body)
 		var wait time.Duration
 		switch {

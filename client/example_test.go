@@ -69,7 +69,7 @@ func ExampleClient_Increment() {
 		// Not counted: the request is wrong (refused.Field says which field) and needs a fix.
 		log.Printf("refused: %s", refused.Message)
 	default:
-		log.Print(err) // no URL for Increment, or the context ended while waiting after a 503: not counted
+		log.Print(err) // no URL for Increment, or the context ended before the first attempt or after 503s: not counted
 	}
 }
 

@@ -234,6 +234,16 @@ func TestContextEndsTheWait(t *testing.T) {
 	}
 }
 
+func TestEndedContextSendsNothing(t *testing.T) {
+	c, srv := newScripted(t, nil, scriptedAnswer{status: 200, body: okIncrement})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Increment(ctx, client.Increment{Counter: "likes"})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, client.ErrOutcomeUnknown) || len(srv.requests()) != 0 {
+		t.Errorf("error %v after %d requests, want context.Canceled, nothing sent, not an unknown outcome", err, len(srv.requests()))
+	}
+}
+
 func TestMissingEndpoint(t *testing.T) {
 	c, err := client.New(context.Background(), client.Endpoints{Count: "http://127.0.0.1:1/Count"}, client.WithHTTPClient(http.DefaultClient))
 	if err != nil {
