@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/version"
 )
 
 // EntryPoints lists every registered entry point, in Deployed's order.
@@ -121,6 +122,7 @@ func newInstance(environ []string) (*Service, error) {
 		return nil, err
 	}
 	stopOnSIGTERM(s)
+	logStarted(context.Background(), startupLog) // whatever LOG_LEVEL says
 	return s, nil
 }
 
@@ -146,14 +148,15 @@ func emulatorSwitches(environ []string) []string {
 	return names
 }
 
-// startupLog reports failures to build the Service, which has no logger of its own then.
+// startupLog reports the start (logStarted) and failures to build the Service, which has no logger of
+// its own then, at every LOG_LEVEL.
 var startupLog = cloudlog.New(os.Stderr, slog.LevelInfo)
 
 // startedInstance is this process's Service; a failure to build it is logged at CRITICAL each time.
 func startedInstance(ctx context.Context) (*Service, error) {
 	s, err := instance.get()
 	if err != nil {
-		startupLog.Log(ctx, cloudlog.LevelCritical, "function cannot start", "error", err.Error())
+		startupLog.Log(ctx, cloudlog.LevelCritical, "function cannot start", "error", err.Error(), "version", version.Version)
 	}
 	return s, err
 }

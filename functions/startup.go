@@ -1,10 +1,25 @@
 package functions
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/shardcount/counters/version"
 )
+
+// StartedMessage is the message of the line an instance logs once it can serve, with the release it
+// runs ("version"), and on Cloud Run its service and revision: docs/operations.md reads it to check
+// an upgrade or a rollback.
+const StartedMessage = "function started"
+
+// logStarted logs StartedMessage.
+func logStarted(ctx context.Context, log *slog.Logger) {
+	log.InfoContext(ctx, StartedMessage, "version", version.Version, "service", os.Getenv("K_SERVICE"), "revision", os.Getenv("K_REVISION"))
+}
 
 // Backoff between two attempts to start after a transient failure.
 const (

@@ -52,6 +52,8 @@ Usage: scripts/deploy.sh [options]
                             print the commands (docs/existing-app.md, "Remove everything again")
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
+  --version                 print the release this script deploys (every function is labelled
+                            counters_version=v<major>-<minor>-<patch>)
   -h, --help                this help
 EOF
 }
@@ -219,6 +221,7 @@ parse_flags() {
       printf '%s\n' "${ENV_OF_OPTION[project]}" "${ENV_OF_OPTION[database]}" "${ENV_NAMES[@]}"
       exit 0
       ;;
+    --version) echo "$VERSION" && exit 0 ;;
     -h | --help) usage && exit 0 ;;
     *) usage >&2 && die "unknown argument: $1" ;;
     esac
@@ -481,7 +484,8 @@ deploy_function() {
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
     --build-service-account="projects/$PROJECT/serviceAccounts/$BUILD_SA" \
-    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" "${limits[@]}" --quiet "${trigger[@]}"
+    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" --update-labels="counters_version=$VERSION_LABEL" \
+    "${limits[@]}" --quiet "${trigger[@]}"
 }
 
 # grant_trigger_invoker lets the trigger account invoke an event function: Pub/Sub push and

@@ -2,6 +2,11 @@
 # What scripts/deploy.sh deploys; it sources this file. Change the Go declarations, then `go generate ./...`.
 # shellcheck shell=bash disable=SC2034 # the names are read by deploy.sh
 
+# The release (version.Version): deploy.sh --version prints it, and every function carries it in
+# the label counters_version (label values allow no dots).
+readonly VERSION=0.10.0
+readonly VERSION_LABEL=v0-10-0
+
 # Every deployed function, one row each: name, entry point, event type, topic, document pattern
 # (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,
 # concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),

@@ -6,7 +6,7 @@ data "archive_file" "source" {
   output_path = "${path.module}/.build/source.zip"
   excludes = [
     ".git", ".git/**", ".ci/**", ".localstack/**", "bin/**", "cmd/**", "internal/**", "scripts/**",
-    "terraform/**", "publisher/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
+    "terraform/**", "publisher/**", "client/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
     "*.rules", "Makefile", "web/**", "docs/**",
   ]
 }
@@ -33,6 +33,7 @@ resource "google_cloudfunctions2_function" "function" {
   location    = var.region
   name        = each.value.name
   description = "Distributed counters: ${each.key}"
+  labels      = local.deployment.labels # counters_version: the release (docs/operations.md)
 
   build_config {
     runtime         = var.runtime

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/version"
 )
 
 // Outputs are the files Render writes, relative to the repository's root.
@@ -137,6 +138,14 @@ func dash(s string) string {
 	return s
 }
 
+// versionLabelKey is the label of every deployed function that names the release.
+const versionLabelKey = "counters_version"
+
+// versionLabel is version.Version as a label value: "v", lower case, dots as dashes (0.10.0: v0-10-0).
+func versionLabel() string {
+	return "v" + strings.NewReplacer(".", "-", "+", "_").Replace(strings.ToLower(version.Version))
+}
+
 // shellData is scripts/deployment.gen.sh: bash arrays deploy.sh reads.
 func shellData() []byte {
 	var b bytes.Buffer
@@ -144,6 +153,10 @@ func shellData() []byte {
 	p("# %s\n", generated)
 	p("# What scripts/deploy.sh deploys; it sources this file. Change the Go declarations, then `go generate ./...`.\n")
 	p("# shellcheck shell=bash disable=SC2034 # the names are read by deploy.sh\n\n")
+	p("# The release (version.Version): deploy.sh --version prints it, and every function carries it in\n")
+	p("# the label %s (label values allow no dots).\n", versionLabelKey)
+	p("readonly VERSION=%s\n", shellQuote(version.Version))
+	p("readonly VERSION_LABEL=%s\n\n", versionLabel())
 	p("# Every deployed function, one row each: name, entry point, event type, topic, document pattern\n")
 	p("# (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,\n")
 	p("# concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),\n")
@@ -397,6 +410,8 @@ func terraformLocals() ([]byte, error) {
 				"env_of_option":     options,
 				"field_settings":    fields,
 				"composite_indexes": composite,
+				"version":           version.Version,
+				"labels":            map[string]string{versionLabelKey: versionLabel()},
 			},
 		},
 	}

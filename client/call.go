@@ -1,0 +1,179 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxAnswerBytes bounds an answer's body; the functions' answers are far smaller.
+const maxAnswerBytes = 1 << 20
+
+// Headers of the API.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// call is one request of the API, sent until it has a certain answer or its attempts run out.
+type call struct {
+	method, endpoint string     // endpoint: one of Endpoints' URLs
+	query            url.Values // nil for none
+	body             any        // JSON body; nil for none
+	key              string     // Idempotency-Key; "" for none
+	// resendUnknown allows sending it again after an unknown outcome: keyed increments, reads and
+	// configurations, which a second application leaves as one would.
+	resendUnknown bool
+}
+
+// answer is a 2xx answer.
+type answer struct {
+	status   int
+	header   http.Header
+	attempts int
+}
+
+// do sends c until it has a certain answer: a 2xx, decoded into out, or an *Error other than 503
+// and 429; it resends after 503 and 429 (after Retry-After) and, when c allows it, after unknown
+// outcomes, at most maxAttempts times in all.
+func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
+	if c.endpoint == "" {
+		return answer{}, errNoURL
+	}
+	var body []byte
+	if c.body != nil {
+		var err error
+		if body, err = json.Marshal(c.body); err != nil {
+			return answer{}, fmt.Errorf("encode request: %w", err)
+		}
+	}
+	unknown := false // an attempt may have been applied
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil && attempt == 1 {
+			return answer{}, err // nothing was sent
+		}
+		status, header, raw, err := cl.send(ctx, c, body)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			unknown = true
+		case status >= 200 && status < 300:
+			if out != nil && status != http.StatusNoContent && len(raw) > 0 {
+				if err := json.Unmarshal(raw, out); err != nil {
+					return answer{}, fmt.Errorf("decode %d answer %.200q: %w", status, raw, err)
+				}
+			}
+			return answer{status: status, header: header, attempts: attempt}, nil
+		case status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests:
+			// Certainly not applied; an earlier attempt still may have been.
+			err = apiError(status, header, raw)
+			wait = err.(*Error).RetryAfter
+		case status == http.StatusGatewayTimeout || status == http.StatusBadGateway:
+			unknown, err = true, apiError(status, header, raw)
+		default:
+			if unknown {
+				// A refusal now says nothing of an earlier attempt whose outcome was unknown.
+				return answer{}, &OutcomeUnknownError{Key: c.key, Attempts: attempt, Err: apiError(status, header, raw)}
+			}
+			return answer{}, apiError(status, header, raw)
+		}
+		if (unknown && !c.resendUnknown) || attempt >= cl.maxAttempts {
+			return answer{}, settled(c, attempt, unknown, err)
+		}
+		if wait == 0 {
+			wait = backoff(attempt)
+		}
+		select {
+		case <-ctx.Done():
+			return answer{}, settled(c, attempt, unknown, fmt.Errorf("%w (last answer: %w)", ctx.Err(), err))
+		case <-time.After(wait):
+		}
+	}
+}
+
+// settled is the error of a call that gets no more attempts after err.
+func settled(c call, attempts int, unknown bool, err error) error {
+	if unknown {
+		return &OutcomeUnknownError{Key: c.key, Attempts: attempts, Err: err}
+	}
+	return err
+}
+
+// send makes one attempt: its status, header and body, or an error when no whole answer came back.
+func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	u := c.endpoint
+	if c.query != nil {
+		u += "?" + c.query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, u, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set(headerIdempotencyKey, c.key)
+	}
+	req.Header.Set("User-Agent", cl.userAgent)
+	resp, err := cl.clients[c.endpoint].Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("read the %d answer: %w", resp.StatusCode, err)
+	}
+	return resp.StatusCode, resp.Header, raw, nil
+}
+
+// apiError is the *Error of an answer other than 2xx.
+func apiError(status int, header http.Header, raw []byte) *Error {
+	var body struct {
+		Error   string `json:"error"`
+		Field   string `json:"field"`
+		Outcome string `json:"outcome"`
+	}
+	if json.Unmarshal(raw, &body) != nil || body.Error == "" {
+		body.Error = strings.TrimSpace(string(raw)) // the platform's own answer (Cloud Run, a proxy)
+		if body.Error == "" {
+			body.Error = http.StatusText(status)
+		}
+	}
+	return &Error{Status: status, Message: body.Error, Field: body.Field, Outcome: body.Outcome, RetryAfter: retryAfter(header)}
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when absent or unreadable.
+func retryAfter(header http.Header) time.Duration {
+	v := header.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// backoff is the wait before attempt+1 when no Retry-After says it: exponential from firstBackoff up
+// to maxBackoff, with full jitter.
+func backoff(attempt int) time.Duration {
+	ceiling := min(firstBackoff<<min(attempt-1, 10), maxBackoff)
+	return ceiling/2 + rand.N(ceiling/2+1)
+}
