@@ -36,8 +36,12 @@ func init() {
 	Outputs = append(Outputs, dashboardFile, monitoringTF)
 }
 
-func metricFile(m functions.LogMetric) string   { return path.Join(monitoringDir, "metrics", m.Name+".json") }
-func policyFile(p functions.AlertPolicy) string { return path.Join(monitoringDir, "policies", p.Key+".json") }
+func metricFile(m functions.LogMetric) string {
+	return path.Join(monitoringDir, "metrics", m.Name+".json")
+}
+func policyFile(p functions.AlertPolicy) string {
+	return path.Join(monitoringDir, "policies", p.Key+".json")
+}
 
 // seconds is d as the API's Duration ("300s").
 func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Seconds())) }
