@@ -2,7 +2,8 @@
 # Deploys the distributed counters into one Google Cloud project with gcloud: the Firestore database
 # settings (TTL, single-field indexes), the Pub/Sub topics, the Cloud Scheduler job, the service
 # accounts and their roles, and every function (2nd gen, one `gcloud functions deploy` per entry
-# point). Every step is idempotent: run it again to update. See docs/operations.md.
+# point), and the log-based metrics, alert policies and dashboard of scripts/monitoring/. Every step
+# is idempotent: run it again to update. See docs/operations.md.
 #
 # What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
 # (functions/deployment.go, functions/config) and read from deployment.gen.sh, which
@@ -46,7 +47,8 @@ Usage: scripts/deploy.sh [options]
                             --remove: your app's own rules, without the counters' block
   --remove                  delete what the deploy created instead (the functions, the scheduler
                             job, the topics and subscription, the composite indexes, the field
-                            settings, the service accounts and their roles); give it the --env
+                            settings, the service accounts and their roles, the metrics, alert
+                            policies and dashboard); give it the --env
                             collection names and --database the deploy had. It never deletes the
                             database, documents, or anything else of the project. With --dry-run,
                             print the commands (docs/existing-app.md, "Remove everything again")

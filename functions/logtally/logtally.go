@@ -24,17 +24,11 @@ const Window = time.Minute
 // when the process dies unflushed are lost, so the instance flushes on SIGTERM. Safe for concurrent use.
 type Tally struct {
 	log *slog.Logger
-	// Event is the value of the "event" field of the summary lines: what a metric's filter selects.
-	event string
-	// labelKey is the field that holds the label in every line.
-	labelKey string
-	// sumKey is the field of the summary that holds the sum of the amounts; "" leaves it out.
-	sumKey string
-	// message is the text of a line written in full; summary that of a summary line.
-	message, summary string
-	// full is how many events per label and window are written in full.
-	full int
-	now  func() time.Time
+	// event, labelKey, sumKey, message, summary and full are Options'.
+	event, labelKey, sumKey string
+	message, summary        string
+	full                    int
+	now                     func() time.Time
 
 	mu     sync.Mutex
 	start  time.Time // the current window's start; zero before the first event
@@ -69,8 +63,8 @@ func New(log *slog.Logger, o Options) *Tally {
 		full: o.Full, now: o.Now, counts: map[string]*count{}}
 }
 
-// Add counts one event of label that adds amount. The first Full events of a label in a window that
-// carry details are also logged at level with details; without details an event is only counted.
+// Add counts one event of label that adds amount. Of the events of a label in a window that carry
+// details, the first Full are also logged, at level, with the details; the rest are only counted.
 func (t *Tally) Add(ctx context.Context, label string, amount int64, level slog.Level, details ...slog.Attr) {
 	t.mu.Lock()
 	now := t.now()
