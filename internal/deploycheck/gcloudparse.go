@@ -75,18 +75,9 @@ func (r gcloudResult) parsed() bool {
 
 // gcloudBatchRun runs commands in one process of the SDK's CLI, in dir, and returns their results.
 func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
-	launcher, err := exec.LookPath("gcloud")
+	python, lib, err := sdkPython()
 	if err != nil {
-		return nil, fmt.Errorf("gcloud is not on the PATH: %w", err)
-	}
-	launcher, err = filepath.EvalSymlinks(launcher)
-	if err != nil {
-		return nil, fmt.Errorf("gcloud: %w", err)
-	}
-	sdk := filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
-	python := filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
-	if _, err := os.Stat(python); err != nil {
-		python = "python3" // what the launcher falls back to
+		return nil, err
 	}
 	args := make([][]string, len(commands))
 	for i, words := range commands {
@@ -97,14 +88,14 @@ func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]
 		return nil, fmt.Errorf("gcloud batch input: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, python, "-c", gcloudBatch)
-	cmd.Env = append(env, "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
+	cmd.Env = append(env, "GCLOUD_LIB="+lib)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(input)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("gcloud batch (%s): %w\n%s", sdk, err, firstLines(stderr.String(), 10))
+		return nil, fmt.Errorf("gcloud batch (%s): %w\n%s", lib, err, firstLines(stderr.String(), 10))
 	}
 	var outputs []gcloudResult
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -118,6 +109,24 @@ func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]
 		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
 	}
 	return outputs, nil
+}
+
+// sdkPython returns the Python the installed gcloud runs on and the SDK's lib folder.
+func sdkPython() (python, lib string, err error) {
+	launcher, err := exec.LookPath("gcloud")
+	if err != nil {
+		return "", "", fmt.Errorf("gcloud is not on the PATH: %w", err)
+	}
+	launcher, err = filepath.EvalSymlinks(launcher)
+	if err != nil {
+		return "", "", fmt.Errorf("gcloud: %w", err)
+	}
+	sdk := filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
+	python = filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
+	if _, err := os.Stat(python); err != nil {
+		python = "python3" // what the launcher falls back to
+	}
+	return python, filepath.Join(sdk, "lib"), nil
 }
 
 func firstLines(s string, n int) string {
