@@ -164,6 +164,11 @@ func monitoringFiles() (map[string][]byte, error) {
 	}
 	metrics := map[string]tfMetric{}
 	for _, m := range functions.LogMetrics() {
+		for _, e := range m.EntryPoints {
+			if _, ok := functions.DeployedFunction(e); !ok {
+				return nil, fmt.Errorf("log metric %s: %q is not a deployed entry point", m.Name, e)
+			}
+		}
 		if err := add(metricFile(m), logMetricJSON(m)); err != nil {
 			return nil, err
 		}
