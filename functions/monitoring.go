@@ -75,27 +75,6 @@ func (m LogMetric) conditions() []LogField {
 	return append([]LogField{{Name: "event", Equals: m.Event}}, m.Where...)
 }
 
-// Matches says whether a decoded JSON log line of one of the metric's functions has every field the
-// filter names, with its value, and a number in Value (when set).
-func (m LogMetric) Matches(line map[string]any) bool {
-	for _, w := range m.conditions() {
-		if line[w.Name] != w.Equals {
-			return false
-		}
-	}
-	if m.Value != "" {
-		if _, ok := line[m.Value].(float64); !ok {
-			return false
-		}
-	}
-	for _, l := range m.Labels {
-		if _, ok := line[l].(string); !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // logValue writes a value in the Logging query language.
 func logValue(v any) string {
 	if s, ok := v.(string); ok {
