@@ -73,13 +73,13 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	case !errors.As(err, &tokenErr):
 		return "", err
 	}
-	s.log.InfoContext(r.Context(), "caller refused", "error", err.Error())
+	reason := tokenRefusal(tokenErr) // the refusal is logged, sampled, by countedIncrement
 	switch {
 	case tokenErr.Kind == callerauth.AppCheckToken:
-		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck,
+		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck, reason: reason, cause: err,
 			message: "a valid Firebase App Check token is required: only the project's apps may call, with " + headerAppCheck + ": <token from the Firebase App Check SDK>"}
 	case tokenErr.Reason == callerauth.Anonymous:
-		return "", &requestError{status: http.StatusForbidden, field: headerAuthorization,
+		return "", &requestError{status: http.StatusForbidden, field: headerAuthorization, reason: reason, cause: err,
 			message: "anonymous users may not do this; sign in with an account, then send its ID token"}
 	}
 	message := `a valid Firebase Auth ID token is required (this one is missing, malformed, expired or for another project); send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`
@@ -87,7 +87,7 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 		message = "the Firebase Auth ID token was revoked (the user signed out everywhere or changed their password) or its account is disabled; sign in again, then send the new ID token"
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization, message: message}
+	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization, reason: reason, cause: err, message: message}
 }
 
 // bearerToken reads "Authorization: Bearer <token>"; no header is an empty token.
@@ -98,7 +98,7 @@ func bearerToken(r *http.Request) (string, error) {
 	}
 	scheme, token, ok := strings.Cut(values[0], " ")
 	if len(values) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization,
+		return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization, reason: "authorization_header",
 			message: `send one "Authorization: Bearer <Firebase Auth ID token>" header`}
 	}
 	return strings.TrimSpace(token), nil

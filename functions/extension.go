@@ -37,11 +37,12 @@ func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error 
 	carried, err := s.folder.Notify(ctx, doc, func(res extshards.Result, err error) {
 		attrs := []slog.Attr{slog.String("document", doc), slog.String("event_id", e.ID())}
 		for _, skipped := range res.Skipped {
-			s.log.LogAttrs(logCtx, slog.LevelError, "extension shard left unfolded", append(attrs, slog.String("error", skipped.Error()))...)
+			s.log.LogAttrs(logCtx, slog.LevelError, "extension shard left unfolded", append(attrs, slog.String("event", EventFoldError),
+				slog.String("kind", "shard_left_unfolded"), slog.String("error", skipped.Error()))...)
 		}
 		if err != nil {
 			s.log.LogAttrs(logCtx, slog.LevelError, "fold extension shards failed; the shards wait for their next write",
-				append(attrs, slog.String("error", err.Error()))...)
+				append(attrs, slog.String("event", EventFoldError), slog.String("kind", "fold_failed"), slog.String("error", err.Error()))...)
 		}
 	})
 	return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc), slog.Bool("carried", carried))

@@ -23,6 +23,8 @@ type requestError struct {
 	field   string // the field to blame, if any
 	allow   string // Allow header of a 405
 	outcome string // the increment's outcome, when the answer says it (see errorBody)
+	reason  string // why an increment was refused, when the status alone does not say (refusalReason)
+	cause   error  // what went wrong, logged with the refusal (sampled), never sent
 }
 
 func (e *requestError) Error() string { return e.message }

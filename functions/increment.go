@@ -50,7 +50,9 @@ const headerReplayed = "Idempotent-Replayed"
 // tokens are checked first (401, 403). POST {"counter", "member"} counts member once in a distinct
 // counter (with ID tokens, the user); a key applies it once too. Requests, answers and errors:
 // docs/api.md.
-func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.increment) }
+func (s *Service) Increment(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, s.countedIncrement)
+}
 
 func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	received := time.Now().UTC()

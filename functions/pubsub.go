@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/grpc/codes"
@@ -63,6 +64,9 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 		s.log.InfoContext(ctx, "duplicate delivery acknowledged; already applied", "message_id", msgID, "key", key.ID)
 	default:
 		s.log.DebugContext(ctx, "increments applied", "message_id", msgID, "key", key.ID, "counters", len(out.Applied))
+		for _, inc := range out.Applied {
+			s.applied.Add(context.WithoutCancel(ctx), sourcePubSub, inc.Delta, slog.LevelInfo)
+		}
 	}
 	return nil
 }

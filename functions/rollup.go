@@ -54,10 +54,15 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 // next one resumes. The message content is ignored.
 func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 	res, err := s.engine.Sweep(ctx, s.cfg.RollupSweepLookback)
-	return s.eventResult(ctx, e, err, "scheduled roll-up sweep",
+	attrs := []slog.Attr{slog.String("event", EventRollupSweep),
 		slog.Int("counters", res.Counters), slog.Int("reads", res.Reads), slog.Int("checked", res.Checked),
 		slog.Int("stale", res.Stale), slog.Int("written", res.Written), slog.Int("regrouped", res.Regrouped),
-		slog.Int("tops_behind", res.TopsBehind), slog.Int("tops_failed", res.TopsFailed), slog.Bool("done", res.Done))
+		slog.Int("tops_behind", res.TopsBehind), slog.Int("tops_failed", res.TopsFailed), slog.Bool("done", res.Done)}
+	if err == nil { // the sweep metrics read this line: INFO, not eventResult's DEBUG
+		s.log.LogAttrs(ctx, slog.LevelInfo, "scheduled roll-up sweep", append(attrs, slog.String("event_id", e.ID()))...)
+		return nil
+	}
+	return s.eventResult(ctx, e, err, "scheduled roll-up sweep", attrs...)
 }
 
 // eventResult logs the outcome of a CloudEvent function and decides its result: nil acknowledges,

@@ -14,6 +14,7 @@ import (
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/logtally"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
 )
@@ -27,6 +28,8 @@ type Service struct {
 	engine   *rollup.Engine
 	folder   *extshards.Folder
 	log      *slog.Logger
+	applied  *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
+	refused  *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
 	callers  *callerauth.Verifier // nil: callers are not verified
 	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
 	origins  map[string]bool      // ALLOWED_ORIGINS
@@ -46,7 +49,8 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 	for _, o := range cfg.Origins() {
 		origins[o] = true
 	}
-	return &Service{
+	applied, refused := newTallies(log)
+	s := &Service{
 		origins:  origins,
 		cfg:      cfg,
 		counters: counters,
@@ -54,8 +58,12 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
 		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval),
 		log:      log,
+		applied:  applied,
+		refused:  refused,
 		ids:      cfg.CounterIDs(),
 	}
+	s.engine.OnWrite(s.logRollupWritten)
+	return s
 }
 
 // checkCounterID accepts a valid Firestore document ID that COUNTER_ID_PATTERN, if set, matches as a
@@ -121,7 +129,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 			"(PER_CALLER_LIMIT), too many to reset or delete with its value in one transaction; nothing was changed", counter.MaxLockedCallers)})
 	case errors.Is(err, counter.ErrOutcomeUnknown):
 		// Cloud Run answers 504 to a request that timed out, also an unknown outcome.
-		s.log.ErrorContext(r.Context(), "increment outcome unknown", "error", err.Error(), "path", r.URL.Path)
+		s.log.ErrorContext(r.Context(), "increment outcome unknown", "event", EventIncrementOutcomeUnknown, "error", err.Error(), "path", r.URL.Path)
 		writeJSON(w, http.StatusGatewayTimeout, errorBody{Outcome: outcomeUnknown,
 			Error: "the database did not confirm the increment and it may or may not have been applied; " +
 				"retry only with the same " + shared.HeaderIdempotencyKey + " header, which applies it at most once"})

@@ -42,8 +42,10 @@ func gated(h http.HandlerFunc) http.HandlerFunc {
 
 // Shutdown drains the Service for a graceful stop: new increments are refused (503, not applied) and
 // the increments waiting in group commits are written now; it returns when each has its outcome, or
-// when ctx ends. It does not close the Firestore client, which its caller owns.
+// when ctx ends, and then logs the summaries of the increments applied and refused since the last
+// ones (logtally). It does not close the Firestore client, which its caller owns.
 func (s *Service) Shutdown(ctx context.Context) error {
+	defer s.flushTallies(ctx) // the increments applied and refused since the last summary lines
 	if err := s.counters.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}

@@ -60,7 +60,26 @@ type Engine struct {
 	mu      sync.Mutex
 	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
 	carry   *shared.Carrier     // Notify's refreshes and the event that waits for them
+
+	// onWrite, if set, is told of every roll-up written (OnWrite).
+	onWrite func(Written)
 }
+
+// Written describes a roll-up an Engine wrote.
+type Written struct {
+	// Counter is the counter's ID; Source what wrote it (SourceTrigger or SourceScheduler).
+	Counter, Source string
+	// Age is how long the roll-up trailed the counter before this one replaced it: from the later of
+	// the replaced roll-up's computation and the first change this refresh was asked to cover, to
+	// this roll-up's computation, both on Firestore's clock. The sweep does not know when a counter
+	// changed, so for its roll-ups Age counts from the replaced roll-up's computation: an upper bound.
+	// 0 for a counter's first roll-up written by the sweep.
+	Age time.Duration
+}
+
+// OnWrite makes the Engine call f after each roll-up it writes (the functions log it for the
+// roll-up age metric). Call it before the Engine is used; f must not block.
+func (e *Engine) OnWrite(f func(Written)) { e.onWrite = f }
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
@@ -98,6 +117,8 @@ type refresh struct {
 	// channel closed when that advances, so that a caller whose change it covers returns at once.
 	covered  time.Time
 	progress chan struct{}
+	// Guarded by Engine.mu: the earliest change a caller of this refresh saw.
+	firstChange time.Time
 
 	done    chan struct{}
 	outcome Outcome
@@ -117,12 +138,14 @@ func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, so
 		if r != nil {
 			previous = r.done
 		}
-		r = &refresh{changedAt: changedAt, progress: make(chan struct{}), done: make(chan struct{})}
+		r = &refresh{changedAt: changedAt, firstChange: changedAt, progress: make(chan struct{}), done: make(chan struct{})}
 		e.pending[id] = r
 		// The run outlives any one caller's cancellation: others may be waiting on it.
 		go e.run(context.WithoutCancel(ctx), id, source, r, previous)
 	} else if changedAt.After(r.changedAt) {
 		r.changedAt = changedAt
+	} else if changedAt.Before(r.firstChange) {
+		r.firstChange = changedAt
 	}
 	for {
 		if r.covered.After(changedAt) {
@@ -209,7 +232,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 			continue
 		}
 		e.decide(r, func(time.Time) bool { return true })
-		err = e.write(ctx, id, v, source)
+		err = e.write(ctx, id, v, source, e.firstChange(r))
 		if errors.Is(err, errConflict) {
 			// Another instance wrote a newer roll-up since we read it, or the counter was deleted:
 			// see whether what is there now covers us.
@@ -247,10 +270,18 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	return r.decided
 }
 
+// firstChange is the earliest change r's callers saw.
+func (e *Engine) firstChange(r *refresh) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.firstChange
+}
+
 // write computes the exact sum and the shard write rate now, writes the roll-up on condition that it
-// is still as read in v (errConflict when not), then adapts the shard count if the policy says so,
-// and prunes old hourly buckets when they are due.
-func (e *Engine) write(ctx context.Context, id string, v view, source string) error {
+// is still as read in v (errConflict when not), tells the OnWrite observer, then adapts the shard
+// count if the policy says so, and prunes old hourly buckets when they are due. firstChange is the
+// earliest change the roll-up was asked to cover (see Written.Age).
+func (e *Engine) write(ctx context.Context, id string, v view, source string, firstChange time.Time) error {
 	computedAt := v.readAt // the sum follows the read: it holds every write committed by then
 	totals, err := e.store.totals(ctx, id)
 	if err != nil {
@@ -260,6 +291,9 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string) er
 	w := rollupWrite{count: totals.Count, shardWrites: totals.Writes, computedAt: computedAt, source: source, writer: e.instance, decision: d}
 	if err := e.store.write(ctx, id, v, w); err != nil {
 		return err
+	}
+	if e.onWrite != nil {
+		e.onWrite(Written{Counter: id, Source: source, Age: rollupAge(v.rollup, source, firstChange, computedAt)})
 	}
 	if d.reshapes(v.shape, totals) {
 		if err := e.store.adapt(ctx, id, v.shape.NumShards, d.numShards); err != nil {
@@ -319,6 +353,21 @@ func decodeRollup(snap *firestore.DocumentSnapshot) (*Document, error) {
 		return nil, fmt.Errorf("decode roll-up %s: %w", snap.Ref.ID, err)
 	}
 	return &d, nil
+}
+
+// rollupAge is Written.Age of a roll-up computed at computedAt that replaces previous (nil: none).
+func rollupAge(previous *Document, source string, firstChange, computedAt time.Time) time.Duration {
+	since := firstChange
+	if source == SourceScheduler {
+		since = time.Time{}
+	}
+	if previous != nil && previous.UpdatedAt.After(since) {
+		since = previous.UpdatedAt
+	}
+	if since.IsZero() || computedAt.Before(since) {
+		return 0
+	}
+	return computedAt.Sub(since)
 }
 
 // covers reports whether roll-up d was computed after a change seen at changedAt.

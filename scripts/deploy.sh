@@ -2,7 +2,8 @@
 # Deploys the distributed counters into one Google Cloud project with gcloud: the Firestore database
 # settings (TTL, single-field indexes), the Pub/Sub topics, the Cloud Scheduler job, the service
 # accounts and their roles, and every function (2nd gen, one `gcloud functions deploy` per entry
-# point). Every step is idempotent: run it again to update. See docs/operations.md.
+# point), and the log-based metrics, alert policies and dashboard of scripts/monitoring/. Every step
+# is idempotent: run it again to update. See docs/operations.md.
 #
 # What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
 # (functions/deployment.go, functions/config) and read from deployment.gen.sh, which
@@ -46,10 +47,18 @@ Usage: scripts/deploy.sh [options]
                             --remove: your app's own rules, without the counters' block
   --remove                  delete what the deploy created instead (the functions, the scheduler
                             job, the topics and subscription, the composite indexes, the field
-                            settings, the service accounts and their roles); give it the --env
+                            settings, the service accounts and their roles, the metrics, alert
+                            policies and dashboard); give it the --env
                             collection names and --database the deploy had. It never deletes the
                             database, documents, or anything else of the project. With --dry-run,
                             print the commands (docs/existing-app.md, "Remove everything again")
+  --notification-channel CHANNEL
+                            send the alerts to CHANNEL, a notification channel's name
+                            (projects/P/notificationChannels/ID; repeatable; authoritative: an
+                            update removes channels no longer given)
+  --alert-threshold KEY=VALUE
+                            override an alert policy's threshold (repeatable); the keys, defaults
+                            and units: docs/operations.md, "Monitoring"
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
   --version                 print the release this script deploys (every function is labelled
@@ -88,6 +97,8 @@ PUBLIC_INCREMENTS=false
 INVOKERS=()
 ADMIN_INVOKERS=()
 declare -A ENV_VALUES=()
+NOTIFICATION_CHANNELS=()
+declare -A ALERT_THRESHOLDS=()
 
 die() {
   echo "deploy.sh: $*" >&2
@@ -216,6 +227,20 @@ parse_flags() {
       [[ -r $REPLACE_RULES ]] || die "--replace-rules $REPLACE_RULES: cannot read it"
       ;;
     --remove) REMOVE=true ;;
+    --notification-channel)
+      NOTIFICATION_CHANNELS+=("${2:?--notification-channel needs a channel name}")
+      [[ $2 =~ ^projects/[^/]+/notificationChannels/[^/,]+$ ]] ||
+        die "--notification-channel $2: give the channel's name, projects/PROJECT/notificationChannels/ID (gcloud alpha monitoring channels list)"
+      shift
+      ;;
+    --alert-threshold)
+      local alert=${2:?--alert-threshold needs KEY=VALUE}
+      [[ -r scripts/monitoring/policies/${alert%%=*}.json && ${alert%%=*} =~ ^[a-z_]+$ ]] ||
+        die "--alert-threshold ${alert%%=*}: no such alert; known: $(alert_keys)"
+      [[ ${alert#*=} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--alert-threshold $alert: the threshold must be a number"
+      ALERT_THRESHOLDS[${alert%%=*}]=${alert#*=}
+      shift
+      ;;
     --dry-run) DRY_RUN=true ;;
     --list-env)
       printf '%s\n' "${ENV_OF_OPTION[project]}" "${ENV_OF_OPTION[database]}" "${ENV_NAMES[@]}"
@@ -268,6 +293,7 @@ enable_apis() {
     cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
     artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com \
     cloudscheduler.googleapis.com firestore.googleapis.com logging.googleapis.com iam.googleapis.com \
+    monitoring.googleapis.com \
     "${rules_api[@]}"
 }
 
@@ -743,6 +769,7 @@ remove_deployment() {
   done
   remove_indexes
   remove_fields
+  remove_monitoring
   each_project_role revoke_project_role
   for name in "$RUNTIME_SA" "$TRIGGER_SA" "$BUILD_SA"; do
     if present gcloud iam service-accounts describe "$name" --project="$PROJECT"; then
@@ -758,6 +785,103 @@ remove_deployment() {
   note "Left as they were: the database and its documents (the counters' collections are deleted as" \
     "docs/existing-app.md says), the enabled APIs, the build images and uploaded sources Cloud Functions keeps," \
     "and the logs."
+}
+
+# The monitoring (docs/operations.md, "Monitoring"): the log-based metrics, alert policies and
+# dashboard of scripts/monitoring/, which `go generate ./...` writes from functions/monitoring.go. The
+# alert policies and the dashboard have names the API chooses: they are found by the policies' user
+# label counters_alert and by the dashboard's title.
+readonly ALERT_LABEL=counters_alert
+readonly DASHBOARD_TITLE='Distributed counters'
+
+# alert_keys prints the keys of the alert policies.
+alert_keys() {
+  local file keys=()
+  for file in scripts/monitoring/policies/*.json; do keys+=("$(basename "$file" .json)"); done
+  printf '%s\n' "${keys[*]}"
+}
+
+# ensure_monitoring creates or updates every log-based metric, alert policy and the dashboard.
+ensure_monitoring() {
+  local dir=$PWD/scripts/monitoring file name verb
+  for file in "$dir"/metrics/*.json; do
+    name=$(basename "$file" .json)
+    verb=update
+    missing gcloud logging metrics describe "$name" --project="$PROJECT" && verb=create
+    run gcloud logging metrics "$verb" "$name" --project="$PROJECT" --config-from-file="$file"
+  done
+  for file in "$dir"/policies/*.json; do ensure_alert_policy "$file"; done
+  ensure_dashboard "$dir/dashboard.json"
+}
+
+# ensure_alert_policy FILE creates the alert policy of FILE, or replaces the one with its key, with
+# the threshold of --alert-threshold if given and the --notification-channel channels.
+ensure_alert_policy() {
+  local key policy POLICY channels
+  key=$(basename "$1" .json)
+  policy=$(<"$1") # one line
+  if [[ -n ${ALERT_THRESHOLDS[$key]:-} ]]; then
+    [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+ ]] || die "$1: no thresholdValue"
+    policy=${policy/"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]}}
+  fi
+  channels=$(IFS=,; printf '%s' "${NOTIFICATION_CHANNELS[*]}")
+  lookup POLICY gcloud alpha monitoring policies list --project="$PROJECT" \
+    --filter="userLabels.$ALERT_LABEL=$key" --format='value(name)'
+  if $DRY_RUN || [[ -z $POLICY ]]; then
+    $DRY_RUN && note "when POLICY is empty:"
+    run gcloud alpha monitoring policies create --project="$PROJECT" --policy="$policy" \
+      ${channels:+--notification-channels="$channels"}
+  fi
+  if $DRY_RUN || [[ -n $POLICY ]]; then
+    $DRY_RUN && note "else:"
+    run gcloud alpha monitoring policies update "$POLICY" --project="$PROJECT" --policy="$policy" \
+      ${channels:+--set-notification-channels="$channels"}
+  fi
+}
+
+# ensure_dashboard FILE creates the dashboard of FILE, or replaces the one with its title.
+ensure_dashboard() {
+  local config DASHBOARD name etag
+  config=$(<"$1") # one line
+  lookup DASHBOARD gcloud monitoring dashboards list --project="$PROJECT" \
+    --filter="displayName='$DASHBOARD_TITLE'" --format='value(name,etag)'
+  if $DRY_RUN || [[ -z $DASHBOARD ]]; then
+    $DRY_RUN && note "when DASHBOARD is empty:"
+    run gcloud monitoring dashboards create --project="$PROJECT" --config="$config"
+  fi
+  if $DRY_RUN || [[ -n $DASHBOARD ]]; then
+    $DRY_RUN && note "else, with its name and etag (the update must carry the etag it replaces):"
+    read -r name etag <<<"$DASHBOARD"
+    run gcloud monitoring dashboards update "$name" --project="$PROJECT" \
+      --config="{\"etag\": \"${etag:-ETAG}\",${config#\{}"
+  fi
+}
+
+# remove_monitoring deletes what ensure_monitoring created.
+remove_monitoring() {
+  local file name POLICIES DASHBOARDS
+  for file in "$PWD"/scripts/monitoring/metrics/*.json; do
+    name=$(basename "$file" .json)
+    if present gcloud logging metrics describe "$name" --project="$PROJECT"; then
+      delete_if_present gcloud logging metrics delete "$name" --project="$PROJECT" --quiet
+    fi
+  done
+  lookup POLICIES gcloud alpha monitoring policies list --project="$PROJECT" \
+    --filter="userLabels.$ALERT_LABEL:*" --format='value(name)'
+  lookup DASHBOARDS gcloud monitoring dashboards list --project="$PROJECT" \
+    --filter="displayName='$DASHBOARD_TITLE'" --format='value(name)'
+  if $DRY_RUN; then
+    note "then, for each policy of POLICIES and each dashboard of DASHBOARDS:"
+    run gcloud alpha monitoring policies delete POLICIES_NAME --project="$PROJECT" --quiet
+    run gcloud monitoring dashboards delete DASHBOARDS_NAME --project="$PROJECT" --quiet
+    return
+  fi
+  for name in $POLICIES; do
+    delete_if_present gcloud alpha monitoring policies delete "$name" --project="$PROJECT" --quiet
+  done
+  for name in $DASHBOARDS; do
+    delete_if_present gcloud monitoring dashboards delete "$name" --project="$PROJECT" --quiet
+  done
 }
 
 # print_url prints the URL of an HTTP function.
@@ -815,6 +939,7 @@ main() {
   each_function grant_trigger_invoker
   each_function sync_invokers
   ensure_scheduler_jobs
+  ensure_monitoring
   each_function print_url
   if [[ -z $REPLACE_RULES ]]; then
     note "Firestore security rules: left as they are (a database has one ruleset, your app's too)." \

@@ -148,3 +148,15 @@ variable "environment" {
     error_message = "environment.ALLOWED_ORIGINS: separate origins with spaces; write each as scheme://host[:port] in lower case, as browsers send it (e.g. https://app.example.com http://localhost:5173): no path or trailing /, no *, no default port."
   }
 }
+
+variable "notification_channels" {
+  description = "Notification channels (projects/P/notificationChannels/ID) the alert policies notify. Empty: the alerts open incidents in the console only."
+  type        = list(string)
+  default     = []
+}
+
+variable "alert_thresholds" {
+  description = "Thresholds of the alert policies, by key, overriding the defaults (docs/operations.md, \"Monitoring\", lists the keys, defaults and units), e.g. { rollup_age = 30 }."
+  type        = map(number)
+  default     = {}
+}

@@ -47,12 +47,12 @@ func Render(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{
-		Outputs[0]: shellData(),
-		Outputs[1]: tf,
-		Outputs[2]: settingsDoc(meanings, collectionVars),
-		Outputs[3]: indexes,
-	}, nil
+	files, err := monitoringFiles()
+	if err != nil {
+		return nil, err
+	}
+	files[Outputs[0]], files[Outputs[1]], files[Outputs[2]], files[Outputs[3]] = shellData(), tf, settingsDoc(meanings, collectionVars), indexes
+	return files, nil
 }
 
 // checkDeclarations refuses what no deployment could apply: a setting used by an entry point that

@@ -1,0 +1,234 @@
+package functions
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/extshards"
+	"github.com/shardcount/counters/functions/cloudlog"
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
+)
+
+// lockedBuffer collects log lines written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines decodes the JSON lines written so far.
+func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (LogMetrics) matches a line that
+// its functions really write, captured from real calls against the emulator: an increment applied
+// and one refused (the summaries at shutdown), a message applied, a 504, a roll-up by the trigger,
+// a sweep that finishes and one out of time, a fold that leaves a shard unfolded. A field renamed in
+// the code or in a metric fails it.
+func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	cfg := config.Default()
+	cfg.ExtensionFoldInterval = 100 * time.Millisecond
+	written := map[string][]map[string]any{} // by entry point
+	run := func(entryPoint string, scenario func(s *Service)) {
+		t.Helper()
+		var logs lockedBuffer
+		s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
+		scenario(s)
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		written[entryPoint] = append(written[entryPoint], logs.lines(t)...)
+	}
+	post := func(s *Service, body string) int {
+		rec, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/Increment", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		s.Increment(rec, req)
+		return rec.Code
+	}
+	counterID := testenv.UniqueID("metrics")
+	run(EntryIncrement, func(s *Service) {
+		if code := post(s, fmt.Sprintf(`{"counter":%q,"delta":2}`, counterID)); code != http.StatusOK {
+			t.Fatalf("increment: %d", code)
+		}
+		if code := post(s, fmt.Sprintf(`{"counter":%q,"delta":"two"}`, counterID)); code != http.StatusBadRequest {
+			t.Fatalf("bad increment: %d, want 400", code)
+		}
+		s.writeFailure(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/Increment", nil),
+			fmt.Errorf("commit shard: %w", counter.ErrOutcomeUnknown))
+	})
+	run(EntryIncrementFromPubSub, func(s *Service) {
+		e := event.New()
+		e.SetID(testenv.UniqueID("message"))
+		e.SetType(EventPubSubMessagePublished)
+		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicIncrements)
+		msg := map[string]any{"data": []byte(fmt.Sprintf(`{"counter":%q}`, counterID)), "messageId": e.ID()}
+		if err := e.SetData(event.ApplicationJSON, map[string]any{"message": msg}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.IncrementFromPubSub(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	run(EntryRollupOnShardWrite, func(s *Service) {
+		e := event.New()
+		e.SetID(testenv.UniqueID("event"))
+		e.SetType(EventFirestoreDocWritten)
+		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
+		e.SetSubject("documents/" + cfg.CountersCollection + "/" + counterID + "/" + shared.ShardsCollection + "/0")
+		if err := s.RollupOnShardWrite(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	tick := func(s *Service, budget time.Duration) {
+		ctx, cancel := context.WithTimeout(ctx, budget)
+		defer cancel()
+		e := event.New()
+		e.SetID(testenv.UniqueID("tick"))
+		e.SetType(EventPubSubMessagePublished)
+		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicRollupTick)
+		_ = s.RollupScheduled(ctx, e)
+	}
+	run(EntryRollupScheduled, func(s *Service) { tick(s, time.Minute) })
+	run(EntryRollupScheduled, func(s *Service) { tick(s, 0) }) // out of time at once: it cannot finish
+	run(EntryFoldExtensionShards, func(s *Service) {
+		doc := testenv.UniqueID("posts") + "/p1"
+		shards := client.Doc(doc).Collection(extshards.ShardsCollection)
+		if _, err := shards.Doc("a").Set(ctx, map[string]any{"likes": 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := shards.Doc("b").Set(ctx, map[string]any{"likes": map[string]any{"x": 1}}); err != nil {
+			t.Fatal(err)
+		}
+		e := event.New()
+		e.SetID(testenv.UniqueID("event"))
+		e.SetType(EventFirestoreDocWritten)
+		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
+		e.SetSubject("documents/" + doc + "/" + extshards.ShardsCollection + "/a")
+		value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + doc + "/" + extshards.ShardsCollection + "/a",
+			Fields: map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1}}}}
+		if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FoldExtensionShards(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the fold runs within about one interval of the event
+	})
+
+	for _, m := range LogMetrics() {
+		matched := 0
+		for _, e := range m.EntryPoints {
+			f, _ := DeployedFunction(e)
+			for _, line := range written[e] {
+				if filterMatches(t, m.Filter(), f.Name, line) && hasFields(line, m) {
+					matched++
+				}
+			}
+		}
+		if matched == 0 {
+			var events []any
+			for _, e := range m.EntryPoints {
+				for _, line := range written[e] {
+					events = append(events, line["event"])
+				}
+			}
+			t.Errorf("metric %s (filter %s, value %q, labels %v) matches none of the %d lines its functions %v wrote; their events: %v",
+				m.Name, m.Filter(), m.Value, m.Labels, len(events), m.EntryPoints, events)
+		}
+	}
+}
+
+// filterMatches evaluates a log-based metric's Cloud Logging filter, as deployed, on a line that
+// the Cloud Run service service wrote: every term is `resource.type="cloud_run_revision"`,
+// `resource.labels.service_name=("a" OR "b")` or `jsonPayload.FIELD=VALUE` (a quoted string or a
+// literal), joined by AND; any other term fails the test.
+func filterMatches(t *testing.T, filter, service string, line map[string]any) bool {
+	t.Helper()
+	for _, term := range strings.Split(filter, " AND ") {
+		name, value, ok := strings.Cut(term, "=")
+		switch {
+		case !ok:
+			t.Fatalf("filter %s: term %q is not NAME=VALUE", filter, term)
+		case name == "resource.type":
+			if value != `"cloud_run_revision"` {
+				return false
+			}
+		case name == "resource.labels.service_name":
+			names := strings.Split(strings.TrimSuffix(strings.TrimPrefix(value, "("), ")"), " OR ")
+			if !slices.Contains(names, strconv.Quote(service)) {
+				return false
+			}
+		case strings.HasPrefix(name, "jsonPayload."):
+			got, present := line[strings.TrimPrefix(name, "jsonPayload.")]
+			if !present {
+				return false
+			}
+			want := value
+			if unquoted, err := strconv.Unquote(value); err == nil {
+				if got != unquoted {
+					return false
+				}
+				continue
+			}
+			if fmt.Sprint(got) != want {
+				return false
+			}
+		default:
+			t.Fatalf("filter %s: term %q is not one the test evaluates", filter, term)
+		}
+	}
+	return true
+}
+
+// hasFields says whether a line has the number a distribution metric extracts and the string of
+// each label.
+func hasFields(line map[string]any, m LogMetric) bool {
+	if _, ok := line[m.Value].(float64); m.Value != "" && !ok {
+		return false
+	}
+	for _, l := range m.Labels {
+		if _, ok := line[l].(string); !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,67 @@
+package functions_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/functions"
+)
+
+// monitoringSection is the "Monitoring" section of docs/operations.md.
+func monitoringSection(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Monitoring\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no Monitoring section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// tableKeys returns the first cells (code spans) of the rows of the table whose header starts with
+// header.
+func tableKeys(section, header string) []string {
+	_, table, ok := strings.Cut(section, "\n"+header)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, line := range strings.Split(table, "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		key, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+		keys = append(keys, key)
+	}
+	return keys
+}
+
+// TestMonitoringDocsListWhatIsDeclared: operations.md's Monitoring tables list exactly the declared
+// metrics and alert policies, in order, each alert with its default threshold.
+func TestMonitoringDocsListWhatIsDeclared(t *testing.T) {
+	section := monitoringSection(t)
+	var metrics, alerts []string
+	for _, m := range functions.LogMetrics() {
+		metrics = append(metrics, m.Name)
+	}
+	for _, p := range functions.AlertPolicies() {
+		alerts = append(alerts, p.Key)
+		row := section[strings.Index(section, "| `"+p.Key+"` |")+1:]
+		row, _, _ = strings.Cut(row, "\n")
+		if want := fmt.Sprintf("more than %g", p.Threshold); !strings.Contains(row, want) && !strings.Contains(row, fmt.Sprintf("exceeds %g", p.Threshold)) {
+			t.Errorf("the row of alert %s does not state its default threshold %g: %s", p.Key, p.Threshold, row)
+		}
+	}
+	if got := tableKeys(section, "| Metric |"); strings.Join(got, " ") != strings.Join(metrics, " ") {
+		t.Errorf("the metrics table lists %v, the declarations %v", got, metrics)
+	}
+	if got := tableKeys(section, "| Key |"); strings.Join(got, " ") != strings.Join(alerts, " ") {
+		t.Errorf("the alerts table lists %v, the declarations %v", got, alerts)
+	}
+}

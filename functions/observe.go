@@ -1,0 +1,125 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/logtally"
+	"github.com/shardcount/counters/rollup"
+	"github.com/shardcount/counters/shared"
+)
+
+// Values of the "event" field of the log lines that the log-based metrics (LogMetrics) select. A
+// metric filters on these and on the fields named below: renaming one breaks
+// TestLogMetricsMatchTheLinesWritten.
+const (
+	// EventIncrementsApplied: one line per source and minute per instance, with count (increments
+	// applied) and delta (their sum).
+	EventIncrementsApplied = "increments_applied"
+	// EventIncrementsRefused: one line per reason and minute per instance, with count (increments
+	// refused with a 4xx); the first few refusals of a token per reason and minute also get a line
+	// of their own ("increment refused", with the error), which no metric counts.
+	EventIncrementsRefused = "increments_refused"
+	// EventIncrementOutcomeUnknown: one ERROR line per 504.
+	EventIncrementOutcomeUnknown = "increment_outcome_unknown"
+	// EventRollupWritten: one line per roll-up written, with age_seconds (rollup.Written.Age) and source.
+	EventRollupWritten = "rollup_written"
+	// EventRollupSweep: one line per scheduled sweep, with stale, written (fixed) and done.
+	EventRollupSweep = "rollup_sweep"
+	// EventFoldError: one ERROR line per extension fold that failed or shard left unfolded, with kind.
+	EventFoldError = "fold_error"
+)
+
+// Sources of applied increments (the "source" field of EventIncrementsApplied).
+const (
+	sourceHTTP   = "http"
+	sourcePubSub = "pubsub"
+)
+
+// refusalsInFull is how many token refusals per reason and minute an instance logs in full.
+const refusalsInFull = 5
+
+// newTallies returns the per-instance tallies of applied and refused increments.
+func newTallies(log *slog.Logger) (applied, refused *logtally.Tally) {
+	applied = logtally.New(log, logtally.Options{Event: EventIncrementsApplied, LabelKey: "source", SumKey: "delta",
+		Summary: "increments applied"})
+	refused = logtally.New(log, logtally.Options{Event: EventIncrementsRefused, LabelKey: "reason",
+		Message: "increment refused", Summary: "increments refused", Full: refusalsInFull})
+	return applied, refused
+}
+
+// flushTallies writes the tallies' summaries now (at shutdown).
+func (s *Service) flushTallies(ctx context.Context) {
+	s.applied.Flush(ctx)
+	s.refused.Flush(ctx)
+}
+
+// logRollupWritten logs a roll-up the engine wrote, for the roll-up age metric.
+func (s *Service) logRollupWritten(w rollup.Written) {
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "roll-up written", slog.String("event", EventRollupWritten),
+		slog.String("counter", w.Counter), slog.String("source", w.Source), slog.Float64("age_seconds", w.Age.Seconds()))
+}
+
+// countedIncrement runs increment and counts its result: an applied increment, or a refusal by its
+// reason. Failures (503, 504, 500) are logged where they are answered, not counted here.
+func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	status, body, err := s.increment(w, r)
+	ctx := context.WithoutCancel(r.Context())
+	if err == nil {
+		if resp, ok := body.(incrementResponse); ok && resp.Shard >= 0 && w.Header().Get(headerReplayed) == "" {
+			s.applied.Add(ctx, sourceHTTP, resp.Delta, slog.LevelInfo)
+		}
+		return status, body, nil
+	}
+	if reason, ok := refusalReason(err); ok {
+		var details []slog.Attr
+		var reqErr *requestError
+		if errors.As(err, &reqErr) && reqErr.cause != nil {
+			details = []slog.Attr{slog.String("error", reqErr.cause.Error())}
+		}
+		s.refused.Add(ctx, reason, 1, slog.LevelInfo, details...)
+	}
+	return status, body, err
+}
+
+// refusalReason names why an increment was refused with a 4xx (the "reason" of
+// EventIncrementsRefused), or says that err is no refusal.
+func refusalReason(err error) (string, bool) {
+	var (
+		reqErr   *requestError
+		fieldErr *shared.FieldError
+	)
+	switch {
+	case errors.As(err, &reqErr) && reqErr.reason != "":
+		return reqErr.reason, true
+	case errors.As(err, &reqErr) && reqErr.status == http.StatusUnprocessableEntity:
+		return "key_reused", true
+	case errors.As(err, &reqErr) && reqErr.status >= 400 && reqErr.status < 500:
+		return fmt.Sprintf("http_%d", reqErr.status), true
+	case errors.As(err, &fieldErr), errors.Is(err, counter.ErrMemberRequired), errors.Is(err, counter.ErrNotDistinct):
+		return "invalid_request", true
+	case errors.Is(err, counter.ErrNotFound):
+		return "no_counter", true
+	}
+	return "", false
+}
+
+// tokenRefusal is the reason of a refused token (the "reason" of EventIncrementsRefused).
+func tokenRefusal(e *callerauth.TokenError) string {
+	kind := "id_token"
+	if e.Kind == callerauth.AppCheckToken {
+		kind = "app_check"
+	}
+	switch e.Reason {
+	case callerauth.Missing:
+		return kind + "_missing"
+	case callerauth.Anonymous:
+		return kind + "_anonymous"
+	}
+	return kind + "_invalid"
+}

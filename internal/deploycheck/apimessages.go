@@ -1,0 +1,63 @@
+package deploycheck
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed apimessages.py
+var apiMessages string
+
+// APIFile is a JSON file of an API resource: Kind is "metric" (a Logging LogMetric), "policy" (a
+// Monitoring AlertPolicy) or "dashboard" (a Monitoring Dashboard).
+type APIFile struct {
+	Kind, Path string
+}
+
+// APIMessageProblems reads each file as the installed gcloud's own API message classes read the
+// bodies it sends, and returns one problem per field (or enum value) the API does not define: what
+// the API would refuse, found offline. gcloud's parser does not look inside such bodies (--policy,
+// --config, --config-from-file) before it asks for credentials.
+func APIMessageProblems(ctx context.Context, files []APIFile) ([]string, error) {
+	sdk, python, err := gcloudPython()
+	if err != nil {
+		return nil, err
+	}
+	pairs := make([][2]string, len(files))
+	for i, f := range files {
+		pairs[i] = [2]string{f.Kind, f.Path}
+	}
+	input, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", apiMessages)
+	cmd.Env = append(cmd.Environ(), "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("API message check: %w\n%s", err, firstLines(stderr.String(), 10))
+	}
+	var problems []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			File    string
+			Unknown []string
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil, fmt.Errorf("API message check output %q: %w", line, err)
+		}
+		for _, u := range r.Unknown {
+			problems = append(problems, fmt.Sprintf("%s: %s is not a field (or not a value) of the API", r.File, u))
+		}
+	}
+	return problems, nil
+}
