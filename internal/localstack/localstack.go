@@ -223,7 +223,7 @@ type Stack struct {
 	Emulators *Emulators
 	// FunctionsURL is the base URL of the functions, e.g. http://127.0.0.1:8080.
 	FunctionsURL string
-	// Events delivers the Firestore emulator's document events to the functions.
+	// Events delivers the Firestore emulator's document changes to the functions as events.
 	Events *EventBridge
 	// App serves the live example app.
 	App *appServer
@@ -247,7 +247,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	emus, err := StartEmulators(ctx, o, "--functions_emulator="+bridge.Addr())
+	emus, err := StartEmulators(ctx, o)
 	if err != nil {
 		bridge.stop()
 		return nil, err
@@ -261,7 +261,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
 		return nil, err
 	}
-	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema()); err != nil {
+	if err := bridge.watchFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema()); err != nil {
 		return nil, err
 	}
 	if err := s.startFunctions(ctx, out); err != nil {
