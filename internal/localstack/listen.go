@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	firestoreapi "cloud.google.com/go/firestore/apiv1"
@@ -23,20 +24,35 @@ import (
 )
 
 // Document events from the Firestore emulator's listen stream (docs/development.md says why not its
-// --functions_emulator webhook): one collection-group listen target per Firestore trigger, whose
-// document changes become the events Eventarc would send, computed against the previous version the
-// watch saw.
+// --functions_emulator webhook). The emulator answers a change to a query target with every document
+// of the target, so one target over all shards would cost each write the whole collection group:
+// each matching document gets a target of its own, found by a names-only query of the trigger's
+// collection group every discoveryPeriod, and its changes become the events Eventarc would send,
+// computed against the previous version the watch saw.
+
+// discoveryPeriod is the pause between two queries for documents the watch does not watch yet: a
+// document's first write reaches the function up to about this much later than the ones after.
+const discoveryPeriod = 200 * time.Millisecond
 
 // documentWatch turns one trigger's document changes into events for the bridge.
 type documentWatch struct {
 	bridge *EventBridge
+	client *firestoreapi.Client
 	// database is projects/P/databases/(default); group the collection ID the trigger's pattern ends in.
 	database, group string
 	// pattern is the trigger's document path pattern, split at "/"; eventType its CloudEvent type;
 	// target the function's URL.
 	pattern           []string
 	eventType, target string
-	// known is the latest version of every matching document the watch has seen, by full name.
+
+	// mu guards stream (the open listen stream, nil between two) and watched (the full name of every
+	// document with a target, in the order they were added: target i+1 is watched[i]).
+	mu        sync.Mutex
+	stream    firestorepb.Firestore_ListenClient
+	watched   []string
+	isWatched map[string]bool
+	// known is the latest version of every watched document the stream has shown (the stream's
+	// goroutine alone uses it).
 	known map[string]*firestorepb.Document
 }
 
@@ -49,14 +65,18 @@ func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firesto
 	}
 	w := &documentWatch{
 		bridge:    b,
+		client:    client,
 		database:  "projects/" + project + "/databases/(default)",
 		group:     segs[len(segs)-2],
 		pattern:   segs,
 		eventType: eventType,
 		target:    target,
+		isWatched: make(map[string]bool),
 		known:     make(map[string]*firestorepb.Document),
 	}
-	go w.run(ctx, client)
+	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", w.database)
+	go w.run(ctx)
+	go w.discover(ctx)
 	return nil
 }
 
@@ -84,9 +104,9 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
 // run listens until ctx ends, listening again after a broken stream.
-func (w *documentWatch) run(ctx context.Context, client *firestoreapi.Client) {
+func (w *documentWatch) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := w.listen(ctx, client)
+		err := w.listen(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -98,32 +118,96 @@ func (w *documentWatch) run(ctx context.Context, client *firestoreapi.Client) {
 	}
 }
 
-// listen runs one listen stream. Each stream starts with the matching documents as they are now,
-// then every change. Until the target is current, documents are compared with known, so a stream that
-// starts again delivers what changed while none listened (including deletes), and no more.
-func (w *documentWatch) listen(ctx context.Context, client *firestoreapi.Client) error {
-	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", w.database)
-	stream, err := client.Listen(ctx)
-	if err != nil {
-		return err
-	}
-	const targetID = 1
-	err = stream.Send(&firestorepb.ListenRequest{
-		Database: w.database,
-		TargetChange: &firestorepb.ListenRequest_AddTarget{AddTarget: &firestorepb.Target{
-			TargetId: targetID,
-			TargetType: &firestorepb.Target_Query{Query: &firestorepb.Target_QueryTarget{
-				Parent: w.database + "/documents",
-				QueryType: &firestorepb.Target_QueryTarget_StructuredQuery{StructuredQuery: &firestorepb.StructuredQuery{
-					From: []*firestorepb.StructuredQuery_CollectionSelector{{CollectionId: w.group, AllDescendants: true}},
-				}},
-			}},
+// discover queries the names of the trigger's collection group every discoveryPeriod and watches the
+// matching documents it does not watch yet.
+func (w *documentWatch) discover(ctx context.Context) {
+	query := &firestorepb.RunQueryRequest{
+		Parent: w.database + "/documents",
+		QueryType: &firestorepb.RunQueryRequest_StructuredQuery{StructuredQuery: &firestorepb.StructuredQuery{
+			Select: &firestorepb.StructuredQuery_Projection{Fields: []*firestorepb.StructuredQuery_FieldReference{{FieldPath: "__name__"}}},
+			From:   []*firestorepb.StructuredQuery_CollectionSelector{{CollectionId: w.group, AllDescendants: true}},
 		}},
-	})
+	}
+	for {
+		var found []string
+		results, err := w.client.RunQuery(ctx, query)
+		for err == nil {
+			var r *firestorepb.RunQueryResponse
+			if r, err = results.Recv(); err == nil && r.GetDocument() != nil {
+				found = append(found, r.GetDocument().GetName())
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != io.EOF {
+			fmt.Fprintf(w.bridge.log, "event bridge: query for new %s documents: %v\n", w.group, err)
+		}
+		w.watch(found)
+		select {
+		case <-time.After(discoveryPeriod):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watch adds a target for each of names that matches the pattern and has none yet.
+func (w *documentWatch) watch(names []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	first := len(w.watched)
+	for _, name := range names {
+		path := strings.TrimPrefix(name, w.database+"/documents/")
+		if !w.isWatched[name] && matchPattern(w.pattern, strings.Split(path, "/")) {
+			w.isWatched[name] = true
+			w.watched = append(w.watched, name)
+		}
+	}
+	if w.stream != nil {
+		if err := w.addTargets(first); err != nil {
+			fmt.Fprintf(w.bridge.log, "event bridge: watch new %s documents: %v\n", w.group, err)
+		}
+	}
+}
+
+// addTargets sends a document target for each of watched[first:]. Call with mu held.
+func (w *documentWatch) addTargets(first int) error {
+	for i := first; i < len(w.watched); i++ {
+		err := w.stream.Send(&firestorepb.ListenRequest{
+			Database: w.database,
+			TargetChange: &firestorepb.ListenRequest_AddTarget{AddTarget: &firestorepb.Target{
+				TargetId:   int32(i + 1),
+				TargetType: &firestorepb.Target_Documents{Documents: &firestorepb.Target_DocumentsTarget{Documents: []string{w.watched[i]}}},
+			}},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listen runs one listen stream, with a target for every watched document. A stream that starts
+// again shows each document as it is now: a version known already is no event; a delete while none
+// listened is missed (docs/development.md).
+func (w *documentWatch) listen(ctx context.Context) error {
+	stream, err := w.client.Listen(ctx)
 	if err != nil {
 		return err
 	}
-	current, seen := false, map[string]bool{}
+	w.mu.Lock()
+	w.stream = stream
+	err = w.addTargets(0)
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.stream = nil
+		w.mu.Unlock()
+	}()
+	if err != nil {
+		return err
+	}
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
@@ -132,12 +216,9 @@ func (w *documentWatch) listen(ctx context.Context, client *firestoreapi.Client)
 		switch r := resp.ResponseType.(type) {
 		case *firestorepb.ListenResponse_DocumentChange:
 			doc := r.DocumentChange.GetDocument()
-			if slices.Contains(r.DocumentChange.GetTargetIds(), targetID) {
-				if seen != nil {
-					seen[doc.GetName()] = true
-				}
+			if len(r.DocumentChange.GetTargetIds()) > 0 {
 				w.changed(doc.GetName(), doc, time.Time{})
-			} else if slices.Contains(r.DocumentChange.GetRemovedTargetIds(), targetID) {
+			} else {
 				w.changed(doc.GetName(), nil, time.Time{})
 			}
 		case *firestorepb.ListenResponse_DocumentDelete:
@@ -145,22 +226,8 @@ func (w *documentWatch) listen(ctx context.Context, client *firestoreapi.Client)
 		case *firestorepb.ListenResponse_DocumentRemove:
 			w.changed(r.DocumentRemove.GetDocument(), nil, r.DocumentRemove.GetReadTime().AsTime())
 		case *firestorepb.ListenResponse_TargetChange:
-			tc := r.TargetChange
-			switch {
-			case tc.GetTargetChangeType() == firestorepb.TargetChange_RESET:
-				current, seen = false, map[string]bool{}
-			case tc.GetTargetChangeType() == firestorepb.TargetChange_CURRENT:
-				current = true
-			case tc.GetTargetChangeType() == firestorepb.TargetChange_NO_CHANGE && len(tc.GetTargetIds()) == 0 && current && seen != nil:
-				// The first consistent snapshot: what known holds and the stream did not send is gone.
-				for name := range w.known {
-					if !seen[name] {
-						w.changed(name, nil, tc.GetReadTime().AsTime())
-					}
-				}
-				seen = nil
-			case tc.GetTargetChangeType() == firestorepb.TargetChange_REMOVE:
-				return fmt.Errorf("target removed: %v", tc.GetCause())
+			if r.TargetChange.GetTargetChangeType() == firestorepb.TargetChange_REMOVE {
+				return fmt.Errorf("target removed: %v", r.TargetChange.GetCause())
 			}
 		}
 	}
@@ -179,9 +246,6 @@ func (w *documentWatch) changed(name string, doc *firestorepb.Document, deletedA
 		w.known[name] = doc
 	}
 	path := strings.TrimPrefix(name, w.database+"/documents/")
-	if !matchPattern(w.pattern, strings.Split(path, "/")) {
-		return
-	}
 	at := time.Now()
 	if doc != nil {
 		at = doc.GetUpdateTime().AsTime()

@@ -62,8 +62,20 @@ func TestWatchDeliversEventarcDocumentEvents(t *testing.T) {
 	if err := b.watchTriggerDocuments(b.watching, api, project, "google.cloud.firestore.document.v1.written", "counters/{counter}/shards/{shard}", fn.URL); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the watch's first, empty, snapshot
-
+	// Each step waits for the events before it: a document's first write is found by the watch's
+	// next query, and writes of one document close together may make one event (docs/development.md).
+	wait := func(n int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			have := len(got)
+			mu.Unlock()
+			if have >= n || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	shard := client.Doc("counters/likes/shards/3")
 	steps := []func() error{
 		func() error { _, err := shard.Set(ctx, map[string]any{"count": 1}); return err },
@@ -74,22 +86,13 @@ func TestWatchDeliversEventarcDocumentEvents(t *testing.T) {
 		func() error { _, err := client.Doc("apps/x/shards/1").Set(ctx, map[string]any{"count": 1}); return err },
 		func() error { _, err := shard.Delete(ctx); return err },
 	}
-	for _, step := range steps {
+	for i, step := range steps {
 		if err := step(); err != nil {
 			t.Fatal(err)
 		}
+		wait([]int{1, 2, 2, 3}[i]) // apps/x/shards/1 makes none
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond) // any event beyond the three
+	time.Sleep(time.Second) // any event beyond the three
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != 3 {

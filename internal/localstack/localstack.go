@@ -130,9 +130,8 @@ type Emulators struct {
 	Firestore, PubSub, Auth *emulators.Emulator
 }
 
-// StartEmulators starts the emulators in parallel, logging to files in o.LogDir. firestoreArgs are
-// extra arguments of the Firestore emulator.
-func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*Emulators, error) {
+// StartEmulators starts the emulators in parallel, logging to files in o.LogDir.
+func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 	logDir := o.LogDir
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator log directory: %w", err)
@@ -153,7 +152,7 @@ func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*E
 		authErr      error
 	)
 	wg.Go(func() {
-		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), loopback(o.FirestorePort), "firestore.log")
+		e.Firestore, fsErr = start(emulators.Firestore(), loopback(o.FirestorePort), "firestore.log")
 	})
 	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
 	wg.Go(func() {
