@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -21,8 +24,8 @@ import (
 	"github.com/shardcount/counters/rollup"
 )
 
-// TestRollupsOfManyWarmCounters spreads increments over 100 counters through the stack's Increment
-// while the stack delivers the Firestore events of their shards to RollupOnShardWrite, and holds the
+// TestRollupsOfManyWarmCounters spreads increments over 100 warm counters (configured with their
+// shards, whose first events were delivered) through the stack's Increment while the stack delivers the Firestore events of their shards to RollupOnShardWrite, and holds the
 // roll-ups to fixed bounds, end to end and on what the engine controls:
 //
 //   - as readers see it: p99 over time and counters, the roll-up age from the acknowledgement (the
@@ -43,8 +46,9 @@ func TestRollupsOfManyWarmCounters(t *testing.T) {
 	stack := newStack(t)
 	const (
 		counters = 100
-		clients  = 16
-		rate     = 150 // increments per second, over all counters
+		shards   = 10 // per counter, created before the load as ConfigureCounter does
+		clients  = 64
+		rate     = 500 // increments per second, over all counters
 		duration = 8 * time.Second
 	)
 	ids := make([]string, counters)
@@ -55,6 +59,24 @@ func TestRollupsOfManyWarmCounters(t *testing.T) {
 		refs[i] = schema.RollupRef(stack.Client, ids[i])
 		index[ids[i]] = i
 	}
+
+	// Warm counters: configured, their shards written once (the stack watches a document from its
+	// first event on, docs/development.md) before the load.
+	for _, id := range ids {
+		if err := configure(stack, id, shards); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, time.Minute, "an event of every configured shard", func() bool {
+		seen := map[string]bool{}
+		for _, r := range deliveries(t, stack, schema.Counters+"/warm-") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(r.Document, schema.Counters+"/"), "/")
+			if _, ok := index[id]; ok {
+				seen[r.Document] = true
+			}
+		}
+		return len(seen) == counters*shards
+	})
 
 	versions, stopWatching := watchRollups(t, stack, index)
 	var mu sync.Mutex
@@ -280,6 +302,21 @@ func readRollups(t testing.TB, stack *stack, refs []*firestore.DocumentRef) []ro
 		states[i] = rollupState{count: d.Count, updatedAt: d.UpdatedAt, committed: snap.UpdateTime}
 	}
 	return states
+}
+
+// configure creates counter id with shards shards through ConfigureCounter.
+func configure(stack *stack, id string, shards int) error {
+	body, _ := json.Marshal(map[string]any{"counter": id, "num_shards": shards})
+	resp, err := httpClient.Post(stack.FunctionsURL+"/ConfigureCounter", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("configure %s: %s %s", id, resp.Status, msg)
+	}
+	return nil
 }
 
 // deliveries reads the event bridge's records of the events of documents under prefix.

@@ -27,12 +27,17 @@ import (
 // --functions_emulator webhook). The emulator answers a change to a query target with every document
 // of the target, so one target over all shards would cost each write the whole collection group:
 // each matching document gets a target of its own, found by a names-only query of the trigger's
-// collection group every discoveryPeriod, and its changes become the events Eventarc would send,
+// collection group (repeated, see discoveryPeriod), and its changes become the events Eventarc would send,
 // computed against the previous version the watch saw.
 
-// discoveryPeriod is the pause between two queries for documents the watch does not watch yet: a
-// document's first write reaches the function up to about this much later than the ones after.
-const discoveryPeriod = 200 * time.Millisecond
+// discoveryPeriod is the least pause between two queries for documents the watch does not watch
+// yet, and discoveryShare the most of the emulator's time they take: the pause is at least
+// 1/discoveryShare - 1 times the query's own time. A document's first write reaches the function up
+// to a query and a pause later than the writes after it.
+const (
+	discoveryPeriod = 200 * time.Millisecond
+	discoveryShare  = 0.2
+)
 
 // documentWatch turns one trigger's document changes into events for the bridge.
 type documentWatch struct {
@@ -118,8 +123,8 @@ func (w *documentWatch) run(ctx context.Context) {
 	}
 }
 
-// discover queries the names of the trigger's collection group every discoveryPeriod and watches the
-// matching documents it does not watch yet.
+// discover queries the names of the trigger's collection group, again and again (see
+// discoveryPeriod), and watches the matching documents it does not watch yet.
 func (w *documentWatch) discover(ctx context.Context) {
 	query := &firestorepb.RunQueryRequest{
 		Parent: w.database + "/documents",
@@ -129,6 +134,7 @@ func (w *documentWatch) discover(ctx context.Context) {
 		}},
 	}
 	for {
+		began := time.Now()
 		var found []string
 		results, err := w.client.RunQuery(ctx, query)
 		for err == nil {
@@ -144,8 +150,9 @@ func (w *documentWatch) discover(ctx context.Context) {
 			fmt.Fprintf(w.bridge.log, "event bridge: query for new %s documents: %v\n", w.group, err)
 		}
 		w.watch(found)
+		pause := max(discoveryPeriod, time.Duration(float64(time.Since(began))*(1/discoveryShare-1)))
 		select {
-		case <-time.After(discoveryPeriod):
+		case <-time.After(pause):
 		case <-ctx.Done():
 			return
 		}
