@@ -50,14 +50,27 @@ type documentWatch struct {
 	pattern           []string
 	eventType, target string
 
-	// mu guards stream (the open listen stream, nil between two) and watched (the full name of every
-	// document with a target, in the order they were added: target i+1 is watched[i]).
+	ctx context.Context
+	// mu guards groups and isWatched (every document with a target).
 	mu        sync.Mutex
-	stream    firestorepb.Firestore_ListenClient
-	watched   []string
+	groups    []*targetGroup
 	isWatched map[string]bool
-	// known is the latest version of every watched document the stream has shown (the stream's
-	// goroutine alone uses it).
+}
+
+// targetsPerStream bounds the targets of one listen stream: the emulator's streams with a thousand
+// targets broke now and then under load (a message the client could not parse).
+const targetsPerStream = 100
+
+// targetGroup is one listen stream and the documents it watches.
+type targetGroup struct {
+	w *documentWatch
+	// mu guards stream (the open listen stream, nil between two) and names (the documents watched,
+	// in the order they were added: target i+1 is names[i]).
+	mu     sync.Mutex
+	stream firestorepb.Firestore_ListenClient
+	names  []string
+	// known is the latest version of every document the stream has shown (the stream's goroutine
+	// alone uses it).
 	known map[string]*firestorepb.Document
 }
 
@@ -77,11 +90,9 @@ func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firesto
 		eventType: eventType,
 		target:    target,
 		isWatched: make(map[string]bool),
-		known:     make(map[string]*firestorepb.Document),
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", w.database)
-	go w.run(ctx)
-	go w.discover(ctx)
+	w.ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", w.database)
+	go w.discover(w.ctx)
 	return nil
 }
 
@@ -109,15 +120,15 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
 // run listens until ctx ends, listening again after a broken stream.
-func (w *documentWatch) run(ctx context.Context) {
+func (g *targetGroup) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := w.listen(ctx)
+		err := g.listen(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fmt.Fprintf(w.bridge.log, "event bridge: listen stream of %s ended (%v); listening again\n", w.group, err)
+		fmt.Fprintf(g.w.bridge.log, "event bridge: a listen stream of %s ended (%v); listening again\n", g.w.group, err)
 		select {
-		case <-time.After(time.Second):
+		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
 		}
 	}
@@ -163,29 +174,49 @@ func (w *documentWatch) discover(ctx context.Context) {
 func (w *documentWatch) watch(names []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	first := len(w.watched)
 	for _, name := range names {
 		path := strings.TrimPrefix(name, w.database+"/documents/")
-		if !w.isWatched[name] && matchPattern(w.pattern, strings.Split(path, "/")) {
-			w.isWatched[name] = true
-			w.watched = append(w.watched, name)
+		if w.isWatched[name] || !matchPattern(w.pattern, strings.Split(path, "/")) {
+			continue
 		}
-	}
-	if w.stream != nil {
-		if err := w.addTargets(first); err != nil {
-			fmt.Fprintf(w.bridge.log, "event bridge: watch new %s documents: %v\n", w.group, err)
+		w.isWatched[name] = true
+		if len(w.groups) == 0 || w.groups[len(w.groups)-1].full() {
+			g := &targetGroup{w: w, known: make(map[string]*firestorepb.Document)}
+			w.groups = append(w.groups, g)
+			go g.run(w.ctx)
+		}
+		if err := w.groups[len(w.groups)-1].add(name); err != nil {
+			fmt.Fprintf(w.bridge.log, "event bridge: watch %s: %v\n", path, err)
 		}
 	}
 }
 
-// addTargets sends a document target for each of watched[first:]. Call with mu held.
-func (w *documentWatch) addTargets(first int) error {
-	for i := first; i < len(w.watched); i++ {
-		err := w.stream.Send(&firestorepb.ListenRequest{
-			Database: w.database,
+// full reports whether g has targetsPerStream targets.
+func (g *targetGroup) full() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.names) >= targetsPerStream
+}
+
+// add watches the document name, at once if the stream is open, else when it opens.
+func (g *targetGroup) add(name string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.names = append(g.names, name)
+	if g.stream == nil {
+		return nil
+	}
+	return g.addTargets(len(g.names) - 1)
+}
+
+// addTargets sends a document target for each of names[first:]. Call with mu held.
+func (g *targetGroup) addTargets(first int) error {
+	for i := first; i < len(g.names); i++ {
+		err := g.stream.Send(&firestorepb.ListenRequest{
+			Database: g.w.database,
 			TargetChange: &firestorepb.ListenRequest_AddTarget{AddTarget: &firestorepb.Target{
 				TargetId:   int32(i + 1),
-				TargetType: &firestorepb.Target_Documents{Documents: &firestorepb.Target_DocumentsTarget{Documents: []string{w.watched[i]}}},
+				TargetType: &firestorepb.Target_Documents{Documents: &firestorepb.Target_DocumentsTarget{Documents: []string{g.names[i]}}},
 			}},
 		})
 		if err != nil {
@@ -195,22 +226,22 @@ func (w *documentWatch) addTargets(first int) error {
 	return nil
 }
 
-// listen runs one listen stream, with a target for every watched document. A stream that starts
+// listen runs one listen stream, with a target for each of the group's documents. A stream that starts
 // again shows each document as it is now: a version known already is no event; a delete while none
 // listened is missed (docs/development.md).
-func (w *documentWatch) listen(ctx context.Context) error {
-	stream, err := w.client.Listen(ctx)
+func (g *targetGroup) listen(ctx context.Context) error {
+	stream, err := g.w.client.Listen(ctx)
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	w.stream = stream
-	err = w.addTargets(0)
-	w.mu.Unlock()
+	g.mu.Lock()
+	g.stream = stream
+	err = g.addTargets(0)
+	g.mu.Unlock()
 	defer func() {
-		w.mu.Lock()
-		w.stream = nil
-		w.mu.Unlock()
+		g.mu.Lock()
+		g.stream = nil
+		g.mu.Unlock()
 	}()
 	if err != nil {
 		return err
@@ -224,14 +255,14 @@ func (w *documentWatch) listen(ctx context.Context) error {
 		case *firestorepb.ListenResponse_DocumentChange:
 			doc := r.DocumentChange.GetDocument()
 			if len(r.DocumentChange.GetTargetIds()) > 0 {
-				w.changed(doc.GetName(), doc, time.Time{})
+				g.w.changed(g.known, doc.GetName(), doc, time.Time{})
 			} else {
-				w.changed(doc.GetName(), nil, time.Time{})
+				g.w.changed(g.known, doc.GetName(), nil, time.Time{})
 			}
 		case *firestorepb.ListenResponse_DocumentDelete:
-			w.changed(r.DocumentDelete.GetDocument(), nil, r.DocumentDelete.GetReadTime().AsTime())
+			g.w.changed(g.known, r.DocumentDelete.GetDocument(), nil, r.DocumentDelete.GetReadTime().AsTime())
 		case *firestorepb.ListenResponse_DocumentRemove:
-			w.changed(r.DocumentRemove.GetDocument(), nil, r.DocumentRemove.GetReadTime().AsTime())
+			g.w.changed(g.known, r.DocumentRemove.GetDocument(), nil, r.DocumentRemove.GetReadTime().AsTime())
 		case *firestorepb.ListenResponse_TargetChange:
 			if r.TargetChange.GetTargetChangeType() == firestorepb.TargetChange_REMOVE {
 				return fmt.Errorf("target removed: %v", r.TargetChange.GetCause())
@@ -240,17 +271,17 @@ func (w *documentWatch) listen(ctx context.Context) error {
 	}
 }
 
-// changed records that the document name is now doc (nil: deleted, noticed at deletedAt or, when
-// zero, now) and, unless that is the version known already, queues its event.
-func (w *documentWatch) changed(name string, doc *firestorepb.Document, deletedAt time.Time) {
-	old := w.known[name]
+// changed records in known that the document name is now doc (nil: deleted, noticed at deletedAt
+// or, when zero, now) and, unless that is the version known already, queues its event.
+func (w *documentWatch) changed(known map[string]*firestorepb.Document, name string, doc *firestorepb.Document, deletedAt time.Time) {
+	old := known[name]
 	if doc == nil && old == nil || doc != nil && old != nil && proto.Equal(doc.GetUpdateTime(), old.GetUpdateTime()) {
 		return
 	}
 	if doc == nil {
-		delete(w.known, name)
+		delete(known, name)
 	} else {
-		w.known[name] = doc
+		known[name] = doc
 	}
 	path := strings.TrimPrefix(name, w.database+"/documents/")
 	at := time.Now()
