@@ -138,7 +138,8 @@ func TestRollupsOfManyWarmCounters(t *testing.T) {
 	var all []localstack.DeliveryRecord
 	for _, r := range deliveries(t, stack, schema.Counters+"/warm-") {
 		id, _, _ := strings.Cut(strings.TrimPrefix(r.Document, schema.Counters+"/"), "/")
-		if k, ok := index[id]; ok {
+		// The load's events: the warm-up's came before the roll-ups listener.
+		if k, ok := index[id]; ok && !r.Written.Before(start) {
 			events[k] = append(events[k], r)
 			all = append(all, r)
 		}
@@ -174,7 +175,7 @@ func TestRollupsOfManyWarmCounters(t *testing.T) {
 		}
 	}
 	if uncovered > 0 {
-		t.Errorf("%d events with no roll-up computed after their write seen by the listener", uncovered)
+		t.Errorf("%d events of the load with no roll-up computed after their write seen by the listener", uncovered)
 	}
 	var slow []time.Duration // answer times beyond localstack.SlowAnswer
 	for _, r := range all {
