@@ -282,9 +282,18 @@ func post(url string, v any) error {
 	return nil
 }
 
-// exactCount reads a counter's exact value through Count.
+// countRetries bounds exactCount's attempts, one a second.
+const countRetries = 60
+
+// exactCount reads a counter's exact value through Count, asking again after a 503 (the emulator
+// busy after a heavy run) for up to countRetries seconds.
 func exactCount(functionsURL, id string) (int64, error) {
 	resp, err := httpClient.Get(functionsURL + "/Count?counter=" + id)
+	for try := 1; err == nil && resp.StatusCode == http.StatusServiceUnavailable && try < countRetries; try++ {
+		resp.Body.Close()
+		time.Sleep(time.Second)
+		resp, err = httpClient.Get(functionsURL + "/Count?counter=" + id)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -15,6 +15,14 @@ import (
 // defines DocumentEventData itself is not needed for one field.
 const documentEventValueField = 1
 
+// documentEventOldValueField and documentEventUpdateMaskField are DocumentEventData's old_value (the
+// document before the write, a Document) and update_mask (a DocumentMask, the wire format of
+// google.firestore.v1.DocumentMask).
+const (
+	documentEventOldValueField   = 2
+	documentEventUpdateMaskField = 3
+)
+
 // WrittenDocumentUpdateTime reads the update time of the written document from the protobuf
 // DocumentEventData of a document.written event. ok is false when the event carries no document
 // after the write (a delete).
@@ -53,4 +61,34 @@ func WrittenDocument(data []byte) (*firestorepb.Document, error) {
 		return &doc, nil
 	}
 	return nil, nil
+}
+
+// DocumentEventData encodes the protobuf DocumentEventData of a document.written event, as Eventarc
+// sends it: value is the document after the write (nil for a delete), oldValue the document before
+// it (nil for a create), updateMask the paths of the fields an update changed (nil otherwise).
+func DocumentEventData(value, oldValue *firestorepb.Document, updateMask []string) ([]byte, error) {
+	var b []byte
+	for _, f := range []struct {
+		num protowire.Number
+		doc *firestorepb.Document
+	}{{documentEventValueField, value}, {documentEventOldValueField, oldValue}} {
+		if f.doc == nil {
+			continue
+		}
+		enc, err := proto.Marshal(f.doc)
+		if err != nil {
+			return nil, fmt.Errorf("encode DocumentEventData: %w", err)
+		}
+		b = protowire.AppendTag(b, f.num, protowire.BytesType)
+		b = protowire.AppendBytes(b, enc)
+	}
+	if len(updateMask) > 0 {
+		mask, err := proto.Marshal(&firestorepb.DocumentMask{FieldPaths: updateMask})
+		if err != nil {
+			return nil, fmt.Errorf("encode DocumentEventData: %w", err)
+		}
+		b = protowire.AppendTag(b, documentEventUpdateMaskField, protowire.BytesType)
+		b = protowire.AppendBytes(b, mask)
+	}
+	return b, nil
 }

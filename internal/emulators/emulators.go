@@ -31,16 +31,15 @@ type Kind struct {
 	args func(host, port string) []string
 }
 
-// Firestore is the Firestore emulator (native mode). extraArgs are passed to it, e.g.
-// --functions_emulator=HOST:PORT to deliver document events.
-func Firestore(extraArgs ...string) Kind {
+// Firestore is the Firestore emulator (native mode).
+func Firestore() Kind {
 	return Kind{
 		Name:          "Firestore",
 		HostEnv:       "FIRESTORE_EMULATOR_HOST",
 		launcher:      "platform/cloud-firestore-emulator/cloud_firestore_emulator",
 		debianPackage: "google-cloud-cli-firestore-emulator",
 		args: func(host, port string) []string {
-			return append([]string{"start", "--host=" + host, "--port=" + port}, extraArgs...)
+			return []string{"start", "--host=" + host, "--port=" + port}
 		},
 	}
 }

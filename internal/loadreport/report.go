@@ -85,8 +85,8 @@ type Run struct {
 	RollupInvocationsPer1000     float64 `json:"rollup_invocations_per_1000"`
 	RollupInstanceSecondsPer1000 float64 `json:"rollup_instance_seconds_per_1000"`
 	// RollupAnswer is how long the roll-up trigger took to answer an event (p50, p99, max), and
-	// EventDelay how late the Firestore emulator delivered events after their writes; zero when the
-	// stack does not report them.
+	// EventDelay how late Firestore events reached the stack's event bridge after their writes (the
+	// emulator's listen stream); zero when the stack does not report them.
 	RollupAnswer [3]time.Duration `json:"rollup_answer_ns"`
 	EventDelay   [3]time.Duration `json:"event_delay_ns"`
 	// FinalShards is the largest num_shards of the run's counters at the end.
@@ -267,7 +267,7 @@ var rows = []struct {
 	{"roll-up trigger invocations per 1,000 increments", func(r Run) string { return perThousand(r.RollupInvocationsPer1000, "%.0f") }},
 	{"roll-up trigger instance-seconds per 1,000 increments", func(r Run) string { return perThousand(r.RollupInstanceSecondsPer1000, "%.2f") }},
 	{"roll-up trigger answer time p50 / p99 / max", func(r Run) string { return triple(r.RollupAnswer) }},
-	{"Firestore event delay (the emulator's) p50 / p99 / max", func(r Run) string { return triple(r.EventDelay) }},
+	{"Firestore event delay from the write p50 / p99 / max", func(r Run) string { return triple(r.EventDelay) }},
 	{"roll-up exact after the load stopped", func(r Run) string {
 		if r.TrailingEdge < 0 {
 			return "not within 1 min"

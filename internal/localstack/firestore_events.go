@@ -3,42 +3,41 @@ package localstack
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	firestoreapi "cloud.google.com/go/firestore/apiv1"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+
 	"github.com/shardcount/counters/functions"
-	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
 
 // Delivery of Firestore document events, as Eventarc does it in production.
 //
-// The Firestore emulator can call functions on document writes (--functions_emulator), but its
-// Eventarc-style requests are not what Eventarc sends: the body is base64 text, a ce-datacontenttype
-// header makes functions-framework-go answer 500, and ce-source says "projects/projects/". It also
-// delivers one event at a time and never retries. The event bridge receives those deliveries,
-// acknowledges them at once, and delivers each to the function as the binary-mode CloudEvent Eventarc
-// sends (Content-Type application/protobuf, the DocumentEventData protobuf as body, subject
+// The event bridge watches the documents of every Firestore trigger on the emulator's listen stream
+// (listen.go) and delivers each change to the function as the binary-mode CloudEvent Eventarc sends
+// (Content-Type application/protobuf, the DocumentEventData protobuf as body, subject
 // documents/counters/{id}/shards/{n}), with retries, and as many at once as the deployed function
 // takes: its concurrency times its max instances, as Eventarc keeps that many in flight before
 // Cloud Run answers 429 (Cloud Run scales the function out to its max instances; one local process
-// holds what they would).
+// holds what they would). docs/development.md says why not the emulator's own event delivery, and
+// how these events differ from production's.
 const (
 	bridgeQueue       = 100_000
 	bridgeMaxAttempts = 20
 	bridgeMaxBackoff  = 2 * time.Second
 )
 
-// EventBridge turns the Firestore emulator's event deliveries into production-format CloudEvents.
+// EventBridge delivers the Firestore emulator's document changes to the functions as
+// production-format CloudEvents.
 type EventBridge struct {
 	listener net.Listener
 	server   *http.Server
@@ -47,9 +46,12 @@ type EventBridge struct {
 	client   *http.Client
 	log      io.Writer
 
-	// targets maps the trigger IDs registered with the emulator to the function URLs they deliver to.
-	mu      sync.Mutex
-	targets map[string]string
+	// firestore is the watches' connection to the emulator; watching ends with stopWatching.
+	firestore    *firestoreapi.Client
+	watching     context.Context
+	stopWatching context.CancelFunc
+
+	mu sync.Mutex
 
 	received, delivered, failed, attempts, slow atomic.Int64
 
@@ -148,7 +150,7 @@ type BridgeStats struct {
 	// AnswerTime is how long the function took to answer a delivery.
 	AnswerTime Percentiles `json:"answer_time"`
 	// Lateness is how long after its document's write (its update time) an event reached the
-	// bridge: the Firestore emulator's own delivery delay.
+	// bridge: the delay of the Firestore emulator's listen stream.
 	Lateness Percentiles `json:"lateness"`
 }
 
@@ -193,10 +195,9 @@ func (b *EventBridge) settleHeld(now time.Time) {
 	b.heldSince = now
 }
 
-// startEventBridge listens on a free loopback port, the address to give the Firestore emulator as
-// --functions_emulator. It also answers GET /stats with BridgeStats, and GET /deliveries?prefix=P
-// with the DeliveryRecords of the latest events of documents under P.
-// It delivers inFlight events at once.
+// startEventBridge listens on a free loopback port, where it answers GET /stats with BridgeStats,
+// and GET /deliveries?prefix=P with the DeliveryRecords of the latest events of documents under P.
+// It delivers inFlight events at once; watchFirestoreTriggers gives it the events.
 func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -208,18 +209,17 @@ func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 		done:     make(chan struct{}),
 		client:   &http.Client{Timeout: time.Minute},
 		log:      log,
-		targets:  make(map[string]string),
 
 		concurrency: eventConcurrency(),
 		heldSince:   time.Now(),
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /functions/projects/{project}/triggers/{trigger}", b.receive)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(b.Stats())
 	})
 	mux.HandleFunc("GET /deliveries", b.deliveries.serve)
 	b.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.watching, b.stopWatching = context.WithCancel(context.Background())
 	go func() { _ = b.server.Serve(l) }()
 	for range inFlight {
 		go b.work()
@@ -241,50 +241,20 @@ func (b *EventBridge) Stats() BridgeStats {
 		Invocations: b.attempts.Load(), InstanceSeconds: held, SlowAnswers: b.slow.Load(), AnswerTime: answer, Lateness: late}
 }
 
-// receive takes one delivery from the emulator, converts it and queues it for its function.
-func (b *EventBridge) receive(w http.ResponseWriter, r *http.Request) {
-	b.mu.Lock()
-	target, ok := b.targets[r.PathValue("trigger")]
-	b.mu.Unlock()
-	if !ok {
-		http.Error(w, "unknown trigger", http.StatusNotFound)
-		return
-	}
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	body, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(raw)))
-	if err != nil {
-		fmt.Fprintf(b.log, "event bridge: delivery for %s is not base64: %v\n", r.URL.Path, err)
-		http.Error(w, "body is not base64", http.StatusBadRequest)
-		return
-	}
-	out, err := http.NewRequest(http.MethodPost, target, nil)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	for name, values := range r.Header {
-		// In binary mode the data content type travels only as Content-Type.
-		if lower := strings.ToLower(name); strings.HasPrefix(lower, "ce-") && lower != "ce-datacontenttype" {
-			out.Header[name] = values
-		}
-	}
-	out.Header.Set("Ce-Source", strings.Replace(r.Header.Get("Ce-Source"), "/projects/projects/", "/projects/", 1))
-	out.Header.Set("Content-Type", "application/protobuf")
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+// enqueue queues the event req with body, of a write of the document at path (doc after it, nil for
+// a delete), for delivery.
+func (b *EventBridge) enqueue(req *http.Request, body []byte, path string, doc *firestorepb.Document) {
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	b.received.Add(1)
-	written, ok, err := eventhttp.WrittenDocumentUpdateTime(body)
-	if err == nil && ok {
+	var written time.Time
+	if doc != nil {
+		written = doc.GetUpdateTime().AsTime()
 		b.mu.Lock()
 		b.lateness.add(time.Since(written))
 		b.mu.Unlock()
 	}
-	seq := b.deliveries.received(strings.TrimPrefix(r.Header.Get("Ce-Subject"), "documents/"), written)
-	b.queue <- queuedEvent{req: out, seq: seq}
-	w.WriteHeader(http.StatusNoContent)
+	seq := b.deliveries.received(path, written)
+	b.queue <- queuedEvent{req: req, seq: seq}
 }
 
 // work delivers queued events, retrying failures with backoff as Eventarc does for functions
@@ -354,46 +324,32 @@ func (b *EventBridge) deliver(template *http.Request) error {
 	return nil
 }
 
-// registerFirestoreTriggers registers, with the Firestore emulator at firestoreAddr, a trigger for
-// every deployed function with a Firestore trigger on the collections of schema, delivering through
-// the bridge to functionsURL.
-func (b *EventBridge) registerFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema) error {
+// watchFirestoreTriggers starts, on the Firestore emulator at firestoreAddr, a watch of the documents
+// of every deployed function with a Firestore trigger on the collections of schema, delivering their
+// events to the function at functionsURL until the bridge stops.
+func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema) error {
+	client, err := dialFirestore(ctx, firestoreAddr)
+	if err != nil {
+		return err
+	}
+	b.firestore = client
 	for _, f := range functions.Deployed() {
 		t := f.Trigger
-		pattern := t.DocumentPattern(schema)
-		if pattern == "" {
-			continue
-		}
-		b.mu.Lock()
-		b.targets[f.EntryPoint] = functionsURL + "/" + f.EntryPoint
-		b.mu.Unlock()
-		body, _ := json.Marshal(map[string]any{
-			"eventType": t.EventType,
-			"database":  "(default)",
-			"namespace": "(default)",
-			"document":  map[string]string{"value": pattern, "matchType": "PATH_PATTERN"},
-		})
-		url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/eventarcTrigger?eventarcTriggerId=%s", firestoreAddr, project, f.EntryPoint)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return fmt.Errorf("register %s trigger with the Firestore emulator: %w", f.EntryPoint, err)
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("register %s trigger with the Firestore emulator: %s: %s", f.EntryPoint, resp.Status, msg)
+		if pattern := t.DocumentPattern(schema); pattern != "" {
+			if err := b.watchTriggerDocuments(b.watching, client, project, t.EventType, pattern, functionsURL+"/"+f.EntryPoint); err != nil {
+				return fmt.Errorf("watch %s's documents: %w", f.EntryPoint, err)
+			}
 		}
 	}
 	return nil
 }
 
-// stop stops receiving and abandons undelivered events.
+// stop stops watching and abandons undelivered events.
 func (b *EventBridge) stop() {
+	b.stopWatching()
+	if b.firestore != nil {
+		_ = b.firestore.Close()
+	}
 	_ = b.server.Close()
 	close(b.done)
 }

@@ -130,9 +130,8 @@ type Emulators struct {
 	Firestore, PubSub, Auth *emulators.Emulator
 }
 
-// StartEmulators starts the emulators in parallel, logging to files in o.LogDir. firestoreArgs are
-// extra arguments of the Firestore emulator.
-func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*Emulators, error) {
+// StartEmulators starts the emulators in parallel, logging to files in o.LogDir.
+func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 	logDir := o.LogDir
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator log directory: %w", err)
@@ -153,7 +152,7 @@ func StartEmulators(ctx context.Context, o Options, firestoreArgs ...string) (*E
 		authErr      error
 	)
 	wg.Go(func() {
-		e.Firestore, fsErr = start(emulators.Firestore(firestoreArgs...), loopback(o.FirestorePort), "firestore.log")
+		e.Firestore, fsErr = start(emulators.Firestore(), loopback(o.FirestorePort), "firestore.log")
 	})
 	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
 	wg.Go(func() {
@@ -223,7 +222,7 @@ type Stack struct {
 	Emulators *Emulators
 	// FunctionsURL is the base URL of the functions, e.g. http://127.0.0.1:8080.
 	FunctionsURL string
-	// Events delivers the Firestore emulator's document events to the functions.
+	// Events delivers the Firestore emulator's document changes to the functions as events.
 	Events *EventBridge
 	// App serves the live example app.
 	App *appServer
@@ -247,7 +246,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	emus, err := StartEmulators(ctx, o, "--functions_emulator="+bridge.Addr())
+	emus, err := StartEmulators(ctx, o)
 	if err != nil {
 		bridge.stop()
 		return nil, err
@@ -261,7 +260,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
 		return nil, err
 	}
-	if err := bridge.registerFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema()); err != nil {
+	if err := bridge.watchFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema()); err != nil {
 		return nil, err
 	}
 	if err := s.startFunctions(ctx, out); err != nil {

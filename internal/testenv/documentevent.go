@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/shardcount/counters/functions/eventhttp"
 )
 
 // DocumentEventData encodes the protobuf DocumentEventData of a Firestore document event, as
@@ -13,17 +13,9 @@ import (
 // out.
 func DocumentEventData(t testing.TB, value, oldValue *firestorepb.Document) []byte {
 	t.Helper()
-	var b []byte
-	for num, doc := range map[protowire.Number]*firestorepb.Document{1: value, 2: oldValue} {
-		if doc == nil {
-			continue
-		}
-		enc, err := proto.Marshal(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, enc)
+	b, err := eventhttp.DocumentEventData(value, oldValue, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return b
 }

@@ -1,0 +1,379 @@
+package localstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	firestoreapi "cloud.google.com/go/firestore/apiv1"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardcount/counters/functions/eventhttp"
+)
+
+// Document events from the Firestore emulator's listen stream (docs/development.md says why not its
+// --functions_emulator webhook). The emulator answers a change to a query target with every document
+// of the target, so one target over all shards would cost each write the whole collection group:
+// each matching document gets a target of its own, found by a names-only query of the trigger's
+// collection group (repeated, see discoveryPeriod), and its changes become the events Eventarc would send,
+// computed against the previous version the watch saw.
+
+// discoveryPeriod is the least pause between two queries for documents the watch does not watch
+// yet, and discoveryShare the most of the emulator's time they take: the pause is at least
+// 1/discoveryShare - 1 times the query's own time. A document's first write reaches the function up
+// to a query and a pause later than the writes after it.
+const (
+	discoveryPeriod = 200 * time.Millisecond
+	discoveryShare  = 0.2
+)
+
+// documentWatch turns one trigger's document changes into events for the bridge.
+type documentWatch struct {
+	bridge *EventBridge
+	client *firestoreapi.Client
+	// database is projects/P/databases/(default); group the collection ID the trigger's pattern ends in.
+	database, group string
+	// pattern is the trigger's document path pattern, split at "/"; eventType its CloudEvent type;
+	// target the function's URL.
+	pattern           []string
+	eventType, target string
+
+	ctx context.Context
+	// mu guards groups and isWatched (every document with a target).
+	mu        sync.Mutex
+	groups    []*targetGroup
+	isWatched map[string]bool
+}
+
+// targetsPerStream bounds the targets of one listen stream: the emulator's streams with a thousand
+// targets broke now and then under load (a message the client could not parse).
+const targetsPerStream = 100
+
+// targetGroup is one listen stream and the documents it watches.
+type targetGroup struct {
+	w *documentWatch
+	// mu guards stream (the open listen stream, nil between two) and names (the documents watched,
+	// in the order they were added: target i+1 is names[i]).
+	mu     sync.Mutex
+	stream firestorepb.Firestore_ListenClient
+	names  []string
+	// known is the latest version of every document the stream has shown (the stream's goroutine
+	// alone uses it).
+	known map[string]*firestorepb.Document
+}
+
+// watchTriggerDocuments starts a watch of the documents of the trigger pattern (its last collection
+// ID must be a literal), delivering their events to target until ctx ends.
+func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firestoreapi.Client, project, eventType, pattern, target string) error {
+	segs := strings.Split(pattern, "/")
+	if len(segs) < 2 || strings.HasPrefix(segs[len(segs)-2], "{") {
+		return fmt.Errorf("trigger pattern %q: its last collection must be named, not a wildcard", pattern)
+	}
+	w := &documentWatch{
+		bridge:    b,
+		client:    client,
+		database:  "projects/" + project + "/databases/(default)",
+		group:     segs[len(segs)-2],
+		pattern:   segs,
+		eventType: eventType,
+		target:    target,
+		isWatched: make(map[string]bool),
+	}
+	w.ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", w.database)
+	go w.discover(w.ctx)
+	return nil
+}
+
+// dialFirestore is a Firestore API client of the emulator at addr, with the emulator's admin
+// credentials (as cloud.google.com/go/firestore's own emulator connection has).
+func dialFirestore(ctx context.Context, addr string) (*firestoreapi.Client, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(emulatorOwner{}), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+	if err != nil {
+		return nil, fmt.Errorf("dial the Firestore emulator: %w", err)
+	}
+	c, err := firestoreapi.NewClient(ctx, option.WithGRPCConn(conn))
+	if err != nil {
+		return nil, fmt.Errorf("Firestore API client: %w", err)
+	}
+	return c, nil
+}
+
+// emulatorOwner authenticates as the Firestore emulator's admin ("Bearer owner").
+type emulatorOwner struct{}
+
+func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer owner"}, nil
+}
+func (emulatorOwner) RequireTransportSecurity() bool { return false }
+
+// run listens until ctx ends, listening again after a broken stream.
+func (g *targetGroup) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := g.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fmt.Fprintf(g.w.bridge.log, "event bridge: a listen stream of %s ended (%v); listening again\n", g.w.group, err)
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// discover queries the names of the trigger's collection group, again and again (see
+// discoveryPeriod), and watches the matching documents it does not watch yet.
+func (w *documentWatch) discover(ctx context.Context) {
+	query := &firestorepb.RunQueryRequest{
+		Parent: w.database + "/documents",
+		QueryType: &firestorepb.RunQueryRequest_StructuredQuery{StructuredQuery: &firestorepb.StructuredQuery{
+			Select: &firestorepb.StructuredQuery_Projection{Fields: []*firestorepb.StructuredQuery_FieldReference{{FieldPath: "__name__"}}},
+			From:   []*firestorepb.StructuredQuery_CollectionSelector{{CollectionId: w.group, AllDescendants: true}},
+		}},
+	}
+	for {
+		began := time.Now()
+		var found []string
+		results, err := w.client.RunQuery(ctx, query)
+		for err == nil {
+			var r *firestorepb.RunQueryResponse
+			if r, err = results.Recv(); err == nil && r.GetDocument() != nil {
+				found = append(found, r.GetDocument().GetName())
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != io.EOF {
+			fmt.Fprintf(w.bridge.log, "event bridge: query for new %s documents: %v\n", w.group, err)
+		}
+		w.watch(found)
+		pause := max(discoveryPeriod, time.Duration(float64(time.Since(began))*(1/discoveryShare-1)))
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watch adds a target for each of names that matches the pattern and has none yet.
+func (w *documentWatch) watch(names []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, name := range names {
+		path := strings.TrimPrefix(name, w.database+"/documents/")
+		if w.isWatched[name] || !matchPattern(w.pattern, strings.Split(path, "/")) {
+			continue
+		}
+		w.isWatched[name] = true
+		if len(w.groups) == 0 || w.groups[len(w.groups)-1].full() {
+			g := &targetGroup{w: w, known: make(map[string]*firestorepb.Document)}
+			w.groups = append(w.groups, g)
+			go g.run(w.ctx)
+		}
+		if err := w.groups[len(w.groups)-1].add(name); err != nil {
+			fmt.Fprintf(w.bridge.log, "event bridge: watch %s: %v\n", path, err)
+		}
+	}
+}
+
+// full reports whether g has targetsPerStream targets.
+func (g *targetGroup) full() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.names) >= targetsPerStream
+}
+
+// add watches the document name, at once if the stream is open, else when it opens.
+func (g *targetGroup) add(name string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.names = append(g.names, name)
+	if g.stream == nil {
+		return nil
+	}
+	return g.addTargets(len(g.names) - 1)
+}
+
+// addTargets sends a document target for each of names[first:]. Call with mu held.
+func (g *targetGroup) addTargets(first int) error {
+	for i := first; i < len(g.names); i++ {
+		err := g.stream.Send(&firestorepb.ListenRequest{
+			Database: g.w.database,
+			TargetChange: &firestorepb.ListenRequest_AddTarget{AddTarget: &firestorepb.Target{
+				TargetId:   int32(i + 1),
+				TargetType: &firestorepb.Target_Documents{Documents: &firestorepb.Target_DocumentsTarget{Documents: []string{g.names[i]}}},
+			}},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listen runs one listen stream, with a target for each of the group's documents. A stream that starts
+// again shows each document as it is now: a version known already is no event; a delete while none
+// listened is missed (docs/development.md).
+func (g *targetGroup) listen(ctx context.Context) error {
+	stream, err := g.w.client.Listen(ctx)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.stream = stream
+	err = g.addTargets(0)
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.stream = nil
+		g.mu.Unlock()
+	}()
+	if err != nil {
+		return err
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch r := resp.ResponseType.(type) {
+		case *firestorepb.ListenResponse_DocumentChange:
+			doc := r.DocumentChange.GetDocument()
+			if len(r.DocumentChange.GetTargetIds()) > 0 {
+				g.w.changed(g.known, doc.GetName(), doc, time.Time{})
+			} else {
+				g.w.changed(g.known, doc.GetName(), nil, time.Time{})
+			}
+		case *firestorepb.ListenResponse_DocumentDelete:
+			g.w.changed(g.known, r.DocumentDelete.GetDocument(), nil, r.DocumentDelete.GetReadTime().AsTime())
+		case *firestorepb.ListenResponse_DocumentRemove:
+			g.w.changed(g.known, r.DocumentRemove.GetDocument(), nil, r.DocumentRemove.GetReadTime().AsTime())
+		case *firestorepb.ListenResponse_TargetChange:
+			if r.TargetChange.GetTargetChangeType() == firestorepb.TargetChange_REMOVE {
+				return fmt.Errorf("target removed: %v", r.TargetChange.GetCause())
+			}
+		}
+	}
+}
+
+// changed records in known that the document name is now doc (nil: deleted, noticed at deletedAt
+// or, when zero, now) and, unless that is the version known already, queues its event.
+func (w *documentWatch) changed(known map[string]*firestorepb.Document, name string, doc *firestorepb.Document, deletedAt time.Time) {
+	old := known[name]
+	if doc == nil && old == nil || doc != nil && old != nil && proto.Equal(doc.GetUpdateTime(), old.GetUpdateTime()) {
+		return
+	}
+	if doc == nil {
+		delete(known, name)
+	} else {
+		known[name] = doc
+	}
+	path := strings.TrimPrefix(name, w.database+"/documents/")
+	at := time.Now()
+	if doc != nil {
+		at = doc.GetUpdateTime().AsTime()
+	} else if deletedAt.Unix() > 0 {
+		at = deletedAt
+	}
+	req, body, err := documentEventRequest(w.eventType, w.target, w.database, path, doc, old, at)
+	if err != nil {
+		fmt.Fprintf(w.bridge.log, "event bridge: event of %s: %v\n", path, err)
+		return
+	}
+	w.bridge.enqueue(req, body, path, doc)
+}
+
+// updateMask lists the top-level fields an update changed: added, removed or with another value.
+func updateMask(doc, old *firestorepb.Document) []string {
+	if doc == nil || old == nil {
+		return nil
+	}
+	var mask []string
+	for k, v := range doc.GetFields() {
+		if !proto.Equal(v, old.GetFields()[k]) {
+			mask = append(mask, k)
+		}
+	}
+	for k := range old.GetFields() {
+		if _, ok := doc.GetFields()[k]; !ok {
+			mask = append(mask, k)
+		}
+	}
+	slices.Sort(mask)
+	return mask
+}
+
+// matchPattern reports whether the document path segments match an Eventarc path pattern: {x}
+// matches one segment, {x=**} any number of them, anything else itself.
+func matchPattern(pattern, path []string) bool {
+	if len(pattern) == 0 {
+		return len(path) == 0
+	}
+	p := pattern[0]
+	if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "=**}") {
+		for i := 0; i <= len(path); i++ {
+			if matchPattern(pattern[1:], path[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(path) == 0 || !(strings.HasPrefix(p, "{") || p == path[0]) {
+		return false
+	}
+	return matchPattern(pattern[1:], path[1:])
+}
+
+// eventID is a new CloudEvent ID.
+func eventID() string {
+	b := make([]byte, 12)
+	_, _ = io.ReadFull(rand.Reader, b)
+	return hex.EncodeToString(b)
+}
+
+// documentEventRequest is the binary-mode CloudEvent Eventarc sends for a write of the document at
+// path (doc after it, nil for a delete; old before it, nil for a create) to target.
+func documentEventRequest(eventType, target, database, path string, doc, old *firestorepb.Document, at time.Time) (*http.Request, []byte, error) {
+	body, err := eventhttp.DocumentEventData(doc, old, updateMask(doc, old))
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, target, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	project := strings.Split(database, "/")[1]
+	for k, v := range map[string]string{
+		"Content-Type":   "application/protobuf",
+		"Ce-Specversion": "1.0",
+		"Ce-Id":          eventID(),
+		"Ce-Type":        eventType,
+		"Ce-Source":      "//firestore.googleapis.com/" + database,
+		"Ce-Subject":     "documents/" + path,
+		"Ce-Time":        at.UTC().Format(time.RFC3339Nano),
+		"Ce-Dataschema":  "https://github.com/googleapis/google-cloudevents/blob/main/proto/google/events/cloud/firestore/v1/data.proto",
+		"Ce-Location":    "nam5",
+		"Ce-Project":     project,
+		"Ce-Database":    "(default)",
+		"Ce-Namespace":   "(default)",
+		"Ce-Document":    path,
+	} {
+		req.Header.Set(k, v)
+	}
+	return req, body, nil
+}
