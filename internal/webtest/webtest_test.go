@@ -106,7 +106,8 @@ func TestRunNodeKillsAHungRun(t *testing.T) {
 func TestLiveCounter(t *testing.T) { runNodeTests(t, "test/live-counter.test.mjs") }
 
 // TestFirebaseJSSDK: the JS SDK against the stack with firestore.rules: a roll-up listener follows
-// HTTP increments, roll-ups may be listed 100 at most, and every other client read or write is
+// HTTP increments, roll-ups may be listed 100 at most (returned and skipped by an offset together,
+// offsets sent through REST), and every other client read or write is
 // denied; the guide's incrementCounter under firestore.guide-clients.rules, signed in, may increment
 // existing shards by one and do nothing else.
 func TestFirebaseJSSDK(t *testing.T) {
