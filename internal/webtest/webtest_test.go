@@ -123,8 +123,8 @@ func TestComposedRules(t *testing.T) { runNodeTests(t, "test/compose.test.mjs") 
 // TestFirestoreCounterExtensionClients: apps that ship the firestore-counter extension's clients,
 // under firestore.extension-clients.rules: many clients at once, nested fields, two fields in one
 // shard, folded exactly into the main document (other fields untouched) within about 2 s of the last
-// write by FoldExtensionShards; every write but a small step of a counted field on the client's own
-// UUID shard is denied.
+// write by FoldExtensionShards; every write but a small integer step of a counted field on the
+// client's own UUID shard is denied; a shard under a missing document is deleted, no document created.
 func TestFirestoreCounterExtensionClients(t *testing.T) {
 	runNodeTests(t, "test/extension.test.mjs")
 }
