@@ -188,3 +188,32 @@ func TestMemberLengthIsASetting(t *testing.T) {
 		t.Errorf("a member of 1000 bytes with MAX_MEMBER_BYTES=1000: %d %s, want 200", a.status, a.raw)
 	}
 }
+
+// TestResetAndDeleteAnswerTheMembersTheyPurged: a reset of a distinct counter deletes the member
+// documents of the epoch it ends, a delete those left, and purge_members answers what is left.
+func TestResetAndDeleteAnswerTheMembersTheyPurged(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "voters", "distinct": true, "windows": []string{"day"}}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	for _, m := range []string{"ann", "bob", "cy"} {
+		if a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "voters", "member": m}); a.status != http.StatusOK {
+			t.Fatalf("member %s: %d %s", m, a.status, a.raw)
+		}
+	}
+	reset := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "voters", "reset": true})
+	if reset.status != http.StatusOK || reset.body["members_deleted"] != 6.0 || reset.body["members_left"] != false {
+		t.Errorf("reset: %d %s, want 200 with 6 member documents deleted (3 members, all time and day) and none left", reset.status, reset.raw)
+	}
+	if a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "voters", "member": "ann"}); a.status != http.StatusOK || a.body["counted"] != true {
+		t.Fatalf("ann after the reset: %d %s, want counted", a.status, a.raw)
+	}
+	del := srv.do(t, http.MethodDelete, "/ConfigureCounter?counter=voters", "", nil)
+	if del.status != http.StatusOK || del.body["members_deleted"] != 2.0 || del.body["members_left"] != false {
+		t.Errorf("delete: %d %s, want 200 with 2 member documents deleted and none left", del.status, del.raw)
+	}
+	purge := srv.postJSON(t, http.MethodPost, "/ConfigureCounter", map[string]any{"counter": "voters", "purge_members": true})
+	if purge.status != http.StatusOK || purge.body["members_deleted"] != 0.0 || purge.body["members_left"] != false {
+		t.Errorf("purge_members: %d %s, want 200, nothing deleted and none left", purge.status, purge.raw)
+	}
+}
