@@ -23,7 +23,8 @@ const MaxLockedCallers = 10_000
 var ErrTooManyCallers = errors.New("too many per-caller totals to reset or delete in one transaction")
 
 // Delete removes counter id's counter document, every shard document, every per-caller total, its
-// member fences (so no member increment planned before can apply) and its roll-up in one transaction; it fails with ErrNotFound when there is no counter document, and with
+// member fences (so no member increment planned before can apply) and its roll-up in one transaction
+// (its member documents are left to PurgeMembers); it fails with ErrNotFound when there is no counter document, and with
 // ErrTooManyCallers (deleting nothing) beyond MaxLockedCallers totals. An increment racing it is
 // ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly the
 // increments acknowledged after the delete (see Restore), and callers' totals start from 0.
@@ -56,7 +57,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes
 // stay), removes every per-caller total and starts a new member epoch (distinct members count
-// again; the old epoch's fences are replaced by the new one's) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
+// again; the old epoch's fences are replaced by the new one's; shared.FieldMembersSince says when
+// it began, for PurgeMembers) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
 // sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
 // document, and with ErrTooManyCallers (changing nothing) beyond MaxLockedCallers totals. An
 // increment racing it is ordered wholly before it (discarded) or after it (counted).
@@ -107,7 +109,7 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 				return err
 			}
 		}
-		updates := []firestore.Update{{Path: shared.FieldMembersEpoch, Value: random}}
+		updates := []firestore.Update{{Path: shared.FieldMembersEpoch, Value: random}, {Path: shared.FieldMembersSince, Value: firestore.ServerTimestamp}}
 		if changed {
 			updates = append(updates, touchUpdate(shared.UnixMinute(s.clock.Now()))...)
 		}

@@ -145,6 +145,9 @@ func TestCostPer1000IncrementsGrowsWithWritesOnly(t *testing.T) {
 			ctx := context.Background()
 			clients := 1000 / sc.docs / sc.perClient
 			var wg sync.WaitGroup
+			for d := range sc.docs {
+				createMain(t, writer, fmt.Sprintf("posts/p%d", d))
+			}
 			start := time.Now()
 			for d := range sc.docs {
 				doc := fmt.Sprintf("posts/p%d", d)

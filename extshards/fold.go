@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +53,9 @@ type Result struct {
 	Writes int
 	// Skipped says, for each shard left unfolded because it cannot be, why (a *FieldConflictError).
 	Skipped []error
+	// Dropped is how many shards and partials it deleted uncounted because the main document does
+	// not exist (a fold creates no document).
+	Dropped int
 }
 
 // FieldConflictError reports a shard left unfolded because Field (a dotted path) is a number in
@@ -117,8 +121,9 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 // shards in one commit, conditional on doc being unchanged since it was read, so no fold counts
 // anything twice, whatever is retried or resent. Emptied shards of numbers only are then deleted.
 // A shard whose field is a number where other shards hold a map (or the other way round) is left
-// as it is and reported in Result.Skipped. Other fields of doc are untouched; a missing doc is
-// created. Concurrent callers in one Folder share one run; runs of one doc follow each other, each
+// as it is and reported in Result.Skipped. Other fields of doc are untouched. A fold creates no
+// document: when doc does not exist, its shards and partials are deleted uncounted
+// (Result.Dropped), so that writers of shards cannot plant documents. Concurrent callers in one Folder share one run; runs of one doc follow each other, each
 // waiting until an interval after the previous write of doc by this Folder (its clock) and by
 // anyone (doc's update time on Firestore's clock), unless doc was written twice within an interval
 // (the app writes doc itself: waiting would starve the folds).
@@ -208,6 +213,7 @@ func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 		r.res.Shards += round.Shards
 		r.res.Writes += round.Writes
 		r.res.Skipped = append(r.res.Skipped, round.Skipped...)
+		r.res.Dropped += round.Dropped
 		if round.Writes > 0 {
 			f.remember(doc)
 		}
@@ -271,21 +277,27 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, r *run, after string,
 	if err != nil {
 		return res, 0, fmt.Errorf("read shards: %w", err)
 	}
+	res.Shards = len(shards)
+	if len(shards) > 0 {
+		res.last = shards[len(shards)-1].Ref.ID
+	}
+	if !main.Exists() {
+		// A fold creates no document: shards of a missing one count for nothing.
+		dropped := make([]version, len(shards))
+		for i, s := range shards {
+			dropped[i] = version{s.Ref, s.UpdateTime}
+		}
+		res.Dropped = f.cleanUp(ctx, dropped)
+		return res, 0, nil
+	}
 	p, err := plan(shards)
 	if err != nil {
 		return res, 0, err
 	}
-	res.Shards, res.Skipped = len(shards), p.skipped
-	if len(shards) > 0 {
-		res.last = shards[len(shards)-1].Ref.ID
-	}
+	res.Skipped = p.skipped
 	if len(p.toMain) > 0 {
 		batch := f.client.Batch()
-		if main.Exists() {
-			batch.Update(ref, p.toMain, firestore.LastUpdateTime(main.UpdateTime))
-		} else {
-			batch.Create(ref, nested(p.toMain))
-		}
+		batch.Update(ref, p.toMain, firestore.LastUpdateTime(main.UpdateTime))
 		for _, s := range p.subtract {
 			batch.Update(s.ref, s.updates)
 		}
@@ -430,21 +442,26 @@ func (f *Folder) zeros(ctx context.Context, subtracted []subtraction) ([]version
 	return zero, nil
 }
 
-// cleanUp deletes shards that hold only zeros, each unless it was written since (then a later fold
-// takes it). A failed delete leaves a zero shard, which costs a read later and never a wrong count.
-// Each delete is a commit of its own (BulkWriter's BatchWrite did not hold its precondition against
-// concurrent writes in the emulator).
-func (f *Folder) cleanUp(ctx context.Context, zero []version) {
+// cleanUp deletes shards that hold only zeros (or whose main document is missing), each unless it
+// was written since (then a later fold takes it), and returns how many it deleted. A failed delete
+// leaves the shard, which costs a read later and never a wrong count. Each delete is a commit of its
+// own (BulkWriter's BatchWrite did not hold its precondition against concurrent writes in the
+// emulator).
+func (f *Folder) cleanUp(ctx context.Context, shards []version) int {
 	var wg sync.WaitGroup
+	var deleted atomic.Int64
 	limit := make(chan struct{}, cleanUpParallel)
-	for _, z := range zero {
+	for _, z := range shards {
 		limit <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-limit }()
-			_, _ = z.ref.Delete(ctx, firestore.LastUpdateTime(z.updated))
+			if _, err := z.ref.Delete(ctx, firestore.LastUpdateTime(z.updated)); err == nil {
+				deleted.Add(1)
+			}
 		})
 	}
 	wg.Wait()
+	return int(deleted.Load())
 }
 
 // Sweep folds every main document that has shards or partials, for the cut-over from the extension

@@ -51,6 +51,15 @@ func splitDots(s string) []string {
 	return append(out, s[start:])
 }
 
+// createMain creates the main document doc, empty, as the app does before its clients count on it
+// (a fold creates no document).
+func createMain(t *testing.T, client *firestore.Client, doc string) {
+	t.Helper()
+	if _, err := client.Doc(doc).Create(context.Background(), map[string]any{}); err != nil {
+		t.Fatalf("create main document %s: %v", doc, err)
+	}
+}
+
 func shardIDs(t *testing.T, client *firestore.Client, doc string) []string {
 	t.Helper()
 	refs, err := client.Doc(doc).Collection(extshards.ShardsCollection).DocumentRefs(context.Background()).GetAll()
@@ -151,6 +160,7 @@ func TestFoldWritesMainAtMostOncePerInterval(t *testing.T) {
 	clients, commits := testenv.FirestoreInstancesWithCommits(t, 4)
 	writer := clients[3]
 	const doc, interval = "pages/home", time.Second
+	createMain(t, writer, doc)
 	folders := []*extshards.Folder{
 		extshards.NewFolder(clients[0], interval), extshards.NewFolder(clients[1], interval), extshards.NewFolder(clients[2], interval),
 	}
@@ -213,6 +223,7 @@ func TestFoldWritesMainAtMostOncePerInterval(t *testing.T) {
 func TestFoldUnderLostAnswersNeverDoublesOrLoses(t *testing.T) {
 	ff := testenv.FirestoreBehindFaultProxy(t)
 	const doc = "games/g1"
+	createMain(t, ff.Direct, doc)
 	folder := extshards.NewFolder(ff.Client, 200*time.Millisecond)
 	ctx := context.Background()
 	ff.Proxy.SetFaults(faultproxy.Faults{ResetRate: 0.1, DropResponseRate: 0.15, Match: []byte(extshards.ShardsCollection)})
@@ -284,6 +295,7 @@ func TestFoldOfAKilledInstanceIsRedeliveredExactlyOnce(t *testing.T) {
 			ff := testenv.FirestoreBehindFaultProxy(t)
 			ctx := context.Background()
 			const doc = "games/g2"
+			createMain(t, ff.Direct, doc)
 			var want int64
 			for i := range 6 {
 				if err := incrementShard(ctx, ff.Direct, doc, fmt.Sprintf("c%d", i), map[string]int64{"score.total": int64(i + 1)}); err != nil {
@@ -336,6 +348,7 @@ func TestSweepFoldsWhatTheExtensionLeftExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	const a, b = "pages/a", "users/u1/posts/p1"
+	createMain(t, client, b)
 	if _, err := client.Doc(a).Set(ctx, map[string]any{"visits": 10, "title": "A"}); err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,7 @@ func TestFoldNeverDropsPartialsThatCancelShards(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	const doc = "posts/cancel"
+	createMain(t, client, doc)
 	if _, err := client.Doc(doc).Set(ctx, map[string]any{"likes": 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +145,7 @@ func TestFoldMovesPastShardsThatGiveNoWrite(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	const doc = "posts/junk"
+	createMain(t, client, doc)
 	shards := client.Doc(doc).Collection(extshards.ShardsCollection)
 	bw := client.BulkWriter(ctx)
 	for i := range extshards.MaxShardsPerFold + 10 {
@@ -173,6 +175,7 @@ func TestFoldReportsAFieldThatIsANumberInOneShardAndAMapInAnother(t *testing.T) 
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	const doc = "posts/mixed"
+	createMain(t, client, doc)
 	if err := incrementShard(ctx, client, doc, "a", map[string]int64{"stats": 1, "likes": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +225,7 @@ func TestFoldRunsOneAtATimePerDocument(t *testing.T) {
 	var b billing
 	folder := extshards.NewFolder(countedClient(t, project, &b), 200*time.Millisecond)
 	const doc = "posts/hot"
+	createMain(t, writer, doc)
 	ctx := context.Background()
 	var written atomic.Int64
 	var wg sync.WaitGroup
@@ -251,4 +255,46 @@ func TestFoldRunsOneAtATimePerDocument(t *testing.T) {
 		t.Errorf("%d fold commits refused on the main document's version (%d applied): runs of one Folder overlapped", refused, b.applied.Load())
 	}
 	t.Logf("%d increments; %d fold commits applied, %d refused", written.Load(), b.applied.Load(), b.refused.Load())
+}
+
+// TestFoldCreatesNoMissingDocument: shards (and a partial) under a main document that does not
+// exist, as anyone whom the rules let write shards could plant under any ID: the fold creates no
+// document in the app's collection and deletes the shards uncounted; a shard under an existing
+// document is folded as before.
+func TestFoldCreatesNoMissingDocument(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	const missing, existing = "pages/planted", "pages/real"
+	if _, err := client.Doc(existing).Set(ctx, map[string]any{"title": "real"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{missing, existing} {
+		if err := incrementShard(ctx, client, doc, "u1", map[string]int64{"visits": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partial := map[string]any{"_updates_": []any{map[string]any{"_id_": "a", "_data_": map[string]any{"visits": 3}}}}
+	if _, err := client.Doc(missing).Collection(extshards.ShardsCollection).Doc("\tu1ab").Set(ctx, partial); err != nil {
+		t.Fatal(err)
+	}
+	folder := extshards.NewFolder(client, 10*time.Millisecond)
+	res, err := folder.Fold(ctx, missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Doc(missing).Get(ctx); status.Code(err) != codes.NotFound {
+		t.Errorf("fold of %s: %+v; reading it: %v, want NotFound (no document planted)", missing, res, err)
+	}
+	if res.Writes != 0 || res.Dropped != 2 {
+		t.Errorf("fold of %s = %+v, want no write and 2 dropped", missing, res)
+	}
+	if ids := shardIDs(t, client, missing); len(ids) != 0 {
+		t.Errorf("shards left under %s: %q, want none", missing, ids)
+	}
+	if _, err := folder.Fold(ctx, existing); err != nil {
+		t.Fatal(err)
+	}
+	if got := mainField(t, client, existing, "visits"); got != 1 {
+		t.Errorf("%s visits = %d, want 1", existing, got)
+	}
 }

@@ -153,25 +153,6 @@ func (s sum) increments(prefix []string, negate, keepZeros bool) []firestore.Upd
 	return out
 }
 
-// nested turns updates into the nested map that firestore's Set with MergeAll writes field by field
-// (Set, unlike Update, also creates a missing document).
-func nested(updates []firestore.Update) map[string]any {
-	root := map[string]any{}
-	for _, u := range updates {
-		m := root
-		for _, k := range u.FieldPath[:len(u.FieldPath)-1] {
-			child, ok := m[k].(map[string]any)
-			if !ok {
-				child = map[string]any{}
-				m[k] = child
-			}
-			m = child
-		}
-		m[u.FieldPath[len(u.FieldPath)-1]] = u.Value
-	}
-	return root
-}
-
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {

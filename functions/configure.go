@@ -21,6 +21,8 @@ type configureRequest struct {
 	// Group, when present, puts the counter in that group's top lists ("": in none).
 	Group *string `json:"group"`
 	Reset bool    `json:"reset"`
+	// PurgeMembers asks for one more bounded purge of member documents that no longer count.
+	PurgeMembers bool `json:"purge_members"`
 }
 
 // configureResponse is ConfigureCounter's answer to a configuration.
@@ -45,12 +47,27 @@ type resetResponse struct {
 	Counter   string `json:"counter"`
 	Reset     bool   `json:"reset"`
 	Discarded int64  `json:"discarded"`
+	membersPurge
+}
+
+// membersPurge is what a bounded purge of member documents did (counter.Store.PurgeMembers):
+// MembersLeft asks for {"counter", "purge_members": true} until it is false.
+type membersPurge struct {
+	MembersDeleted int  `json:"members_deleted"`
+	MembersLeft    bool `json:"members_left"`
 }
 
 // deleteResponse answers a delete.
 type deleteResponse struct {
 	Counter string `json:"counter"`
 	Deleted bool   `json:"deleted"`
+	membersPurge
+}
+
+// purgeResponse answers a purge of member documents.
+type purgeResponse struct {
+	Counter string `json:"counter"`
+	membersPurge
 }
 
 // ConfigureCounter is the HTTP entry point that manages a counter's life and shape:
@@ -67,6 +84,9 @@ type deleteResponse struct {
 //   - PUT or POST {"counter": "<id>", "reset": true}: set the value to zero (200, with the value
 //     discarded); 404 for an unknown counter.
 //   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200); 404 when unknown.
+//   - A reset and a delete then delete up to counter.MaxMembersPerPurge member documents per member
+//     collection that no longer count; "members_left": true asks for PUT or POST {"counter": "<id>",
+//     "purge_members": true}, which deletes as many more, until it answers false.
 func (s *Service) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, s.configure)
 }
@@ -84,7 +104,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		if err := s.counters.Delete(r.Context(), id); err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, deleteResponse{Counter: id, Deleted: true}, nil
+		return http.StatusOK, deleteResponse{Counter: id, Deleted: true, membersPurge: s.purgeMembers(r, id)}, nil
 	}
 	var req configureRequest
 	if err := decodeJSONBody(w, r, &req); err != nil {
@@ -92,6 +112,16 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	}
 	if err := shared.ValidateCounterID(req.Counter); err != nil {
 		return 0, nil, err
+	}
+	if req.PurgeMembers { // not held to COUNTER_ID_PATTERN: it follows resets and deletes
+		if req.Reset || req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
+			return 0, nil, &shared.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
+		}
+		deleted, more, err := s.counters.PurgeMembers(r.Context(), req.Counter)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, purgeResponse{Counter: req.Counter, membersPurge: membersPurge{MembersDeleted: deleted, MembersLeft: more}}, nil
 	}
 	if req.Reset { // not held to COUNTER_ID_PATTERN either: it creates nothing
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
@@ -101,7 +131,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded}, nil
+		return http.StatusOK, resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: s.purgeMembers(r, req.Counter)}, nil
 	}
 	if err := s.checkCounterID(req.Counter); err != nil {
 		return 0, nil, err
@@ -154,4 +184,16 @@ func (req configureRequest) settings() (counter.Settings, error) {
 		*f.dst = int(*f.v)
 	}
 	return st, nil
+}
+
+// purgeMembers runs one bounded purge of counter id's member documents after a reset or a delete,
+// which has applied whatever the purge does: a failed purge is logged and answered as members left.
+func (s *Service) purgeMembers(r *http.Request, id string) membersPurge {
+	deleted, more, err := s.counters.PurgeMembers(r.Context(), id)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "purge of member documents failed; purge_members deletes them later",
+			"counter", id, "error", err.Error())
+		return membersPurge{MembersDeleted: deleted, MembersLeft: true}
+	}
+	return membersPurge{MembersDeleted: deleted, MembersLeft: more}
 }

@@ -120,7 +120,7 @@ func TestKeyedMemberResendIsAReplay(t *testing.T) {
 }
 
 // TestAppCheckAloneCountsTheMembersAppsSend: under App Check without ID tokens the caller is the
-// app, not the visitor, so a distinct counter counts the members the app sends (within 1..1500
+// app, not the visitor, so a distinct counter counts the members the app sends (within 1..MAX_MEMBER_BYTES
 // bytes); an app that leaves the member out is told to send one instead of being counted as one.
 func TestAppCheckAloneCountsTheMembersAppsSend(t *testing.T) {
 	iss := newAppCheckIssuer(t)
@@ -143,7 +143,7 @@ func TestAppCheckAloneCountsTheMembersAppsSend(t *testing.T) {
 	}
 	for name, body := range map[string]string{
 		"no member":         `{"counter":"visitors"}`,
-		"a member too long": `{"counter":"visitors","member":"` + strings.Repeat("x", 1501) + `"}`,
+		"a member too long": `{"counter":"visitors","member":"` + strings.Repeat("x", 257) + `"}`,
 	} {
 		if a := srv.incrementAs(t, app, body); a.status != http.StatusBadRequest || a.body["field"] != "member" {
 			t.Errorf("%s: %d %s, want 400 on member", name, a.status, a.raw)
@@ -154,5 +154,66 @@ func TestAppCheckAloneCountsTheMembersAppsSend(t *testing.T) {
 	}
 	if got := srv.count(t, "visitors"); got != 2 {
 		t.Errorf("visitors = %d, want 2 visitors", got)
+	}
+}
+
+// TestMemberLengthIsASetting: a member of MAX_MEMBER_BYTES (256 by default) is counted; one byte
+// more is a 400 on member that counts nothing; a deployment that sets MAX_MEMBER_BYTES=1000 counts
+// members of 1,000 bytes.
+func TestMemberLengthIsASetting(t *testing.T) {
+	cfg := config.Default()
+	if cfg.MaxMemberBytes != 256 {
+		t.Errorf("MAX_MEMBER_BYTES defaults to %d, want 256", cfg.MaxMemberBytes)
+	}
+	srv := newTestServer(t, cfg)
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "emails", "distinct": true}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	if a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "emails", "member": strings.Repeat("a", 256)}); a.status != http.StatusOK || a.body["counted"] != true {
+		t.Errorf("a member of 256 bytes: %d %s, want 200 counted", a.status, a.raw)
+	}
+	long := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "emails", "member": strings.Repeat("い", 86)}) // 258 bytes
+	if long.status != http.StatusBadRequest || long.body["field"] != "member" || !strings.Contains(long.body["error"].(string), "at most 256") {
+		t.Errorf("a member of 258 bytes: %d %s, want 400 on member saying at most 256", long.status, long.raw)
+	}
+	if got := srv.count(t, "emails"); got != 1 {
+		t.Errorf("emails = %d, want 1", got)
+	}
+	cfg.MaxMemberBytes = 1000
+	wide := newTestServer(t, cfg)
+	if a := wide.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "emails", "distinct": true}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	if a := wide.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "emails", "member": strings.Repeat("b", 1000)}); a.status != http.StatusOK {
+		t.Errorf("a member of 1000 bytes with MAX_MEMBER_BYTES=1000: %d %s, want 200", a.status, a.raw)
+	}
+}
+
+// TestResetAndDeleteAnswerTheMembersTheyPurged: a reset of a distinct counter deletes the member
+// documents of the epoch it ends, a delete those left, and purge_members answers what is left.
+func TestResetAndDeleteAnswerTheMembersTheyPurged(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "voters", "distinct": true, "windows": []string{"day"}}); a.status != http.StatusCreated {
+		t.Fatalf("configure: %d %s", a.status, a.raw)
+	}
+	for _, m := range []string{"ann", "bob", "cy"} {
+		if a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "voters", "member": m}); a.status != http.StatusOK {
+			t.Fatalf("member %s: %d %s", m, a.status, a.raw)
+		}
+	}
+	reset := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "voters", "reset": true})
+	if reset.status != http.StatusOK || reset.body["members_deleted"] != 6.0 || reset.body["members_left"] != false {
+		t.Errorf("reset: %d %s, want 200 with 6 member documents deleted (3 members, all time and day) and none left", reset.status, reset.raw)
+	}
+	if a := srv.postJSON(t, http.MethodPost, "/Increment", map[string]any{"counter": "voters", "member": "ann"}); a.status != http.StatusOK || a.body["counted"] != true {
+		t.Fatalf("ann after the reset: %d %s, want counted", a.status, a.raw)
+	}
+	del := srv.do(t, http.MethodDelete, "/ConfigureCounter?counter=voters", "", nil)
+	if del.status != http.StatusOK || del.body["members_deleted"] != 2.0 || del.body["members_left"] != false {
+		t.Errorf("delete: %d %s, want 200 with 2 member documents deleted and none left", del.status, del.raw)
+	}
+	purge := srv.postJSON(t, http.MethodPost, "/ConfigureCounter", map[string]any{"counter": "voters", "purge_members": true})
+	if purge.status != http.StatusOK || purge.body["members_deleted"] != 0.0 || purge.body["members_left"] != false {
+		t.Errorf("purge_members: %d %s, want 200, nothing deleted and none left", purge.status, purge.raw)
 	}
 }

@@ -36,6 +36,10 @@ func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error 
 	logCtx := context.WithoutCancel(ctx)
 	carried, err := s.folder.Notify(ctx, doc, func(res extshards.Result, err error) {
 		attrs := []slog.Attr{slog.String("document", doc), slog.String("event_id", e.ID())}
+		if res.Dropped > 0 {
+			s.log.LogAttrs(logCtx, slog.LevelWarn, "extension shards of a missing document deleted uncounted",
+				append(attrs, slog.Int("dropped", res.Dropped))...)
+		}
 		for _, skipped := range res.Skipped {
 			s.log.LogAttrs(logCtx, slog.LevelError, "extension shard left unfolded", append(attrs, slog.String("event", EventFoldError),
 				slog.String("kind", "shard_left_unfolded"), slog.String("error", skipped.Error()))...)

@@ -33,6 +33,9 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 	var logs bytes.Buffer
 	s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
 	const doc = "posts/p1"
+	if _, err := client.Doc(doc).Create(ctx, map[string]any{}); err != nil { // a fold creates no document
+		t.Fatal(err)
+	}
 	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc("u1")
 	likes := func() any {
 		snap, err := client.Doc(doc).Get(ctx)
@@ -94,6 +97,9 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	}
 	const doc = "posts/many"
 	ctx := context.Background()
+	if _, err := writer.Doc(doc).Create(ctx, map[string]any{}); err != nil { // a fold creates no document
+		t.Fatal(err)
+	}
 	type span struct{ start, end time.Time }
 	var (
 		mu      sync.Mutex

@@ -86,7 +86,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 		scoped = counter.Key{}
 	}
 	if req.Member != nil {
-		member, err := memberOf(*req.Member, caller, req.Delta)
+		member, err := memberOf(*req.Member, caller, req.Delta, s.cfg.MaxMemberBytes)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -102,13 +102,13 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, e
 
 // memberOf is the member a member increment counts: the verified user when there is one (member
 // must then be the user's identity or ID), else member, as the client (or, under App Check alone,
-// the app) sent it; delta must be absent or 1.
-func memberOf(member, caller string, delta *int64) (string, error) {
+// the app) sent it, of at most maxBytes; delta must be absent or 1.
+func memberOf(member, caller string, delta *int64, maxBytes int) (string, error) {
 	switch {
 	case delta != nil && *delta != 1:
 		return "", &shared.FieldError{Field: "delta", Message: "a member is counted once: leave delta out (or send 1)"}
 	case !callerauth.IsUser(caller):
-		return member, shared.ValidateMember(member)
+		return member, shared.ValidateMember(member, maxBytes)
 	case member != caller && "user:"+member != caller:
 		return "", &shared.FieldError{Field: "member", Message: "with ID tokens the member is the signed-in user: leave member out (or send your user ID)"}
 	}

@@ -53,6 +53,9 @@ const (
 	// members counted before no longer match. With the counter document's creation time it makes
 	// the member epoch: a counter deleted and made again starts a new one too.
 	FieldMembersEpoch = "members_epoch"
+	// FieldMembersSince, on counters/{id} once reset: when the current member epoch began (the
+	// Reset's commit time); member documents created before it no longer count.
+	FieldMembersSince = "members_since"
 	// MemberFencesCollection is the subcollection of a distinct counter holding one fence per shard
 	// of the current member epoch ({epoch key}_{shard}, with FieldMembersEpoch). Every commit that
 	// counts a member updates its shard's fence, which must exist; Reset and Delete delete the

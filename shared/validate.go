@@ -71,18 +71,18 @@ func ValidateNumShards(n int64) error {
 	return nil
 }
 
-// MaxMemberBytes bounds a distinct counter's member (it is hashed into a document ID).
+// MaxMemberBytes is the most a deployment may allow a distinct counter's member (MAX_MEMBER_BYTES).
 const MaxMemberBytes = 1500
 
-// ValidateMember accepts a distinct counter's member: non-empty UTF-8 of at most MaxMemberBytes.
-func ValidateMember(member string) error {
+// ValidateMember accepts a distinct counter's member: non-empty UTF-8 of at most maxBytes.
+func ValidateMember(member string, maxBytes int) error {
 	switch {
 	case member == "":
 		return &FieldError{Field: "member", Message: "member must not be empty"}
 	case !utf8.ValidString(member):
 		return &FieldError{Field: "member", Message: "member must be valid UTF-8"}
-	case len(member) > MaxMemberBytes:
-		return &FieldError{Field: "member", Message: fmt.Sprintf("member is %d bytes; at most %d are allowed", len(member), MaxMemberBytes)}
+	case len(member) > maxBytes:
+		return &FieldError{Field: "member", Message: fmt.Sprintf("member is %d bytes; at most %d are allowed", len(member), maxBytes)}
 	}
 	return nil
 }

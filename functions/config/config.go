@@ -89,6 +89,10 @@ type Config struct {
 	// browser (CORS): their preflights are answered and their answers readable. Empty: no page of
 	// another origin may call them. ConfigureCounter never answers browsers (docs/api.md, "Browsers (CORS)").
 	AllowedOrigins string `env:"ALLOWED_ORIGINS" check:"origins" usedBy:"Increment,Count,Top"`
+	// MaxMemberBytes bounds a distinct counter's member: a longer one is refused with 400 (field
+	// "member"). Each member costs a document per window and one all time, so on a public Increment
+	// keep it to what the app's members need.
+	MaxMemberBytes int `env:"MAX_MEMBER_BYTES, default=256" min:"1" max:"MaxMemberBytes" usedBy:"Increment"`
 	// RefuseAnonymousUsers makes Increment refuse (403) the ID tokens of anonymous sign-in, which any
 	// client gets at will: it keeps PER_CALLER_LIMIT's "one per user" to users with an account. It
 	// needs REQUIRE_ID_TOKEN.
@@ -103,9 +107,10 @@ type Config struct {
 
 // namedBounds are the constants a min or max tag may name.
 var namedBounds = map[string]int64{
-	"MinNumShards":  shared.MinNumShards,
-	"MaxNumShards":  shared.MaxNumShards,
-	"MaxDeltaLimit": shared.MaxDeltaLimit,
+	"MinNumShards":   shared.MinNumShards,
+	"MaxNumShards":   shared.MaxNumShards,
+	"MaxDeltaLimit":  shared.MaxDeltaLimit,
+	"MaxMemberBytes": shared.MaxMemberBytes,
 }
 
 // Schema names the collections of c.

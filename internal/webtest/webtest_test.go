@@ -106,7 +106,8 @@ func TestRunNodeKillsAHungRun(t *testing.T) {
 func TestLiveCounter(t *testing.T) { runNodeTests(t, "test/live-counter.test.mjs") }
 
 // TestFirebaseJSSDK: the JS SDK against the stack with firestore.rules: a roll-up listener follows
-// HTTP increments, roll-ups may be listed 100 at most, and every other client read or write is
+// HTTP increments, roll-ups may be listed 100 at most (returned and skipped by an offset together,
+// offsets sent through REST), and every other client read or write is
 // denied; the guide's incrementCounter under firestore.guide-clients.rules, signed in, may increment
 // existing shards by one and do nothing else.
 func TestFirebaseJSSDK(t *testing.T) {
@@ -122,8 +123,8 @@ func TestComposedRules(t *testing.T) { runNodeTests(t, "test/compose.test.mjs") 
 // TestFirestoreCounterExtensionClients: apps that ship the firestore-counter extension's clients,
 // under firestore.extension-clients.rules: many clients at once, nested fields, two fields in one
 // shard, folded exactly into the main document (other fields untouched) within about 2 s of the last
-// write by FoldExtensionShards; every write but a small step of a counted field on the client's own
-// UUID shard is denied.
+// write by FoldExtensionShards; every write but a small integer step of a counted field on the
+// client's own UUID shard is denied; a shard under a missing document is deleted, no document created.
 func TestFirestoreCounterExtensionClients(t *testing.T) {
 	runNodeTests(t, "test/extension.test.mjs")
 }

@@ -15,7 +15,9 @@ import { getAuth } from 'firebase/auth';
 import {
   collection, deleteDoc, doc, getDoc, getDocs, increment, limit, query, setDoc, updateDoc, where,
 } from 'firebase/firestore';
-import { callFunction, eventually, firestoreClient, loadRules, signedInFirestoreClient, stack, uniqueID } from './stack.mjs';
+import {
+  adminSet, callFunction, eventually, firestoreClient, loadRules, signedInFirestoreClient, stack, uniqueID,
+} from './stack.mjs';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const appRules = fileURLToPath(new URL('notes-app.rules', import.meta.url));
@@ -133,6 +135,7 @@ test("with the extension block: the app's outcomes are unchanged and only small 
 
   const db = firestoreClient(t);
   const page = uniqueID('page');
+  await adminSet(`pages/${page}`, {}); // a fold counts only on documents that exist
   const shard = (id) => doc(db, 'pages', page, '_counter_shards_', id);
   const mine = randomUUID();
   assert.deepEqual(await outcomes({

@@ -115,6 +115,9 @@ test('many extension clients at once: nested fields, two fields in one shard, fo
 test('an extension client may only step its counted fields on its own UUID shard', async (t) => {
   const page = `pages/${uniqueID('page')}`;
   const post = `posts/${uniqueID('post')}`;
+  const missing = `pages/${uniqueID('missing')}`;
+  await adminSet(page, { title: { stringValue: 'a page' } });
+  await adminSet(post, { title: { stringValue: 'a post' } });
   const c = extensionClient(t, page);
   const p = extensionClient(t, post);
   await c.incrementBy({ visits: 1 });
@@ -137,6 +140,13 @@ test('an extension client may only step its counted fields on its own UUID shard
     'listing the shards': () => getDocs(collection(c.db, page, shards)),
     'writing the main document': () => setDoc(doc(c.db, page), { visits: 100 }),
     'a collection that is no counter': () => setDoc(doc(c.db, 'users', 'u1', shards, randomUUID()), { visits: increment(1) }, { merge: true }),
+    'a fraction (the field would become a double)': () => c.incrementBy({ visits: 0.5 }),
+    'a new shard holding a fraction': () => setDoc(shard(randomUUID()), { visits: increment(0.5) }, { merge: true }),
+    // Shards that hold nothing give the fold no event to act on: they would stay forever.
+    'an empty shard': () => setDoc(shard(randomUUID()), {}),
+    'a new shard holding zero': () => extensionClient(t, page).incrementBy({ visits: 0 }),
+    'a new shard of zeros in every counted field': () => extensionClient(t, post).incrementBy({ likes: 0, 'stats.views': 0 }),
+    'a write that changes nothing': () => c.incrementBy({ visits: 0 }),
   };
   for (const [what, op] of Object.entries(denied)) {
     await assert.rejects(op, (err) => err.code === 'permission-denied' || assert.fail(`${what}: ${err.code} ${err.message}`),
@@ -144,4 +154,18 @@ test('an extension client may only step its counted fields on its own UUID shard
   }
   await converges('the post counts the allowed write', post, (d) => d.likes === 1 && d.stats?.views === 1);
   await converges('the page counts +1 -1 +1', page, (d) => d.visits === 1);
+  assert.deepEqual(await adminGet(page), { title: 'a page', visits: 1 }, 'an integer, the other fields kept');
+
+  // A shard under a page that does not exist: the fold creates no page (anyone could plant documents
+  // in the app's collections) and deletes the shard uncounted.
+  const planter = extensionClient(t, missing);
+  await planter.incrementBy({ visits: 1 });
+  const planted = `${missing}/${shards}/${planter.shardID}`;
+  const start = Date.now();
+  while (await adminGet(planted) !== null) {
+    assert.ok(Date.now() - start < 30_000, `the shard under ${missing} is still there after 30 s`);
+    assert.equal(await adminGet(missing), null, 'no page was planted');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(await adminGet(missing), null, 'no page was planted');
 });

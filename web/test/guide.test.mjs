@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import {
   collection, deleteDoc, doc, getDoc, getDocs, increment, onSnapshot, setDoc, updateDoc,
 } from 'firebase/firestore';
-import { callFunction, eventually, firestoreClient, loadRules, signedInFirestoreClient, stack, uniqueID } from './stack.mjs';
+import {
+  callFunction, eventually, firestoreClient, idToken, loadRules, restQuery, signedInFirestoreClient, stack, uniqueID,
+} from './stack.mjs';
 
 const variant = fileURLToPath(new URL('../../firestore.guide-clients.rules', import.meta.url));
 
@@ -62,6 +64,12 @@ test('a guide client may do nothing else', async (t) => {
   for (const [what, op] of Object.entries(denied)) {
     await assert.rejects(op, (err) => err.code === 'permission-denied' || assert.fail(`${what}: ${err.code} ${err.message}`),
       `${what} must be denied`);
+  }
+  // As under the counters' rules (sdk.test.mjs): limit and offset together at most 100.
+  const token = await idToken(t);
+  for (const [limit, offset, status] of [[10, 90, 200], [10, 91, 403], [1, 1_000_000, 403]]) {
+    const answer = await restQuery({ from: [{ collectionId: 'rollups' }], limit, offset }, token);
+    assert.equal(answer.status, status, `listing roll-ups with limit ${limit} offset ${offset}`);
   }
   const exact = await fetch(`${stack.functionsURL}/Count?counter=${id}`).then((r) => r.json());
   assert.equal(exact.count, -1, 'only the allowed unlike counted');

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import {
   collection, deleteDoc, doc, getDoc, getDocs, increment, limit, onSnapshot, orderBy, query, setDoc, updateDoc,
 } from 'firebase/firestore';
-import { callFunction, eventually, firestoreClient, uniqueID } from './stack.mjs';
+import { callFunction, eventually, firestoreClient, idToken, restQuery, uniqueID } from './stack.mjs';
 
 test('a roll-up listener sees the count follow HTTP increments', async (t) => {
   const db = firestoreClient(t);
@@ -73,6 +73,28 @@ test('clients may get roll-ups and list at most 100, and nothing else', async (t
   const err = await getDoc(doc(db, 'counters', id, 'shards', '0')).catch((e) => e);
   t.diagnostic(`a denied client sees: code=${err.code} message=${JSON.stringify(err.message)}`);
   assert.equal((await getDoc(doc(db, 'rollups', id))).data().count, 7, 'the roll-up is unchanged');
+});
+
+// The SDKs have no offset, but Firestore's REST API takes one from anyone, and the documents an
+// offset skips are billed as reads: the rules bound limit and offset together.
+test('a roll-up query may skip and return at most 100 documents together, offset included', async (t) => {
+  const token = await idToken(t);
+  const page = (limit, offset) => ({
+    from: [{ collectionId: 'rollups' }], orderBy: [{ field: { fieldPath: 'count' }, direction: 'DESCENDING' }],
+    limit, ...(offset === undefined ? {} : { offset }),
+  });
+  for (const [who, auth] of [['signed out', undefined], ['signed in', token]]) {
+    for (const [limit, offset] of [[10, undefined], [10, 0], [10, 90], [1, 99]]) {
+      const { status, body } = await restQuery(page(limit, offset), auth);
+      assert.equal(status, 200, `${who}, limit ${limit} offset ${offset}: ${JSON.stringify(body)}`);
+    }
+    for (const [limit, offset] of [[10, 91], [1, 100], [10, 1_000_000]]) {
+      const { status, body } = await restQuery(page(limit, offset), auth);
+      assert.equal(status, 403, `${who}, limit ${limit} offset ${offset} must be denied: ${JSON.stringify(body).slice(0, 300)}`);
+    }
+    const { status } = await restQuery({ from: [{ collectionId: 'rollups' }], offset: 5 }, auth);
+    assert.equal(status, 403, `${who}: an offset without a limit must be denied`);
+  }
 });
 
 test('apps read a counter\'s windows on its roll-up and listen to its group\'s top list, and write neither', async (t) => {

@@ -86,7 +86,6 @@ function newClient(t) {
   return { app, db };
 }
 
-/** Loads the rules file at path into the emulator for the stack's project. */
 /** Writes a document as the server does (the emulator's owner credential bypasses the rules). */
 export async function adminSet(path, fields) {
   const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
@@ -98,6 +97,19 @@ export async function adminSet(path, fields) {
   if (!resp.ok) throw new Error(`admin set ${path}: HTTP ${resp.status} ${await resp.text()}`);
 }
 
+/**
+ * Sends a structured query through Firestore's REST API (runQuery) as a client may, held to the rules:
+ * signed out, or with a Firebase ID token. Resolves to the HTTP status and the decoded answer.
+ */
+export async function restQuery(structuredQuery, token) {
+  const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents:runQuery`;
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const resp = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ structuredQuery }) });
+  return { status: resp.status, body: await resp.json() };
+}
+
+/** Loads the rules file at path into the emulator for the stack's project. */
 export async function loadRules(path) {
   const content = await readFile(path, 'utf8');
   const resp = await fetch(`http://${stack.firestoreHost}/emulator/v1/projects/${stack.project}:securityRules`, {
