@@ -35,7 +35,7 @@ publish:
 	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
 
 ## bench: the load harness on the local stack (see docs/performance.md). Without ARGS, the default
-##        comparison set (about 16 minutes), each report in bench/<name>/report.md (with plots):
+##        comparison set (about 26 minutes), each report in bench/<name>/report.md (with plots):
 ##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered, pinned vs adaptive shards), faults (a fault
 ##        proxy between the functions and Firestore), ingest (HTTP vs Pub/Sub), counters (1, 100 and 1,000
 ##        counters at 1,000/s, spread evenly and by Zipf). With ARGS, one
