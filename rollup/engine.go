@@ -113,6 +113,8 @@ type refresh struct {
 	// need a new refresh.
 	changedAt time.Time
 	decided   bool
+	// Guarded by Engine.mu: when the latest caller joined, on this instance's clock.
+	joined time.Time
 	// Guarded by Engine.mu: the computation time of the newest roll-up the refresh has seen, and a
 	// channel closed when that advances, so that a caller whose change it covers returns at once.
 	covered  time.Time
@@ -147,6 +149,7 @@ func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, so
 	} else if changedAt.Before(r.firstChange) {
 		r.firstChange = changedAt
 	}
+	r.joined = e.clock.Now()
 	for {
 		if r.covered.After(changedAt) {
 			e.mu.Unlock()
@@ -197,7 +200,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 	if previous != nil {
 		<-previous // bounded by its own refreshTimeout
 	}
-	for {
+	for first := true; ; first = false {
 		v, err := e.store.read(ctx, id)
 		if err != nil {
 			r.err = err
@@ -222,8 +225,18 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 			return
 		}
 		// A roll-up written less than an interval ago (on Firestore's clock, as of the read and the
-		// time elapsed since) makes ours wait an interval after it.
-		if wait := e.untilNextWrite(v, readLocally); wait > 0 {
+		// time elapsed since) makes ours wait an interval after it. An older one on a trigger's
+		// refresh's first read means the counter was quiet and this change starts a burst: settle,
+		// so that one computation covers the burst rather than its first write.
+		wait := e.untilNextWrite(v, readLocally)
+		if wait <= 0 && first && source == SourceTrigger {
+			if err := e.settle(ctx, r, v); err != nil {
+				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
+				return
+			}
+			continue
+		}
+		if wait > 0 {
 			wait += e.deferral(v)
 			if err := shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
@@ -328,6 +341,37 @@ func (e *Engine) deferral(v view) time.Duration {
 		d += rand.N(spread)
 	}
 	return d
+}
+
+// settle waits before the first roll-up after a change to a quiet counter (one whose roll-up in v is
+// older than an interval), so that one computation covers a burst: until no change has joined
+// refresh r for a quarter of an interval, or an interval has passed; then, for an instance other
+// than the one that wrote v, a quarter of an interval more, so that the writer's roll-up usually
+// covers its changes; and up to an eighth of an interval more, so that instances wake apart.
+func (e *Engine) settle(ctx context.Context, r *refresh, v view) error {
+	quiet, latest := e.interval/4, e.clock.Now().Add(e.interval)
+	for {
+		e.mu.Lock()
+		until := r.joined.Add(quiet)
+		e.mu.Unlock()
+		if until.After(latest) {
+			until = latest
+		}
+		if !e.clock.Now().Before(until) {
+			break
+		}
+		if err := shared.SleepUntil(ctx, e.clock, until); err != nil {
+			return err
+		}
+	}
+	var d time.Duration
+	if v.rollup != nil && v.rollup.Writer != "" && v.rollup.Writer != e.instance {
+		d = e.interval / 4
+	}
+	if spread := e.interval / 8; spread > 0 {
+		d += rand.N(spread)
+	}
+	return shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(d))
 }
 
 // nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval after

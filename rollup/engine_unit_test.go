@@ -137,6 +137,9 @@ func newUnitEngine() (*Engine, *fakeStore, *fakeClock) {
 	return newEngine(store, clk, time.Second), store, clk
 }
 
+// TestUnitRefreshWritesTheSumOnceThenIsCovered: a trigger's refresh of a quiet counter settles until
+// no change joined it for a quarter of an interval (so that one computation covers a burst), then
+// computes; an older change is covered without waiting.
 func TestUnitRefreshWritesTheSumOnceThenIsCovered(t *testing.T) {
 	e, store, clk := newUnitEngine()
 	store.totalsResult = counter.Totals{Count: 10, Writes: 3, Shards: 10}
@@ -145,15 +148,34 @@ func TestUnitRefreshWritesTheSumOnceThenIsCovered(t *testing.T) {
 	if err != nil || out != Wrote {
 		t.Fatalf("first refresh: %v, %v; want Wrote", out, err)
 	}
-	if len(store.written) != 1 || store.written[0].count != 10 || !store.written[0].computedAt.Equal(t0.Add(time.Second)) {
-		t.Fatalf("written %+v, want one roll-up of 10 computed now", store.written)
+	settled := t0.Add(time.Second + time.Second/4)
+	if n := len(clk.sleeps); n != 2 || !clk.sleeps[0].Equal(settled) || clk.sleeps[1].Before(settled) || !clk.sleeps[1].Before(settled.Add(time.Second/8)) {
+		t.Fatalf("slept %v; want to settle until %v, then less than 125ms more", clk.sleeps, settled)
+	}
+	if len(store.written) != 1 || store.written[0].count != 10 || !store.written[0].computedAt.Equal(clk.sleeps[1]) {
+		t.Fatalf("written %+v, want one roll-up of 10 computed once settled", store.written)
 	}
 	out, err = e.Refresh(context.Background(), "c", t0.Add(-time.Second), SourceTrigger)
 	if err != nil || out != Covered || len(store.written) != 1 {
 		t.Errorf("refresh for an older change: %v, %v, %d writes; want Covered and no write", out, err, len(store.written))
 	}
-	if len(clk.sleeps) != 0 {
-		t.Errorf("slept %v; nothing to wait for", clk.sleeps)
+	if len(clk.sleeps) != 2 {
+		t.Errorf("slept %v; a covered refresh has nothing to wait for", clk.sleeps)
+	}
+}
+
+// TestUnitSweepRefreshOfAQuietCounterComputesAtOnce: only a trigger's refresh settles; the sweep's
+// (SourceScheduler) finds no burst to wait for.
+func TestUnitSweepRefreshOfAQuietCounterComputesAtOnce(t *testing.T) {
+	e, store, clk := newUnitEngine()
+	store.rollup, store.version = &Document{Count: 4, UpdatedAt: t0}, t0
+	store.totalsResult = counter.Totals{Count: 10, Writes: 3, Shards: 10}
+	clk.now = t0.Add(time.Minute)
+	if out, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceScheduler); err != nil || out != Wrote {
+		t.Fatalf("sweep's refresh: %v, %v; want Wrote", out, err)
+	}
+	if len(clk.sleeps) != 0 || !store.written[0].computedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("slept %v, computed at %v; want no wait", clk.sleeps, store.written[0].computedAt)
 	}
 }
 
@@ -229,7 +251,8 @@ func TestUnitRefreshGrowsAHotCounter(t *testing.T) {
 	store.rollup, store.version = &Document{UpdatedAt: t0, ShardWrites: 100}, t0
 	store.totalsResult = counter.Totals{Writes: 180} // 80 shard writes in the second since
 	clk.now = t0.Add(time.Second)
-	if _, err := e.Refresh(context.Background(), "c", t0.Add(500*time.Millisecond), SourceTrigger); err != nil {
+	// The sweep's refresh computes at once (a trigger's would settle first), so the rate is over 1 s.
+	if _, err := e.Refresh(context.Background(), "c", t0.Add(500*time.Millisecond), SourceScheduler); err != nil {
 		t.Fatal(err)
 	}
 	if len(store.adapted) != 1 || store.adapted[0] != [2]int{10, 800} || store.written[0].decision.rate != 80 {
@@ -251,14 +274,15 @@ func TestUnitRefreshPrunesHoursWhenDue(t *testing.T) {
 	e, store, clk := newUnitEngine()
 	store.totalsResult = counter.Totals{Count: 5, Writes: 3, Shards: 10}
 	clk.now = t0.Add(time.Second)
-	if _, err := e.Refresh(context.Background(), "c", t0, SourceTrigger); err != nil || len(store.pruned) != 0 {
+	// The sweep's refreshes compute at once (a trigger's first would settle), on the fake clock's time.
+	if _, err := e.Refresh(context.Background(), "c", t0, SourceScheduler); err != nil || len(store.pruned) != 0 {
 		t.Fatalf("refresh without hours due: %v, pruned %v; want none", err, store.pruned)
 	}
 	store.hoursDue = true
-	if _, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceTrigger); err != nil {
+	if _, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceScheduler); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceTrigger); err != nil {
+	if _, err := e.Refresh(context.Background(), "c", t0.Add(time.Second), SourceScheduler); err != nil {
 		t.Fatal(err)
 	}
 	if len(store.pruned) != 1 || !store.pruned[0].Equal(store.written[1].computedAt) {

@@ -111,7 +111,8 @@ func TestPubSubBurstIsCountedOnce(t *testing.T) {
 
 // TestRunsAreEveryCombinationOfTheListFlags checks how flags become runs and fault settings.
 func TestRunsAreEveryCombinationOfTheListFlags(t *testing.T) {
-	plans, err := plansOf("http,pubsub", "group-commit", "1,4", "none;reset=0.1,drop=0.2,delay=3ms,match=/shards/")
+	one := []spread{{counters: 1}}
+	plans, err := plansOf("http,pubsub", "group-commit", "1,4", "none;reset=0.1,drop=0.2,delay=3ms,match=/shards/", one)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,38 @@ func TestRunsAreEveryCombinationOfTheListFlags(t *testing.T) {
 		t.Errorf("faults = %+v", f)
 	}
 	for _, bad := range [][4]string{{"smtp", "guide", "1", ""}, {"http", "guide", "0", ""}, {"http", "guide", "1", "reset=2"}, {"http", "guide", "1", "jitter=1"}} {
-		if _, err := plansOf(bad[0], bad[1], bad[2], bad[3]); err == nil {
+		if _, err := plansOf(bad[0], bad[1], bad[2], bad[3], one); err == nil {
 			t.Errorf("plansOf(%q) accepted", bad)
+		}
+	}
+}
+
+// TestManyCountersRunsAreEachCountWithEachSpread checks make bench's many-counters set: -counters
+// 1,100,1000 -zipf 0,1.1 is one run of one counter (a Zipf spread over one counter is the even one)
+// and two of each other count, named so the report's columns tell them apart.
+func TestManyCountersRunsAreEachCountWithEachSpread(t *testing.T) {
+	loads, err := loadsOf("1,100,1000", "0,1.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := plansOf("http", "adaptive", "2", "", loads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range plans {
+		names = append(names, p.name())
+	}
+	want := []string{
+		"http adaptive K=2", "http adaptive K=2 counters=100", "http adaptive K=2 counters=100 zipf=1.1",
+		"http adaptive K=2 counters=1000", "http adaptive K=2 counters=1000 zipf=1.1",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("runs = %q, want %q", names, want)
+	}
+	for _, bad := range [][2]string{{"0", "0"}, {"10001", "0"}, {"100", "1"}, {"100", "0.5"}, {"many", "0"}} {
+		if _, err := loadsOf(bad[0], bad[1]); err == nil {
+			t.Errorf("loadsOf(%q) accepted", bad)
 		}
 	}
 }

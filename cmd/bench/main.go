@@ -12,7 +12,8 @@
 //	go run ./cmd/bench -via pubsub -messages 3000
 //	go run ./cmd/bench -kill-at 10s   # crash check: SIGKILL a functions process mid-run
 //
-// Runs are every combination of -via, -modes, -instances and -faults. Modes: "guide" writes every
+// Runs are every combination of -via, -modes, -instances, -faults, -counters and -zipf (one counter
+// is never run with Zipf: it would be the same run again). Modes: "guide" writes every
 // increment to a random shard (GROUP_COMMIT_INTERVAL=0), as the Firebase guide's sample does;
 // "group-commit" is the project's default, on counters pinned at -shards shards; "adaptive" is group
 // commit on counters that start at -shards and whose shard count the roll-up sizes for the load.
@@ -45,8 +46,8 @@ func main() {
 	var o options
 	flag.IntVar(&o.clients, "clients", 64, "concurrent clients (HTTP) or publishers (Pub/Sub)")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "how long HTTP clients send increments")
-	flag.IntVar(&o.counters, "counters", 1, "counters the clients spread over (up to 10,000)")
-	flag.Float64Var(&o.zipf, "zipf", 0, "pick each increment's counter from a Zipf distribution with this exponent (> 1, e.g. 1.1); 0 spreads increments evenly")
+	counters := flag.String("counters", "1", "comma-separated numbers of counters the clients spread over (up to 10,000 each), e.g. 1,100,1000")
+	zipfs := flag.String("zipf", "0", "comma-separated: pick each increment's counter from a Zipf distribution with this exponent (> 1, e.g. 1.1); 0 spreads increments evenly")
 	flag.IntVar(&o.shards, "shards", 10, "shards per counter (ConfigureCounter before the load)")
 	windows := flag.String("windows", "", "comma-separated windows every counter counts in: hour, day, month (default: none)")
 	flag.Float64Var(&o.rate, "rate", 0, "offered increments per second over all clients (0: as fast as answers come)")
@@ -65,14 +66,15 @@ func main() {
 	out := flag.String("out", "bench", "directory for report.json, report.md and the plots")
 	flag.Parse()
 
-	if o.zipf != 0 && o.zipf <= 1 {
-		fmt.Fprintln(os.Stderr, "bench: -zipf must be more than 1 (or 0 for an even spread)")
-		os.Exit(2)
-	}
 	if *windows != "" {
 		o.windows = strings.Split(*windows, ",")
 	}
-	plans, err := plansOf(*vias, *modes, *instances, *faults)
+	loads, err := loadsOf(*counters, *zipfs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	plans, err := plansOf(*vias, *modes, *instances, *faults, loads)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -100,8 +102,36 @@ func main() {
 	}
 }
 
+// loadsOf is every combination of -counters and -zipf, in the order given, with one counter only
+// once (a Zipf distribution over one counter is the even spread).
+func loadsOf(counters, zipfs string) ([]spread, error) {
+	var exponents []float64
+	for _, s := range strings.Split(zipfs, ",") {
+		z, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || (z != 0 && z <= 1) {
+			return nil, fmt.Errorf("-zipf %q: want exponents more than 1 (or 0 for an even spread), e.g. 0,1.1", zipfs)
+		}
+		exponents = append(exponents, z)
+	}
+	var loads []spread
+	for _, s := range strings.Split(counters, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 10000 {
+			return nil, fmt.Errorf("-counters %q: want numbers from 1 to 10,000, e.g. 1,100,1000", counters)
+		}
+		if n == 1 {
+			loads = append(loads, spread{counters: 1})
+			continue
+		}
+		for _, z := range exponents {
+			loads = append(loads, spread{counters: n, zipf: z})
+		}
+	}
+	return loads, nil
+}
+
 // plansOf is every combination of the list flags, in the order given.
-func plansOf(vias, modes, instances, faults string) ([]plan, error) {
+func plansOf(vias, modes, instances, faults string, loads []spread) ([]plan, error) {
 	var ks []int
 	for _, s := range strings.Split(instances, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(s))
@@ -129,7 +159,9 @@ func plansOf(vias, modes, instances, faults string) ([]plan, error) {
 		for _, mode := range strings.Split(modes, ",") {
 			for _, k := range ks {
 				for _, spec := range specs {
-					plans = append(plans, plan{via: via, mode: mode, instances: k, faults: spec})
+					for _, l := range loads {
+						plans = append(plans, plan{via: via, mode: mode, instances: k, faults: spec, spread: l})
+					}
 				}
 			}
 		}

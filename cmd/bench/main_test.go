@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 func testOptions(t *testing.T) options {
 	t.Helper()
 	testenv.FirestoreEmulatorHost(t)
-	return options{clients: 16, duration: 4 * time.Second, counters: 1, shards: 5, localstack: localstackBinary,
+	return options{clients: 16, duration: 4 * time.Second, spread: spread{counters: 1}, shards: 5, localstack: localstackBinary,
 		messages: 300, drainTimeout: 2 * time.Minute}
 }
 

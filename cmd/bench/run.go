@@ -26,9 +26,8 @@ import (
 type options struct {
 	clients  int
 	duration time.Duration
-	counters int
-	// zipf, when more than 1, is the exponent of the Zipf distribution of increments over counters.
-	zipf   float64
+	// counters and zipf are the run's spread (a plan's, when it has one).
+	spread
 	shards int
 	// windows, when not empty, are the windows every counter counts in (ConfigureCounter's windows).
 	windows       []string
@@ -47,13 +46,24 @@ type options struct {
 	drainTimeout time.Duration
 }
 
-// plan is one run: how increments arrive, the functions' mode, how many instances, which faults.
+// spread is how a run's increments spread over its counters.
+type spread struct {
+	counters int
+	// zipf, when more than 1, is the exponent of the Zipf distribution of increments over counters;
+	// 0 spreads them evenly.
+	zipf float64
+}
+
+// plan is one run: how increments arrive, the functions' mode, how many instances, which faults,
+// over how many counters.
 type plan struct {
 	via       string
 	mode      string
 	instances int
 	// faults is nil for no fault proxy; "none" is a proxy that injects nothing.
 	faults *faultSpec
+	// spread replaces the options' when its counters is not 0.
+	spread spread
 }
 
 // name is the run's column title in the report.
@@ -61,6 +71,12 @@ func (p plan) name() string {
 	n := fmt.Sprintf("%s %s K=%d", p.via, p.mode, p.instances)
 	if p.faults != nil {
 		n += " faults=" + p.faults.text
+	}
+	if p.spread.counters > 1 {
+		n += fmt.Sprintf(" counters=%d", p.spread.counters)
+		if p.spread.zipf > 0 {
+			n += fmt.Sprintf(" zipf=%g", p.spread.zipf)
+		}
 	}
 	return n
 }
@@ -111,6 +127,9 @@ type observed struct {
 
 // runPlan starts a stack for p, loads it and measures it.
 func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
+	if p.spread.counters > 0 {
+		o.spread = p.spread
+	}
 	run := loadreport.Run{Name: p.name(), Mode: p.mode, Via: p.via, Instances: p.instances, Settings: map[string]string{
 		"clients": fmt.Sprint(o.clients), "duration": o.duration.String(), "counters": fmt.Sprint(o.counters),
 		"shards": fmt.Sprint(o.shards), "offered_rate": fmt.Sprint(o.rate), "kill_at": o.killAt.String(),
