@@ -161,6 +161,9 @@ func TestRollupsOfManyWarmCounters(t *testing.T) {
 			i := slices.IndexFunc(versions[k], func(v rollupState) bool { return v.updatedAt.After(e.Written) })
 			if i < 0 {
 				uncovered++
+				last := versions[k][max(0, len(versions[k])-3):]
+				t.Logf("no roll-up after %s written %s (reached %s, answered %s); its last roll-ups: %+v",
+					e.Document, e.Written.Format(time.RFC3339Nano), e.Reached.Format(time.RFC3339Nano), e.Answered.Format(time.RFC3339Nano), last)
 				continue
 			}
 			wait := max(0, versions[k][i].updatedAt.Sub(e.Reached))
