@@ -1,13 +1,10 @@
 package deploycheck
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 )
 
@@ -25,26 +22,13 @@ type APIFile struct {
 // the API would refuse, found offline. gcloud's parser does not look inside such bodies (--policy,
 // --config, --config-from-file) before it asks for credentials.
 func APIMessageProblems(ctx context.Context, files []APIFile) ([]string, error) {
-	sdk, python, err := gcloudPython()
-	if err != nil {
-		return nil, err
-	}
 	pairs := make([][2]string, len(files))
 	for i, f := range files {
 		pairs[i] = [2]string{f.Kind, f.Path}
 	}
-	input, err := json.Marshal(pairs)
+	out, _, err := runSDKPython(ctx, nil, "", apiMessages, pairs)
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, python, "-c", apiMessages)
-	cmd.Env = append(cmd.Environ(), "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
-	cmd.Stdin = bytes.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("API message check: %w\n%s", err, firstLines(stderr.String(), 10))
+		return nil, fmt.Errorf("API message check: %w", err)
 	}
 	var problems []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

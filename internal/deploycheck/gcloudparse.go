@@ -75,27 +75,13 @@ func (r gcloudResult) parsed() bool {
 
 // gcloudBatchRun runs commands in one process of the SDK's CLI, in dir, and returns their results.
 func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
-	sdk, python, err := gcloudPython()
-	if err != nil {
-		return nil, err
-	}
 	args := make([][]string, len(commands))
 	for i, words := range commands {
 		args[i] = words[1:]
 	}
-	input, err := json.Marshal(args)
+	out, stderr, err := runSDKPython(ctx, env, dir, gcloudBatch, args)
 	if err != nil {
-		return nil, fmt.Errorf("gcloud batch input: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, python, "-c", gcloudBatch)
-	cmd.Env = append(env, "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("gcloud batch (%s): %w\n%s", sdk, err, firstLines(stderr.String(), 10))
+		return nil, fmt.Errorf("gcloud batch: %w", err)
 	}
 	var outputs []gcloudResult
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -106,7 +92,7 @@ func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]
 		outputs = append(outputs, result)
 	}
 	if len(outputs) != len(commands) {
-		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr.String(), 10))
+		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr, 10))
 	}
 	return outputs, nil
 }
@@ -129,6 +115,34 @@ func gcloudPython() (sdk, python string, err error) {
 	return sdk, python, nil
 }
 
+// runSDKPython runs script on the Python the installed gcloud runs, with the SDK's lib folder as
+// GCLOUD_LIB, env as its environment (nil: this process's), in dir, and input as JSON on stdin; it
+// returns the script's standard output and error.
+func runSDKPython(ctx context.Context, env []string, dir, script string, input any) (out []byte, stderr string, err error) {
+	sdk, python, err := gcloudPython()
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := json.Marshal(input)
+	if err != nil {
+		return nil, "", fmt.Errorf("input: %w", err)
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", script)
+	cmd.Env = append(env, "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(data)
+	var errs bytes.Buffer
+	cmd.Stderr = &errs
+	out, err = cmd.Output()
+	if err != nil {
+		return nil, errs.String(), fmt.Errorf("%s (SDK %s): %w\n%s", python, sdk, err, firstLines(errs.String(), 10))
+	}
+	return out, errs.String(), nil
+}
+
 // gcloudDictScript decodes each value of a JSON list on stdin with the SDK's ArgDict, the type of
 // gcloud's dictionary flags (--set-env-vars among them), and prints the dictionaries as a JSON list.
 // It sets up the import path as gcloud_batch.py does.
@@ -147,22 +161,9 @@ print(json.dumps([arg_parsers.ArgDict()(v) for v in json.load(sys.stdin)]))
 // gcloud's parser does: comma-separated KEY=VALUE pairs, or another delimiter given as ^DELIM^
 // (`gcloud topic escaping`).
 func GcloudDicts(ctx context.Context, values []string) ([]map[string]string, error) {
-	sdk, python, err := gcloudPython()
+	out, _, err := runSDKPython(ctx, nil, "", gcloudDictScript, values)
 	if err != nil {
-		return nil, err
-	}
-	input, err := json.Marshal(values)
-	if err != nil {
-		return nil, fmt.Errorf("gcloud dict input: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, python, "-c", gcloudDictScript)
-	cmd.Env = append(os.Environ(), "GCLOUD_LIB="+filepath.Join(sdk, "lib"))
-	cmd.Stdin = bytes.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("gcloud ArgDict: %w\n%s", err, firstLines(stderr.String(), 10))
+		return nil, fmt.Errorf("gcloud ArgDict: %w", err)
 	}
 	var dicts []map[string]string
 	if err := json.Unmarshal(out, &dicts); err != nil {
