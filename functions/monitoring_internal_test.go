@@ -1,10 +1,7 @@
 package functions
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,36 +23,6 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// lockedBuffer collects log lines written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines decodes the JSON lines written so far.
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (LogMetrics) matches a line that
 // its functions really write, captured from real calls against the emulator: an increment applied
 // and one refused (the summaries at shutdown), a message applied, a 504, a roll-up by the trigger,
@@ -70,13 +36,13 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	written := map[string][]map[string]any{} // by entry point
 	run := func(entryPoint string, scenario func(s *Service)) {
 		t.Helper()
-		var logs lockedBuffer
+		var logs testenv.LogBuffer
 		s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
 		scenario(s)
 		if err := s.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
-		written[entryPoint] = append(written[entryPoint], logs.lines(t)...)
+		written[entryPoint] = append(written[entryPoint], logs.Lines(t)...)
 	}
 	post := func(s *Service, body string) int {
 		rec, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/Increment", strings.NewReader(body))

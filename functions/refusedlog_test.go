@@ -1,31 +1,13 @@
 package functions_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/internal/testenv"
 )
-
-// logLines decodes every JSON line of logs.
-func logLines(t *testing.T, logs string) []map[string]any {
-	t.Helper()
-	var lines []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(logs))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", sc.Text(), err)
-		}
-		lines = append(lines, line)
-	}
-	return lines
-}
 
 // TestRefusedTokenFloodWritesBoundedLogs: a flood of requests with bad ID tokens on a public
 // Increment writes a bounded number of log lines per refusal reason and minute (a few in full, then
@@ -48,7 +30,7 @@ func TestRefusedTokenFloodWritesBoundedLogs(t *testing.T) {
 	if err := srv.svc.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	lines := logLines(t, srv.logs.String())
+	lines := testenv.JSONLines(t, srv.logs.String())
 	// Per reason and minute: the lines written in full and one summary; the flood may straddle a
 	// minute's end, so twice that.
 	if bound := len(floods) * 2 * (5 + 1); len(lines) > bound {

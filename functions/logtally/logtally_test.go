@@ -1,53 +1,22 @@
 package logtally_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/logtally"
+	"github.com/shardcount/counters/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for the tally's timer goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
-		if l == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("%q: %v", l, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestFloodIsCountedExactlyInBoundedLines: N events of two labels over three windows write per
 // label and window at most Full lines in full plus one summary, and the summaries add up to N (and
 // the amounts to their sum).
 func TestFloodIsCountedExactlyInBoundedLines(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	now := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
 	var clock sync.Mutex
 	tally := logtally.New(cloudlog.New(&logs, slog.LevelInfo), logtally.Options{Event: "refused", LabelKey: "reason",
@@ -64,7 +33,7 @@ func TestFloodIsCountedExactlyInBoundedLines(t *testing.T) {
 		clock.Unlock()
 	}
 	tally.Flush(context.Background())
-	lines := logs.lines(t)
+	lines := logs.Lines(t)
 	if bound := 3 * 2 * (3 + 1); len(lines) != bound {
 		t.Errorf("%d events wrote %d lines, want %d (3 windows × 2 labels × (3 in full + 1 summary))", 3*perWindow, len(lines), bound)
 	}
@@ -83,7 +52,7 @@ func TestFloodIsCountedExactlyInBoundedLines(t *testing.T) {
 // TestWindowEndFlushesWithoutAnotherEvent: the summary of a window is written at its end by a timer,
 // with no event after it.
 func TestWindowEndFlushesWithoutAnotherEvent(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	tally := logtally.New(cloudlog.New(&logs, slog.LevelInfo), logtally.Options{Event: "applied", LabelKey: "source",
 		Message: "applied", Summary: "applied", Full: 0,
 		Now: func() time.Time {
@@ -91,10 +60,10 @@ func TestWindowEndFlushesWithoutAnotherEvent(t *testing.T) {
 		}})
 	tally.Add(context.Background(), "http", 1, slog.LevelInfo)
 	deadline := time.Now().Add(5 * time.Second)
-	for len(logs.lines(t)) == 0 && time.Now().Before(deadline) {
+	for len(logs.Lines(t)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	lines := logs.lines(t)
+	lines := logs.Lines(t)
 	if len(lines) != 1 || lines[0]["count"] != 1.0 || lines[0]["source"] != "http" {
 		t.Errorf("lines after the window's end: %v, want one summary counting 1 for http", lines)
 	}
