@@ -2,6 +2,7 @@ package deploycheck_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,6 +40,11 @@ func TestUploadsBuild(t *testing.T) {
 				local := slices.ContainsFunc([]string{"cmd/", "internal/", "scripts/", "terraform/", ".git/", "bin/"}, func(p string) bool { return strings.HasPrefix(f, p) })
 				if local || strings.HasSuffix(f, "_test.go") {
 					t.Errorf("%s uploads %s, which the build does not need", path, f)
+				}
+				if info, err := os.Stat(filepath.Join(root, f)); err != nil {
+					t.Error(err)
+				} else if info.Mode()&0o111 != 0 {
+					t.Errorf("%s uploads %s, an executable (a binary built at the root?): add it to .gitignore, .gcloudignore and the archive's excludes, or remove it", path, f)
 				}
 				if strings.HasSuffix(f, ".go") || filepath.Base(f) == "go.mod" || filepath.Base(f) == "go.sum" {
 					goFiles[path] = append(goFiles[path], f)
