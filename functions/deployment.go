@@ -1,7 +1,10 @@
 package functions
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardcount/counters/counter"
@@ -92,6 +95,22 @@ func (t Trigger) DocumentPattern(schema shared.Schema) string {
 		return t.Document
 	}
 	return schema.Counters + "/" + t.Document
+}
+
+// Period is the longest time between two runs of a Schedule of the form "*/N * * * *" (every N
+// minutes; "*" is every minute), the only form it reads: an error says what else was declared.
+func (t Trigger) Period() (time.Duration, error) {
+	fields := strings.Fields(t.Schedule)
+	if len(fields) == 5 && strings.Join(fields[1:], " ") == "* * * *" {
+		every, err := strconv.Atoi(strings.TrimPrefix(fields[0], "*/"))
+		if fields[0] == "*" {
+			every, err = 1, nil
+		}
+		if err == nil && every >= 1 && every <= 59 {
+			return time.Duration(every) * time.Minute, nil
+		}
+	}
+	return 0, fmt.Errorf("schedule %q of topic %s: want \"*/N * * * *\" (every N minutes, N from 1 to 59) or \"* * * * *\"", t.Schedule, t.Topic)
 }
 
 // Deployed lists every deployed function, in deployment order.

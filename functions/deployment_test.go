@@ -2,7 +2,9 @@ package functions_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
@@ -47,6 +49,20 @@ func TestConcurrencyAboveOneHasAWholeVCPU(t *testing.T) {
 		if cpu, err := strconv.ParseFloat(f.CPU, 64); err != nil || cpu < 1 {
 			t.Errorf("%s: concurrency %d with vCPU %q (the platform's default, below 1 at %s, when empty): Cloud Run needs 1 vCPU or more, or concurrency 1",
 				f.Name, f.Concurrency, f.CPU, f.Memory)
+		}
+	}
+}
+
+// TestTriggerPeriodReadsEveryNMinutes: a schedule of every N minutes gives N minutes between runs;
+// any other form is an error that names it, not a guess.
+func TestTriggerPeriodReadsEveryNMinutes(t *testing.T) {
+	for schedule, want := range map[string]time.Duration{
+		"* * * * *": time.Minute, "*/5 * * * *": 5 * time.Minute, "*/59  * * * *": 59 * time.Minute,
+		"0 * * * *": 0, "*/0 * * * *": 0, "*/60 * * * *": 0, "* * * * * *": 0, "*/5 9-17 * * *": 0, "": 0,
+	} {
+		got, err := functions.Trigger{Topic: "t", Schedule: schedule}.Period()
+		if got != want || (err == nil) != (want != 0) || err != nil && !strings.Contains(err.Error(), strconv.Quote(schedule)) {
+			t.Errorf("schedule %q: period %v, error %v; want %v", schedule, got, err, want)
 		}
 	}
 }

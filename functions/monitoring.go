@@ -103,6 +103,8 @@ func LogMetrics() []LogMetric {
 		{Name: "counters_sweep_fixed", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
 			Value: "written", Unit: "1", Scale: 1,
 			Description: "Per scheduled sweep: roll-ups the sweep wrote."},
+		{Name: "counters_sweep_runs", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
+			Description: "Scheduled sweeps run, finished or not (one line each): the alert sweep_absent fires when none arrives."},
 		{Name: "counters_sweep_unfinished", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
 			Where:       []LogField{{Name: "done", Equals: false}},
 			Description: "Scheduled sweeps that ran out of time or failed (the next one resumes where it stopped)."},
@@ -112,9 +114,10 @@ func LogMetrics() []LogMetric {
 	}
 }
 
-// AlertPolicy is a Cloud Monitoring alert policy of one threshold condition: it fires when the time
-// series that Filter selects, aligned over Period with Aligner and reduced across series with
-// Reducer (grouped by GroupBy), stay above Threshold for Duration.
+// AlertPolicy is a Cloud Monitoring alert policy of one condition on the time series that Filter
+// selects, aligned over Period with Aligner and reduced across series with Reducer (grouped by
+// GroupBy): a threshold condition fires when they stay above Threshold for Duration; a metric-absence
+// one (Absent) when they report no data for Threshold minutes.
 type AlertPolicy struct {
 	// Key names the policy: the user label counters_alert, the Terraform key and the gcloud path's file.
 	Key string
@@ -130,10 +133,42 @@ type AlertPolicy struct {
 	GroupBy []string
 	// Period is the alignment period; Duration how long the condition must hold.
 	Period, Duration time.Duration
-	// Threshold is the default bound; deployments may override it (docs/operations.md, "Monitoring").
+	// Absent makes the condition a metric absence (Duration unused).
+	Absent bool
+	// Threshold is the default bound, in minutes without data when Absent; deployments may override
+	// it (docs/operations.md, "Monitoring").
 	Threshold float64
 	// Unit says what Threshold counts, for the docs.
 	Unit string
+}
+
+// AbsentFor is how long an Absent policy's series must report no data for it to fire.
+func (p AlertPolicy) AbsentFor() time.Duration {
+	return time.Duration(p.Threshold * float64(time.Minute))
+}
+
+// sweepAbsentPeriods is how many of the scheduler's periods without a sweep the alert sweep_absent
+// waits for: enough that a late or failed tick or two does not fire it.
+const sweepAbsentPeriods = 15
+
+// sweepPeriod is the longest time between two scheduled sweeps, as the scheduler job is declared
+// (Deployed); it panics if that declaration is not one Trigger.Period reads, so generating the
+// deployments fails.
+func sweepPeriod() time.Duration {
+	f, _ := DeployedFunction(EntryRollupScheduled)
+	period, err := f.Trigger.Period()
+	if err != nil {
+		panic("the alert sweep_absent derives its duration from the sweep's " + err.Error())
+	}
+	return period
+}
+
+// every says how often something of period d happens, in words.
+func every(d time.Duration) string {
+	if d == time.Minute {
+		return "each minute"
+	}
+	return fmt.Sprintf("every %g minutes", d.Minutes())
 }
 
 // metricFilter is a time series filter of a log-based metric on Cloud Run revisions, plus more.
@@ -152,6 +187,7 @@ func deployedServices() string {
 
 // AlertPolicies are the alert policies both deployments create.
 func AlertPolicies() []AlertPolicy {
+	sweepEvery := sweepPeriod()
 	return []AlertPolicy{
 		{Key: "rollup_age", DisplayName: "Counters: roll-ups trail their counters",
 			Filter:  metricFilter("counters_rollup_age", `metric.labels.source="trigger"`),
@@ -176,6 +212,15 @@ func AlertPolicies() []AlertPolicy {
 			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 15 * time.Minute, Threshold: 9, Unit: "unfinished sweeps in 15 minutes (one runs each minute)",
 			Documentation: "Most scheduled sweeps of the last 15 minutes ran out of time or failed, so roll-ups that missed their trigger stay stale. " +
 				"Read the rollup-scheduled function's lines (event rollup_sweep: counters, reads, done; WARNING and ERROR lines say why). docs/operations.md, \"Monitoring\"."},
+		{Key: "sweep_absent", DisplayName: "Counters: the scheduled sweep has stopped running", Absent: true,
+			Filter:  metricFilter("counters_sweep_runs"),
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: sweepEvery,
+			Threshold: sweepAbsentPeriods * sweepEvery.Minutes(), Unit: "minutes without a sweep (one runs " + every(sweepEvery) + ")",
+			Documentation: "No scheduled sweep has run, finished or not, for longer than the threshold (one runs " + every(sweepEvery) + "): " +
+				"roll-ups whose trigger events were lost stay stale. Check the Cloud Scheduler job " + shared.TopicRollupTick +
+				" (gcloud scheduler jobs describe " + shared.TopicRollupTick + " --location=REGION: state ENABLED, lastAttemptTime, status), " +
+				"the topic " + shared.TopicRollupTick + " and the rollup-scheduled function's trigger (gcloud functions describe rollup-scheduled --region=REGION), " +
+				"and the function's ERROR lines and failed starts (it may fail before it logs). docs/operations.md, \"Monitoring\"."},
 		{Key: "max_instances", DisplayName: "Counters: functions at their maximum instances (429)",
 			Filter:  `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND metric.labels.response_code="429" AND ` + deployedServices(),
 			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.labels.service_name"}, Period: 5 * time.Minute, Threshold: 10, Unit: "429 answers in 5 minutes, per function",
@@ -224,7 +269,8 @@ func DashboardCharts() []Chart {
 			Aligner: "ALIGN_PERCENTILE_99", Reducer: "REDUCE_MAX", GroupBy: []string{"metric.label.source"}}}},
 		{Title: "Sweep: stale roll-ups found and fixed per minute", Lines: []ChartLine{
 			{PromQL: promSum("counters_sweep_stale", "")}, {PromQL: promSum("counters_sweep_fixed", "")}}},
-		{Title: "Sweeps unfinished per minute", Lines: []ChartLine{perMinute(metricFilter("counters_sweep_unfinished"))}},
+		{Title: "Sweeps run and unfinished per minute", Lines: []ChartLine{
+			perMinute(metricFilter("counters_sweep_runs")), perMinute(metricFilter("counters_sweep_unfinished"))}},
 		{Title: "Dead letters: messages parked, and dead-lettered per minute", Lines: []ChartLine{
 			{Filter: `metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="` + shared.TopicIncrementsDeadLetter + `"`,
 				Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX"},

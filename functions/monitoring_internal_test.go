@@ -201,3 +201,55 @@ func hasFields(line map[string]any, m LogMetric) bool {
 	}
 	return true
 }
+
+// TestSweepAbsenceAlertCountsEverySweep: the alert sweep_absent watches a metric that counts every
+// scheduled sweep, whatever its outcome: each run of RollupScheduled, one that finishes and one out
+// of time at once (it fails reading its progress), writes exactly one line that the metric's filter
+// counts, so the metric goes quiet only when the sweep stops running (scheduler job paused or
+// deleted, topic or subscription broken, the function failing before it logs).
+func TestSweepAbsenceAlertCountsEverySweep(t *testing.T) {
+	ctx := context.Background()
+	var policy *AlertPolicy
+	for _, p := range AlertPolicies() {
+		if p.Key == "sweep_absent" {
+			policy = &p
+		}
+	}
+	if policy == nil {
+		t.Fatal("no alert policy sweep_absent: nothing fires when the scheduled sweep stops running")
+	}
+	var metric *LogMetric
+	for _, m := range LogMetrics() {
+		if strings.Contains(policy.Filter, `metric.type="`+m.Type()+`"`) {
+			metric = &m
+		}
+	}
+	if metric == nil || metric.Value != "" || !slices.Equal(metric.EntryPoints, []string{EntryRollupScheduled}) {
+		t.Fatalf("alert sweep_absent (filter %s) watches %+v; want a declared counter of rollup-scheduled's lines", policy.Filter, metric)
+	}
+	client := testenv.Firestore(t)
+	f, _ := DeployedFunction(EntryRollupScheduled)
+	for _, budget := range []time.Duration{time.Minute, 0} {
+		var logs testenv.LogBuffer
+		s := NewService(config.Default(), client, cloudlog.New(&logs, slog.LevelInfo))
+		runCtx, cancel := context.WithTimeout(ctx, budget)
+		e := event.New()
+		e.SetID(testenv.UniqueID("tick"))
+		e.SetType(EventPubSubMessagePublished)
+		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicRollupTick)
+		err := s.RollupScheduled(runCtx, e)
+		cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		counted := 0
+		for _, line := range logs.Lines(t) {
+			if filterMatches(t, metric.Filter(), f.Name, line) {
+				counted++
+			}
+		}
+		if counted != 1 {
+			t.Errorf("a sweep with %v to run (result %v) wrote %d lines metric %s counts, want 1: %v", budget, err, counted, metric.Name, logs.Lines(t))
+		}
+	}
+}

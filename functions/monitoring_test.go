@@ -3,8 +3,10 @@ package functions_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/functions"
 )
@@ -63,5 +65,29 @@ func TestMonitoringDocsListWhatIsDeclared(t *testing.T) {
 	}
 	if got := tableKeys(section, "| Key |"); strings.Join(got, " ") != strings.Join(alerts, " ") {
 		t.Errorf("the alerts table lists %v, the declarations %v", got, alerts)
+	}
+}
+
+// TestSweepAbsenceAlertOutlastsTheSchedule: sweep_absent is a metric-absence condition on one series
+// (summed over revisions and instances, so a new revision replacing the old one's series does not
+// fire it) that waits 15 of the scheduler's periods, as the job is declared, in whole minutes from 2
+// to 1410 (what Cloud Monitoring takes).
+func TestSweepAbsenceAlertOutlastsTheSchedule(t *testing.T) {
+	f, _ := functions.DeployedFunction(functions.EntryRollupScheduled)
+	period, err := f.Trigger.Period()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(functions.AlertPolicies(), func(p functions.AlertPolicy) bool { return p.Key == "sweep_absent" })
+	if i < 0 {
+		t.Fatal("no alert policy sweep_absent")
+	}
+	p := functions.AlertPolicies()[i]
+	if !p.Absent || p.Reducer != "REDUCE_SUM" || len(p.GroupBy) > 0 || p.Period > period {
+		t.Errorf("sweep_absent: absent %t, reducer %s by %v, period %v; want a metric absence summed into one series, aligned over at most %v",
+			p.Absent, p.Reducer, p.GroupBy, p.Period, period)
+	}
+	if got := p.AbsentFor(); got != 15*period || got%time.Minute != 0 || got < 2*time.Minute || got > 1410*time.Minute {
+		t.Errorf("sweep_absent fires after %v without a sweep; want 15 periods of the schedule %q (%v), whole minutes from 2 to 1410", got, f.Trigger.Schedule, period)
 	}
 }

@@ -57,8 +57,9 @@ Usage: scripts/deploy.sh [options]
                             (projects/P/notificationChannels/ID; repeatable; authoritative: an
                             update removes channels no longer given)
   --alert-threshold KEY=VALUE
-                            override an alert policy's threshold (repeatable); the keys, defaults
-                            and units: docs/operations.md, "Monitoring"
+                            override an alert policy's threshold (repeatable; sweep_absent's is
+                            whole minutes without a sweep, 2 to 1410); the keys, defaults and
+                            units: docs/operations.md, "Monitoring"
   --dry-run                 print every command, one per line, and run nothing
   --list-env                print the names of the environment variables the functions can be given
   --version                 print the release this script deploys (every function is labelled
@@ -238,6 +239,10 @@ parse_flags() {
       [[ -r scripts/monitoring/policies/${alert%%=*}.json && ${alert%%=*} =~ ^[a-z_]+$ ]] ||
         die "--alert-threshold ${alert%%=*}: no such alert; known: $(alert_keys)"
       [[ ${alert#*=} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--alert-threshold $alert: the threshold must be a number"
+      if absence_policy "scripts/monitoring/policies/${alert%%=*}.json" &&
+        ! { [[ ${alert#*=} =~ ^[0-9]{1,4}$ ]] && ((10#${alert#*=} >= 2 && 10#${alert#*=} <= 1410)); }; then
+        die "--alert-threshold $alert: ${alert%%=*} counts minutes without data: give a whole number of minutes from 2 to 1410 (23.5 hours), the metric-absence durations Cloud Monitoring takes"
+      fi
       ALERT_THRESHOLDS[${alert%%=*}]=${alert#*=}
       shift
       ;;
@@ -801,6 +806,12 @@ alert_keys() {
   printf '%s\n' "${keys[*]}"
 }
 
+# absence_policy FILE says whether the alert policy of FILE has a metric-absence condition, whose
+# threshold is its duration in minutes.
+absence_policy() {
+  [[ $(<"$1") == *'"conditionAbsent":'* ]]
+}
+
 # ensure_monitoring creates or updates every log-based metric, alert policy and the dashboard.
 ensure_monitoring() {
   local dir=$PWD/scripts/monitoring file name verb
@@ -820,7 +831,10 @@ ensure_alert_policy() {
   local key policy POLICY channels
   key=$(basename "$1" .json)
   policy=$(<"$1") # one line
-  if [[ -n ${ALERT_THRESHOLDS[$key]:-} ]]; then
+  if [[ -n ${ALERT_THRESHOLDS[$key]:-} ]] && absence_policy "$1"; then
+    [[ $policy =~ \"duration\":\ *\"[0-9]+s\" ]] || die "$1: no duration"
+    policy=${policy/"${BASH_REMATCH[0]}"/\"duration\": \"$((10#${ALERT_THRESHOLDS[$key]} * 60))s\"}
+  elif [[ -n ${ALERT_THRESHOLDS[$key]:-} ]]; then
     [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+ ]] || die "$1: no thresholdValue"
     policy=${policy/"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]}}
   fi

@@ -45,6 +45,11 @@ resource "google_logging_metric" "counters" {
   depends_on = [google_project_service.api]
 }
 
+# Each alert policy's threshold: var.alert_thresholds' or the declared default.
+locals {
+  alert_thresholds = { for key, policy in local.monitoring.alert_policies : key => lookup(var.alert_thresholds, key, policy.threshold) }
+}
+
 resource "google_monitoring_alert_policy" "counters" {
   for_each = local.monitoring.alert_policies
 
@@ -60,21 +65,41 @@ resource "google_monitoring_alert_policy" "counters" {
     mime_type = "text/markdown"
   }
 
+  # One condition: a threshold, or (absent) a metric absence whose threshold is minutes without data.
   conditions {
     display_name = each.value.display_name
-    condition_threshold {
-      filter          = each.value.filter
-      comparison      = "COMPARISON_GT"
-      threshold_value = lookup(var.alert_thresholds, each.key, each.value.threshold)
-      duration        = each.value.duration
-      trigger {
-        count = 1
+    dynamic "condition_threshold" {
+      for_each = each.value.absent ? [] : [each.value]
+      content {
+        filter          = each.value.filter
+        comparison      = "COMPARISON_GT"
+        threshold_value = local.alert_thresholds[each.key]
+        duration        = each.value.duration
+        trigger {
+          count = 1
+        }
+        aggregations {
+          alignment_period     = each.value.period
+          per_series_aligner   = each.value.aligner
+          cross_series_reducer = each.value.reducer
+          group_by_fields      = each.value.group_by
+        }
       }
-      aggregations {
-        alignment_period     = each.value.period
-        per_series_aligner   = each.value.aligner
-        cross_series_reducer = each.value.reducer
-        group_by_fields      = each.value.group_by
+    }
+    dynamic "condition_absent" {
+      for_each = each.value.absent ? [each.value] : []
+      content {
+        filter   = each.value.filter
+        duration = "${local.alert_thresholds[each.key] * 60}s"
+        trigger {
+          count = 1
+        }
+        aggregations {
+          alignment_period     = each.value.period
+          per_series_aligner   = each.value.aligner
+          cross_series_reducer = each.value.reducer
+          group_by_fields      = each.value.group_by
+        }
       }
     }
   }
@@ -83,6 +108,11 @@ resource "google_monitoring_alert_policy" "counters" {
     precondition {
       condition     = alltrue([for k in keys(var.alert_thresholds) : contains(keys(local.monitoring.alert_policies), k)])
       error_message = "alert_thresholds: every key must be an alert policy's key (docs/operations.md, \"Monitoring\")."
+    }
+    precondition {
+      condition = !each.value.absent || (floor(local.alert_thresholds[each.key]) == local.alert_thresholds[each.key] &&
+      local.alert_thresholds[each.key] >= 2 && local.alert_thresholds[each.key] <= 1410)
+      error_message = "alert_thresholds: ${each.key} counts minutes without data: give a whole number of minutes from 2 to 1410 (23.5 hours), the metric-absence durations Cloud Monitoring takes."
     }
   }
 

@@ -156,7 +156,7 @@ variable "notification_channels" {
 }
 
 variable "alert_thresholds" {
-  description = "Thresholds of the alert policies, by key, overriding the defaults (docs/operations.md, \"Monitoring\", lists the keys, defaults and units), e.g. { rollup_age = 30 }."
+  description = "Thresholds of the alert policies, by key, overriding the defaults (docs/operations.md, \"Monitoring\", lists the keys, defaults and units; sweep_absent's is whole minutes without a sweep, 2 to 1410), e.g. { rollup_age = 30 }."
   type        = map(number)
   default     = {}
 }

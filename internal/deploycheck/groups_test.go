@@ -184,27 +184,35 @@ func dynamicBlock(t *testing.T, body *hclsyntax.Body, name string) *hclsyntax.Bo
 // generatedDeployment is local.deployment of terraform/deployment.gen.tf.json.
 func generatedDeployment(t *testing.T) cty.Value {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "terraform", "deployment.gen.tf.json"))
+	return generatedLocal(t, "deployment.gen.tf.json", "deployment")
+}
+
+// generatedLocal is the local name of the generated file terraform/file.
+func generatedLocal(t *testing.T, file, name string) cty.Value {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "terraform", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var gen struct {
-		Locals struct {
-			Deployment json.RawMessage `json:"deployment"`
-		} `json:"locals"`
+		Locals map[string]json.RawMessage `json:"locals"`
 	}
 	if err := json.Unmarshal(raw, &gen); err != nil {
 		t.Fatal(err)
 	}
-	ty, err := ctyjson.ImpliedType(gen.Locals.Deployment)
+	local, ok := gen.Locals[name]
+	if !ok {
+		t.Fatalf("terraform/%s: no local %s", file, name)
+	}
+	ty, err := ctyjson.ImpliedType(local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployment, err := ctyjson.Unmarshal(gen.Locals.Deployment, ty)
+	v, err := ctyjson.Unmarshal(local, ty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return deployment
+	return v
 }
 
 // TestCollectionsGivenATTLMustSayCounter: a collection setting whose collection gets a TTL policy

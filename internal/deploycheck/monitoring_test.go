@@ -41,24 +41,33 @@ func TestMonitoringBodiesAreAPIMessages(t *testing.T) {
 }
 
 // TestAPIMessageCheckFindsUnknownFields: the check reports a misspelt field and an aligner the API
-// does not have.
+// does not have, in a threshold condition and in the metric-absence condition of sweep_absent.
 func TestAPIMessageCheckFindsUnknownFields(t *testing.T) {
 	requireGcloud(t)
-	good, err := os.ReadFile(filepath.Join(root, "scripts", "monitoring", "policies", "rollup_age.json"))
-	if err != nil {
-		t.Fatal(err)
+	var files []deploycheck.APIFile
+	for policy, typos := range map[string]*strings.Replacer{
+		"rollup_age":   strings.NewReplacer(`"thresholdValue"`, `"thresholdValu"`, `"ALIGN_PERCENTILE_99"`, `"ALIGN_PERCENTILE_999"`),
+		"sweep_absent": strings.NewReplacer(`"duration"`, `"duratio"`, `"ALIGN_SUM"`, `"ALIGN_SUMS"`),
+	} {
+		good, err := os.ReadFile(filepath.Join(root, "scripts", "monitoring", "policies", policy+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), policy+".json")
+		if err := os.WriteFile(path, []byte(typos.Replace(string(good))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, deploycheck.APIFile{Kind: "policy", Path: path})
 	}
-	bad := strings.NewReplacer(`"thresholdValue"`, `"thresholdValu"`, `"ALIGN_PERCENTILE_99"`, `"ALIGN_PERCENTILE_999"`).Replace(string(good))
-	path := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := deploycheck.APIMessageProblems(context.Background(), []deploycheck.APIFile{{Kind: "policy", Path: path}})
+	problems, err := deploycheck.APIMessageProblems(context.Background(), files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(problems, "\n")
-	for _, want := range []string{"conditionThreshold.thresholdValu ", "aggregations.perSeriesAligner "} {
+	for _, want := range []string{
+		"rollup_age.json: .conditions.conditionThreshold.thresholdValu ", "rollup_age.json: .conditions.conditionThreshold.aggregations.perSeriesAligner ",
+		"sweep_absent.json: .conditions.conditionAbsent.duratio ", "sweep_absent.json: .conditions.conditionAbsent.aggregations.perSeriesAligner ",
+	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check does not report %q; it reports:\n%s", want, all)
 		}

@@ -59,7 +59,7 @@ func TestModuleMatchesProviderSchema(t *testing.T) {
 }
 
 // TestSchemaCheckFindsWhatValidateFinds: the check refuses a module with the mistakes `terraform
-// validate` reports, against the same schema data.
+// validate` reports, against the same schema data (a metric-absence condition's among them).
 func TestSchemaCheckFindsWhatValidateFinds(t *testing.T) {
 	dir := t.TempDir()
 	module := `
@@ -82,6 +82,25 @@ resource "google_cloudfunctions2_function" "f" {
 resource "google_pubsub_subscription" "s" {
   topic = "t"
 }
+
+resource "google_monitoring_alert_policy" "a" {
+  display_name = "a"
+  combiner     = "OR"
+  conditions {
+    display_name = "absent"
+    condition_absent {
+      filter          = "f"
+      duration        = "900s"
+      threshold_value = 1
+    }
+  }
+  conditions {
+    display_name = "misspelt"
+    condition_absence {
+      filter = "f"
+    }
+  }
+}
 `
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(module), 0o644); err != nil {
 		t.Fatal(err)
@@ -96,6 +115,8 @@ resource "google_pubsub_subscription" "s" {
 		`unsupported argument "entry_point_typo"`,
 		`blocks of type "no_such_block"`,
 		`google_pubsub_subscription.s: the required argument "name" is missing`,
+		`conditions.condition_absent: unsupported argument "threshold_value"`,
+		`blocks of type "condition_absence"`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check does not report %s; it reports:\n%s", want, all)

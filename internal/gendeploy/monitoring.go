@@ -69,11 +69,23 @@ func logMetricJSON(m functions.LogMetric) map[string]any {
 	return out
 }
 
-// alertPolicyJSON is p as the Monitoring API's AlertPolicy.
+// alertPolicyJSON is p as the Monitoring API's AlertPolicy: its condition a MetricThreshold, or a
+// MetricAbsence when p.Absent.
 func alertPolicyJSON(p functions.AlertPolicy) map[string]any {
 	aggregation := map[string]any{"alignmentPeriod": seconds(p.Period), "perSeriesAligner": p.Aligner, "crossSeriesReducer": p.Reducer}
 	if len(p.GroupBy) > 0 {
 		aggregation["groupByFields"] = p.GroupBy
+	}
+	condition := map[string]any{"displayName": p.DisplayName}
+	if p.Absent {
+		condition["conditionAbsent"] = map[string]any{
+			"filter": p.Filter, "duration": seconds(p.AbsentFor()), "aggregations": []any{aggregation}, "trigger": map[string]any{"count": 1},
+		}
+	} else {
+		condition["conditionThreshold"] = map[string]any{
+			"filter": p.Filter, "comparison": "COMPARISON_GT", "thresholdValue": p.Threshold,
+			"duration": seconds(p.Duration), "aggregations": []any{aggregation}, "trigger": map[string]any{"count": 1},
+		}
 	}
 	return map[string]any{
 		"displayName":   p.DisplayName,
@@ -81,13 +93,7 @@ func alertPolicyJSON(p functions.AlertPolicy) map[string]any {
 		"userLabels":    map[string]string{alertLabel: p.Key},
 		"combiner":      "OR",
 		"enabled":       true,
-		"conditions": []any{map[string]any{
-			"displayName": p.DisplayName,
-			"conditionThreshold": map[string]any{
-				"filter": p.Filter, "comparison": "COMPARISON_GT", "thresholdValue": p.Threshold,
-				"duration": seconds(p.Duration), "aggregations": []any{aggregation}, "trigger": map[string]any{"count": 1},
-			},
-		}},
+		"conditions":    []any{condition},
 	}
 }
 
@@ -135,7 +141,8 @@ type tfBuckets struct {
 	Scale  float64 `json:"scale"`
 }
 
-// tfPolicy is an alert policy as terraform/monitoring.tf reads it.
+// tfPolicy is an alert policy as terraform/monitoring.tf reads it: Absent makes its condition a
+// metric absence of Threshold minutes (Duration unused).
 type tfPolicy struct {
 	DisplayName   string   `json:"display_name"`
 	Documentation string   `json:"documentation"`
@@ -146,6 +153,7 @@ type tfPolicy struct {
 	Period        string   `json:"period"`
 	Duration      string   `json:"duration"`
 	Threshold     float64  `json:"threshold"`
+	Absent        bool     `json:"absent"`
 }
 
 // monitoringFiles renders every monitoring output.
@@ -196,7 +204,7 @@ func monitoringFiles() (map[string][]byte, error) {
 			groupBy = []string{}
 		}
 		policies[p.Key] = tfPolicy{DisplayName: p.DisplayName, Documentation: p.Documentation, Filter: p.Filter, Aligner: p.Aligner,
-			Reducer: p.Reducer, GroupBy: groupBy, Period: seconds(p.Period), Duration: seconds(p.Duration), Threshold: p.Threshold}
+			Reducer: p.Reducer, GroupBy: groupBy, Period: seconds(p.Period), Duration: seconds(p.Duration), Threshold: p.Threshold, Absent: p.Absent}
 	}
 	if err := add(dashboardFile, dashboardJSON()); err != nil {
 		return nil, err
