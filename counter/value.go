@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -109,6 +110,13 @@ type Totals struct {
 	Shards int64
 }
 
+// Sums are a counter's Totals and its counts in the buckets of its windows, all at one read time.
+type Sums struct {
+	Totals
+	// Windows holds, by window, the count in the bucket holding the read time.
+	Windows map[string]BucketCount
+}
+
 // Sum is the exact value of counter id: the sum of the count field over every document of its shards
 // subcollection, in one aggregation query. A counter without shards sums to 0.
 func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
@@ -123,40 +131,63 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// Totals sums counter id's shards in two aggregation queries, sent together (each one read per
-// 1,000 shards): its exact value with its shard documents, and its shard writes so far. They are two
-// because a query with several sums counts only the documents that hold every summed field, and a
-// shard written without writes (by the guide's clients, by hand) must still count.
-func (s *Store) Totals(ctx context.Context, id string) (Totals, error) {
-	shards := s.schema.ShardsRef(s.client, id)
-	queries := []*firestore.AggregationQuery{
-		shards.NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).WithCount(shardsAlias),
-		shards.NewAggregationQuery().WithSum(shared.FieldWrites, writesAlias),
-	}
-	results := make([]firestore.AggregationResult, len(queries))
-	errs := make([]error, len(queries))
-	var wg sync.WaitGroup
-	for i, q := range queries {
-		wg.Go(func() { results[i], errs[i] = q.Get(ctx) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
-		}
-	}
-	var t Totals
-	for _, field := range []struct {
-		res   firestore.AggregationResult
+// SumsAt sums counter id's shards as they were at read time at, a time on Firestore's clock within
+// the last hour (a snapshot's ReadTime): its Totals and, for each of windows, its count in the bucket
+// holding at. Its aggregation queries, two plus one per window (each one read per 1,000 shards), are
+// sent together in one read-only transaction at that read time, so every sum counts exactly the
+// shard writes committed at or before at. Totals take two queries because a query with several sums
+// counts only the documents that hold every summed field, and a shard written without writes (by the
+// guide's clients, by hand) must still count.
+func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []string) (Sums, error) {
+	type result struct {
 		alias string
 		dst   *int64
-	}{{results[0], sumAlias, &t.Count}, {results[0], shardsAlias, &t.Shards}, {results[1], writesAlias, &t.Writes}} {
-		var err error
-		if *field.dst, err = aggregateInt(field.res, field.alias); err != nil {
-			return Totals{}, fmt.Errorf("sum shards of counter %q: %w", id, err)
-		}
 	}
-	return t, nil
+	type query struct {
+		aggregation *firestore.AggregationQuery
+		results     []result
+	}
+	shards := s.schema.ShardsRef(s.client, id)
+	var sums Sums
+	queries := []query{
+		{shards.NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).WithCount(shardsAlias), []result{{sumAlias, &sums.Count}, {shardsAlias, &sums.Shards}}},
+		{shards.NewAggregationQuery().WithSum(shared.FieldWrites, writesAlias), []result{{writesAlias, &sums.Writes}}},
+	}
+	buckets := make([]BucketCount, len(windows))
+	for i, w := range windows {
+		buckets[i].Bucket = Bucket(w, at)
+		queries = append(queries, query{shards.NewAggregationQuery().WithSumPath(bucketPath(w, buckets[i].Bucket), sumAlias), []result{{sumAlias, &buckets[i].Count}}})
+	}
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		errs := make([]error, len(queries))
+		var wg sync.WaitGroup
+		for i, q := range queries {
+			wg.Go(func() {
+				res, err := q.aggregation.Transaction(tx).Get(ctx)
+				for _, r := range q.results {
+					if err == nil {
+						*r.dst, err = aggregateInt(res, r.alias)
+					}
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
+	if err != nil {
+		return Sums{}, fmt.Errorf("sum shards of counter %q at %s: %w", id, at.Format(time.RFC3339Nano), err)
+	}
+	sums.Windows = make(map[string]BucketCount, len(windows))
+	for i, w := range windows {
+		sums.Windows[w] = buckets[i]
+	}
+	return sums, nil
 }
 
 // aggregateInt reads one integer result of an aggregation query.

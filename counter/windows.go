@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -163,27 +162,6 @@ func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowVal
 		return WindowValue{}, err
 	}
 	return v, nil
-}
-
-// WindowCounts are the counts of counter id in the buckets of windows that hold t, by window, from
-// one aggregation query per window sent together.
-func (s *Store) WindowCounts(ctx context.Context, id string, windows []string, t time.Time) (map[string]BucketCount, error) {
-	counts := make([]BucketCount, len(windows))
-	errs := make([]error, len(windows))
-	var wg sync.WaitGroup
-	for i, w := range windows {
-		counts[i].Bucket = Bucket(w, t)
-		wg.Go(func() { counts[i].Count, errs[i] = s.WindowCount(ctx, id, w, counts[i].Bucket) })
-	}
-	wg.Wait()
-	out := make(map[string]BucketCount, len(windows))
-	for i, w := range windows {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out[w] = counts[i]
-	}
-	return out, nil
 }
 
 // BucketCount is a counter's count in one bucket of a window.

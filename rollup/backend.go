@@ -37,16 +37,19 @@ type view struct {
 	// hoursDue is true when the counter's shards hold hourly buckets to prune
 	// (counter.Store.HourBucketsDue).
 	hoursDue bool
-	// readAt is Firestore's time of the read: every write committed by then is in what follows it.
+	// readAt is Firestore's time of the read: a roll-up computed from this read sums the shards as
+	// they were then (backend.sums) and is computed at it.
 	readAt time.Time
 }
 
 // rollupWrite is one computed roll-up.
 type rollupWrite struct {
 	count, shardWrites int64
-	computedAt         time.Time
-	source, writer     string
-	decision           shardDecision
+	// windows are the counts in the buckets of the counter's windows holding computedAt.
+	windows        map[string]counter.BucketCount
+	computedAt     time.Time
+	source, writer string
+	decision       shardDecision
 }
 
 // backend is what the engine reads and writes: Firestore in production, an in-memory fake in the
@@ -54,8 +57,9 @@ type rollupWrite struct {
 type backend interface {
 	// read reads counter id's roll-up and counter document.
 	read(ctx context.Context, id string) (view, error)
-	// totals sums counter id's shards.
-	totals(ctx context.Context, id string) (counter.Totals, error)
+	// sums sums counter id's shards as they were at read time at, and its counts in the buckets of
+	// windows holding at (see counter.Store.SumsAt).
+	sums(ctx context.Context, id string, at time.Time, windows []string) (counter.Sums, error)
 	// write stores w as counter id's roll-up on condition that it is still as in prev (a first
 	// roll-up only while the counter document exists); errConflict when not.
 	write(ctx context.Context, id string, prev view, w rollupWrite) error
@@ -101,8 +105,8 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 	return v, nil
 }
 
-func (b *firestoreBackend) totals(ctx context.Context, id string) (counter.Totals, error) {
-	return b.counters.Totals(ctx, id)
+func (b *firestoreBackend) sums(ctx context.Context, id string, at time.Time, windows []string) (counter.Sums, error) {
+	return b.counters.SumsAt(ctx, id, at, windows)
 }
 
 func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w rollupWrite) error {
@@ -111,15 +115,15 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	if !w.decision.coolSince.IsZero() {
 		coolSince = w.decision.coolSince
 	}
-	windows, err := b.windows(ctx, id, prev.windows, w.computedAt)
-	if err != nil {
-		return err
-	}
+	windows := windowsField(w.windows)
 	var group any = firestore.Delete
 	if prev.group != "" {
 		group = prev.group
 	}
-	var writtenAt time.Time
+	var (
+		writtenAt time.Time
+		err       error
+	)
 	if prev.rollup == nil {
 		err = b.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 			if _, err := tx.Get(b.schema.CounterRef(b.client, id)); status.Code(err) == codes.NotFound {
@@ -203,22 +207,17 @@ func (v view) leftGroup() string {
 	return v.rollup.Group
 }
 
-// windows is the roll-up's windows field for a counter with windows ws, computed at t: {window:
-// {bucket, count}} of the buckets holding t, or firestore.Delete without windows. Its sums follow the
-// roll-up's own by one round trip, so a bucket may hold increments the count does not yet.
-func (b *firestoreBackend) windows(ctx context.Context, id string, ws []string, t time.Time) (any, error) {
-	if len(ws) == 0 {
-		return firestore.Delete, nil
-	}
-	counts, err := b.counters.WindowCounts(ctx, id, ws, t)
-	if err != nil {
-		return nil, fmt.Errorf("roll up the windows of counter %q: %w", id, err)
+// windowsField is the roll-up's windows field for a counter's bucket counts: {window: {bucket,
+// count}}, or firestore.Delete for a counter without windows.
+func windowsField(counts map[string]counter.BucketCount) any {
+	if len(counts) == 0 {
+		return firestore.Delete
 	}
 	m := make(map[string]any, len(counts))
 	for w, c := range counts {
 		m[w] = map[string]any{shared.FieldBucket: c.Bucket, shared.FieldCount: c.Count}
 	}
-	return m, nil
+	return m
 }
 
 func (b *firestoreBackend) removeRollup(ctx context.Context, id string, prev view) error {

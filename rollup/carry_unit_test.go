@@ -17,7 +17,7 @@ import (
 type counterStores struct {
 	mu       sync.Mutex
 	counters map[string]*sharedStore
-	// computations counts the sums computed (totals calls) over all counters.
+	// computations counts the sums computed (sums calls) over all counters.
 	computations int
 }
 
@@ -35,11 +35,11 @@ func (m *counterStores) of(id string) *sharedStore {
 func (m *counterStores) read(ctx context.Context, id string) (view, error) {
 	return m.of(id).read(ctx, id)
 }
-func (m *counterStores) totals(ctx context.Context, id string) (counter.Totals, error) {
+func (m *counterStores) sums(ctx context.Context, id string, at time.Time, windows []string) (counter.Sums, error) {
 	m.mu.Lock()
 	m.computations++
 	m.mu.Unlock()
-	return m.of(id).totals(ctx, id)
+	return m.of(id).sums(ctx, id, at, windows)
 }
 func (m *counterStores) write(ctx context.Context, id string, prev view, w rollupWrite) error {
 	return m.of(id).write(ctx, id, prev, w)

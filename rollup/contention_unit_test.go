@@ -47,12 +47,18 @@ func (s *sharedStore) read(context.Context, string) (view, error) {
 	return v, nil
 }
 
-func (s *sharedStore) totals(context.Context, string) (counter.Totals, error) {
+// sums counts the shard writes made at or before at, as Firestore's read at a read time does.
+func (s *sharedStore) sums(_ context.Context, _ string, at time.Time, _ []string) (counter.Sums, error) {
 	time.Sleep(storeLatency)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := int64(len(s.writes))
-	return counter.Totals{Count: n, Writes: n, Shards: 10}, nil
+	n := int64(0)
+	for _, w := range s.writes {
+		if !w.After(at) {
+			n++
+		}
+	}
+	return counter.Sums{Totals: counter.Totals{Count: n, Writes: n, Shards: 10}}, nil
 }
 
 func (s *sharedStore) write(_ context.Context, _ string, prev view, w rollupWrite) error {

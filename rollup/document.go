@@ -17,7 +17,8 @@ import (
 type Document struct {
 	// Count is the counter's exact value at UpdatedAt.
 	Count int64 `firestore:"count"`
-	// UpdatedAt is when Count was computed.
+	// UpdatedAt is the read time, on Firestore's clock, at which Count was summed: Count holds every
+	// shard write committed at or before it and none after.
 	UpdatedAt time.Time `firestore:"updated_at"`
 	// Source is what wrote it: SourceTrigger or SourceScheduler.
 	Source string `firestore:"source"`
@@ -34,7 +35,7 @@ type Document struct {
 	// not cool (see ShardPolicy).
 	CoolSince time.Time `firestore:"cool_since,omitempty"`
 	// Windows holds, for a counter with windows, each window's bucket holding UpdatedAt and its count
-	// ({"day": {"bucket": "2026-11-23", "count": 12}}); an app showing "today" compares the bucket
+	// at UpdatedAt ({"day": {"bucket": "2026-11-23", "count": 12}}); an app showing "today" compares the bucket
 	// with its own.
 	Windows map[string]WindowBucket `firestore:"windows,omitempty"`
 	// Group is the counter's group as of UpdatedAt ("" for none): the roll-up is ranked in its top lists.

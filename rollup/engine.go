@@ -201,6 +201,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 		<-previous // bounded by its own refreshTimeout
 	}
 	for first := true; ; first = false {
+		asked := e.latestChange(r)
 		v, err := e.store.read(ctx, id)
 		if err != nil {
 			r.err = err
@@ -244,7 +245,13 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 			}
 			continue
 		}
-		e.decide(r, func(time.Time) bool { return true })
+		// Compute from this read only if it holds every change of r's callers. A caller that joined
+		// during or after the read may bring a later change: read again. A change asked before the
+		// read and still later than it is not a shard's update time (it stands in on an instance's
+		// clock, see Refresh), and no read could settle it.
+		if !e.decide(r, func(changedAt time.Time) bool { return changedAt.Before(v.readAt) || !changedAt.After(asked) }) {
+			continue
+		}
 		err = e.write(ctx, id, v, source, e.firstChange(r))
 		if errors.Is(err, errConflict) {
 			// Another instance wrote a newer roll-up since we read it, or the counter was deleted:
@@ -259,11 +266,11 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 // counterMissing handles a refresh of a counter without a counter document: with no shard either,
 // it removes any roll-up and reports gone; with shards, it restores the counter document.
 func (e *Engine) counterMissing(ctx context.Context, id string, v view) (gone bool, _ error) {
-	totals, err := e.store.totals(ctx, id)
+	sums, err := e.store.sums(ctx, id, v.readAt, nil)
 	if err != nil {
 		return false, err
 	}
-	if totals.Shards > 0 {
+	if sums.Shards > 0 {
 		return false, e.store.restore(ctx, id)
 	}
 	if v.rollup != nil {
@@ -283,6 +290,13 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	return r.decided
 }
 
+// latestChange is the latest change r's callers saw so far.
+func (e *Engine) latestChange(r *refresh) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.changedAt
+}
+
 // firstChange is the earliest change r's callers saw.
 func (e *Engine) firstChange(r *refresh) time.Time {
 	e.mu.Lock()
@@ -290,25 +304,27 @@ func (e *Engine) firstChange(r *refresh) time.Time {
 	return r.firstChange
 }
 
-// write computes the exact sum and the shard write rate now, writes the roll-up on condition that it
-// is still as read in v (errConflict when not), tells the OnWrite observer, then adapts the shard
-// count if the policy says so, and prunes old hourly buckets when they are due. firstChange is the
-// earliest change the roll-up was asked to cover (see Written.Age).
+// write computes the roll-up from the read v at its read time: the exact sum, the shard writes and
+// the windows' buckets as the shards were then, so that its count is the counter's value at its
+// updated_at (v.readAt). It writes the roll-up on condition that it is still as read in v
+// (errConflict when not), tells the OnWrite observer, then adapts the shard count if the policy says
+// so, and prunes old hourly buckets when they are due. firstChange is the earliest change the
+// roll-up was asked to cover (see Written.Age).
 func (e *Engine) write(ctx context.Context, id string, v view, source string, firstChange time.Time) error {
-	computedAt := v.readAt // the sum follows the read: it holds every write committed by then
-	totals, err := e.store.totals(ctx, id)
+	computedAt := v.readAt
+	sums, err := e.store.sums(ctx, id, computedAt, v.windows)
 	if err != nil {
 		return err
 	}
-	d := e.policy.decide(v.shape, v.rollup, totals.Writes, computedAt)
-	w := rollupWrite{count: totals.Count, shardWrites: totals.Writes, computedAt: computedAt, source: source, writer: e.instance, decision: d}
+	d := e.policy.decide(v.shape, v.rollup, sums.Writes, computedAt)
+	w := rollupWrite{count: sums.Count, shardWrites: sums.Writes, windows: sums.Windows, computedAt: computedAt, source: source, writer: e.instance, decision: d}
 	if err := e.store.write(ctx, id, v, w); err != nil {
 		return err
 	}
 	if e.onWrite != nil {
 		e.onWrite(Written{Counter: id, Source: source, Age: rollupAge(v.rollup, source, firstChange, computedAt)})
 	}
-	if d.reshapes(v.shape, totals) {
+	if d.reshapes(v.shape, sums.Totals) {
 		if err := e.store.adapt(ctx, id, v.shape.NumShards, d.numShards); err != nil {
 			return err
 		}

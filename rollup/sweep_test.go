@@ -61,7 +61,7 @@ func TestSweepSkipsACounterThatCannotBeSummed(t *testing.T) {
 }
 
 // TestValueNamesTheShardThatCannotBeSummed: Value fails with an UncountableError naming the shard
-// and what it holds; Sum and Totals fail with ErrUncountable.
+// and what it holds; Sum and SumsAt fail with ErrUncountable.
 func TestValueNamesTheShardThatCannotBeSummed(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
@@ -69,10 +69,11 @@ func TestValueNamesTheShardThatCannotBeSummed(t *testing.T) {
 	if _, err := counters.Increment(ctx, "views", 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := schema.ShardRef(client, "views", 7).Set(ctx, map[string]any{shared.FieldCount: 1.5, shared.FieldWrites: 1}); err != nil {
+	written, err := schema.ShardRef(client, "views", 7).Set(ctx, map[string]any{shared.FieldCount: 1.5, shared.FieldWrites: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := counters.Value(ctx, "views")
+	_, err = counters.Value(ctx, "views")
 	var uncountable *counter.UncountableError
 	if !errors.As(err, &uncountable) || uncountable.Counter != "views" || uncountable.Shard != "7" || uncountable.Count != 1.5 {
 		t.Fatalf("Value = %v; want an UncountableError naming shard 7 of views holding 1.5", err)
@@ -80,8 +81,8 @@ func TestValueNamesTheShardThatCannotBeSummed(t *testing.T) {
 	if _, err := counters.Sum(ctx, "views"); !errors.Is(err, counter.ErrUncountable) {
 		t.Errorf("Sum = %v; want ErrUncountable", err)
 	}
-	if _, err := counters.Totals(ctx, "views"); !errors.Is(err, counter.ErrUncountable) || shared.IsRetryable(err) {
-		t.Errorf("Totals = %v; want ErrUncountable, not retryable", err)
+	if _, err := counters.SumsAt(ctx, "views", written.UpdateTime, nil); !errors.Is(err, counter.ErrUncountable) || shared.IsRetryable(err) {
+		t.Errorf("SumsAt = %v; want ErrUncountable, not retryable", err)
 	}
 
 }
