@@ -77,7 +77,8 @@ func bruteForceHottest(commits []commitlog.Commit, from, to time.Time, window in
 // resetting connections and dropping responses, with every client keyed: a keyed increment is one
 // transaction with its dedupe record, so a retry (the client's or the Firestore library's) can never
 // double it, and the harness's check must pass: acknowledged <= exact <= acknowledged + unknown.
-// The faults must really have been injected.
+// The faults must really have been injected: the proxy spreads them, so the first 25 eligible
+// requests at these rates meet one.
 func TestFaultsKeyedClientsCountExactly(t *testing.T) {
 	o := testOptions(t)
 	o.keyedFraction = 1
@@ -87,7 +88,7 @@ func TestFaultsKeyedClientsCountExactly(t *testing.T) {
 	}
 	run := runForTest(t, o, plan{via: "http", mode: "group-commit", instances: 2, faults: spec})
 	if run.Faults == nil || run.Faults.Resets+run.Faults.DroppedResponses == 0 {
-		t.Fatalf("no fault was injected: %+v", run.Faults)
+		t.Fatalf("no fault was injected (the first 25 eligible requests meet one): %+v", run.Faults)
 	}
 	if !run.ExactCheckPass {
 		t.Errorf("keyed increments under faults: %s", run.ExactCheck)

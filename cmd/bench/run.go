@@ -195,7 +195,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	if proxy != nil {
 		proxy.SetFaults(faultproxy.Faults{})
 		c := proxy.Counts()
-		run.Faults = &loadreport.FaultCounts{Spec: p.faults.text, Connections: c.Connections, Resets: c.Resets, DroppedResponses: c.DroppedResponses}
+		run.Faults = &loadreport.FaultCounts{Spec: p.faults.text, Connections: c.Connections, Eligible: c.Eligible, Resets: c.Resets, DroppedResponses: c.DroppedResponses}
 	}
 	if err != nil {
 		return run, err

@@ -11,12 +11,16 @@
 // bytes the server sends would race its flow-control and ping frames, and the request might not apply.
 // Faults.Match narrows the requests eligible for a fault to those whose body holds a byte string (gRPC
 // bodies are not compressed, so a document path such as "/shards/" picks the calls that touch shards).
+//
+// Faults are spread over the eligible chunks rather than drawn for each: from SetFaults on, the k-th
+// fault falls on a random one of eligible chunks k/R to (k+1)/R (R the two rates together), resets and
+// dropped responses taking turns the same way in proportion to their rates. So n eligible chunks meet
+// ⌊n·R⌋ to ⌈n·R⌉ faults, never none by chance.
 package faultproxy
 
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"slices"
 	"sync"
@@ -26,12 +30,13 @@ import (
 
 // Faults says which faults the proxy injects. The zero value forwards everything untouched.
 type Faults struct {
-	// ResetRate is the probability that a client chunk carrying an eligible request is not forwarded and
-	// its connection is reset instead: the request never reaches the server whole.
+	// ResetRate is the share of client chunks carrying an eligible request that are not forwarded, their
+	// connection reset instead: the request never reaches the server whole.
 	ResetRate float64
-	// DropResponseRate is the probability that a client chunk carrying an eligible request is forwarded
-	// and the connection is then closed as soon as the server has answered that request, before the
-	// answer reaches the client: the request went through, its response is lost.
+	// DropResponseRate is the share of client chunks carrying an eligible request that are forwarded,
+	// their connection then closed as soon as the server has answered that request, before the answer
+	// reaches the client: the request went through, its response is lost. The two rates together count
+	// as at most 1, resets first.
 	DropResponseRate float64
 	// Delay is added before every chunk is forwarded, in both directions.
 	Delay time.Duration
@@ -44,6 +49,9 @@ type Faults struct {
 type Counts struct {
 	// Connections is how many client connections it accepted.
 	Connections int64
+	// Eligible is how many client chunks carrying an eligible request a fault could pick: while a rate
+	// was set, on connections not already losing an answer.
+	Eligible int64
 	// Resets is how many connections it reset before forwarding a request chunk.
 	Resets int64
 	// DroppedResponses is how many connections it closed after the server answered a request, without
@@ -60,13 +68,14 @@ type Proxy struct {
 	target   string
 	listener net.Listener
 
-	mu     sync.Mutex
-	faults Faults
-	conns  map[*link]struct{}
-	closed bool
+	mu       sync.Mutex
+	faults   Faults
+	schedule schedule
+	conns    map[*link]struct{}
+	closed   bool
 
-	connections, resets, drops atomic.Int64
-	wg                         sync.WaitGroup
+	connections, eligible, resets, drops atomic.Int64
+	wg                                   sync.WaitGroup
 }
 
 // Start listens on a free loopback port and forwards every connection to target with faults.
@@ -75,7 +84,7 @@ func Start(target string, faults Faults) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy listen: %w", err)
 	}
-	p := &Proxy{target: target, listener: l, faults: faults, conns: make(map[*link]struct{})}
+	p := &Proxy{target: target, listener: l, faults: faults, schedule: newSchedule(faults), conns: make(map[*link]struct{})}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -83,16 +92,17 @@ func Start(target string, faults Faults) (*Proxy, error) {
 // Addr is the proxy's host:port, for FIRESTORE_EMULATOR_HOST.
 func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 
-// SetFaults changes the faults injected from now on, for every connection.
+// SetFaults changes the faults injected from now on, for every connection, and starts their spread
+// afresh.
 func (p *Proxy) SetFaults(f Faults) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.faults = f
+	p.faults, p.schedule = f, newSchedule(f)
 }
 
 // Counts reports what the proxy did so far.
 func (p *Proxy) Counts() Counts {
-	return Counts{Connections: p.connections.Load(), Resets: p.resets.Load(), DroppedResponses: p.drops.Load()}
+	return Counts{Connections: p.connections.Load(), Eligible: p.eligible.Load(), Resets: p.resets.Load(), DroppedResponses: p.drops.Load()}
 }
 
 // Close stops accepting, closes every connection and waits for the proxy's goroutines to end.
@@ -112,6 +122,16 @@ func (p *Proxy) currentFaults() Faults {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.faults
+}
+
+// nextFault is the fault the next eligible chunk meets, if any.
+func (p *Proxy) nextFault() fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.schedule.faults.share > 0 {
+		p.eligible.Add(1)
+	}
+	return p.schedule.next()
 }
 
 func (p *Proxy) accept() {
@@ -176,19 +196,19 @@ func (p *Proxy) forwardRequests(l *link) {
 		f := p.currentFaults()
 		time.Sleep(f.Delay)
 		streams := eligibleRequests(frames, chunk, f.Match)
-		roll := rand.Float64()
-		switch {
-		case l.dropStreams.Load() != nil || len(streams) == 0:
-			// A link already losing an answer carries the rest of the request unharmed.
-		case roll < f.ResetRate:
-			p.resets.Add(1)
-			return false
-		case roll < f.ResetRate+f.DropResponseRate:
-			// Counted before the request goes on (the link closes as soon as the server answers),
-			// so a client that sees its connection end also sees the count.
-			p.drops.Add(1)
-			l.dropStreams.Store(&streams)
-			time.AfterFunc(dropWait, l.close) // a server that never answers
+		// A link already losing an answer carries the rest of the request unharmed.
+		if len(streams) > 0 && l.dropStreams.Load() == nil {
+			switch p.nextFault() {
+			case resetFault:
+				p.resets.Add(1)
+				return false
+			case dropFault:
+				// Counted before the request goes on (the link closes as soon as the server answers),
+				// so a client that sees its connection end also sees the count.
+				p.drops.Add(1)
+				l.dropStreams.Store(&streams)
+				time.AfterFunc(dropWait, l.close) // a server that never answers
+			}
 		}
 		_, err := l.server.Write(chunk)
 		return err == nil

@@ -2,7 +2,9 @@ package faultproxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -28,9 +30,10 @@ func (s *h2Server) answered() []string {
 
 // startH2Server serves HTTP/2 without TLS. Its handler reads the whole request (one cut short by a
 // reset is not applied, as a gRPC server applies no unary call without its end), sends the response
-// headers at once, waits a while, then records the request as applied and ends the response: the server's first bytes come long
-// before the request has been applied, as a gRPC server's flow-control and ping frames do.
-func startH2Server(t *testing.T) *h2Server {
+// headers at once, waits applyAfter, then records the request as applied and ends the response: the
+// server's first bytes come long before the request has been applied, as a gRPC server's flow-control
+// and ping frames do.
+func startH2Server(t *testing.T, applyAfter time.Duration) *h2Server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,7 +47,7 @@ func startH2Server(t *testing.T) *h2Server {
 		}
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(applyAfter)
 		s.mu.Lock()
 		s.done = append(s.done, string(body))
 		s.mu.Unlock()
@@ -84,7 +87,7 @@ func startProxy(t *testing.T, target string, f Faults) *Proxy {
 }
 
 func TestForwardsWithoutFaults(t *testing.T) {
-	s := startH2Server(t)
+	s := startH2Server(t, 50*time.Millisecond)
 	p := startProxy(t, s.addr, Faults{})
 	answer, err := post(t, p, "hello")
 	if err != nil || answer != "ok" {
@@ -99,7 +102,7 @@ func TestForwardsWithoutFaults(t *testing.T) {
 }
 
 func TestResetNeverDeliversTheRequest(t *testing.T) {
-	s := startH2Server(t)
+	s := startH2Server(t, 50*time.Millisecond)
 	p := startProxy(t, s.addr, Faults{ResetRate: 1})
 	if answer, err := post(t, p, "lost"); err == nil {
 		t.Fatalf("answer %q through a reset connection", answer)
@@ -120,7 +123,7 @@ func TestResetNeverDeliversTheRequest(t *testing.T) {
 // client's connection ends, the server has already applied the request, although it sent bytes (the
 // response headers) long before.
 func TestDroppedResponseIsCutOnlyAfterTheServerAnswered(t *testing.T) {
-	s := startH2Server(t)
+	s := startH2Server(t, 50*time.Millisecond)
 	p := startProxy(t, s.addr, Faults{DropResponseRate: 1})
 	answer, err := post(t, p, "applied")
 	if err == nil {
@@ -135,13 +138,59 @@ func TestDroppedResponseIsCutOnlyAfterTheServerAnswered(t *testing.T) {
 }
 
 func TestMatchLimitsFaultsToMatchingRequests(t *testing.T) {
-	s := startH2Server(t)
+	s := startH2Server(t, 50*time.Millisecond)
 	p := startProxy(t, s.addr, Faults{ResetRate: 1, Match: []byte("/shards/")})
 	if answer, err := post(t, p, "counters/a"); err != nil || answer != "ok" {
 		t.Fatalf("a request without the match: answer %q, %v; want ok", answer, err)
 	}
 	if _, err := post(t, p, "counters/a/shards/3"); err == nil {
 		t.Fatal("a matching request went through; want a reset")
+	}
+}
+
+// TestEveryRunOfEligibleRequestsHoldsItsShareOfFaults sends runs of 50 requests at 2% resets and 2%
+// dropped responses, as the load harness's fault test does: each run must meet one of each. Drawn
+// independently, a run of 50 would go without any fault in 13% of runs (0.96^50) and without one of
+// the two kinds in 60%.
+func TestEveryRunOfEligibleRequestsHoldsItsShareOfFaults(t *testing.T) {
+	s := startH2Server(t, 0)
+	p := startProxy(t, s.addr, Faults{})
+	const runs, requests = 20, 50
+	for run := range runs {
+		before := p.Counts()
+		p.SetFaults(Faults{ResetRate: 0.02, DropResponseRate: 0.02})
+		for range requests {
+			_, _ = post(t, p, "x") // a fault ends the request with an error
+		}
+		p.SetFaults(Faults{})
+		c := p.Counts()
+		if resets, drops := c.Resets-before.Resets, c.DroppedResponses-before.DroppedResponses; resets != 1 || drops != 1 {
+			t.Fatalf("run %d of %d requests at reset=0.02,drop=0.02: %d resets and %d dropped responses; want 1 and 1", run+1, requests, resets, drops)
+		}
+		if eligible := c.Eligible - before.Eligible; eligible != requests {
+			t.Fatalf("run %d: %d eligible chunks counted for %d requests", run+1, eligible, requests)
+		}
+	}
+}
+
+// TestSpreadPicksItsShareOfEveryFirstStretch holds spread to its contract: whatever the random
+// places, the first n events hold ⌊n·share⌋ to ⌈n·share⌉ picks, for every n.
+func TestSpreadPicksItsShareOfEveryFirstStretch(t *testing.T) {
+	for _, share := range []float64{0, 0.02, 0.04, 0.1, 1.0 / 3, 0.5, 0.6, 0.99, 1} {
+		t.Run(fmt.Sprint(share), func(t *testing.T) {
+			for range 1000 {
+				s, picks := newSpread(share), 0
+				for n := 1; n <= 300; n++ {
+					if s.pick() {
+						picks++
+					}
+					exact := float64(n) * share
+					if lo, hi := int(math.Floor(exact+1e-9)), int(math.Ceil(exact-1e-9)); picks < lo || picks > hi {
+						t.Fatalf("%d picks in the first %d events at share %v; want %d to %d", picks, n, share, lo, hi)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -114,6 +114,8 @@ type FaultCounts struct {
 	Connections      int64  `json:"connections"`
 	Resets           int64  `json:"resets"`
 	DroppedResponses int64  `json:"dropped_responses"`
+	// Eligible is how many client chunks carrying an eligible request a fault could pick.
+	Eligible int64 `json:"eligible"`
 }
 
 // Second is one second of a run's timeline.
