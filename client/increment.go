@@ -32,7 +32,9 @@ type Incremented struct {
 	// Counted is set for a distinct counter (false: the member was counted before) and under
 	// PER_CALLER_LIMIT (false: the caller's total would have left the limit); nil otherwise.
 	Counted *bool `json:"counted,omitempty"`
-	// ReceivedAt is absent from keyed answers, so from every answer to this client (docs/api.md).
+	// ReceivedAt is a time before the increment's write committed: a roll-up with a later updated_at
+	// holds it. Every answer for one key carries the same (docs/api.md); nil only from deployments
+	// older than keyed answers with received_at.
 	ReceivedAt *time.Time `json:"received_at,omitempty"`
 
 	// Key is the Idempotency-Key the increment was sent with.

@@ -328,7 +328,7 @@ func TestTypedAnswersMatchTheFunctions(t *testing.T) {
 	if err != nil || !cfg.Created || cfg.Group != group || len(cfg.Windows) != 1 {
 		t.Fatalf("configure: %+v, %v", cfg, err)
 	}
-	if inc, err := c.Increment(ctx, client.Increment{Counter: id, Delta: 3}); err != nil || inc.Delta != 3 || inc.Shard < 0 || inc.Key == "" {
+	if inc, err := c.Increment(ctx, client.Increment{Counter: id, Delta: 3}); err != nil || inc.Delta != 3 || inc.Shard < 0 || inc.Key == "" || inc.ReceivedAt == nil {
 		t.Fatalf("increment: %+v, %v", inc, err)
 	}
 	members := testenv.UniqueID("client-members")

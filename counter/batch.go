@@ -62,7 +62,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 		if res.applied {
 			s.remember(plan.shards)
 			for _, i := range live {
-				replies[i] = reply{outcome: Outcome{Applied: appliedOf(plan, i, batch[i])}, fingerprint: batch[i].fingerprint}
+				replies[i] = reply{outcome: Outcome{Applied: appliedOf(plan, i, batch[i]), PlannedAt: plan.now}, fingerprint: batch[i].fingerprint}
 			}
 			return
 		}
@@ -134,7 +134,7 @@ func followerReply(req request, first reply) reply {
 	if first.err != nil && !errors.Is(first.err, ErrKeyReused) {
 		return first // not applied, or unknown: the same holds for the repeat
 	}
-	r := reply{outcome: Outcome{Applied: first.outcome.Applied, Duplicate: true}, fingerprint: first.fingerprint}
+	r := reply{outcome: Outcome{Applied: first.outcome.Applied, Duplicate: true, PlannedAt: first.outcome.PlannedAt}, fingerprint: first.fingerprint}
 	if req.fingerprint != first.fingerprint {
 		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
 	}

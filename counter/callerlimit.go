@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -23,6 +24,9 @@ type LimitedOutcome struct {
 	// Duplicate is true when key had been used before: this is the first request's outcome and
 	// nothing was written this time.
 	Duplicate bool
+	// PlannedAt is when the transaction that wrote was run, before its commit: with key, the key's
+	// dedupe record's created_at, the same for every call with the key (see Outcome.PlannedAt).
+	PlannedAt time.Time
 }
 
 // IncrementLimited adds inc to the counter for one verified caller, only while that caller's total on
@@ -93,7 +97,7 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 				return LimitedOutcome{}, err
 			}
 			counted := first.Applied[0].Delta != 0
-			return LimitedOutcome{Counted: counted, Shard: first.Applied[0].Shard, Duplicate: true}, err
+			return LimitedOutcome{Counted: counted, Shard: first.Applied[0].Shard, Duplicate: true, PlannedAt: first.PlannedAt}, err
 		}
 		if status.Code(err) != codes.NotFound {
 			return LimitedOutcome{}, err
@@ -109,18 +113,18 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 	case status.Code(err) != codes.NotFound:
 		return LimitedOutcome{}, err
 	}
-	out := LimitedOutcome{Shard: -1}
+	out := LimitedOutcome{Shard: -1, PlannedAt: recordNow(s.clock)}
 	// A dedupe record of an uncounted request says delta 0, which no counted request has.
 	applied := []AppliedIncrement{{Counter: inc.Counter, Shard: -1}}
 	var ops []op
 	if next := total + inc.Delta; next >= 0 && next <= limit {
-		out = LimitedOutcome{Counted: true, Shard: w.shard}
+		out.Counted, out.Shard = true, w.shard
 		applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
 		ops = append(s.shardWriteOps(w), op{kind: opSet, ref: callerRef, data: callerTotalFields(next)})
 	}
 	if key != nil {
 		// No write ID: a transaction's commit is never applied twice.
-		ops = append(ops, s.dedupeRecordOp(dedupeWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", s.clock.Now()))
+		ops = append(ops, s.dedupeRecordOp(dedupeWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", out.PlannedAt))
 	}
 	if err := addToTransaction(tx, ops); err != nil {
 		return LimitedOutcome{}, err

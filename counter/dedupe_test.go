@@ -20,12 +20,18 @@ import (
 func newStore(t *testing.T) (*counter.Store, *firestore.Client) {
 	t.Helper()
 	client := testenv.Firestore(t)
+	return newStoreOn(client, 0), client
+}
+
+// newStoreOn is a Store on client, with group commit every interval (0: none).
+func newStoreOn(client *firestore.Client, interval time.Duration) *counter.Store {
 	cfg := config.Default()
 	return counter.NewStore(client, cfg.Schema(), counter.Options{
-		DefaultNumShards:   cfg.DefaultNumShards,
-		ShardCountCacheTTL: cfg.ShardCountCacheTTL,
-		DedupeTTL:          cfg.DedupeTTL,
-	}), client
+		DefaultNumShards:    cfg.DefaultNumShards,
+		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
+		DedupeTTL:           cfg.DedupeTTL,
+		GroupCommitInterval: interval,
+	})
 }
 
 func sum(t *testing.T, s *counter.Store, id string) int64 {

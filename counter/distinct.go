@@ -34,6 +34,9 @@ type DistinctOutcome struct {
 	// Duplicate is true when the key had been applied before: this is the first application's
 	// outcome, and nothing was written this time.
 	Duplicate bool
+	// PlannedAt is the call's time, before its commit: with key, the key's dedupe record's
+	// created_at, the same for every call with the key (see Outcome.PlannedAt).
+	PlannedAt time.Time
 }
 
 // IncrementDistinct counts member once in counter id (which must be configured distinct), all time
@@ -64,7 +67,7 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string, key *K
 		return DistinctOutcome{}, notApplied(ErrClosed)
 	}
 	defer s.life.Leave()
-	call := memberCall{counter: id, member: member, key: key, now: s.clock.Now(), writeID: newWriteID()}
+	call := memberCall{counter: id, member: member, key: key, now: recordNow(s.clock), writeID: newWriteID()}
 	if key != nil {
 		call.fingerprint = memberFingerprint(id, member)
 	}
@@ -280,7 +283,7 @@ func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) m
 		return memberCommit{fenceDown: true}
 	}
 	counts := func(snap *firestore.DocumentSnapshot) bool { return ours(snap) || !applied && !snap.Exists() }
-	out, w := DistinctOutcome{Shard: -1}, m.shard
+	out, w := DistinctOutcome{Shard: -1, PlannedAt: m.now}, m.shard
 	var creates []op
 	for i, snap := range members {
 		if !counts(snap) {
@@ -331,7 +334,7 @@ func keyedMemberOutcome(rec *firestore.DocumentSnapshot, m memberWrite) memberCo
 		return memberCommit{err: err}
 	}
 	first, err := duplicateOutcome(data, *m.key, m.fingerprint)
-	out := DistinctOutcome{Shard: -1, Duplicate: data.Write != m.writeID, Windows: data.Windows}
+	out := DistinctOutcome{Shard: -1, Duplicate: data.Write != m.writeID, Windows: data.Windows, PlannedAt: data.CreatedAt}
 	if len(first.Applied) == 1 {
 		out.Counted, out.Shard = first.Applied[0].Delta == 1, first.Applied[0].Shard
 	}

@@ -215,11 +215,16 @@ func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time)
 	return op{kind: opCreate, ref: d.dedupeRecordRef(dw.key), data: rec}
 }
 
+// recordNow is the time c says now as a record's created_at stores it: UTC, in whole microseconds
+// (Firestore's precision), so the time an Outcome gives first equals the one read back later.
+func recordNow(c shared.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
+
 // dedupeRecordData is a dedupe record as read back.
 type dedupeRecordData struct {
-	Fingerprint string   `firestore:"fingerprint"`
-	Write       string   `firestore:"write"`
-	Windows     []string `firestore:"windows"`
+	Fingerprint string    `firestore:"fingerprint"`
+	Write       string    `firestore:"write"`
+	CreatedAt   time.Time `firestore:"created_at"`
+	Windows     []string  `firestore:"windows"`
 	Applied     []struct {
 		Counter string `firestore:"counter"`
 		Delta   int64  `firestore:"delta"`
@@ -239,7 +244,7 @@ func decodeDedupeRecord(snap *firestore.DocumentSnapshot, key Key) (dedupeRecord
 // duplicateOutcome is the Outcome of key, whose dedupe record rec exists: the first application, and
 // ErrKeyReused when fingerprint is not the first application's.
 func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Outcome, error) {
-	outcome := Outcome{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied))}
+	outcome := Outcome{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied)), PlannedAt: rec.CreatedAt}
 	for i, a := range rec.Applied {
 		outcome.Applied[i] = AppliedIncrement{Counter: a.Counter, Delta: a.Delta, Shard: a.Shard}
 	}

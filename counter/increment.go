@@ -28,6 +28,10 @@ type Outcome struct {
 	// Duplicate is true when the key had been applied before (by an earlier or a concurrent call), so
 	// nothing was written this time.
 	Duplicate bool
+	// PlannedAt is when the write that applied the increments was planned: after the first call with
+	// the key began, before that write committed. It is the key's dedupe record's created_at (UTC, in
+	// whole microseconds), so every call with the key gets the same.
+	PlannedAt time.Time
 }
 
 // Increment adds delta to one shard of counter id and returns that shard, once the write holding it

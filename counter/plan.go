@@ -24,9 +24,11 @@ type commitPlan struct {
 	writeID string
 	// writeRecord: the commit creates the write record writeID, because it holds an unkeyed request.
 	writeRecord bool
-	now         time.Time
-	shards      []shardWrite
-	dedupes     []dedupeWrite
+	// now is the plan's time (recordNow): its records' created_at, and the time whose buckets count
+	// the increments of requests without a time of their own.
+	now     time.Time
+	shards  []shardWrite
+	dedupes []dedupeWrite
 	// dedupeOf maps a keyed request's index in its batch to its dedupe record's index in dedupes.
 	dedupeOf map[int]int
 }
@@ -78,7 +80,7 @@ func newWriteID() string { return writeRecordPrefix + rand.Text() }
 // deltas, and one dedupe record per keyed request; ErrDeltaOverflow when a sum overflows int64.
 // verify follows a commit refused for a missing document (see planShard).
 func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bool) (*commitPlan, error) {
-	plan := &commitPlan{writeID: newWriteID(), now: s.clock.Now(), dedupeOf: make(map[int]int)}
+	plan := &commitPlan{writeID: newWriteID(), now: recordNow(s.clock), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
 	for _, i := range live {
 		plan.writeRecord = plan.writeRecord || batch[i].key == nil

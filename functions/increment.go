@@ -29,12 +29,13 @@ type incrementResponse struct {
 	// and for a distinct counter (false when the member was counted before): nothing was added and
 	// shard is -1.
 	Counted *bool `json:"counted,omitempty"`
-	// ReceivedAt is when the function received the increment, before its write: apps show their own
-	// increment until a roll-up with a later updated_at arrives, and then only the roll-up, so it is
-	// never shown twice (such a roll-up may, rarely, predate the write's commit by up to a group-commit
-	// interval: the increment then shows again with the roll-up the write triggers). Keyed answers
-	// leave it out: a retry repeats the first answer byte for byte.
-	ReceivedAt *time.Time `json:"received_at,omitempty"`
+	// ReceivedAt is a time after the function received the increment and before its write committed:
+	// apps show their own increment until a roll-up with a later updated_at arrives, and then only the
+	// roll-up, so it is never shown twice. Unkeyed, it is when the request arrived (a roll-up computed
+	// while the write waited for its group commit may then settle it early: it shows again with the
+	// roll-up the write triggers); keyed, when the write that first applied the key was planned,
+	// stored with the key, so every answer for the key repeats the first byte for byte.
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // incrementMethods are the methods Increment accepts.
@@ -132,11 +133,11 @@ func (s *Service) incrementDistinct(w http.ResponseWriter, r *http.Request, key 
 	if out.Shard >= 0 { // the member was new all time or in a bucket
 		delta = 1
 	}
-	resp := incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted}
-	switch {
-	case keyed == nil:
-		resp.ReceivedAt = &received
-	case out.Duplicate:
+	resp := incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: received}
+	if keyed != nil {
+		resp.ReceivedAt = out.PlannedAt
+	}
+	if out.Duplicate {
 		w.Header().Set(headerReplayed, "true")
 	}
 	return http.StatusOK, resp, nil
@@ -159,7 +160,7 @@ func (s *Service) incrementDelta(w http.ResponseWriter, r *http.Request, caller,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: shard, ReceivedAt: &received}, nil
+	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: shard, ReceivedAt: received}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
@@ -176,7 +177,7 @@ func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
 }
 
 // incrementOnce applies inc once for key (scoped to its verified caller, if any) and answers as the
-// key's first request was answered.
+// key's first request was answered, received_at included.
 func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key counter.Key, inc shared.Increment) (int, any, error) {
 	out, err := s.counters.ApplyOnce(r.Context(), key, []shared.Increment{inc})
 	if errors.Is(err, counter.ErrKeyReused) {
@@ -193,7 +194,7 @@ func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key coun
 		w.Header().Set(headerReplayed, "true")
 	}
 	first := out.Applied[0]
-	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard}, nil
+	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard, ReceivedAt: out.PlannedAt}, nil
 }
 
 // keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on

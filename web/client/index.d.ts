@@ -43,7 +43,7 @@ export interface IncrementAnswer {
   shard: number;
   /** Set for distinct counters and under PER_CALLER_LIMIT: false when nothing was added. */
   counted?: boolean;
-  /** RFC 3339; absent from keyed answers. */
+  /** RFC 3339: before the write committed; every answer for one key carries the same (absent only from older deployments). */
   received_at?: string;
   /** The Idempotency-Key sent. */
   key: string;

@@ -20,7 +20,8 @@ export function timestampMicros(ts) {
  * @property {number} delta
  * @property {number} sentAfter roll-ups seen when it was sent
  * @property {boolean} answered
- * @property {number | null} receivedAtMicros the answer's received_at (absent from keyed answers)
+ * @property {number | null} receivedAtMicros the answer's received_at (null when it had none: a
+ *   deployment older than keyed answers with received_at)
  * @property {number | null} answeredAtMs
  */
 
@@ -52,8 +53,8 @@ export class LiveCounter {
   }
 
   /**
-   * Increment answered 200. receivedAt is the answer's received_at (RFC 3339), absent from keyed
-   * answers; counted false means nothing was added.
+   * Increment answered 200. receivedAt is the answer's received_at (RFC 3339; undefined from a
+   * deployment older than keyed answers with it); counted false means nothing was added.
    */
   acknowledge(entry, receivedAt, counted = true, nowMs = Date.now()) {
     if (!counted || (receivedAt == null && this.#rollupSince(entry))) {

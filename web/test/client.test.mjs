@@ -33,7 +33,8 @@ async function pageBundle() {
  * The page's server and fault proxy. scenario(name, plan) makes /s/<name>/Increment answer request i
  * (0, 1, ...) as plan(i) says: {answer: {status, headers, body}} without forwarding, or {forward}
  * with lose: 'none' (the connection closes without an answer), 'cut' (a 200's headers, then the
- * connection closes mid-body) or '504', and delayMs before the answer. Every response closes its
+ * connection closes mid-body) or '504', delayMs before the answer, and beforeForward, awaited before
+ * the request is forwarded. Every response closes its
  * connection, so that Chromium never resends a request on its own (it does on a reused connection
  * closed without an answer).
  */
@@ -67,6 +68,7 @@ async function startProxy(bundle) {
     if (action.answer) {
       ({ status, headers = {}, body } = action.answer);
     } else {
+      await action.beforeForward?.();
       const resp = await fetch(`${stack.functionsURL}/Increment`, {
         method: 'POST', body: rec.body,
         headers: { 'Content-Type': req.headers['content-type'], ...(rec.key !== undefined && { 'Idempotency-Key': rec.key }) },
@@ -251,6 +253,50 @@ test('liveCount never shows more than the increments sent, while answers are slo
   const over = run.samples.filter((s) => s.value > s.sent);
   assert.deepEqual(over, [], `shown above the increments sent (${run.samples.length} samples)`);
   assert.ok(run.samples.some((s) => s.pending > 0 && s.rollup > 0), `own increments were shown pending next to a roll-up: ${JSON.stringify(run.samples)}`);
+});
+
+test('liveCount settles a keyed increment by its answer\'s received_at: shown again after a roll-up from before its write, never twice', async () => {
+  const counter = uniqueID('settle');
+  const [host, port] = stack.firestoreHost.split(':');
+  await page.evaluate(({ counter, project, host, port }) => {
+    const C = window.Counters;
+    const db = C.getFirestore(C.initializeApp({ projectId: project, apiKey: 'local-emulator' }, counter));
+    C.connectFirestoreEmulator(db, host, Number(port));
+    const client = new C.CountersClient({ incrementURL: `/s/${counter}/Increment` });
+    const samples = [];
+    const stop = client.liveCount(db, counter, (c) => samples.push({ value: c.value, pending: c.pending, rollup: c.rollup?.count ?? null }));
+    window.settle = {
+      samples, stop,
+      // The increment, and where the samples after its answer begin: a copy of the last one, the
+      // state once the answer was taken in (every change since calls onChange).
+      increment: () => client.increment(counter).then((answer) => {
+        window.settle.answeredFrom = samples.length;
+        samples.push({ ...samples.at(-1), answered: true });
+        return answer;
+      }),
+    };
+  }, { counter, project: stack.project, host, port });
+  const lastSample = () => page.evaluate(() => window.settle.samples.at(-1) ?? null);
+  await callFunction('Increment', { counter }); // someone else's, and its roll-up
+  await eventually('the first roll-up', lastSample, (s) => s?.rollup === 1);
+  // Ours is held until a roll-up of another increment, computed before ours is written, has arrived
+  // while ours is in flight.
+  proxy.scenario(counter, () => ({ forward: true, beforeForward: async () => {
+    await callFunction('Increment', { counter });
+    await eventually('a roll-up while ours is in flight', lastSample, (s) => s?.rollup === 2);
+  } }));
+  const answer = await page.evaluate(() => window.settle.increment());
+  await eventually('the roll-up holding ours', lastSample, (s) => s?.rollup === 3 && s.pending === 0);
+  await new Promise((r) => setTimeout(r, 1500)); // any roll-up still on its way
+  const { samples, answeredFrom } = await page.evaluate(() => {
+    window.settle.stop();
+    return { samples: window.settle.samples, answeredFrom: window.settle.answeredFrom };
+  });
+  const over = samples.filter((s) => s.value > 3);
+  assert.deepEqual(over, [], `shown twice: ${JSON.stringify(samples)}`);
+  const after = samples.slice(answeredFrom);
+  assert.deepEqual(after.filter((s) => s.value !== 3), [], `once its answer is in, the value is 3 (two others' and ours): ${JSON.stringify(samples)} (answered from sample ${answeredFrom})`);
+  assert.equal(typeof answer.received_at, 'string', `a keyed answer carries received_at: ${JSON.stringify(answer)}`);
 });
 
 test('a window\'s count and a top list are read from their documents', async () => {

@@ -33,7 +33,7 @@ test('a like hidden by a roll-up in flight shows again when its answer says that
   assert.equal(c.value, 13, 'received after that roll-up: pending again');
 });
 
-test('a keyed answer (no received_at) settles with the first roll-up after it, or at once after one in flight', () => {
+test('an answer without received_at (an older deployment) settles with the first roll-up after it, or at once after one in flight', () => {
   const c = new LiveCounter();
   c.applyRollup(10, at('2026-01-01T00:00:00Z'));
   const a = c.begin(1);
