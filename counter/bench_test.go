@@ -165,9 +165,9 @@ func BenchmarkIncrementDistinctNewMembers(b *testing.B) {
 // queries over one counter's 10 shards (in a read-only transaction), on the Firestore emulator,
 // with 100 and 1,000 such counters in the database (1,000 and 10,000 documents in the shards
 // collection group), one pair at a time and from about 16 goroutines. In production a query's cost
-// does not depend on the other counters; the emulator scans the collection group for each query
-// and runs one at a time, so ns/op grows with every counter's shard documents and the goroutines
-// gain little (docs/performance.md, "Many warm counters, locally").
+// does not depend on the other counters; the emulator scans the collection group for each query, so
+// ns/op grows with every counter's shard documents (docs/performance.md, "Many warm counters,
+// locally").
 func BenchmarkSumsAmongManyShards(b *testing.B) {
 	const shardsPerCounter = 10
 	for _, counters := range []int{100, 1000} {
