@@ -160,3 +160,58 @@ func BenchmarkIncrementDistinctNewMembers(b *testing.B) {
 		b.Errorf("visitors = %d (%v), want %d members", got, err, next.Load())
 	}
 }
+
+// BenchmarkSumsAmongManyShards measures counter.Store.SumsAt, the roll-up's pair of aggregation
+// queries over one counter's 10 shards (in a read-only transaction), on the Firestore emulator,
+// with 100 and 1,000 such counters in the database (1,000 and 10,000 documents in the shards
+// collection group), one pair at a time and from about 16 goroutines. In production a query's cost
+// does not depend on the other counters; the emulator scans the collection group for each query, so
+// ns/op grows with every counter's shard documents (docs/performance.md, "Many warm counters,
+// locally").
+func BenchmarkSumsAmongManyShards(b *testing.B) {
+	const shardsPerCounter = 10
+	for _, counters := range []int{100, 1000} {
+		ctx := context.Background()
+		client := testenv.Firestore(b)
+		store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: shardsPerCounter})
+		writer := client.BulkWriter(ctx)
+		for c := range counters {
+			for s := range shardsPerCounter {
+				shard := schema.ShardsRef(client, fmt.Sprint("c", c)).Doc(fmt.Sprint(s))
+				if _, err := writer.Set(shard, map[string]any{"count": 1, "writes": 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		writer.End()
+		at := time.Now() // after every shard's commit, on the emulator's clock (this machine's)
+		var next atomic.Int64
+		totals := func(b *testing.B) bool {
+			id := fmt.Sprint("c", next.Add(1)%int64(counters))
+			t, err := store.SumsAt(ctx, id, at, nil)
+			if err == nil && t.Count != shardsPerCounter {
+				err = fmt.Errorf("counter %s: count %d, want %d", id, t.Count, shardsPerCounter)
+			}
+			if err != nil {
+				b.Error(err)
+			}
+			return err == nil
+		}
+		name := fmt.Sprintf("shards-in-database=%d", counters*shardsPerCounter)
+		b.Run(name+"/goroutines=1", func(b *testing.B) {
+			for b.Loop() {
+				if !totals(b) {
+					return
+				}
+			}
+		})
+		parallelism := (16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)
+		b.Run(fmt.Sprintf("%s/goroutines=%d", name, parallelism*runtime.GOMAXPROCS(0)), func(b *testing.B) {
+			b.SetParallelism(parallelism)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() && totals(b) {
+				}
+			})
+		})
+	}
+}

@@ -132,7 +132,7 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 }
 
 // SumsAt sums counter id's shards as they were at read time at, a time on Firestore's clock within
-// the last hour (a snapshot's ReadTime): its Totals and, for each of windows, its count in the bucket
+// the last hour (a snapshot's ReadTime; finer than a microsecond is truncated): its Totals and, for each of windows, its count in the bucket
 // holding at. Its aggregation queries, two plus one per window (each one read per 1,000 shards), are
 // sent together in one read-only transaction at that read time, so every sum counts exactly the
 // shard writes committed at or before at. Totals take two queries because a query with several sums
@@ -179,7 +179,7 @@ func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []s
 			}
 		}
 		return nil
-	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
+	}, firestore.ReadOnly, firestore.TransactionReadTime(at.Truncate(time.Microsecond))) // Firestore's precision: no commit falls between
 	if err != nil {
 		return Sums{}, fmt.Errorf("sum shards of counter %q at %s: %w", id, at.Format(time.RFC3339Nano), err)
 	}

@@ -96,12 +96,12 @@ func modeEnv(o options, mode string) ([]string, error) {
 }
 
 // counterSettings is the ConfigureCounter request that sets up a counter for mode: pinned at shards
-// shards, or in the adaptive mode starting at shards and left for the roll-up to size; counting in
-// windows, if any.
+// shards, or in the adaptive mode starting at shards (num_shards with a bound is only the start) and
+// left for the roll-up to size, never below shards; counting in windows, if any.
 func counterSettings(mode, id string, shards int, windows []string) map[string]any {
 	settings := map[string]any{"counter": id, "num_shards": shards}
 	if mode == "adaptive" {
-		settings = map[string]any{"counter": id, "min_shards": shards}
+		settings["min_shards"] = shards
 	}
 	if len(windows) > 0 {
 		settings["windows"] = windows
