@@ -4,4 +4,4 @@
 package version
 
 // Version is this release's semantic version (without the "v" of its tag).
-const Version = "0.10.0"
+const Version = "0.11.0"
