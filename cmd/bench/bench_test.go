@@ -20,6 +20,9 @@ func TestThreeInstancesShareTheLoadAndCountExactly(t *testing.T) {
 	if !run.ExactCheckPass || run.Outcomes.Exact != run.Acknowledged || run.Acknowledged == 0 {
 		t.Errorf("exact count: %s (exact %d, acknowledged %d): with no faults they must be equal", run.ExactCheck, run.Outcomes.Exact, run.Acknowledged)
 	}
+	if run.TrailingEdge < 0 {
+		t.Errorf("no roll-up was seen exact within a minute of the load: the trailing edge is unmeasured")
+	}
 	if len(run.RequestsPerInstance) != 3 || slices.Min(run.RequestsPerInstance) < slices.Max(run.RequestsPerInstance)/3 {
 		t.Errorf("requests per instance %v: want 3 instances sharing the load", run.RequestsPerInstance)
 	}
