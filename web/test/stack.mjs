@@ -122,15 +122,22 @@ export async function loadRules(path) {
 
 /**
  * Resolves with the first value of next() (a promise factory) that satisfies ok, within ms (roll-ups
- * come about a second after a write, much later on a machine busy with other load).
+ * come about a second after a write, much later on a machine busy with other load). A rejection of
+ * next() is tried again, and the last one is named if none satisfies ok.
  */
 export async function eventually(what, next, ok, ms = 90_000) {
   const deadline = Date.now() + ms;
   let last;
+  let lastError;
   while (Date.now() < deadline) {
-    last = await next();
-    if (ok(last)) return last;
+    try {
+      last = await next();
+      if (ok(last)) return last;
+    } catch (err) {
+      lastError = err;
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${what}: not within ${ms} ms; last seen ${JSON.stringify(last)}`);
+  const failed = lastError ? `; last error ${lastError.code ?? ''} ${lastError.message}` : '';
+  throw new Error(`${what}: not within ${ms} ms; last seen ${JSON.stringify(last)}${failed}`);
 }
