@@ -17,6 +17,9 @@ const maxCommitAttempts = 4
 // before), and returns one reply per request. A request repeating a key earlier in the batch is
 // answered as that request's duplicate; a duplicate never fails the others.
 func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
+	if changes, others := splitChanges(batch); len(changes) > 0 {
+		return mergeReplies(batch, changes, s.commitChanges(ctx, pick(batch, changes)), others, s.commitBatch(ctx, pick(batch, others)))
+	}
 	replies := make([]reply, len(batch))
 	// One commit cannot create a dedupe record twice: a repeated key follows its first request.
 	leader := make([]int, len(batch))
@@ -139,4 +142,37 @@ func followerReply(req request, first reply) reply {
 		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
 	}
 	return r
+}
+
+// splitChanges returns the indexes of the change requests of batch (ApplyChange) and of the others.
+func splitChanges(batch []request) (changes, others []int) {
+	for i, req := range batch {
+		if req.change != nil {
+			changes = append(changes, i)
+		} else {
+			others = append(others, i)
+		}
+	}
+	return changes, others
+}
+
+// pick is the requests of batch at indexes.
+func pick(batch []request, indexes []int) []request {
+	out := make([]request, len(indexes))
+	for n, i := range indexes {
+		out[n] = batch[i]
+	}
+	return out
+}
+
+// mergeReplies puts the replies to the parts of batch back in its order.
+func mergeReplies(batch []request, a []int, ra []reply, b []int, rb []reply) []reply {
+	replies := make([]reply, len(batch))
+	for n, i := range a {
+		replies[i] = ra[n]
+	}
+	for n, i := range b {
+		replies[i] = rb[n]
+	}
+	return replies
 }

@@ -53,7 +53,7 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 	// A second attempt follows a commit refused because the counter this call meant to create exists,
 	// or was deleted under its cached shard count, or a shard that must exist is missing.
 	for attempt := 0; ; attempt++ {
-		w, err := s.planShard(ctx, inc.Counter, inc.Delta, s.clock.Now(), attempt > 0)
+		w, err := s.planShard(ctx, inc.Counter, inc.Delta, s.clock.Now(), attempt > 0, false)
 		if err != nil {
 			return LimitedOutcome{}, notApplied(fmt.Errorf("limited increment of %q: %w", inc.Counter, err))
 		}

@@ -95,6 +95,8 @@ type request struct {
 	// at is when the increments were made: they count in the window buckets holding it (zero: the
 	// commit's time).
 	at time.Time
+	// change, when not nil, makes the request a change of a collection counter (ApplyChange).
+	change *changeRequest
 }
 
 // reply is what became of a request: its Outcome, or an error wrapping ErrNotApplied or
@@ -103,8 +105,9 @@ type reply struct {
 	outcome Outcome
 	// fingerprint is that of the application the outcome describes (the first one, for a duplicate),
 	// so requests repeating a key in one batch can tell a retry from a reused key.
-	fingerprint string
-	err         error
+	fingerprint   string
+	changeOutcome ChangeOutcome
+	err           error
 }
 
 // submit commits req through its counter's group when group commit is on and req touches one

@@ -92,7 +92,7 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 				}
 				continue
 			}
-			w, err := s.planShard(ctx, inc.Counter, inc.Delta, at, verify)
+			w, err := s.planShard(ctx, inc.Counter, inc.Delta, at, verify, false)
 			if err != nil {
 				return nil, err
 			}
@@ -121,10 +121,17 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 // With RequireExisting, a missing counter is ErrNotFound instead, and the shard must exist, unless
 // verify (a previous commit found a document missing): then the stamp, which fails on a deleted
 // counter, guards the shard's creation in the same commit.
-func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify bool) (shardWrite, error) {
+func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify, change bool) (shardWrite, error) {
 	cfg, err := s.writeConfig(ctx, id)
 	create := errors.Is(err, ErrNotFound)
 	switch {
+	case create && change:
+		return shardWrite{}, errNoBase
+	case err == nil && cfg.source != change:
+		if change {
+			return shardWrite{}, errNoBase
+		}
+		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrSourceCounter)
 	case create && s.requireExisting:
 		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrNotFound)
 	case create:
@@ -190,7 +197,8 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 		return writeConfig{}, err
 	}
 	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true,
-		membersEpoch: membersEpoch(snap), legacyMembers: snap.Data()[shared.FieldMemberCollection] != shared.MembersCollection}
+		membersEpoch: membersEpoch(snap), legacyMembers: snap.Data()[shared.FieldMemberCollection] != shared.MembersCollection,
+		source: snap.Data()[shared.FieldSource] != nil}
 	s.shardCounts.put(id, cfg)
 	return cfg, nil
 }

@@ -49,6 +49,8 @@ type writeConfig struct {
 	// legacyMembers: the counter has no shared.FieldMemberCollection, so its members may also be in
 	// shared.LegacyMembersCollection (memberRefs).
 	legacyMembers bool
+	// source: the counter counts documents (ApplyChange), not increments.
+	source bool
 }
 
 func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {

@@ -1,6 +1,8 @@
 package functions
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,6 +29,7 @@ const (
 	EntryRollupOnShardWrite  = "RollupOnShardWrite"
 	EntryRollupScheduled     = "RollupScheduled"
 	EntryFoldExtensionShards = "FoldExtensionShards"
+	EntryCountDocumentWrite  = "CountDocumentWrite"
 )
 
 // CloudEvent types of the event-triggered entry points.
@@ -66,6 +69,9 @@ type Function struct {
 	// OptIn says that deployments leave the function out unless asked for it by name
 	// (deploy.sh --opt-in NAME, Terraform var.opt_in); the local stack always serves it.
 	OptIn bool
+	// PerSource says that the function is deployed once per document pattern of COUNTER_SOURCES,
+	// its trigger's Document being that pattern (SourceFunctions).
+	PerSource bool
 }
 
 // Trigger is how a function is triggered: HTTP when EventType is "", else a CloudEvent of
@@ -137,7 +143,24 @@ func Deployed() []Function {
 		{Name: "fold-extension-shards", EntryPoint: EntryFoldExtensionShards, OptIn: true,
 			Trigger: Trigger{EventType: EventFirestoreDocWritten, Document: ExtensionShardsPattern, FromRoot: true, Retry: true},
 			Memory:  "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
+		{Name: "count-documents", EntryPoint: EntryCountDocumentWrite, PerSource: true,
+			Trigger: Trigger{EventType: EventFirestoreDocWritten, FromRoot: true, Retry: true},
+			Memory:  "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
 	}
+}
+
+// SourceFunctions is the per-source function f deployed once per pattern of patterns: each named
+// f.Name plus a hash of its pattern, so that a pattern keeps its function's name.
+func SourceFunctions(f Function, patterns []string) []Function {
+	var out []Function
+	for _, p := range patterns {
+		g := f
+		sum := sha256.Sum256([]byte(p))
+		g.Name = f.Name + "-" + hex.EncodeToString(sum[:4])
+		g.Trigger.Document = p
+		out = append(out, g)
+	}
+	return out
 }
 
 // ExtensionShardsPattern is the documents FoldExtensionShards is triggered by: the shards of the

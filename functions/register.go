@@ -3,6 +3,7 @@ package functions
 import (
 	"context"
 	"fmt"
+	"github.com/shardcount/counters/sources"
 	"log/slog"
 	"net/http"
 	"os"
@@ -48,6 +49,7 @@ var served = map[string]func(*Service, http.ResponseWriter, *http.Request){
 	EntryRollupOnShardWrite:  cloudEvent((*Service).RollupOnShardWrite),
 	EntryRollupScheduled:     cloudEvent((*Service).RollupScheduled),
 	EntryFoldExtensionShards: cloudEvent((*Service).FoldExtensionShards),
+	EntryCountDocumentWrite:  cloudEvent((*Service).CountDocumentWrite),
 }
 
 // EntryPoint returns s's entry point name as the deployed functions serve it (for HTTP entry
@@ -116,7 +118,13 @@ func newInstance(environ []string) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err != nil {
+		_ = client.Close()
+		return nil, &configError{err}
+	}
 	s := NewService(cfg, client, log)
+	s.CountSources(set)
 	if err := s.requireCallersFromConfig(context.Background()); err != nil {
 		_ = client.Close()
 		return nil, err

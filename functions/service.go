@@ -17,6 +17,7 @@ import (
 	"github.com/shardcount/counters/functions/logtally"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/sources"
 )
 
 // Service is every entry point over one set of dependencies. Production builds one lazily per
@@ -27,6 +28,7 @@ type Service struct {
 	rollups  *rollup.Store
 	engine   *rollup.Engine
 	folder   *extshards.Folder
+	counting *sources.Counting
 	log      *slog.Logger
 	applied  *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
 	refused  *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
@@ -35,7 +37,8 @@ type Service struct {
 	origins  map[string]bool      // ALLOWED_ORIGINS
 }
 
-// NewService wires the entry points to a Firestore client.
+// NewService wires the entry points to a Firestore client, with no collection counters (see
+// CountSources).
 func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *Service {
 	counters := counter.NewStore(client, cfg.Schema(), counter.Options{
 		DefaultNumShards:    cfg.DefaultNumShards,
@@ -62,8 +65,14 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		refused:  refused,
 		ids:      cfg.CounterIDs(),
 	}
+	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log)
 	s.engine.OnWrite(s.logRollupWritten)
 	return s
+}
+
+// CountSources makes s keep the collection counters of set (CountDocumentWrite).
+func (s *Service) CountSources(set *sources.Set) {
+	s.counting = sources.NewCounting(set, s.counters, s.counting.Client(), s.log)
 }
 
 // checkCounterID accepts a valid Firestore document ID that COUNTER_ID_PATTERN, if set, matches as a

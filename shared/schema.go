@@ -72,6 +72,17 @@ const (
 	FieldWindow = "window"
 	// FieldBucket is the label of a roll-up window's bucket ({"bucket": "2026-11-23", "count": n}).
 	FieldBucket = "bucket"
+	// FieldSource, on the counter document of a collection counter, names its declaration;
+	// FieldBaseAt is the read time its value was made exact at, and FieldBaseDone is true once the
+	// correction to that value is applied (counter.Store.Rebase).
+	FieldSource   = "source_documents"
+	FieldBaseAt   = "base_at"
+	FieldBaseDone = "base_done"
+	// ChangeLedgerCollection is the subcollection of a collection counter holding, per second, the
+	// keys of the document changes it counted (FieldLedgerKeys: {key: delta}), which expire with
+	// FieldExpiresAt.
+	ChangeLedgerCollection = "counter_change_ledger"
+	FieldLedgerKeys        = "keys"
 	// ShardsCollection is the subcollection of a counter that holds its shards.
 	ShardsCollection = "shards"
 	// CallersCollection is the subcollection of a counter that holds, per verified caller (document

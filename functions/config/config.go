@@ -72,10 +72,13 @@ type Config struct {
 	// GroupCommitInterval is the least time between two shard writes of one counter by one instance:
 	// concurrent increments share a write. 0 writes every increment on its own ("guide mode").
 	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
+	// CounterSources is the file declaring the collection counters (docs/collection-counters.md),
+	// relative to the function's source root; a missing file declares none.
+	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"CountDocumentWrite"`
 	// DedupeTTL is how long a keyed increment is remembered: its dedupe record expires then and
 	// Firestore's TTL policy deletes it. It must outlast every redelivery and client retry; the
 	// default is a day more than Pub/Sub's 7-day retention.
-	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub"`
+	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub,CountDocumentWrite"`
 	// RequireIDToken makes Increment accept only requests with a valid Firebase Auth ID token
 	// (Authorization: Bearer): the user it names is the verified caller.
 	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`

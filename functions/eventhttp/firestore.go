@@ -37,30 +37,42 @@ func WrittenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err err
 // WrittenDocument reads the document after the write from the protobuf DocumentEventData of a
 // document.written event; nil when there is none (a delete).
 func WrittenDocument(data []byte) (*firestorepb.Document, error) {
+	value, _, err := Documents(data)
+	return value, err
+}
+
+// Documents reads the documents after (value) and before (oldValue) the write from the protobuf
+// DocumentEventData of a document.written event; nil when there is none (a delete, a create).
+func Documents(data []byte) (value, oldValue *firestorepb.Document, err error) {
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
 		if n < 0 {
-			return nil, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
+			return nil, nil, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
 		}
 		data = data[n:]
-		if num != documentEventValueField || typ != protowire.BytesType {
+		if (num != documentEventValueField && num != documentEventOldValueField) || typ != protowire.BytesType {
 			if n = protowire.ConsumeFieldValue(num, typ, data); n < 0 {
-				return nil, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
+				return nil, nil, fmt.Errorf("decode DocumentEventData: %w", protowire.ParseError(n))
 			}
 			data = data[n:]
 			continue
 		}
-		value, n := protowire.ConsumeBytes(data)
+		b, n := protowire.ConsumeBytes(data)
 		if n < 0 {
-			return nil, fmt.Errorf("decode DocumentEventData value: %w", protowire.ParseError(n))
+			return nil, nil, fmt.Errorf("decode DocumentEventData field %d: %w", num, protowire.ParseError(n))
 		}
+		data = data[n:]
 		var doc firestorepb.Document
-		if err := proto.Unmarshal(value, &doc); err != nil {
-			return nil, fmt.Errorf("decode DocumentEventData value: %w", err)
+		if err := proto.Unmarshal(b, &doc); err != nil {
+			return nil, nil, fmt.Errorf("decode DocumentEventData field %d: %w", num, err)
 		}
-		return &doc, nil
+		if num == documentEventValueField {
+			value = &doc
+		} else {
+			oldValue = &doc
+		}
 	}
-	return nil, nil
+	return value, oldValue, nil
 }
 
 // DocumentEventData encodes the protobuf DocumentEventData of a document.written event, as Eventarc

@@ -1,0 +1,344 @@
+package counter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// Change is one change of a counted document, as it affects one counter (a collection counter,
+// docs/collection-counters.md).
+type Change struct {
+	// Key names the change whatever delivers it: the same for every delivery of one change.
+	Key string
+	// Delta is the change's effect on the counter (its contribution after minus before); not 0.
+	Delta int64
+	// At is the change's commit time: it counts in the window buckets holding At.
+	At time.Time
+	// Bucket is a time of the change that every delivery agrees on: its key is kept in the ledger
+	// document of Bucket's second.
+	Bucket time.Time
+	// InBase reports whether the counter's base, read at time base, already holds the change.
+	InBase func(ctx context.Context, base time.Time) (bool, error)
+}
+
+// Baseline is what a collection counter starts from: the settings it is created with and the exact
+// value of its documents at a read time.
+type Baseline struct {
+	// Source names the declaration, stored on the counter document.
+	Source string
+	// Settings configure a counter that does not exist yet.
+	Settings Settings
+	// ValueAt is the exact count or sum of the counter's documents at read time at.
+	ValueAt func(ctx context.Context, at time.Time) (int64, error)
+}
+
+// ChangeOutcome is what ApplyChange did with a change.
+type ChangeOutcome int
+
+// The outcomes of ApplyChange.
+const (
+	ChangeCounted   ChangeOutcome = iota // added to a shard now
+	ChangeDuplicate                      // counted before (its key is in the ledger)
+	ChangeInBase                         // already held by the counter's base
+)
+
+// ErrSourceCounter refuses a plain increment of a collection counter: only its documents change it.
+var ErrSourceCounter = errors.New("the counter counts documents (a collection counter): write or delete its documents instead")
+
+// ApplyChange counts ch on collection counter id exactly once: a change whose key is in the
+// counter's ledger, or that its base holds, is not counted again. A counter without a base gets
+// one first (EstablishBase). With group commit on, the changes of a counter share one transaction
+// per interval; each transaction writes one shard, and one ledger document per second of Bucket.
+//
+// An error means the change may not be counted yet: send it again (the ledger makes that safe).
+func (s *Store) ApplyChange(ctx context.Context, id string, ch Change, base Baseline) (ChangeOutcome, error) {
+	if ch.Delta == 0 || ch.Key == "" || ch.InBase == nil {
+		return 0, fmt.Errorf("change of counter %q: a key, a delta other than 0 and InBase are required", id)
+	}
+	r := s.submit(ctx, request{incs: []shared.Increment{{Counter: id, Delta: ch.Delta}}, change: &changeRequest{change: ch, base: base}})
+	if r.err != nil {
+		return 0, fmt.Errorf("change %s of counter %q: %w", ch.Key, id, r.err)
+	}
+	return r.changeOutcome, nil
+}
+
+// changeRequest is the part of a request that makes it a change of a collection counter.
+type changeRequest struct {
+	change Change
+	base   Baseline
+}
+
+// maxChangeAttempts bounds the transactions of one batch of changes.
+const maxChangeAttempts = 5
+
+// commitChanges counts the change requests of batch, all of one counter, in one transaction.
+func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
+	replies := make([]reply, len(batch))
+	id := batch[0].incs[0].Counter
+	var err error
+	for attempt := 1; attempt <= maxChangeAttempts; attempt++ {
+		var outcomes []ChangeOutcome
+		var w *shardWrite
+		outcomes, w, err = s.changesInTransaction(ctx, id, batch, attempt > 1)
+		if errors.Is(err, errNoBase) {
+			if err = s.EstablishBase(ctx, id, batch[0].change.base); err != nil {
+				break
+			}
+			continue
+		}
+		if err == nil {
+			if w != nil {
+				s.remember([]shardWrite{*w})
+			}
+			for i := range batch {
+				replies[i] = reply{changeOutcome: outcomes[i]}
+			}
+			return replies
+		}
+		s.shardCounts.forget(id)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	for i := range replies {
+		replies[i] = reply{err: err}
+	}
+	return replies
+}
+
+// errNoBase says that a collection counter has no complete base yet.
+var errNoBase = errors.New("the collection counter has no base yet")
+
+// changesInTransaction runs the transaction of a batch of changes of counter id: it reads the
+// counter's base and the ledger documents of the changes, then writes the fresh changes' sum to one
+// shard and their keys to the ledger.
+func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, verify bool) ([]ChangeOutcome, *shardWrite, error) {
+	var outcomes []ChangeOutcome
+	var written *shardWrite
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		outcomes, written = make([]ChangeOutcome, len(batch)), nil
+		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
+		if status.Code(err) == codes.NotFound {
+			return errNoBase
+		}
+		if err != nil {
+			return err
+		}
+		baseAt, done := baseOf(snap)
+		if !done {
+			return errNoBase
+		}
+		ledgers, err := s.readLedgers(tx, id, batch)
+		if err != nil {
+			return err
+		}
+		var fresh []int
+		seen := map[string]bool{}
+		for i, req := range batch {
+			ch := req.change.change
+			if _, dup := ledgers[bucketID(ch.Bucket)].keys[ch.Key]; dup || seen[ch.Key] {
+				outcomes[i] = ChangeDuplicate
+				continue
+			}
+			seen[ch.Key] = true
+			inBase, err := ch.InBase(ctx, baseAt)
+			if err != nil {
+				return fmt.Errorf("is change %s in the base: %w", ch.Key, err)
+			}
+			if inBase {
+				outcomes[i] = ChangeInBase
+				continue
+			}
+			fresh = append(fresh, i)
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		w, err := s.planChanges(ctx, id, batch, fresh, verify)
+		if err != nil {
+			return err
+		}
+		for _, i := range fresh {
+			ch := batch[i].change.change
+			ledgers[bucketID(ch.Bucket)].add[ch.Key] = ch.Delta
+		}
+		ops := s.shardWriteOps(w)
+		for _, l := range ledgers {
+			if len(l.add) > 0 {
+				ops = append(ops, s.ledgerOp(id, l))
+			}
+		}
+		written = &w
+		return addToTransaction(tx, ops)
+	})
+	return outcomes, written, err
+}
+
+// planChanges plans the shard write of the fresh changes of batch.
+func (s *Store) planChanges(ctx context.Context, id string, batch []request, fresh []int, verify bool) (shardWrite, error) {
+	first := batch[fresh[0]].change.change
+	w, err := s.planShard(ctx, id, first.Delta, first.At, verify, true)
+	if err != nil {
+		return shardWrite{}, err
+	}
+	for _, i := range fresh[1:] {
+		ch := batch[i].change.change
+		if err := w.add(ch.Delta, ch.At); err != nil {
+			return shardWrite{}, err
+		}
+	}
+	return w, nil
+}
+
+// ledger is one ledger document of a collection counter: the keys of the changes counted whose
+// Bucket falls in its second, and those this transaction adds.
+type ledger struct {
+	id     string
+	exists bool
+	keys   map[string]any
+	add    map[string]int64
+}
+
+// bucketID is the ledger document ID of bucket: its Unix second.
+func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// readLedgers reads, in tx, the ledger documents of the changes of batch, by ID.
+func (s *Store) readLedgers(tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
+	ledgers := map[string]*ledger{}
+	var refs []*firestore.DocumentRef
+	for _, req := range batch {
+		b := bucketID(req.change.change.Bucket)
+		if ledgers[b] == nil {
+			ledgers[b] = &ledger{id: b, add: map[string]int64{}}
+			refs = append(refs, s.ledgerRef(id, b))
+		}
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, fmt.Errorf("read change ledgers: %w", err)
+	}
+	for _, snap := range snaps {
+		l := ledgers[snap.Ref.ID]
+		if l.exists = snap.Exists(); l.exists {
+			l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
+		}
+	}
+	return ledgers, nil
+}
+
+// ledgerRef is the ledger document of counter id for the second bucket.
+func (s *Store) ledgerRef(id, bucket string) *firestore.DocumentRef {
+	return s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(bucket)
+}
+
+// ledgerOp adds l's new keys to its document (created when missing), which expires after DedupeTTL.
+func (s *Store) ledgerOp(id string, l *ledger) op {
+	expires := s.clock.Now().Add(s.dedupeTTL)
+	ref := s.ledgerRef(id, l.id)
+	if !l.exists {
+		keys := make(map[string]any, len(l.add))
+		for k, d := range l.add {
+			keys[k] = d
+		}
+		return op{kind: opCreate, ref: ref, data: map[string]any{shared.FieldLedgerKeys: keys, shared.FieldExpiresAt: expires}}
+	}
+	updates := []firestore.Update{{Path: shared.FieldExpiresAt, Value: expires}}
+	for k, d := range l.add {
+		updates = append(updates, firestore.Update{FieldPath: firestore.FieldPath{shared.FieldLedgerKeys, k}, Value: d})
+	}
+	return op{kind: opUpdate, ref: ref, updates: updates}
+}
+
+// baseOf reads a collection counter's base from its document: the read time its value was made
+// exact at, and whether the correction to that value is applied.
+func baseOf(snap *firestore.DocumentSnapshot) (at time.Time, done bool) {
+	at, _ = snap.Data()[shared.FieldBaseAt].(time.Time)
+	done, _ = snap.Data()[shared.FieldBaseDone].(bool)
+	return at, done && !at.IsZero()
+}
+
+// EstablishBase makes collection counter id exact from now on, unless it already has a base:
+// Rebase then completes it. A counter that does not exist is configured with base.Settings first.
+func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) error {
+	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		if _, err := s.Configure(ctx, id, base.Settings); err != nil {
+			return fmt.Errorf("configure collection counter %q: %w", id, err)
+		}
+	case err != nil:
+		return fmt.Errorf("read counter %q: %w", id, err)
+	default:
+		if _, done := baseOf(snap); done {
+			return nil
+		}
+		if at, _ := snap.Data()[shared.FieldBaseAt].(time.Time); !at.IsZero() {
+			return s.completeBase(ctx, id, at, base)
+		}
+	}
+	return s.Rebase(ctx, id, base)
+}
+
+// Rebase makes collection counter id exact: it stamps a new base read time B (the commit time of the
+// stamp), then adds the difference between base.ValueAt(B) and the counter's value at B. Changes
+// committed at or before B count in the base from then on, later ones through ApplyChange, so
+// nothing is counted twice or missed, whatever is in flight. It is safe to repeat.
+func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
+	res, err := s.schema.CounterRef(s.client, id).Update(ctx, []firestore.Update{
+		{Path: shared.FieldSource, Value: base.Source},
+		{Path: shared.FieldBaseAt, Value: firestore.ServerTimestamp},
+		{Path: shared.FieldBaseDone, Value: false},
+	})
+	if err != nil {
+		return fmt.Errorf("stamp the base of counter %q: %w", id, err)
+	}
+	s.shardCounts.forget(id)
+	return s.completeBase(ctx, id, res.UpdateTime, base)
+}
+
+// completeBase adds to counter id the difference, at read time at, between its documents' value
+// and its own, once: only while its base is at and not done.
+func (s *Store) completeBase(ctx context.Context, id string, at time.Time, base Baseline) error {
+	want, err := base.ValueAt(ctx, at)
+	if err != nil {
+		return fmt.Errorf("value of the documents of counter %q at its base: %w", id, err)
+	}
+	have, err := s.SumsAt(ctx, id, at, nil)
+	if err != nil {
+		return err
+	}
+	correction := want - have.Count
+	ref := s.schema.CounterRef(s.client, id)
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if stamped, done := baseOf(snap); done || !snap.Data()[shared.FieldBaseAt].(time.Time).Equal(at) || stamped.IsZero() {
+			return nil // completed, or stamped again: the newer stamp completes
+		}
+		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}}}}
+		if correction != 0 {
+			w, err := s.planShard(ctx, id, correction, at, false, true)
+			if err != nil {
+				return err
+			}
+			w.parts, w.stamp = nil, false // the base counts all time, in no window bucket
+			ops = append(ops, s.shardWriteOps(w)...)
+		}
+		return addToTransaction(tx, ops)
+	})
+	if err != nil {
+		return fmt.Errorf("complete the base of counter %q: %w", id, err)
+	}
+	return nil
+}

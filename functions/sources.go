@@ -1,0 +1,42 @@
+package functions
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/shardcount/counters/functions/eventhttp"
+	"github.com/shardcount/counters/sources"
+)
+
+// CountDocumentWrite is the CloudEvent entry point for google.cloud.firestore.document.v1.written
+// on the documents of the declared collection counters (COUNTER_SOURCES): it counts the write on
+// every counter that declares its document, exactly once however often the event comes
+// (sources.Counting.Apply). An event it cannot read is acknowledged and logged at ERROR; any other
+// failure asks for redelivery.
+func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
+	path, ok := strings.CutPrefix(e.Subject(), "documents/")
+	value, old, err := eventhttp.Documents(e.Data())
+	if !ok || err != nil || value == nil && old == nil {
+		s.log.ErrorContext(ctx, "event is not a document write; event dropped", "event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "error", errString(err))
+		return nil
+	}
+	t, err := s.counting.Apply(ctx, sources.Write{Path: path, Old: old, New: value, Time: e.Time()})
+	attrs := []any{"event_id", e.ID(), "document", path, "counted", t.Counted, "duplicate", t.Duplicate, "in_base", t.InBase}
+	if err != nil {
+		s.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)
+		return err
+	}
+	s.log.Log(ctx, slog.LevelDebug, "document write counted", attrs...)
+	return nil
+}
+
+// errString is err's message, or "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,66 @@
+package sources
+
+import (
+	"context"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+)
+
+// contribution is what document doc at path adds to d's counter: 0 when missing or outside Where,
+// else 1, or with Sum the integer at its field path (absent: 0; not an integer: 0, logged).
+func (c *Counting) contribution(ctx context.Context, d *Declaration, path string, doc *firestorepb.Document) int64 {
+	if doc == nil {
+		return 0
+	}
+	for field, want := range d.Where {
+		if !equal(doc.GetFields()[field], want) {
+			return 0
+		}
+	}
+	if d.Sum == "" {
+		return 1
+	}
+	parts, _ := fieldPath(d.Sum)
+	v := &firestorepb.Value{ValueType: &firestorepb.Value_MapValue{MapValue: &firestorepb.MapValue{Fields: doc.GetFields()}}}
+	for _, p := range parts {
+		v = v.GetMapValue().GetFields()[p]
+	}
+	switch x := v.GetValueType().(type) {
+	case nil:
+		return 0
+	case *firestorepb.Value_IntegerValue:
+		return x.IntegerValue
+	}
+	c.log.WarnContext(ctx, "summed field is not an integer; counted as 0", "document", path, "sum", d.Sum)
+	return 0
+}
+
+// equal is Firestore's == between a document value and a declared where value: numbers compare by
+// value whether integer or double; a missing field equals nothing.
+func equal(v *firestorepb.Value, want any) bool {
+	switch x := v.GetValueType().(type) {
+	case *firestorepb.Value_NullValue:
+		return want == nil
+	case *firestorepb.Value_BooleanValue:
+		b, ok := want.(bool)
+		return ok && b == x.BooleanValue
+	case *firestorepb.Value_StringValue:
+		s, ok := want.(string)
+		return ok && s == x.StringValue
+	case *firestorepb.Value_IntegerValue:
+		switch w := want.(type) {
+		case int64:
+			return w == x.IntegerValue
+		case float64:
+			return w == float64(x.IntegerValue)
+		}
+	case *firestorepb.Value_DoubleValue:
+		switch w := want.(type) {
+		case int64:
+			return float64(w) == x.DoubleValue
+		case float64:
+			return w == x.DoubleValue
+		}
+	}
+	return false
+}

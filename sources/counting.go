@@ -1,0 +1,234 @@
+package sources
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// Counting keeps the declared collection counters: it turns document writes into counter changes.
+type Counting struct {
+	set    *Set
+	store  *counter.Store
+	client *firestore.Client
+	log    *slog.Logger
+}
+
+// NewCounting returns a Counting of set's declarations on store, reading documents with client.
+func NewCounting(set *Set, store *counter.Store, client *firestore.Client, log *slog.Logger) *Counting {
+	return &Counting{set: set, store: store, client: client, log: log}
+}
+
+// Client is the Firestore client c reads documents with.
+func (c *Counting) Client() *firestore.Client { return c.client }
+
+// Write is one write of a document, as a Firestore written event carries it.
+type Write struct {
+	// Path is the document's path below the database's documents ("posts/p1/likes/u1").
+	Path string
+	// Old is the document before the write (nil: created); New after it (nil: deleted).
+	Old, New *firestorepb.Document
+	// Time is the event's time: the write's commit time.
+	Time time.Time
+}
+
+// Tally is what Apply did with a write, per outcome.
+type Tally struct {
+	Counted, Duplicate, InBase, Unchanged, Unmatched int
+}
+
+// Apply counts w on every declared counter whose documents w matches, exactly once however often
+// it is applied. An error means some counter may lack the write yet: apply it again.
+func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
+	var t Tally
+	for _, d := range c.set.Declarations {
+		bound, ok := d.pattern.match(w.Path)
+		if !ok {
+			continue
+		}
+		id := expand(d.Counter, bound)
+		if err := shared.ValidateCounterID(id); err != nil {
+			c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", w.Path, "counter", id, "error", err.Error())
+			t.Unmatched++
+			continue
+		}
+		before, after := c.contribution(ctx, d, w.Path, w.Old), c.contribution(ctx, d, w.Path, w.New)
+		if before == after {
+			t.Unchanged++
+			continue
+		}
+		out, err := c.store.ApplyChange(ctx, id, c.change(w, after-before), c.baseline(d, w.Path))
+		if err != nil {
+			return t, fmt.Errorf("count %s on %q: %w", w.Path, id, err)
+		}
+		switch out {
+		case counter.ChangeCounted:
+			t.Counted++
+		case counter.ChangeDuplicate:
+			t.Duplicate++
+		case counter.ChangeInBase:
+			t.InBase++
+		}
+	}
+	return t, nil
+}
+
+// change is w as a change of delta: keyed by the document's name and its update times before and
+// after, in the ledger second of the version it made (a delete: of the version it removed).
+func (c *Counting) change(w Write, delta int64) counter.Change {
+	oldAt, newAt := updateTime(w.Old), updateTime(w.New)
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano()))
+	ch := counter.Change{Key: hex.EncodeToString(sum[:16]), Delta: delta, At: newAt, Bucket: newAt}
+	if w.New == nil {
+		ch.At, ch.Bucket = w.Time, oldAt
+	}
+	ch.InBase = func(ctx context.Context, base time.Time) (bool, error) {
+		if w.New != nil || oldAt.After(base) {
+			return !ch.At.After(base), nil
+		}
+		// A delete of a version at or before the base: in the base unless the version was there at it.
+		return c.absentAt(ctx, w.Path, base, ch.At)
+	}
+	return ch
+}
+
+// absentAt reports whether the document at path was missing at read time at; beyond Firestore's
+// version retention it answers whether deletedAt is at or before at.
+func (c *Counting) absentAt(ctx context.Context, path string, at, deletedAt time.Time) (bool, error) {
+	var exists bool
+	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(c.client.Doc(path))
+		if status.Code(err) == codes.NotFound {
+			return nil
+		}
+		exists = err == nil && snap.Exists()
+		return err
+	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
+	switch status.Code(err) {
+	case codes.OK:
+		return !exists, nil
+	case codes.FailedPrecondition, codes.InvalidArgument:
+		return !deletedAt.After(at), nil
+	}
+	return false, fmt.Errorf("read %s at %s: %w", path, at.Format(time.RFC3339Nano), err)
+}
+
+func updateTime(doc *firestorepb.Document) time.Time {
+	if doc == nil {
+		return time.Time{}
+	}
+	return doc.GetUpdateTime().AsTime()
+}
+
+// baseline is the base of the counter that d keeps from the collection holding path.
+func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
+	collection := path[:strings.LastIndex(path, "/")]
+	return counter.Baseline{Source: d.Documents, Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
+		return c.valueAt(ctx, d, collection, at)
+	}}
+}
+
+// valueAt is Firestore's count() or sum() of d's documents in collection, at read time at.
+func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
+	q := c.client.Collection(collection).Query
+	for field, want := range d.Where {
+		q = q.WherePath(firestore.FieldPath{field}, "==", want)
+	}
+	agg := q.NewAggregationQuery().WithCount("value")
+	if d.Sum != "" {
+		path, _ := fieldPath(d.Sum)
+		agg = q.NewAggregationQuery().WithSumPath(path, "value")
+	}
+	var value int64
+	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		res, err := agg.Transaction(tx).Get(ctx)
+		if err != nil {
+			return err
+		}
+		v, _ := res["value"].(*firestorepb.Value)
+		switch x := v.GetValueType().(type) {
+		case *firestorepb.Value_IntegerValue:
+			value = x.IntegerValue
+		case *firestorepb.Value_DoubleValue:
+			c.log.WarnContext(ctx, "sum over documents holding non-integer values: truncated", "collection", collection, "sum", d.Sum, "value", x.DoubleValue)
+			value = int64(x.DoubleValue)
+		}
+		return nil
+	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
+	if err != nil {
+		return 0, fmt.Errorf("aggregate %s at %s: %w", collection, at.Format(time.RFC3339Nano), err)
+	}
+	return value, nil
+}
+
+// Drift is a collection counter's value against Firestore's aggregation of its documents, both at
+// one read time.
+type Drift struct {
+	Counter, Collection string
+	At                  time.Time
+	Value, Documents    int64
+}
+
+// find returns the declaration whose counter template produces id, and the collection it counts.
+func (c *Counting) find(id string) (*Declaration, string, error) {
+	for _, d := range c.set.Declarations {
+		names := []string{}
+		expr := regexp.MustCompile(`\{[^{}]*\}`).ReplaceAllStringFunc(regexp.QuoteMeta(d.Counter), func(m string) string {
+			names = append(names, m[1:len(m)-1])
+			return "([^/]+)"
+		})
+		m := regexp.MustCompile("^" + strings.NewReplacer(`\{`, "{", `\}`, "}").Replace(expr) + "$").FindStringSubmatch(id)
+		if m == nil {
+			continue
+		}
+		bound := map[string]string{}
+		for i, n := range names {
+			bound[n] = m[i+1]
+		}
+		doc := expand(strings.Join(d.pattern, "/"), bound)
+		return d, doc[:strings.LastIndex(doc, "/")], nil
+	}
+	return nil, "", fmt.Errorf("counter %q is kept by no declaration", id)
+}
+
+// Verify compares collection counter id with count() or sum() of its documents at read time at
+// (within Firestore's version retention): a difference is drift, or changes not yet counted.
+func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, error) {
+	d, collection, err := c.find(id)
+	if err != nil {
+		return Drift{}, err
+	}
+	at = at.Truncate(time.Microsecond)
+	docs, err := c.valueAt(ctx, d, collection, at)
+	if err != nil {
+		return Drift{}, err
+	}
+	sums, err := c.store.SumsAt(ctx, id, at, nil)
+	if err != nil {
+		return Drift{}, err
+	}
+	return Drift{Counter: id, Collection: collection, At: at, Value: sums.Count, Documents: docs}, nil
+}
+
+// Repair makes collection counter id exact again (counter.Store.Rebase): safe while changes are
+// in flight, and to repeat.
+func (c *Counting) Repair(ctx context.Context, id string) error {
+	d, collection, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	return c.store.Rebase(ctx, id, c.baseline(d, collection+"/x"))
+}

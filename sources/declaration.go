@@ -1,0 +1,200 @@
+package sources
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared"
+)
+
+// DefaultFile is the declaration file read when COUNTER_SOURCES is not set, relative to the
+// repository root (the deployed function's working directory).
+const DefaultFile = "counter-sources.json"
+
+// Declaration is one entry of the declaration file: a counter kept by the documents matching a
+// path pattern.
+type Declaration struct {
+	// Documents is the document path pattern, with Eventarc's one-segment wildcards ({post}).
+	Documents string `json:"documents"`
+	// Counter is the counter ID, built from the pattern's wildcards ("likes-{post}").
+	Counter string `json:"counter"`
+	// Where, optional, counts only documents whose top-level fields equal these values.
+	Where map[string]any `json:"where,omitempty"`
+	// Sum, optional, is the field path of an integer field to add instead of counting documents.
+	Sum string `json:"sum,omitempty"`
+	// Mirror, optional, is an app document field that gets the roll-up's count ("posts/{post}.likes").
+	Mirror string `json:"mirror,omitempty"`
+	// The counter settings ConfigureCounter takes.
+	NumShards int      `json:"num_shards,omitempty"`
+	MinShards int      `json:"min_shards,omitempty"`
+	MaxShards int      `json:"max_shards,omitempty"`
+	Windows   []string `json:"windows,omitempty"`
+	Group     *string  `json:"group,omitempty"`
+
+	pattern pattern
+	mirror  mirror
+}
+
+// Set is the declarations of a deployment, checked.
+type Set struct {
+	Declarations []*Declaration
+}
+
+// Load reads and checks the declaration file at path; a missing file declares nothing.
+func Load(path string, schema shared.Schema) (*Set, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Set{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read counter sources: %w", err)
+	}
+	set, err := Parse(data, schema)
+	if err != nil {
+		return nil, fmt.Errorf("counter sources %s: %w", path, err)
+	}
+	return set, nil
+}
+
+// Parse checks a declaration file's content: a JSON array of declarations. The error names the
+// first entry that cannot work and the rule it breaks.
+func Parse(data []byte, schema shared.Schema) (*Set, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	var decls []*Declaration
+	if err := dec.Decode(&decls); err != nil {
+		return nil, fmt.Errorf("want a JSON array of {\"documents\", \"counter\", ...} entries: %w", err)
+	}
+	for i, d := range decls {
+		if err := d.check(schema); err != nil {
+			return nil, fmt.Errorf("entry %d (%q): %w", i, d.Documents, err)
+		}
+	}
+	for i, d := range decls {
+		for j, o := range decls {
+			if i != j && d.Counter == o.Counter {
+				return nil, fmt.Errorf("entry %d (%q): counter %q is also entry %d's: one counter counts one declaration", i, d.Documents, d.Counter, j)
+			}
+			if d.Mirror != "" && o.pattern.overlaps(d.mirror.document) {
+				return nil, fmt.Errorf("entry %d (%q): mirror %q is a document that entry %d counts: its writes would feed its own count", i, d.Documents, d.Mirror, j)
+			}
+		}
+	}
+	return &Set{Declarations: decls}, nil
+}
+
+// check applies the rules of one declaration.
+func (d *Declaration) check(schema shared.Schema) error {
+	var err error
+	if d.pattern, err = parsePattern(d.Documents, schema); err != nil {
+		return fmt.Errorf("documents: %w", err)
+	}
+	if err := d.pattern.checkTemplate(d.Counter); err != nil {
+		return fmt.Errorf("counter: %w", err)
+	}
+	for field, v := range d.Where {
+		if field == "" || strings.HasPrefix(field, "__") {
+			return fmt.Errorf("where: %q is not a field name", field)
+		}
+		if d.Where[field], err = whereValue(v); err != nil {
+			return fmt.Errorf("where %q: %w", field, err)
+		}
+	}
+	if d.Sum != "" {
+		if _, err := fieldPath(d.Sum); err != nil {
+			return fmt.Errorf("sum: %w", err)
+		}
+	}
+	if d.Mirror != "" {
+		if d.mirror, err = parseMirror(d.Mirror, d.pattern, schema); err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+	}
+	return d.checkSettings()
+}
+
+// whereValue is a where value as Firestore compares it: a string, a bool, null, an int64 or a
+// float64 (not NaN).
+func whereValue(v any) (any, error) {
+	switch x := v.(type) {
+	case string, bool, nil:
+		return x, nil
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, nil
+		}
+		f, err := x.Float64()
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s is not a finite number", x)
+		}
+		return f, nil
+	}
+	return nil, errors.New("only a string, a number, true, false or null can be compared")
+}
+
+// fieldPath splits a dotted field path; every part must be a field name.
+func fieldPath(s string) ([]string, error) {
+	parts := strings.Split(s, ".")
+	for _, p := range parts {
+		if p == "" || strings.HasPrefix(p, "__") && strings.HasSuffix(p, "__") || strings.ContainsAny(p, "`*[]~/") {
+			return nil, fmt.Errorf("%q is not a field path (dotted field names, none empty, reserved or with `*[]~/)", s)
+		}
+	}
+	return parts, nil
+}
+
+// checkSettings applies ConfigureCounter's rules to the declared settings.
+func (d *Declaration) checkSettings() error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"num_shards", d.NumShards}, {"min_shards", d.MinShards}, {"max_shards", d.MaxShards}} {
+		if f.n != 0 {
+			if err := shared.ValidateNumShards(int64(f.n)); err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+		}
+	}
+	if d.MinShards != 0 && d.MaxShards != 0 && d.MinShards > d.MaxShards {
+		return errors.New("min_shards is above max_shards")
+	}
+	for _, w := range d.Windows {
+		if !slices.Contains(counter.Windows, w) {
+			return fmt.Errorf("windows: unknown window %q; windows are %q", w, counter.Windows)
+		}
+	}
+	if d.Group != nil && *d.Group != "" {
+		if err := shared.ValidateGroup(*d.Group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settings is the counter configuration the declaration asks for.
+func (d *Declaration) Settings() counter.Settings {
+	st := counter.Settings{NumShards: d.NumShards, MinShards: d.MinShards, MaxShards: d.MaxShards, Group: d.Group}
+	if d.Windows != nil {
+		st.Windows = d.Windows
+	}
+	return st
+}
+
+// Patterns lists the distinct document patterns of the set, in order: one trigger each.
+func (s *Set) Patterns() []string {
+	var out []string
+	for _, d := range s.Declarations {
+		if !slices.Contains(out, d.Documents) {
+			out = append(out, d.Documents)
+		}
+	}
+	return out
+}

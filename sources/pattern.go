@@ -1,0 +1,166 @@
+package sources
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// pattern is a document path pattern split at "/": literal collection IDs at even positions,
+// document IDs (literal or {wildcard}) at odd positions.
+type pattern []string
+
+// wildcard returns the name of segment s when it is a {wildcard}.
+func wildcard(s string) (string, bool) {
+	if len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' {
+		return s[1 : len(s)-1], true
+	}
+	return "", false
+}
+
+var wildcardName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parsePattern checks a documents pattern: a path to documents of one collection per counter, none
+// of the counters' own.
+func parsePattern(s string, schema shared.Schema) (pattern, error) {
+	p := pattern(strings.Split(s, "/"))
+	if s == "" || len(p)%2 != 0 {
+		return nil, fmt.Errorf("%q is not a document path pattern (collection/{doc}/.../collection/{doc})", s)
+	}
+	if _, ok := wildcard(p[len(p)-1]); !ok {
+		return nil, fmt.Errorf("%q must end in a {wildcard}: a counter counts the documents of a collection", s)
+	}
+	seen := map[string]bool{}
+	for i, seg := range p {
+		name, isWildcard := wildcard(seg)
+		switch {
+		case seg == "":
+			return nil, fmt.Errorf("%q has an empty segment", s)
+		case strings.HasSuffix(name, "=**"):
+			return nil, fmt.Errorf("%q: multi-segment wildcards ({x=**}) are not allowed: one counter counts one collection", s)
+		case isWildcard && i%2 == 0:
+			return nil, fmt.Errorf("%q: collection IDs must be literal (%s is a wildcard)", s, seg)
+		case isWildcard && (!wildcardName.MatchString(name) || seen[name]):
+			return nil, fmt.Errorf("%q: wildcard %s is not a name, or is used twice", s, seg)
+		case !isWildcard && strings.ContainsAny(seg, "{}"):
+			return nil, fmt.Errorf("%q: segment %q is neither a literal nor a {wildcard}", s, seg)
+		case i%2 == 0 && ours(seg, schema):
+			return nil, fmt.Errorf("%q: collection %q is one of the counters' own: counting it would count our own writes", s, seg)
+		}
+		seen[name] = isWildcard
+	}
+	return p, nil
+}
+
+// ours reports whether collection ID id is one the counters write.
+func ours(id string, schema shared.Schema) bool {
+	return slices.Contains([]string{schema.Counters, schema.Rollups, schema.Tops, schema.Dedupe, schema.Sweep(), shared.ShardsCollection}, id) ||
+		shared.OursByName(id)
+}
+
+// match binds the wildcards of p to the segments of document path path; false when it does not match.
+func (p pattern) match(path string) (map[string]string, bool) {
+	segs := strings.Split(path, "/")
+	if len(segs) != len(p) {
+		return nil, false
+	}
+	bound := map[string]string{}
+	for i, seg := range p {
+		if name, ok := wildcard(seg); ok {
+			bound[name] = segs[i]
+		} else if seg != segs[i] {
+			return nil, false
+		}
+	}
+	return bound, true
+}
+
+// overlaps reports whether some document path matches both p and o.
+func (p pattern) overlaps(o pattern) bool {
+	if len(p) != len(o) {
+		return false
+	}
+	for i := range p {
+		_, w1 := wildcard(p[i])
+		_, w2 := wildcard(o[i])
+		if !w1 && !w2 && p[i] != o[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTemplate checks that a counter ID template names every wildcard of the collection path
+// (all but the document's own) and no other.
+func (p pattern) checkTemplate(tmpl string) error {
+	if tmpl == "" {
+		return errors.New("a counter ID template is required, e.g. \"likes-{post}\"")
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\{[^{}]*\}`).FindAllString(tmpl, -1) {
+		used[m[1:len(m)-1]] = true
+	}
+	for name := range used {
+		if !slices.Contains(p, "{"+name+"}") {
+			return fmt.Errorf("%q uses {%s}, which the documents pattern does not have", tmpl, name)
+		}
+	}
+	for _, seg := range p[:len(p)-1] {
+		if name, ok := wildcard(seg); ok && !used[name] {
+			return fmt.Errorf("%q must use {%s}: a counter counts the documents of one collection", tmpl, name)
+		}
+	}
+	if err := shared.ValidateCounterID(expand(tmpl, map[string]string{})); err != nil {
+		return err
+	}
+	return nil
+}
+
+// expand replaces each {name} of tmpl with its value in bound (unbound: "x").
+func expand(tmpl string, bound map[string]string) string {
+	return regexp.MustCompile(`\{[^{}]*\}`).ReplaceAllStringFunc(tmpl, func(m string) string {
+		if v, ok := bound[m[1:len(m)-1]]; ok {
+			return v
+		}
+		return "x"
+	})
+}
+
+// mirror is an app document field that gets a counter's roll-up count.
+type mirror struct {
+	document pattern
+	field    []string
+}
+
+// parseMirror checks a mirror: a document pattern using only the declaration's wildcards of its
+// collection path, a dot, then a field path.
+func parseMirror(s string, counted pattern, schema shared.Schema) (mirror, error) {
+	slash := strings.LastIndex(s, "/")
+	dot := strings.Index(s[slash+1:], ".")
+	if slash < 0 || dot < 0 {
+		return mirror{}, fmt.Errorf("%q is not document.field, e.g. \"posts/{post}.likes\"", s)
+	}
+	doc, field := s[:slash+1+dot], s[slash+2+dot:]
+	m := mirror{document: pattern(strings.Split(doc, "/"))}
+	if len(m.document)%2 != 0 {
+		return mirror{}, fmt.Errorf("%q does not name a document", doc)
+	}
+	for i, seg := range m.document {
+		name, ok := wildcard(seg)
+		switch {
+		case ok && !slices.Contains(counted[:len(counted)-1], seg):
+			return mirror{}, fmt.Errorf("%q uses {%s}, which the counter's collection path does not have", doc, name)
+		case i%2 == 0 && (ok || ours(seg, schema)):
+			return mirror{}, fmt.Errorf("%q: collection %q must be a literal of the app's", doc, seg)
+		}
+	}
+	var err error
+	if m.field, err = fieldPath(field); err != nil {
+		return mirror{}, err
+	}
+	return m, nil
+}
