@@ -90,7 +90,8 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 		var w *shardWrite
 		outcomes, w, err = s.changesInTransaction(ctx, id, batch, attempt > 1)
 		if errors.Is(err, errNoBase) {
-			if err = s.EstablishBase(ctx, id, batch[0].change.base); err != nil {
+			if berr := s.EstablishBase(ctx, id, batch[0].change.base); berr != nil {
+				err = berr
 				break
 			}
 			continue
@@ -124,6 +125,7 @@ var errNoBase = errors.New("the collection counter has no base yet")
 func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, verify bool) ([]ChangeOutcome, *shardWrite, error) {
 	var outcomes []ChangeOutcome
 	var written *shardWrite
+	outer := ctx // InBase may run transactions of its own
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		outcomes, written = make([]ChangeOutcome, len(batch)), nil
 		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
@@ -150,7 +152,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 				continue
 			}
 			seen[ch.Key] = true
-			inBase, err := ch.InBase(ctx, baseAt)
+			inBase, err := ch.InBase(outer, baseAt)
 			if err != nil {
 				return fmt.Errorf("is change %s in the base: %w", ch.Key, err)
 			}

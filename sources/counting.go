@@ -96,32 +96,36 @@ func (c *Counting) change(w Write, delta int64) counter.Change {
 		ch.At, ch.Bucket = w.Time, oldAt
 	}
 	ch.InBase = func(ctx context.Context, base time.Time) (bool, error) {
-		if w.New != nil || oldAt.After(base) {
+		switch {
+		case w.New != nil:
 			return !ch.At.After(base), nil
+		case oldAt.After(base):
+			return false, nil
 		}
-		// A delete of a version at or before the base: in the base unless the version was there at it.
-		return c.absentAt(ctx, w.Path, base, ch.At)
+		// A delete of a version at or before the base: in the base unless that version was there at it.
+		held, err := c.heldAt(ctx, w.Path, base, oldAt, ch.At)
+		return !held, err
 	}
 	return ch
 }
 
-// absentAt reports whether the document at path was missing at read time at; beyond Firestore's
-// version retention it answers whether deletedAt is at or before at.
-func (c *Counting) absentAt(ctx context.Context, path string, at, deletedAt time.Time) (bool, error) {
-	var exists bool
+// heldAt reports whether the document at path was at its version of update time version at read
+// time at; beyond Firestore's version retention it answers whether deletedAt is after at.
+func (c *Counting) heldAt(ctx context.Context, path string, at, version, deletedAt time.Time) (bool, error) {
+	var held bool
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(c.client.Doc(path))
 		if status.Code(err) == codes.NotFound {
 			return nil
 		}
-		exists = err == nil && snap.Exists()
+		held = err == nil && snap.Exists() && snap.UpdateTime.Equal(version)
 		return err
 	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
 	switch status.Code(err) {
 	case codes.OK:
-		return !exists, nil
+		return held, nil
 	case codes.FailedPrecondition, codes.InvalidArgument:
-		return !deletedAt.After(at), nil
+		return deletedAt.After(at), nil
 	}
 	return false, fmt.Errorf("read %s at %s: %w", path, at.Format(time.RFC3339Nano), err)
 }

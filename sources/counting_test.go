@@ -1,0 +1,262 @@
+package sources_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/sources"
+)
+
+var schema = shared.Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe", Tops: "tops"}
+
+const declarations = `[
+  {"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}"},
+  {"documents": "shops/{shop}/orders/{order}", "counter": "revenue-{shop}", "sum": "amount", "where": {"paid": true}}
+]`
+
+// writer writes documents and records each write as the event Firestore would send.
+type writer struct {
+	t      *testing.T
+	client *firestore.Client
+	mu     sync.Mutex
+	now    map[string]*firestorepb.Document
+	writes []sources.Write
+}
+
+func newWriter(t *testing.T, client *firestore.Client) *writer {
+	return &writer{t: t, client: client, now: map[string]*firestorepb.Document{}}
+}
+
+// set writes data to path (nil: deletes it) and records the write.
+func (w *writer) set(path string, data map[string]any) sources.Write {
+	w.t.Helper()
+	ctx := context.Background()
+	var res *firestore.WriteResult
+	var err error
+	if data == nil {
+		res, err = w.client.Doc(path).Delete(ctx)
+	} else {
+		res, err = w.client.Doc(path).Set(ctx, data)
+	}
+	if err != nil {
+		w.t.Fatalf("write %s: %v", path, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old := w.now[path]
+	var doc *firestorepb.Document
+	if data != nil {
+		doc = &firestorepb.Document{Name: path, Fields: values(data), UpdateTime: timestamppb.New(res.UpdateTime)}
+	}
+	w.now[path] = doc
+	if old == nil && doc == nil {
+		return sources.Write{}
+	}
+	wr := sources.Write{Path: path, Old: old, New: doc, Time: res.UpdateTime}
+	if doc == nil {
+		wr.Time = time.Now() // a delete's WriteResult has no time; the emulator runs on this clock
+	}
+	w.writes = append(w.writes, wr)
+	return wr
+}
+
+func values(data map[string]any) map[string]*firestorepb.Value {
+	out := map[string]*firestorepb.Value{}
+	for k, v := range data {
+		switch x := v.(type) {
+		case int:
+			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_IntegerValue{IntegerValue: int64(x)}}
+		case string:
+			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_StringValue{StringValue: x}}
+		case bool:
+			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_BooleanValue{BooleanValue: x}}
+		default:
+			panic(fmt.Sprintf("value %T", v))
+		}
+	}
+	return out
+}
+
+// instance is one functions instance: its own client, Store and Counting.
+func instance(t *testing.T, project string, set *sources.Set) *sources.Counting {
+	client := testenv.FirestoreOf(t, project)
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
+		GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour})
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	return sources.NewCounting(set, store, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// deliver applies every write 1 to 3 times, shuffled, from 4 goroutines spread over instances,
+// each retrying until its write is applied.
+func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Counting) sources.Tally {
+	var mu sync.Mutex
+	var total sources.Tally
+	var events []sources.Write
+	for _, w := range writes {
+		for range 1 + rand.IntN(3) {
+			events = append(events, w)
+		}
+	}
+	rand.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < len(events); i += 4 {
+				for attempt := 1; ; attempt++ {
+					tally, err := instances[(i+g)%len(instances)].Apply(context.Background(), events[i])
+					if err == nil {
+						mu.Lock()
+						total.Counted += tally.Counted
+						total.Duplicate += tally.Duplicate
+						total.InBase += tally.InBase
+						mu.Unlock()
+						break
+					}
+					if attempt == 10 {
+						t.Errorf("apply %s: %v", events[i].Path, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return total
+}
+
+// aggregate is Firestore's own count() or sum(amount) over a collection, where paid == true for sums.
+func aggregate(t *testing.T, client *firestore.Client, collection string, sum bool) int64 {
+	q := client.Collection(collection).Query
+	agg := q.NewAggregationQuery().WithCount("v")
+	if sum {
+		paid := q.Where("paid", "==", true)
+		agg = paid.NewAggregationQuery().WithSum("amount", "v")
+	}
+	res, err := agg.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res["v"].(*firestorepb.Value).GetIntegerValue()
+}
+
+// checkExact compares every counter with Firestore's aggregation of its documents.
+func checkExact(t *testing.T, client *firestore.Client, store func(id string) int64, posts, shops int) {
+	t.Helper()
+	for p := range posts {
+		want := aggregate(t, client, fmt.Sprintf("posts/p%d/likes", p), false)
+		if got := store(fmt.Sprintf("likes-p%d", p)); got != want {
+			t.Errorf("likes-p%d = %d, count() of its documents = %d", p, got, want)
+		}
+	}
+	for s := range shops {
+		want := aggregate(t, client, fmt.Sprintf("shops/s%d/orders", s), true)
+		if got := store(fmt.Sprintf("revenue-s%d", s)); got != want {
+			t.Errorf("revenue-s%d = %d, sum(amount) of its paid documents = %d", s, got, want)
+		}
+	}
+}
+
+func sumOf(t *testing.T, client *firestore.Client) func(id string) int64 {
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
+	return func(id string) int64 {
+		n, err := store.Sum(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+}
+
+// randomWrites makes n random writes: creates, deletes and re-creates, updates moving documents into
+// and out of where, sums changed, removed or made non-integer.
+func randomWrites(w *writer, n, posts, shops int) {
+	for range n {
+		if rand.IntN(2) == 0 {
+			path := fmt.Sprintf("posts/p%d/likes/u%d", rand.IntN(posts), rand.IntN(5))
+			if rand.IntN(3) == 0 {
+				w.set(path, nil)
+			} else {
+				w.set(path, map[string]any{"at": rand.IntN(1000)})
+			}
+			continue
+		}
+		path := fmt.Sprintf("shops/s%d/orders/o%d", rand.IntN(shops), rand.IntN(5))
+		switch rand.IntN(5) {
+		case 0:
+			w.set(path, nil)
+		case 1:
+			w.set(path, map[string]any{"paid": rand.IntN(2) == 0})
+		case 2:
+			w.set(path, map[string]any{"paid": true, "amount": "12"})
+		default:
+			w.set(path, map[string]any{"paid": rand.IntN(3) > 0, "amount": 1 + rand.IntN(100)})
+		}
+	}
+}
+
+func TestCollectionCountersEqualFirestoresAggregationWhateverTheEventsDo(t *testing.T) {
+	project := testenv.Project(t)
+	client := testenv.FirestoreOf(t, project)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := instance(t, project, set), instance(t, project, set)
+	// A first document per counter makes its base, so that what follows is counted by events.
+	first := newWriter(t, client)
+	for p := range 3 {
+		first.set(fmt.Sprintf("posts/p%d/likes/first", p), map[string]any{"at": 0})
+	}
+	for s := range 2 {
+		first.set(fmt.Sprintf("shops/s%d/orders/first", s), map[string]any{"paid": true, "amount": 7})
+	}
+	deliver(t, first.writes, a)
+	w := newWriter(t, client)
+	randomWrites(w, 120, 3, 2)
+	tally := deliver(t, w.writes, a, b)
+	checkExact(t, client, sumOf(t, client), 3, 2)
+	if tally.Counted == 0 || tally.Duplicate == 0 {
+		t.Fatalf("%+v: the events must count writes and meet duplicates", tally)
+	}
+}
+
+func TestBackfillRacingWritesCountsEachDocumentOnce(t *testing.T) {
+	project := testenv.Project(t)
+	client := testenv.FirestoreOf(t, project)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Documents written before the counters were declared: their events may come late, or never.
+	before := newWriter(t, client)
+	randomWrites(before, 60, 2, 2)
+	w := &writer{t: t, client: client, now: before.now}
+	a, b := instance(t, project, set), instance(t, project, set)
+	var wg sync.WaitGroup
+	wg.Go(func() { randomWrites(w, 80, 2, 2) })
+	// The first events make the bases while the writes go on.
+	wg.Go(func() {
+		for range 20 {
+			w.mu.Lock()
+			writes := append([]sources.Write(nil), w.writes...)
+			w.mu.Unlock()
+			deliver(t, writes, a, b)
+		}
+	})
+	wg.Wait()
+	deliver(t, append(before.writes, w.writes...), b, a)
+	checkExact(t, client, sumOf(t, client), 2, 2)
+}
