@@ -84,7 +84,7 @@ func TestDryRunDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 		parse = append(parse, words)
 		got := flags(words)
 		want := map[string]string{
-			"--entry-point":                         functions.EntryCountDocumentWrite,
+			"--entry-point":                        functions.EntryCountDocumentWrite,
 			"--trigger-event-filters-path-pattern": "document=" + patterns[i],
 			"--trigger-event-filters":              "type=" + functions.EventFirestoreDocWritten + ",database=counts",
 			"--trigger-location":                   "eur3",
