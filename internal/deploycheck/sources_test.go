@@ -1,13 +1,23 @@
 package deploycheck_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
@@ -219,5 +229,107 @@ func TestRemovedDeclarationsLoseTheirFunctions(t *testing.T) {
 	}
 	if !slices.Equal(deletes, names) {
 		t.Errorf("--remove deleted %v of the source functions, want %v", deletes, names)
+	}
+}
+
+// terraformSources runs the program of terraform/'s data "external" "counter_sources" from the
+// repository root, as Terraform plans it, with its query evaluated for the variables vars, and
+// returns its result (or its standard error with the failure).
+func terraformSources(t *testing.T, vars map[string]cty.Value) (map[string]cty.Value, error) {
+	t.Helper()
+	body := terraformBody(t, "data", "external", "counter_sources")
+	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(vars), "path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("terraform")})}}
+	var program []string
+	for _, w := range evalValue(t, ctx, body.Attributes["program"].Expr).AsValueSlice() {
+		program = append(program, w.AsString())
+	}
+	if dir := evalValue(t, ctx, body.Attributes["working_dir"].Expr).AsString(); dir != "terraform/.." {
+		t.Fatalf("working_dir %q, want the repository root", dir)
+	}
+	query := map[string]string{}
+	for k, v := range evalValue(t, ctx, body.Attributes["query"].Expr).AsValueMap() {
+		query[k] = v.AsString()
+	}
+	in, _ := json.Marshal(query)
+	cmd := exec.Command(program[0], program[1:]...)
+	cmd.Dir, cmd.Stdin = root, bytes.NewReader(in)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	var result map[string]string
+	if err := json.Unmarshal(out, &result); err != nil {
+		t.Fatalf("the program's output %q is not a JSON object of strings, as Terraform's external data source wants: %v", out, err)
+	}
+	values := map[string]cty.Value{}
+	for k, v := range result {
+		values[k] = cty.StringVal(v)
+	}
+	return values, nil
+}
+
+// TestTerraformDeploysOneFunctionPerDeclaredPattern: terraform/'s local.functions, evaluated with
+// what its counter-sources program answers, holds one count-documents function per declared
+// pattern, keyed and named as the gcloud path names it, with its pattern from the root, retries and
+// its entry point; dropping a declaration drops its function (so apply deletes it); and a file that
+// cannot work fails the program, and so the plan, with the entry and the rule.
+func TestTerraformDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
+	vars := map[string]cty.Value{"environment": cty.MapValEmpty(cty.String), "opt_in": cty.SetValEmpty(cty.String),
+		"function_settings": cty.MapValEmpty(cty.DynamicPseudoType), "public_increments": cty.False}
+	for c, name := range map[string]string{"counters": "counters", "rollups": "rollups", "tops": "tops", "dedupe": "counter_dedupe"} {
+		vars[c+"_collection"] = cty.StringVal(name)
+	}
+	funcs := maps.Clone(terraformFunctions)
+	funcs["try"], funcs["jsondecode"] = tryfunc.TryFunc, stdlib.JSONDecodeFunc
+	for _, patterns := range [][]string{{"posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"}, {"posts/{post}/likes/{like}"}} {
+		content := twoSources
+		if len(patterns) == 1 {
+			content = oneSource
+		}
+		rel := useSources(t, content)
+		vars["environment"] = cty.MapVal(map[string]cty.Value{"COUNTER_SOURCES": cty.StringVal(rel)})
+		t.Setenv("COUNTER_SOURCES", "")
+		result, err := terraformSources(t, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{"var": cty.ObjectVal(vars),
+			"data": cty.ObjectVal(map[string]cty.Value{"external": cty.ObjectVal(map[string]cty.Value{
+				"counter_sources": cty.ObjectVal(map[string]cty.Value{"result": cty.ObjectVal(result)})})})}}
+		locals := evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t)}, "counter_sources", "source_functions", "functions")
+		if got, want := locals["counter_sources"].AsString(), "serverless_function_source_code/"+filepath.ToSlash(rel); got != want {
+			t.Errorf("the functions' COUNTER_SOURCES %q, want %q", got, want)
+		}
+		var got []string
+		for key, f := range locals["functions"].AsValueMap() {
+			if f.GetAttr("entry_point").AsString() != functions.EntryCountDocumentWrite {
+				continue
+			}
+			got = append(got, key)
+			if f.GetAttr("name").AsString() != key || !f.GetAttr("retry").True() ||
+				f.GetAttr("event_type").AsString() != functions.EventFirestoreDocWritten {
+				t.Errorf("%s: name %s, retry %s, event type %s; want its key, retries and %s", key, f.GetAttr("name").GoString(),
+					f.GetAttr("retry").GoString(), f.GetAttr("event_type").GoString(), functions.EventFirestoreDocWritten)
+			}
+			if i := slices.Index(sourceNames(patterns...), key); i < 0 || f.GetAttr("document").AsString() != patterns[i] {
+				t.Errorf("%s: document %s; want one function per pattern of %q", key, f.GetAttr("document").GoString(), patterns)
+			}
+		}
+		slices.Sort(got)
+		want := sourceNames(patterns...)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("declared %q: functions %v, want %v", patterns, got, want)
+		}
+	}
+
+	rel := useSources(t, invalidSources)
+	vars["environment"] = cty.MapVal(map[string]cty.Value{"COUNTER_SOURCES": cty.StringVal(rel)})
+	if _, err := terraformSources(t, vars); err == nil || !strings.Contains(err.Error(), `entry 0 ("posts/{post}/likes/{like}")`) ||
+		!strings.Contains(err.Error(), "uses {user}, which the documents pattern does not have") {
+		t.Errorf("the counter-sources program with %s: %v; want it to fail naming the entry and the rule", invalidSources, err)
 	}
 }
