@@ -61,6 +61,12 @@ Usage: scripts/deploy.sh [options]
                             whole minutes without a sweep, 2 to 1410); the keys, defaults and
                             units: docs/operations.md, "Monitoring"
   --dry-run                 print every command, one per line, and run nothing
+
+The collection counters declared in $COUNTER_SOURCES (--env COUNTER_SOURCES=FILE; default
+counter-sources.json, relative to the repository root, which must hold it) get one function each
+per document pattern; a declaration file that cannot work stops the deploy before anything is
+deployed. Functions of patterns no longer declared are deleted (docs/operations.md, "Deploying
+collection counters").
   --list-env                print the names of the environment variables the functions can be given
   --version                 print the release this script deploys (every function is labelled
                             counters_version=v<major>-<minor>-<patch>)
@@ -98,6 +104,12 @@ PUBLIC_INCREMENTS=false
 INVOKERS=()
 ADMIN_INVOKERS=()
 declare -A ENV_VALUES=()
+# The functions of the counter sources (load_sources): FUNCTIONS rows, and each one's base name.
+SOURCE_ROWS=()
+SOURCE_NAMES=()
+declare -A SOURCE_BASE=()
+# COUNTER_SOURCES for the deployed functions: the declaration file's place in the upload.
+SOURCES_PATH=
 NOTIFICATION_CHANNELS=()
 declare -A ALERT_THRESHOLDS=()
 
@@ -259,6 +271,7 @@ parse_flags() {
   done
   [[ -n $PROJECT ]] || die "no project: pass --project or set GOOGLE_CLOUD_PROJECT"
   [[ -n $REGION ]] || die "no region: pass --region or set GOOGLE_CLOUD_REGION"
+  if [[ -z ${ENV_VALUES[COUNTER_SOURCES]:-} && -n ${COUNTER_SOURCES:-} ]]; then ENV_VALUES[COUNTER_SOURCES]=$COUNTER_SOURCES; fi
   [[ -n $REPLACE_RULES ]] || return 0
   if $REMOVE; then
     ! grep -qF -- "$RULES_MARKER" "$REPLACE_RULES" ||
@@ -381,12 +394,12 @@ ensure_dead_letter_subscription() {
 }
 
 # each_function CALLBACK calls CALLBACK with the columns of every FUNCTIONS row that is deployed (an
-# opt-in function only when --opt-in names it), in order: name, entry point, event type, topic,
+# opt-in function only when --opt-in names it), then of every SOURCE_ROWS row, in order: name, entry point, event type, topic,
 # document pattern, retry, dead-letter topic, memory, vCPU, concurrency, timeout, max instances,
 # public on request, admin, document pattern from root, opt-in.
 each_function() {
   local row columns
-  for row in "${FUNCTIONS[@]}"; do
+  for row in "${FUNCTIONS[@]}" "${SOURCE_ROWS[@]}"; do
     read -r -a columns <<<"$row"
     if ${columns[15]} && ! in_list "${columns[0]}" "${OPT_IN[@]}"; then continue; fi
     "$1" "${columns[@]}"
@@ -512,10 +525,12 @@ deploy_function() {
       --trigger-event-filters-path-pattern=document="$document")
   fi
   ! $retry || trigger+=(--retry)
+  local labels="counters_version=$VERSION_LABEL"
+  [[ -z ${SOURCE_BASE[$name]:-} ]] || labels+=",$SOURCE_LABEL=${SOURCE_BASE[$name]}"
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
     --build-service-account="projects/$PROJECT/serviceAccounts/$BUILD_SA" \
-    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" --update-labels="counters_version=$VERSION_LABEL" \
+    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" --update-labels="$labels" \
     "${limits[@]}" --quiet "${trigger[@]}"
 }
 
@@ -757,6 +772,7 @@ remove_deployment() {
       delete_if_present gcloud scheduler jobs delete "$topic" --project="$PROJECT" --location="$REGION" --quiet
     fi
   done
+  remove_undeclared_sources
   for row in "${FUNCTIONS[@]}"; do
     read -r -a columns <<<"$row"
     name=${columns[0]} dead_letter=${columns[6]}
@@ -898,6 +914,51 @@ remove_monitoring() {
   done
 }
 
+# load_sources checks the counter sources declaration file as the functions will read it, with
+# cmd/sources (sources.Load, the functions' own check), and sets SOURCES_PATH and SOURCE_ROWS: one
+# SOURCE_FUNCTIONS row per declared document pattern, named and patterned as cmd/sources says. A
+# file that cannot work stops the deploy here, before anything is deployed, with the check's message.
+load_sources() {
+  local out name entry_point pattern row columns
+  out=$(COUNTER_SOURCES=$(setting COUNTER_SOURCES) COUNTERS_COLLECTION=$(setting COUNTERS_COLLECTION) \
+    ROLLUPS_COLLECTION=$(setting ROLLUPS_COLLECTION) TOPS_COLLECTION=$(setting TOPS_COLLECTION) \
+    DEDUPE_COLLECTION=$(setting DEDUPE_COLLECTION) go run ./cmd/sources deploy) ||
+    die "counter sources: $(setting COUNTER_SOURCES) cannot be deployed (above); nothing was deployed"
+  {
+    IFS= read -r SOURCES_PATH
+    while IFS=$'\t' read -r name entry_point pattern; do
+      for row in "${SOURCE_FUNCTIONS[@]}"; do
+        read -r -a columns <<<"$row"
+        [[ ${columns[1]} == "$entry_point" ]] || continue
+        SOURCE_BASE[$name]=${columns[0]}
+        SOURCE_NAMES+=("$name")
+        columns[0]=$name columns[4]=$pattern
+        SOURCE_ROWS+=("${columns[*]}")
+      done
+    done
+  } <<<"$out"
+  for name in "${SOURCE_NAMES[@]}"; do note "counter source function $name: ${SOURCE_BASE[$name]}"; done
+}
+
+# remove_undeclared_sources deletes every function of a counter source (labelled SOURCE_LABEL)
+# whose name is not one of SOURCE_ROWS' (a pattern no longer declared; with --remove, all of them).
+remove_undeclared_sources() {
+  local DEPLOYED_SOURCES name declared=("${SOURCE_NAMES[@]}")
+  lookup DEPLOYED_SOURCES gcloud functions list --project="$PROJECT" --regions="$REGION" \
+    --filter="labels.$SOURCE_LABEL:*" --format='value(name.basename())'
+  if $DRY_RUN; then
+    note "then, for each function of DEPLOYED_SOURCES that is not one of these: ${declared[*]:-(none declared)}"
+    delete_if_present gcloud functions delete DEPLOYED_SOURCES_NAME --gen2 --project="$PROJECT" --region="$REGION" --quiet
+    return
+  fi
+  for name in $DEPLOYED_SOURCES; do
+    name=${name##*/}
+    in_list "$name" "${declared[@]}" && continue
+    note "counter source function $name: its pattern is no longer declared"
+    delete_if_present gcloud functions delete "$name" --gen2 --project="$PROJECT" --region="$REGION" --quiet
+  done
+}
+
 # print_url prints the URL of an HTTP function.
 print_url() {
   [[ $3 == - ]] || return 0
@@ -910,8 +971,10 @@ print_url() {
 env_vars() {
   local pairs=("${ENV_OF_OPTION[project]}=$PROJECT" "${ENV_OF_OPTION[database]}=$DATABASE") name delim
   for name in "${ENV_NAMES[@]}"; do
+    [[ $name != COUNTER_SOURCES ]] || continue
     if [[ -n ${ENV_VALUES[$name]:-} ]]; then pairs+=("$name=${ENV_VALUES[$name]}"); fi
   done
+  [[ -z $SOURCES_PATH ]] || pairs+=("COUNTER_SOURCES=$SOURCES_PATH")
   for delim in @ '|' '~' ';' '#' % ! + '*' -; do
     [[ ${pairs[*]} == *"$delim"* ]] && continue
     local IFS=$delim
@@ -930,6 +993,7 @@ main() {
   RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"
   BUILD_SA="$BUILD_SA_NAME@$PROJECT.iam.gserviceaccount.com"
+  $REMOVE || $DEAD_LETTER_ONLY || load_sources
   env_vars
 
   if $REMOVE; then
@@ -949,6 +1013,7 @@ main() {
   create_indexes
   [[ -z $REPLACE_RULES ]] || replace_rules
   each_function deploy_function
+  remove_undeclared_sources
   each_function attach_dead_letter
   each_function grant_trigger_invoker
   each_function sync_invokers

@@ -23,6 +23,15 @@ readonly FUNCTIONS=(
   'fold-extension-shards FoldExtensionShards google.cloud.firestore.document.v1.written - {collection}/{doc=**}/_counter_shards_/{shard} true - 256Mi 1 80 60s 20 false false true true'
 )
 
+# The functions deployed once per document pattern of the counter sources (COUNTER_SOURCES), rows
+# as above with the name and the document pattern "-": each deployed function is named
+# NAME-<8 hex of the pattern's SHA-256> (functions.SourceFunctions; go run ./cmd/sources deploy lists
+# them) and labelled counters_source=NAME, by which deploy.sh finds those whose pattern is no longer declared.
+readonly SOURCE_FUNCTIONS=(
+  'count-documents CountDocumentWrite google.cloud.firestore.document.v1.written - - true - 256Mi 1 80 60s 20 false false true false'
+)
+readonly SOURCE_LABEL=counters_source
+
 # Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).
 readonly SCHEDULES=(
   'counter-rollup-tick * * * * *'
@@ -37,17 +46,18 @@ readonly ENV_NAMES=(
   COUNTERS_COLLECTION ROLLUPS_COLLECTION TOPS_COLLECTION DEDUPE_COLLECTION DEFAULT_NUM_SHARDS
   COUNTER_ID_PATTERN CREATE_ON_INCREMENT MAX_DELTA SHARD_COUNT_CACHE_TTL LOG_LEVEL REQUEST_TIMEOUT
   ROLLUP_INTERVAL HOUR_BUCKETS_KEPT EXTENSION_FOLD_INTERVAL ROLLUP_SWEEP_LOOKBACK
-  GROUP_COMMIT_INTERVAL DEDUPE_TTL REQUIRE_ID_TOKEN REQUIRE_APP_CHECK PER_CALLER_LIMIT
-  ALLOWED_ORIGINS MAX_MEMBER_BYTES REFUSE_ANONYMOUS_USERS CHECK_REVOKED_TOKENS
+  GROUP_COMMIT_INTERVAL COUNTER_SOURCES DEDUPE_TTL REQUIRE_ID_TOKEN REQUIRE_APP_CHECK
+  PER_CALLER_LIMIT ALLOWED_ORIGINS MAX_MEMBER_BYTES REFUSE_ANONYMOUS_USERS CHECK_REVOKED_TOKENS
 )
 declare -Ar ENV_DEFAULTS=(
   [COUNTERS_COLLECTION]=counters [ROLLUPS_COLLECTION]=rollups [TOPS_COLLECTION]=tops
   [DEDUPE_COLLECTION]=counter_dedupe [DEFAULT_NUM_SHARDS]=10 [COUNTER_ID_PATTERN]=''
   [CREATE_ON_INCREMENT]=true [MAX_DELTA]=1000000 [SHARD_COUNT_CACHE_TTL]=5s [LOG_LEVEL]=INFO
   [REQUEST_TIMEOUT]=10s [ROLLUP_INTERVAL]=1s [HOUR_BUCKETS_KEPT]=2160h [EXTENSION_FOLD_INTERVAL]=1s
-  [ROLLUP_SWEEP_LOOKBACK]=10m [GROUP_COMMIT_INTERVAL]=125ms [DEDUPE_TTL]=192h
-  [REQUIRE_ID_TOKEN]=false [REQUIRE_APP_CHECK]=false [PER_CALLER_LIMIT]=0 [ALLOWED_ORIGINS]=''
-  [MAX_MEMBER_BYTES]=256 [REFUSE_ANONYMOUS_USERS]=false [CHECK_REVOKED_TOKENS]=false
+  [ROLLUP_SWEEP_LOOKBACK]=10m [GROUP_COMMIT_INTERVAL]=125ms [COUNTER_SOURCES]=counter-sources.json
+  [DEDUPE_TTL]=192h [REQUIRE_ID_TOKEN]=false [REQUIRE_APP_CHECK]=false [PER_CALLER_LIMIT]=0
+  [ALLOWED_ORIGINS]='' [MAX_MEMBER_BYTES]=256 [REFUSE_ANONYMOUS_USERS]=false
+  [CHECK_REVOKED_TOKENS]=false
 )
 
 # The settings set from deploy.sh's own options, by option.

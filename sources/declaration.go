@@ -198,3 +198,12 @@ func (s *Set) Patterns() []string {
 	}
 	return out
 }
+
+// DeployedRoot is where the deployed functions find the uploaded source, relative to their working
+// directory: the Go buildpack moves it into this folder of the app directory and runs the function
+// from there (golang-samples functions/tips/file_system.go).
+const DeployedRoot = "serverless_function_source_code"
+
+// DeployedPath is COUNTER_SOURCES for the deployed functions when the declaration file is at rel,
+// a slash-separated path relative to the uploaded folder (the repository root).
+func DeployedPath(rel string) string { return DeployedRoot + "/" + rel }

@@ -37,7 +37,7 @@ resource "google_cloudfunctions2_function" "function" {
 
   build_config {
     runtime         = var.runtime
-    entry_point     = each.key
+    entry_point     = each.value.entry_point
     service_account = google_service_account.identity["build"].id
     source {
       storage_source {

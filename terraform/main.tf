@@ -6,17 +6,18 @@
 locals {
   database_location = var.database_location != "" ? var.database_location : var.region
 
-  # Every deployed function by entry point (an opt-in one only when var.opt_in names it): its
+  # Every deployed function by entry point (an opt-in one only when var.opt_in names it), and those
+  # of the counter sources by name (sources.tf): its
   # declaration, var.function_settings' overrides, its Firestore trigger's full document pattern, and
   # whether allUsers may invoke it.
-  functions = { for entry_point, f in local.deployment.functions : entry_point => merge(
+  functions = merge({ for entry_point, f in local.deployment.functions : entry_point => merge(
     f,
     { for name, value in try(var.function_settings[entry_point], {}) : name => value if value != null },
     {
       document = f.document == null || f.document_from_root ? f.document : "${var.counters_collection}/${f.document}"
       public   = f.public_on_request && var.public_increments
     },
-  ) if !f.opt_in || contains(var.opt_in, f.name) }
+  ) if !f.opt_in || contains(var.opt_in, f.name) }, local.source_functions)
   opt_in_names = [for f in local.deployment.functions : f.name if f.opt_in]
 
   event_functions = { for entry_point, f in local.functions : entry_point => f if f.event_type != null }
@@ -31,6 +32,7 @@ locals {
     ROLLUPS_COLLECTION                        = var.rollups_collection
     TOPS_COLLECTION                           = var.tops_collection
     DEDUPE_COLLECTION                         = var.dedupe_collection
+    COUNTER_SOURCES                           = local.counter_sources
   })
   optional_environment = setsubtract(keys(local.deployment.env_defaults), ["COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"])
   unknown_environment  = setsubtract(keys(var.environment), local.optional_environment)

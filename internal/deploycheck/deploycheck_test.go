@@ -81,7 +81,7 @@ func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 			}
 			for _, f := range functions.Deployed() {
 				want := 1
-				if f.OptIn && !slices.Contains(options, f.Name) {
+				if f.OptIn && !slices.Contains(options, f.Name) || f.PerSource { // per pattern: sources_test.go
 					want = 0
 				}
 				if slices.Contains(options, "--dead-letter-only") || slices.Contains(options, "--remove") {

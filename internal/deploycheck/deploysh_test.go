@@ -26,7 +26,8 @@ type fakeGcloud struct {
 
 // fakeGcloudScript answers: the describe commands that check whether a resource exists with
 // $FAKE_DESCRIBE_ERROR (on stderr, failing) when set (not the lookups of functions, triggers and the
-// project); get-iam-policy with the members in $FAKE_INVOKERS; remove-invoker-policy-binding by failing
+// project); get-iam-policy with the members in $FAKE_INVOKERS; functions list with the functions in
+// $FAKE_SOURCES; remove-invoker-policy-binding by failing
 // when $FAKE_REMOVE_FAILS is set; everything else with success. A describe command is one whose first
 // four words say describe, not one whose values do (an alert policy's documentation names one).
 const fakeGcloudScript = `#!/usr/bin/env bash
@@ -36,6 +37,7 @@ case "$*" in
 *" describe "*)
   if [[ -n ${FAKE_DESCRIBE_ERROR:-} && "${*:1:4} " == *" describe "* ]]; then echo "$FAKE_DESCRIBE_ERROR" >&2; exit 1; fi ;;
 *get-iam-policy*) printf '%s\n' ${FAKE_INVOKERS:-} ;;
+"functions list "*) printf '%s\n' ${FAKE_SOURCES:-} ;;
 *remove-invoker-policy-binding*)
   if [[ -n ${FAKE_REMOVE_FAILS:-} ]]; then echo "ERROR: (gcloud.functions.remove-invoker-policy-binding) PERMISSION_DENIED" >&2; exit 1; fi ;;
 esac

@@ -224,7 +224,7 @@ func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
 				"opt_in": optInSet, "function_settings": cty.MapValEmpty(cty.DynamicPseudoType),
 				"counters_collection": cty.StringVal("tally"), "public_increments": cty.False,
 			}),
-			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment}),
+			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment, "source_functions": cty.EmptyObjectVal}),
 		}}
 		v, diags := terraformLocal(t, "functions").Value(ctx)
 		if diags.HasErrors() {
@@ -232,7 +232,7 @@ func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
 		}
 		for _, f := range functions.Deployed() {
 			has := v.Type().HasAttribute(f.EntryPoint)
-			if want := !f.OptIn || slices.Contains(optIn, f.Name); has != want {
+			if want := (!f.OptIn || slices.Contains(optIn, f.Name)) && !f.PerSource; has != want { // per pattern: sources_test.go
 				t.Errorf("opt_in %q: deploys %s %t, want %t", optIn, f.Name, has, want)
 				continue
 			}
@@ -421,7 +421,8 @@ func TestTerraformHasAVariableForEachCollection(t *testing.T) {
 	funcs := maps.Clone(terraformFunctions)
 	funcs["keys"], funcs["setsubtract"] = stdlib.KeysFunc, stdlib.SetSubtractFunc
 	ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
-		"var": cty.ObjectVal(vars), "local": cty.ObjectVal(map[string]cty.Value{"deployment": generatedDeployment(t)}),
+		"var": cty.ObjectVal(vars), "local": cty.ObjectVal(map[string]cty.Value{"deployment": generatedDeployment(t),
+			"counter_sources": cty.StringVal("serverless_function_source_code/counter-sources.json")}),
 	}}
 	environment, diags := terraformLocal(t, "environment").Value(ctx)
 	if diags.HasErrors() {

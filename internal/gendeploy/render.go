@@ -164,13 +164,23 @@ func shellData() []byte {
 	p("# HTTP trigger, the platform's default vCPU).\n")
 	p("readonly FUNCTIONS=(\n")
 	for _, f := range functions.Deployed() {
-		t := f.Trigger
-		row := []string{f.Name, f.EntryPoint, dash(t.EventType), dash(t.Topic), dash(t.Document), fmt.Sprint(t.Retry),
-			dash(t.DeadLetterTopic), f.Memory, dash(f.CPU), fmt.Sprint(f.Concurrency), fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
-			fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), fmt.Sprint(f.Admin), fmt.Sprint(t.FromRoot), fmt.Sprint(f.OptIn)}
-		p("  %s\n", shellQuote(strings.Join(row, " ")))
+		if !f.PerSource {
+			p("  %s\n", shellQuote(shellRow(f)))
+		}
 	}
 	p(")\n\n")
+	p("# The functions deployed once per document pattern of the counter sources (COUNTER_SOURCES), rows\n")
+	p("# as above with the name and the document pattern \"-\": each deployed function is named\n")
+	p("# NAME-<8 hex of the pattern's SHA-256> (functions.SourceFunctions; go run ./cmd/sources deploy lists\n")
+	p("# them) and labelled %s=NAME, by which deploy.sh finds those whose pattern is no longer declared.\n", sourceLabelKey)
+	p("readonly SOURCE_FUNCTIONS=(\n")
+	for _, f := range functions.Deployed() {
+		if f.PerSource {
+			p("  %s\n", shellQuote(shellRow(f)))
+		}
+	}
+	p(")\n")
+	p("readonly SOURCE_LABEL=%s\n\n", sourceLabelKey)
 	p("# Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).\n")
 	p("readonly SCHEDULES=(\n")
 	for _, f := range functions.Deployed() {
@@ -223,6 +233,18 @@ func shellData() []byte {
 	return b.Bytes()
 }
 
+// sourceLabelKey is the label of every function deployed per counter source; its value is the
+// per-source function's base name (functions.Function.Name).
+const sourceLabelKey = "counters_source"
+
+// shellRow is f as one row of FUNCTIONS (see the comment shellData writes above it).
+func shellRow(f functions.Function) string {
+	t := f.Trigger
+	return strings.Join([]string{f.Name, f.EntryPoint, dash(t.EventType), dash(t.Topic), dash(t.Document), fmt.Sprint(t.Retry),
+		dash(t.DeadLetterTopic), f.Memory, dash(f.CPU), fmt.Sprint(f.Concurrency), fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
+		fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), fmt.Sprint(f.Admin), fmt.Sprint(t.FromRoot), fmt.Sprint(f.OptIn)}, " ")
+}
+
 // wrap joins words into lines of at most width characters, each starting with indent.
 func wrap(words []string, indent string, width int) string {
 	var b strings.Builder
@@ -253,6 +275,7 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 // tfFunction is a function as terraform/ reads it (null: not set).
 type tfFunction struct {
 	Name            string  `json:"name"`
+	EntryPoint      string  `json:"entry_point"`
 	EventType       *string `json:"event_type"`
 	Topic           *string `json:"topic"`
 	Document        *string `json:"document"`
@@ -369,11 +392,15 @@ func null(s string) *string {
 
 // terraformLocals is terraform/deployment.gen.tf.json: one local, deployment, that the module reads.
 func terraformLocals() ([]byte, error) {
-	fns := map[string]tfFunction{}
+	fns, perSource := map[string]tfFunction{}, map[string]tfFunction{}
 	var schedules []tfSchedule
 	for _, f := range functions.Deployed() {
 		t := f.Trigger
-		fns[f.EntryPoint] = tfFunction{Name: f.Name, EventType: null(t.EventType), Topic: null(t.Topic), Document: null(t.Document),
+		into := fns
+		if f.PerSource {
+			into = perSource
+		}
+		into[f.EntryPoint] = tfFunction{Name: f.Name, EntryPoint: f.EntryPoint, EventType: null(t.EventType), Topic: null(t.Topic), Document: null(t.Document),
 			Retry: t.Retry, DeadLetterTopic: null(t.DeadLetterTopic), Memory: f.Memory, CPU: null(f.CPU),
 			Concurrency: f.Concurrency, TimeoutSeconds: int(f.Timeout.Seconds()), MaxInstances: f.MaxInstances,
 			PublicOnRequest: f.PublicOnRequest, Admin: f.Admin, FromRoot: t.FromRoot, OptIn: f.OptIn}
@@ -404,6 +431,8 @@ func terraformLocals() ([]byte, error) {
 			"deployment": map[string]any{
 				"//":                "What terraform/ deploys. Change the Go declarations, then `go generate ./...`.",
 				"functions":         fns,
+				"source_functions":  perSource,
+				"source_label":      sourceLabelKey,
 				"topics":            functions.Topics(),
 				"schedules":         schedules,
 				"env_defaults":      env,
@@ -482,6 +511,8 @@ func settingsDoc(meanings map[string]string, collectionVars []string) []byte {
 			trigger = "Pub/Sub `" + f.Trigger.Topic + "`"
 		case f.Trigger.Document != "":
 			trigger = "Firestore `" + f.Trigger.DocumentPattern(config.Default().Schema()) + "`"
+		case f.PerSource:
+			trigger = "Firestore, one function per document pattern of `COUNTER_SOURCES`"
 		}
 		retry := "no"
 		if f.Trigger.EventType == "" {

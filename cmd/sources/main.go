@@ -1,0 +1,154 @@
+// Command sources checks the counter sources declaration file for the deploy paths and lists what
+// they deploy from it. Run it from the repository root (both deploy paths do). Usage:
+//
+//	sources check      check the file; print nothing
+//	sources deploy     check it, then print the functions' COUNTER_SOURCES on the first line and one
+//	                   line per function of a counter source: name, entry point, document pattern
+//	                   (tab-separated; scripts/deploy.sh reads them)
+//	sources terraform  the same for Terraform's external data source: a JSON object of strings in
+//	                   on standard input, one out on standard output (terraform/sources.tf)
+//
+// The file is COUNTER_SOURCES (relative to the repository root), else sources.DefaultFile; the
+// collections are COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and DEDUPE_COLLECTION,
+// else the defaults: from the environment, or for terraform from the input object (its variables
+// override the environment's). A file that cannot work fails with sources.Load's message, naming
+// the entry and the rule, and exit status 2. So does one outside the repository or in a folder the
+// upload leaves out: the deployed functions read it from the uploaded source.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/sources"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv))
+}
+
+// settingNames are the variables the command reads: the file and the collections the check needs.
+var settingNames = []string{"COUNTER_SOURCES", "COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"}
+
+// run is the command with its arguments, streams and environment; it returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) (string, bool)) int {
+	if len(args) != 1 || !slices.Contains([]string{"check", "deploy", "terraform"}, args[0]) {
+		fmt.Fprintln(stderr, "usage: sources check|deploy|terraform (docs/operations.md, \"Deploying collection counters\")")
+		return 2
+	}
+	lookup := env
+	if args[0] == "terraform" {
+		var query map[string]string
+		if err := json.NewDecoder(stdin).Decode(&query); err != nil {
+			fmt.Fprintln(stderr, "sources terraform: want a JSON object of strings on standard input:", err)
+			return 2
+		}
+		lookup = func(name string) (string, bool) {
+			if v := query[name]; v != "" {
+				return v, true
+			}
+			return env(name)
+		}
+	}
+	d, err := load(lookup)
+	if err != nil {
+		fmt.Fprintln(stderr, "sources:", err)
+		return 2
+	}
+	switch args[0] {
+	case "deploy":
+		fmt.Fprintln(stdout, d.CounterSources)
+		for _, f := range d.Functions {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", f.Name, f.EntryPoint, f.Trigger.Document)
+		}
+	case "terraform":
+		fns := map[string]map[string]string{}
+		for _, f := range d.Functions {
+			fns[f.Name] = map[string]string{"entry_point": f.EntryPoint, "document": f.Trigger.Document}
+		}
+		list, _ := json.Marshal(fns)
+		out, _ := json.Marshal(map[string]string{"counter_sources": d.CounterSources, "functions": string(list)})
+		fmt.Fprintln(stdout, string(out))
+	}
+	return 0
+}
+
+// deployment is what the deploy paths take from the declaration file.
+type deployment struct {
+	// CounterSources is COUNTER_SOURCES for the deployed functions: the file's place in the upload
+	// as they see it (sources.DeployedPath).
+	CounterSources string
+	// Functions are the per-source functions (functions.SourceFunctions), one per pattern.
+	Functions []functions.Function
+}
+
+// load checks the declaration file that the variables of lookup name, as the functions will read
+// it, and lists what the deploy paths deploy from it.
+func load(lookup func(string) (string, bool)) (deployment, error) {
+	cfg, err := config.Parse(func(name string) (string, bool) {
+		if !slices.Contains(settingNames, name) {
+			return "", false
+		}
+		return lookup(name)
+	})
+	if err != nil {
+		return deployment{}, err
+	}
+	rel, err := inUpload(cfg.CounterSources)
+	if err != nil {
+		return deployment{}, err
+	}
+	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err != nil {
+		return deployment{}, err
+	}
+	d := deployment{CounterSources: sources.DeployedPath(rel)}
+	for _, f := range functions.Deployed() {
+		if f.PerSource {
+			d.Functions = append(d.Functions, functions.SourceFunctions(f, set.Patterns())...)
+		}
+	}
+	for _, f := range d.Functions {
+		if strings.ContainsFunc(f.Trigger.Document, unicode.IsSpace) {
+			return deployment{}, fmt.Errorf("counter sources %s: pattern %q holds white space, which scripts/deploy.sh cannot pass on", cfg.CounterSources, f.Trigger.Document)
+		}
+	}
+	return d, nil
+}
+
+// excludedFolders are the repository's top-level folders that neither upload holds (.gcloudignore,
+// terraform/functions.tf's archive excludes); internal/deploycheck checks the list against both.
+var excludedFolders = []string{".git", ".ci", ".localstack", "bin", "cmd", "internal", "scripts", "terraform",
+	"publisher", "client", "web", "docs"}
+
+// inUpload returns path (relative to the working directory, the repository root) relative to the
+// root, or an error when the deployed functions could not read it: outside the root, or where the
+// upload leaves it out.
+func inUpload(path string) (string, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("COUNTER_SOURCES=%s: the file is outside the repository (%s), so not in the upload the deployed functions read it from: keep it in the repository", path, root)
+	}
+	rel = filepath.ToSlash(rel)
+	parts := strings.Split(rel, "/")
+	if slices.Contains(excludedFolders, parts[0]) || slices.Contains(parts, "testdata") {
+		return "", fmt.Errorf("COUNTER_SOURCES=%s: the upload leaves out %s and testdata/ (.gcloudignore), so the deployed functions could not read it: keep the file elsewhere in the repository", path, strings.Join(excludedFolders, "/, ")+"/")
+	}
+	return rel, nil
+}

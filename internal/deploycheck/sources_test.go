@@ -1,0 +1,335 @@
+package deploycheck_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/deploycheck"
+)
+
+// Two collection counters of different patterns, and a declaration that cannot work: its counter ID
+// uses a wildcard its pattern does not have.
+const (
+	twoSources = `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}"},
+		{"documents": "shops/{shop}/orders/{order}", "counter": "revenue-{shop}", "sum": "amount"}]`
+	oneSource      = `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}"}]`
+	invalidSources = `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{user}"}]`
+)
+
+// sourceNames are the deployed names of the count-documents functions of patterns.
+func sourceNames(patterns ...string) []string {
+	f, _ := functions.DeployedFunction(functions.EntryCountDocumentWrite)
+	var names []string
+	for _, g := range functions.SourceFunctions(f, patterns) {
+		names = append(names, g.Name)
+	}
+	return names
+}
+
+// useSources writes content as a declaration file in a temporary folder of the repository (the
+// deploy paths refuse one outside it, which the upload would not hold) and points COUNTER_SOURCES
+// at it, relative to the repository root; it returns that path.
+func useSources(t *testing.T, content string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(root, ".sources-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "sources.json"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join(filepath.Base(dir), "sources.json")
+	t.Setenv("COUNTER_SOURCES", rel)
+	return rel
+}
+
+// functionDeploys are the gcloud functions deploy commands of a listing, by function name.
+func functionDeploys(commands [][]string) map[string][]string {
+	deploys := map[string][]string{}
+	for _, words := range commands {
+		if len(words) > 3 && strings.Join(words[:3], " ") == "gcloud functions deploy" {
+			deploys[words[3]] = words
+		}
+	}
+	return deploys
+}
+
+// TestDryRunDeploysOneFunctionPerDeclaredPattern: with two declared patterns, the dry run deploys two
+// count-documents functions, named after their patterns, each triggered by writes of its pattern's
+// documents on the configured database, with retries, as the runtime account with every function's
+// settings and COUNTER_SOURCES where the upload holds the file; gcloud parses each.
+func TestDryRunDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
+	rel := useSources(t, twoSources)
+	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--database", "counts", "--database-location", "eur3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploys := functionDeploys(commands)
+	rollup := flags(deploys["rollup-on-shard-write"])
+	patterns := []string{"posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"}
+	var parse [][]string
+	for i, name := range sourceNames(patterns...) {
+		words, ok := deploys[name]
+		if !ok {
+			t.Errorf("no function %s for %s; deployed %v", name, patterns[i], slices.Collect(mapKeys(deploys)))
+			continue
+		}
+		parse = append(parse, words)
+		got := flags(words)
+		want := map[string]string{
+			"--entry-point":                        functions.EntryCountDocumentWrite,
+			"--trigger-event-filters-path-pattern": "document=" + patterns[i],
+			"--trigger-event-filters":              "type=" + functions.EventFirestoreDocWritten + ",database=counts",
+			"--trigger-location":                   "eur3",
+			"--retry":                              "",
+			"--update-labels":                      strings.Join(rollup["--update-labels"], "") + ",counters_source=count-documents",
+		}
+		for _, same := range []string{"--service-account", "--trigger-service-account", "--runtime", "--source", "--build-service-account"} {
+			want[same] = strings.Join(rollup[same], ",")
+		}
+		for flag, w := range want {
+			if g := strings.Join(got[flag], ","); g != w {
+				t.Errorf("%s: %s is %q, want %q", name, flag, g, w)
+			}
+		}
+		env := envPairs(strings.Join(got["--set-env-vars"], ","))
+		if !slices.Contains(env, "COUNTER_SOURCES=serverless_function_source_code/"+filepath.ToSlash(rel)) {
+			t.Errorf("%s: environment %v, want COUNTER_SOURCES where the deployed function finds the upload's %s", name, env, rel)
+		}
+	}
+	n := 0
+	for name := range deploys {
+		if strings.HasPrefix(name, "count-documents") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("deploys %d count-documents functions, want 2", n)
+	}
+	if testing.Short() {
+		return
+	}
+	requireGcloud(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	refused, err := deploycheck.GcloudParses(ctx, parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refused {
+		t.Error(r)
+	}
+}
+
+// mapKeys iterates over m's keys.
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestDeclarationsThatCannotWorkStopTheDeploy: a declaration file that cannot work stops the dry
+// run and a real run before any command, with sources.Load's message naming the entry and the rule;
+// so does one outside the repository, which the upload would not hold.
+func TestDeclarationsThatCannotWorkStopTheDeploy(t *testing.T) {
+	useSources(t, invalidSources)
+	_, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
+	if err == nil || !strings.Contains(err.Error(), `entry 0 ("posts/{post}/likes/{like}")`) ||
+		!strings.Contains(err.Error(), `"likes-{user}" uses {user}, which the documents pattern does not have`) {
+		t.Errorf("dry run with %s: %v; want it refused naming the entry and the rule", invalidSources, err)
+	}
+	g := newFakeGcloud(t)
+	stderr, commands, err := g.deploy(t)
+	if err == nil || !strings.Contains(stderr, "uses {user}") || len(commands) != 1 || commands[0] != "" {
+		t.Errorf("deploy with %s: err %v, gcloud ran %q, stderr %q; want it refused before any command", invalidSources, err, commands, stderr)
+	}
+
+	outside := filepath.Join(t.TempDir(), "sources.json")
+	if err := os.WriteFile(outside, []byte(oneSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COUNTER_SOURCES", outside)
+	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r"); err == nil || !strings.Contains(err.Error(), "outside the repository") {
+		t.Errorf("dry run with COUNTER_SOURCES outside the repository: %v; want it refused", err)
+	}
+}
+
+// TestRemovedDeclarationsLoseTheirFunctions: a function of a counter source whose pattern is no
+// longer declared is deleted after the declared ones are deployed, found by its label; the
+// declared one stays. The dry run shows the step; --remove deletes them all.
+func TestRemovedDeclarationsLoseTheirFunctions(t *testing.T) {
+	names := sourceNames("posts/{post}/likes/{like}", "shops/{shop}/orders/{order}")
+	kept, gone := names[0], names[1]
+	useSources(t, oneSource)
+	g := newFakeGcloud(t, "FAKE_SOURCES=projects/p/locations/r/functions/"+kept+" projects/p/locations/r/functions/"+gone)
+	_, commands, err := g.deploy(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploys, deletes := 0, []string{}
+	for _, c := range commands {
+		if strings.HasPrefix(c, "functions deploy "+kept+" ") {
+			deploys++
+		}
+		if rest, ok := strings.CutPrefix(c, "functions delete "); ok {
+			if deploys == 0 {
+				t.Errorf("deletes before deploying the declared function: %s", c)
+			}
+			deletes = append(deletes, strings.Fields(rest)[0])
+		}
+	}
+	if deploys != 1 || !slices.Equal(deletes, []string{gone}) {
+		t.Errorf("deployed %s %d times and deleted %v; want it deployed once and %s alone deleted", kept, deploys, deletes, gone)
+	}
+
+	dry, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed, deleted bool
+	for _, words := range dry {
+		line := strings.Join(words, " ")
+		listed = listed || strings.HasPrefix(line, "gcloud functions list") && strings.Contains(line, "labels.counters_source")
+		deleted = deleted || strings.HasPrefix(line, "gcloud functions delete DEPLOYED_SOURCES_NAME")
+	}
+	if !listed || !deleted {
+		t.Errorf("dry run: lists the source functions %t, deletes the undeclared %t; want both shown", listed, deleted)
+	}
+
+	_, commands, err = g.deploy(t, "--remove")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletes = nil
+	for _, c := range commands {
+		if rest, ok := strings.CutPrefix(c, "functions delete count-documents-"); ok {
+			deletes = append(deletes, "count-documents-"+strings.Fields(rest)[0])
+		}
+	}
+	if !slices.Equal(deletes, names) {
+		t.Errorf("--remove deleted %v of the source functions, want %v", deletes, names)
+	}
+}
+
+// terraformSources runs the program of terraform/'s data "external" "counter_sources" from the
+// repository root, as Terraform plans it, with its query evaluated for the variables vars, and
+// returns its result (or its standard error with the failure).
+func terraformSources(t *testing.T, vars map[string]cty.Value) (map[string]cty.Value, error) {
+	t.Helper()
+	body := terraformBody(t, "data", "external", "counter_sources")
+	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(vars), "path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("terraform")})}}
+	var program []string
+	for _, w := range evalValue(t, ctx, body.Attributes["program"].Expr).AsValueSlice() {
+		program = append(program, w.AsString())
+	}
+	if dir := evalValue(t, ctx, body.Attributes["working_dir"].Expr).AsString(); dir != "terraform/.." {
+		t.Fatalf("working_dir %q, want the repository root", dir)
+	}
+	query := map[string]string{}
+	for k, v := range evalValue(t, ctx, body.Attributes["query"].Expr).AsValueMap() {
+		query[k] = v.AsString()
+	}
+	in, _ := json.Marshal(query)
+	cmd := exec.Command(program[0], program[1:]...)
+	cmd.Dir, cmd.Stdin = root, bytes.NewReader(in)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	var result map[string]string
+	if err := json.Unmarshal(out, &result); err != nil {
+		t.Fatalf("the program's output %q is not a JSON object of strings, as Terraform's external data source wants: %v", out, err)
+	}
+	values := map[string]cty.Value{}
+	for k, v := range result {
+		values[k] = cty.StringVal(v)
+	}
+	return values, nil
+}
+
+// TestTerraformDeploysOneFunctionPerDeclaredPattern: terraform/'s local.functions, evaluated with
+// what its counter-sources program answers, holds one count-documents function per declared
+// pattern, keyed and named as the gcloud path names it, with its pattern from the root, retries and
+// its entry point; dropping a declaration drops its function (so apply deletes it); and a file that
+// cannot work fails the program, and so the plan, with the entry and the rule.
+func TestTerraformDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
+	vars := map[string]cty.Value{"environment": cty.MapValEmpty(cty.String), "opt_in": cty.SetValEmpty(cty.String),
+		"function_settings": cty.MapValEmpty(cty.DynamicPseudoType), "public_increments": cty.False}
+	for c, name := range map[string]string{"counters": "counters", "rollups": "rollups", "tops": "tops", "dedupe": "counter_dedupe"} {
+		vars[c+"_collection"] = cty.StringVal(name)
+	}
+	funcs := maps.Clone(terraformFunctions)
+	funcs["try"], funcs["jsondecode"] = tryfunc.TryFunc, stdlib.JSONDecodeFunc
+	for _, patterns := range [][]string{{"posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"}, {"posts/{post}/likes/{like}"}} {
+		content := twoSources
+		if len(patterns) == 1 {
+			content = oneSource
+		}
+		rel := useSources(t, content)
+		vars["environment"] = cty.MapVal(map[string]cty.Value{"COUNTER_SOURCES": cty.StringVal(rel)})
+		t.Setenv("COUNTER_SOURCES", "")
+		result, err := terraformSources(t, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{"var": cty.ObjectVal(vars),
+			"data": cty.ObjectVal(map[string]cty.Value{"external": cty.ObjectVal(map[string]cty.Value{
+				"counter_sources": cty.ObjectVal(map[string]cty.Value{"result": cty.ObjectVal(result)})})})}}
+		locals := evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t)}, "counter_sources", "source_functions", "functions")
+		if got, want := locals["counter_sources"].AsString(), "serverless_function_source_code/"+filepath.ToSlash(rel); got != want {
+			t.Errorf("the functions' COUNTER_SOURCES %q, want %q", got, want)
+		}
+		var got []string
+		for key, f := range locals["functions"].AsValueMap() {
+			if f.GetAttr("entry_point").AsString() != functions.EntryCountDocumentWrite {
+				continue
+			}
+			got = append(got, key)
+			if f.GetAttr("name").AsString() != key || !f.GetAttr("retry").True() ||
+				f.GetAttr("event_type").AsString() != functions.EventFirestoreDocWritten {
+				t.Errorf("%s: name %s, retry %s, event type %s; want its key, retries and %s", key, f.GetAttr("name").GoString(),
+					f.GetAttr("retry").GoString(), f.GetAttr("event_type").GoString(), functions.EventFirestoreDocWritten)
+			}
+			if i := slices.Index(sourceNames(patterns...), key); i < 0 || f.GetAttr("document").AsString() != patterns[i] {
+				t.Errorf("%s: document %s; want one function per pattern of %q", key, f.GetAttr("document").GoString(), patterns)
+			}
+		}
+		slices.Sort(got)
+		want := sourceNames(patterns...)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("declared %q: functions %v, want %v", patterns, got, want)
+		}
+	}
+
+	rel := useSources(t, invalidSources)
+	vars["environment"] = cty.MapVal(map[string]cty.Value{"COUNTER_SOURCES": cty.StringVal(rel)})
+	if _, err := terraformSources(t, vars); err == nil || !strings.Contains(err.Error(), `entry 0 ("posts/{post}/likes/{like}")`) ||
+		!strings.Contains(err.Error(), "uses {user}, which the documents pattern does not have") {
+		t.Errorf("the counter-sources program with %s: %v; want it to fail naming the entry and the rule", invalidSources, err)
+	}
+}
