@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/shardcount/counters/sources"
 	"io"
 	"math"
 	"net"
@@ -325,18 +326,27 @@ func (b *EventBridge) deliver(template *http.Request) error {
 }
 
 // watchFirestoreTriggers starts, on the Firestore emulator at firestoreAddr, a watch of the documents
-// of every deployed function with a Firestore trigger on the collections of schema, delivering their
-// events to the function at functionsURL until the bridge stops.
-func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema) error {
+// of every deployed function with a Firestore trigger on the collections of schema (a per-source
+// function: on each pattern of counted), delivering their events to the function at functionsURL
+// until the bridge stops.
+func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema, counted *sources.Set) error {
 	client, err := dialFirestore(ctx, firestoreAddr)
 	if err != nil {
 		return err
 	}
 	b.firestore = client
+	var deployed []functions.Function
 	for _, f := range functions.Deployed() {
+		if f.PerSource {
+			deployed = append(deployed, functions.SourceFunctions(f, counted.Patterns())...)
+		} else {
+			deployed = append(deployed, f)
+		}
+	}
+	for _, f := range deployed {
 		t := f.Trigger
 		if pattern := t.DocumentPattern(schema); pattern != "" {
-			if err := b.watchTriggerDocuments(b.watching, client, project, t.EventType, pattern, functionsURL+"/"+f.EntryPoint); err != nil {
+			if err := b.watchTriggerDocuments(b.watching, client, project, t.EventType, pattern, functionsURL+"/"+f.EntryPoint, f.PerSource); err != nil {
 				return fmt.Errorf("watch %s's documents: %w", f.EntryPoint, err)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/counters/functions/eventhttp"
 )
@@ -49,6 +50,10 @@ type documentWatch struct {
 	// target the function's URL.
 	pattern           []string
 	eventType, target string
+	// exactOld makes an event's old value the document's version just before the change, read at
+	// that time, as Eventarc's is, instead of the version the watch saw last (a collection counter's
+	// trigger: it counts what the change did).
+	exactOld bool
 
 	ctx context.Context
 	// mu guards groups and isWatched (every document with a target).
@@ -76,7 +81,7 @@ type targetGroup struct {
 
 // watchTriggerDocuments starts a watch of the documents of the trigger pattern (its last collection
 // ID must be a literal), delivering their events to target until ctx ends.
-func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firestoreapi.Client, project, eventType, pattern, target string) error {
+func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firestoreapi.Client, project, eventType, pattern, target string, exactOld bool) error {
 	segs := strings.Split(pattern, "/")
 	if len(segs) < 2 || strings.HasPrefix(segs[len(segs)-2], "{") {
 		return fmt.Errorf("trigger pattern %q: its last collection must be named, not a wildcard", pattern)
@@ -89,6 +94,7 @@ func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firesto
 		pattern:   segs,
 		eventType: eventType,
 		target:    target,
+		exactOld:  exactOld,
 		isWatched: make(map[string]bool),
 	}
 	w.ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", w.database)
@@ -283,19 +289,82 @@ func (w *documentWatch) changed(known map[string]*firestorepb.Document, name str
 	} else {
 		known[name] = doc
 	}
+	steps := []step{{old: old, doc: doc, at: deletedAt}}
+	if w.exactOld && doc != nil {
+		steps = w.history(name, old, doc)
+	}
+	for _, st := range steps {
+		w.send(name, st)
+	}
+}
+
+// step is one change of a document: from old to doc (nil: deleted at at, or when zero, now).
+type step struct {
+	old, doc *firestorepb.Document
+	at       time.Time
+}
+
+// send queues the event of st.
+func (w *documentWatch) send(name string, st step) {
 	path := strings.TrimPrefix(name, w.database+"/documents/")
 	at := time.Now()
-	if doc != nil {
-		at = doc.GetUpdateTime().AsTime()
-	} else if deletedAt.Unix() > 0 {
-		at = deletedAt
+	if st.doc != nil {
+		at = st.doc.GetUpdateTime().AsTime()
+	} else if st.at.Unix() > 0 {
+		at = st.at
 	}
-	req, body, err := documentEventRequest(w.eventType, w.target, w.database, path, doc, old, at)
+	req, body, err := documentEventRequest(w.eventType, w.target, w.database, path, st.doc, st.old, at)
 	if err != nil {
 		fmt.Fprintf(w.bridge.log, "event bridge: event of %s: %v\n", path, err)
 		return
 	}
-	w.bridge.enqueue(req, body, path, doc)
+	w.bridge.enqueue(req, body, path, st.doc)
+}
+
+// history is every change from version prev (nil: none seen) to doc, oldest first, as Eventarc
+// delivers them, rebuilt from reads at the times before each version: the listen stream shows only
+// the latest. A delete and re-creation between two seen versions becomes a delete of prev at doc's
+// creation; a version beyond Firestore's version retention ends the walk.
+func (w *documentWatch) history(name string, prev, doc *firestorepb.Document) []step {
+	var steps []step
+	for cur := doc; len(steps) < 100; {
+		if prev != nil && !prev.GetUpdateTime().AsTime().Before(cur.GetUpdateTime().AsTime()) {
+			break
+		}
+		before, err := w.versionBefore(name, cur.GetUpdateTime().AsTime())
+		if err != nil {
+			fmt.Fprintf(w.bridge.log, "event bridge: version before %s: %v\n", name, err)
+			steps = append(steps, step{old: prev, doc: cur})
+			break
+		}
+		steps = append(steps, step{old: before, doc: cur})
+		if before == nil {
+			if prev != nil {
+				steps = append(steps, step{old: prev, at: cur.GetCreateTime().AsTime()})
+			}
+			break
+		}
+		cur = before
+	}
+	slices.Reverse(steps)
+	return steps
+}
+
+// versionBefore reads the document name as it was just before t (nil: missing).
+func (w *documentWatch) versionBefore(name string, t time.Time) (*firestorepb.Document, error) {
+	stream, err := w.client.BatchGetDocuments(w.ctx, &firestorepb.BatchGetDocumentsRequest{
+		Database:            w.database,
+		Documents:           []string{name},
+		ConsistencySelector: &firestorepb.BatchGetDocumentsRequest_ReadTime{ReadTime: timestamppb.New(t.Add(-time.Microsecond))},
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetFound(), nil
 }
 
 // updateMask lists the top-level fields an update changed: added, removed or with another value.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardcount/counters/sources"
 	"io"
 	"net"
 	"os"
@@ -242,6 +243,10 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
+	counted, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err != nil {
+		return nil, err
+	}
 	bridge, err := startEventBridge(out, eventsInFlight())
 	if err != nil {
 		return nil, err
@@ -260,7 +265,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
 		return nil, err
 	}
-	if err := bridge.watchFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema()); err != nil {
+	if err := bridge.watchFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema(), counted); err != nil {
 		return nil, err
 	}
 	if err := s.startFunctions(ctx, out); err != nil {

@@ -1,0 +1,100 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/shardcount/counters/internal/testenv"
+)
+
+// TestCollectionCounterFollowsTheAppsDocumentsOnTheStack writes and deletes like documents and paid
+// orders in the stack's emulator (counter-sources.json declares both) and checks that Count and the
+// roll-up reach count() and sum() of the documents, with no Increment call, and that the counter
+// was made exact from documents that were there before its first event.
+func TestCollectionCounterFollowsTheAppsDocumentsOnTheStack(t *testing.T) {
+	env := testenv.Stack(t)
+	client := env.StackFirestore(t)
+	ctx := context.Background()
+	post, shop := testenv.UniqueID("post"), testenv.UniqueID("shop")
+	likes := client.Collection("posts").Doc(post).Collection("likes")
+	orders := client.Collection("shops").Doc(shop).Collection("orders")
+	for i := range 40 {
+		doc := likes.Doc(fmt.Sprintf("u%d", rand.IntN(20)))
+		var err error
+		if rand.IntN(4) == 0 {
+			_, err = doc.Delete(ctx)
+		} else {
+			_, err = doc.Set(ctx, map[string]any{"at": firestore.ServerTimestamp})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := []string{"paid", "paid", "cart"}[rand.IntN(3)]
+		if _, err := orders.Doc(fmt.Sprintf("o%d", i%15)).Set(ctx, map[string]any{"status": status, "amount": 1 + rand.IntN(50)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantLikes := aggregateOf(t, likes.NewAggregationQuery().WithCount("v"))
+	paid := orders.Where("status", "==", "paid")
+	wantRevenue := aggregateOf(t, paid.NewAggregationQuery().WithSum("amount", "v"))
+	for _, c := range []struct {
+		id   string
+		want int64
+	}{{"likes-" + post, wantLikes}, {"revenue-" + shop, wantRevenue}} {
+		deadline := time.Now().Add(30 * time.Second)
+		var exact, rolled int64
+		for time.Now().Before(deadline) {
+			exact, rolled = countAndRollup(t, env.FunctionsURL, c.id)
+			if exact == c.want && rolled == c.want {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if exact != c.want || rolled != c.want {
+			t.Errorf("%s: Count says %d, its roll-up %d; Firestore's aggregation of its documents says %d", c.id, exact, rolled, c.want)
+		}
+	}
+}
+
+func aggregateOf(t *testing.T, q *firestore.AggregationQuery) int64 {
+	t.Helper()
+	res, err := q.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res["v"].(*firestorepb.Value).GetIntegerValue()
+}
+
+// countAndRollup asks the stack's Count for a counter's exact value and its roll-up's count.
+func countAndRollup(t *testing.T, functionsURL, id string) (exact, rolled int64) {
+	t.Helper()
+	resp, err := http.Get(functionsURL + "/Count?counter=" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Count  int64 `json:"count"`
+		Rollup *struct {
+			Count int64 `json:"count"`
+		} `json:"rollup"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return -1, -1
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Rollup == nil {
+		return body.Count, -1
+	}
+	return body.Count, body.Rollup.Count
+}
