@@ -176,13 +176,23 @@ func metricFilter(name string, more ...string) string {
 	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
 }
 
-// deployedServices is a filter term selecting the Cloud Run services of the deployed functions.
+// deployedServices is a filter term selecting the Cloud Run services of the deployed functions: each
+// by its name, and a per-source function's, one per declared pattern (SourceFunctions), by the
+// prefix their names share.
 func deployedServices() string {
-	var names []string
+	var names, terms []string
 	for _, f := range Deployed() {
+		if f.PerSource {
+			terms = append(terms, "resource.labels.service_name=starts_with("+strconv.Quote(f.Name+"-")+")")
+			continue
+		}
 		names = append(names, strconv.Quote(f.Name))
 	}
-	return "resource.labels.service_name=one_of(" + strings.Join(names, ", ") + ")"
+	terms = append([]string{"resource.labels.service_name=one_of(" + strings.Join(names, ", ") + ")"}, terms...)
+	if len(terms) == 1 {
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, " OR ") + ")"
 }
 
 // AlertPolicies are the alert policies both deployments create.

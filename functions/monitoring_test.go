@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,95 @@ func TestSweepAbsenceAlertOutlastsTheSchedule(t *testing.T) {
 	}
 	if got := p.AbsentFor(); got != 15*period || got%time.Minute != 0 || got < 2*time.Minute || got > 1410*time.Minute {
 		t.Errorf("sweep_absent fires after %v without a sweep; want 15 periods of the schedule %q (%v), whole minutes from 2 to 1410", got, f.Trigger.Schedule, period)
+	}
+}
+
+// serviceSelected evaluates the Cloud Run service term of a time series filter, as deployedServices
+// writes it, for service: `resource.labels.service_name=one_of("a", "b")` or
+// `resource.labels.service_name=starts_with("p")`, alone or ORed in parentheses. Any other service
+// term fails the test.
+func serviceSelected(t *testing.T, filter, service string) bool {
+	t.Helper()
+	var term string
+	for _, part := range strings.Split(filter, " AND ") {
+		if strings.Contains(part, "service_name") {
+			term = part
+		}
+	}
+	if term == "" {
+		t.Fatalf("filter %s selects no Cloud Run service", filter)
+	}
+	if inner, ok := strings.CutPrefix(term, "("); ok {
+		term = strings.TrimSuffix(inner, ")")
+	}
+	for _, comparison := range strings.Split(term, " OR ") {
+		value, ok := strings.CutPrefix(comparison, "resource.labels.service_name=")
+		switch {
+		case !ok:
+			t.Fatalf("filter %s: %q is not a comparison of resource.labels.service_name", filter, comparison)
+		case strings.HasPrefix(value, "one_of(") && strings.HasSuffix(value, ")"):
+			for _, name := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(value, "one_of("), ")"), ", ") {
+				if name == strconv.Quote(service) {
+					return true
+				}
+			}
+		case strings.HasPrefix(value, "starts_with(") && strings.HasSuffix(value, ")"):
+			prefix, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(value, "starts_with("), ")"))
+			if err != nil {
+				t.Fatalf("filter %s: %q: %v", filter, comparison, err)
+			}
+			if strings.HasPrefix(service, prefix) {
+				return true
+			}
+		default:
+			t.Fatalf("filter %s: %q is not one_of(...) or starts_with(...)", filter, value)
+		}
+	}
+	return false
+}
+
+// TestCloudRunChartsAndAlertsSeeEveryFunction: every alert policy and dashboard line on a Cloud Run
+// metric (429s, requests by response class, instances) selects the service of every deployed
+// function, the count-documents functions of declared patterns included (one service per pattern,
+// named by SourceFunctions), and no other service.
+func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
+	var services []string
+	for _, f := range functions.Deployed() {
+		if !f.PerSource {
+			services = append(services, f.Name)
+			continue
+		}
+		for _, g := range functions.SourceFunctions(f, []string{"posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"}) {
+			services = append(services, g.Name)
+		}
+	}
+	filters := map[string]string{}
+	for _, p := range functions.AlertPolicies() {
+		filters["alert "+p.Key] = p.Filter
+	}
+	for _, c := range functions.DashboardCharts() {
+		for i, l := range c.Lines {
+			filters[fmt.Sprintf("chart %q line %d", c.Title, i)] = l.Filter
+		}
+	}
+	checked := 0
+	for name, filter := range filters {
+		if !strings.Contains(filter, `metric.type="run.googleapis.com/`) {
+			continue
+		}
+		checked++
+		for _, s := range services {
+			if !serviceSelected(t, filter, s) {
+				t.Errorf("%s: the filter leaves out the function %s: %s", name, s, filter)
+			}
+		}
+		for _, other := range []string{"my-app-api", "count-documents", "counter"} {
+			if serviceSelected(t, filter, other) {
+				t.Errorf("%s: the filter selects the service %s, which is not ours: %s", name, other, filter)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no alert or chart on a Cloud Run metric: nothing checked")
 	}
 }

@@ -157,8 +157,10 @@ func TestDescribeFailuresOtherThanNotFoundStopTheDeploy(t *testing.T) {
 }
 
 // TestRuntimeRoleIsTheDatabasesOnly: the runtime account's roles/datastore.user is conditioned on the
-// deployment's database, and every function is built by the build account, not the default one.
+// deployment's database, and every function is built by the build account, not the default one,
+// the functions of two declared counter sources included.
 func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
+	useSources(t, twoSources)
 	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--database", "counts")
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +181,11 @@ func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
 	}
 	want := 0
 	for _, f := range functions.Deployed() {
-		if !f.OptIn { // deployed only when named
+		switch {
+		case f.OptIn: // deployed only when named
+		case f.PerSource: // one per declared pattern
+			want += len(sourceNames("posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"))
+		default:
 			want++
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/deploycheck"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/sources"
 )
 
 // groupSetting is a field setting or index a deployment applies to a collection group: a TTL
@@ -132,7 +133,7 @@ func terraformGroupSettings(t *testing.T, names map[string]string) []groupSettin
 			vars[strings.ToLower(s.Name)] = cty.StringVal(value)
 		}
 	}
-	locals := map[string]cty.Value{"deployment": generatedDeployment(t)}
+	locals := map[string]cty.Value{"deployment": generatedDeployment(t), "counter_sources": defaultCounterSources}
 	eval := func(expr hcl.Expression, more map[string]cty.Value) cty.Value {
 		t.Helper()
 		vs := map[string]cty.Value{"var": cty.ObjectVal(vars), "local": cty.ObjectVal(locals)}
@@ -180,6 +181,10 @@ func dynamicBlock(t *testing.T, body *hclsyntax.Body, name string) *hclsyntax.Bo
 	t.Fatalf("no dynamic %q block", name)
 	return nil
 }
+
+// defaultCounterSources is local.counter_sources (sources.tf) when the declaration file is the
+// default one: its place in the upload as the deployed functions see it.
+var defaultCounterSources = cty.StringVal("serverless_function_source_code/" + sources.DefaultFile)
 
 // generatedDeployment is local.deployment of terraform/deployment.gen.tf.json.
 func generatedDeployment(t *testing.T) cty.Value {

@@ -12,15 +12,26 @@ import (
 	"github.com/shardcount/counters/internal/deploycheck"
 )
 
+// sourceLabel is the label deploy.sh gives the functions of the counter sources (its value is the
+// manifest function's name), by which it finds them to delete them.
+const sourceLabel = "counters_source"
+
 // createdBy lists what deploy.sh's commands create, and deletedBy what --remove's commands delete, in
-// the same words: "function NAME", "topic NAME", "subscription NAME", "job NAME", "account EMAIL",
-// "role MEMBER ROLE CONDITION".
+// the same words, sorted and without repeats: "function NAME", "topic NAME", "subscription NAME",
+// "job NAME", "account EMAIL", "role MEMBER ROLE CONDITION", and "functions labelled KEY" for the
+// functions of the counter sources, which a deploy creates one per declared pattern with the label
+// KEY and --remove deletes as it finds them by that label (a dry run names them
+// DEPLOYED_SOURCES_NAME after the gcloud functions list --filter=labels.KEY:* that finds them).
 func createdBy(commands [][]string) []string {
 	var out []string
 	for _, words := range commands {
 		line, f := strings.Join(words, " "), flags(words)
 		switch {
 		case strings.HasPrefix(line, "gcloud functions deploy "):
+			if labelled(f["--update-labels"], sourceLabel) {
+				out = append(out, "functions labelled "+sourceLabel)
+				break
+			}
 			out = append(out, "function "+words[3])
 		case strings.HasPrefix(line, "gcloud pubsub topics create "):
 			out = append(out, "topic "+words[4])
@@ -35,14 +46,36 @@ func createdBy(commands [][]string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
+}
+
+// labelled reports whether the --update-labels values give the label key.
+func labelled(labels []string, key string) bool {
+	for _, value := range labels {
+		for _, pair := range strings.Split(value, ",") {
+			if k, _, _ := strings.Cut(pair, "="); k == key {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func deletedBy(commands [][]string) []string {
 	var out []string
+	listedLabel := "" // the label of the latest gcloud functions list --filter=labels.KEY:*
 	for _, words := range commands {
 		line, f := strings.Join(words, " "), flags(words)
 		switch {
+		case strings.HasPrefix(line, "gcloud functions list "):
+			listedLabel = ""
+			for _, filter := range f["--filter"] {
+				if key, ok := strings.CutPrefix(filter, "labels."); ok && strings.HasSuffix(key, ":*") {
+					listedLabel = strings.TrimSuffix(key, ":*")
+				}
+			}
+		case strings.HasPrefix(line, "gcloud functions delete DEPLOYED_SOURCES_NAME "):
+			out = append(out, "functions labelled "+listedLabel)
 		case strings.HasPrefix(line, "gcloud functions delete "):
 			out = append(out, "function "+words[3])
 		case strings.HasPrefix(line, "gcloud pubsub topics delete "):
@@ -58,15 +91,16 @@ func deletedBy(commands [][]string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // TestRemoveUndoesTheDeploy: deploy.sh --remove --dry-run deletes exactly what the deploy creates
-// (every function, opt-in ones included, the topics, the subscription, the scheduler job, the
-// accounts and their project roles), and puts back to the database's defaults exactly the field
-// settings the deploy sets, with the default collection names and others; it never creates,
-// deploys or grants anything.
+// (every function, opt-in ones included, the functions of the declared counter sources by their
+// label, the topics, the subscription, the scheduler job, the accounts and their project roles), and
+// puts back to the database's defaults exactly the field settings the deploy sets, with the default
+// collection names and others; it never creates, deploys or grants anything.
 func TestRemoveUndoesTheDeploy(t *testing.T) {
+	useSources(t, twoSources)
 	for _, names := range collectionsVariants {
 		t.Run(fmt.Sprint(names), func(t *testing.T) {
 			args := []string{"--project", "p", "--region", "r"}

@@ -422,7 +422,7 @@ func TestTerraformHasAVariableForEachCollection(t *testing.T) {
 	funcs["keys"], funcs["setsubtract"] = stdlib.KeysFunc, stdlib.SetSubtractFunc
 	ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
 		"var": cty.ObjectVal(vars), "local": cty.ObjectVal(map[string]cty.Value{"deployment": generatedDeployment(t),
-			"counter_sources": cty.StringVal("serverless_function_source_code/counter-sources.json")}),
+			"counter_sources": defaultCounterSources}),
 	}}
 	environment, diags := terraformLocal(t, "environment").Value(ctx)
 	if diags.HasErrors() {
