@@ -3,12 +3,14 @@ package deploycheck_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shardcount/counters/internal/deploycheck"
@@ -28,41 +30,50 @@ type repoPackage struct {
 // needs (go list -deps .).
 func repoPackages(t *testing.T) []repoPackage {
 	t.Helper()
-	abs, err := filepath.Abs(root)
+	pkgs, err := listRepoPackages()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// listRepoPackages runs go list once per test binary for repoPackages.
+var listRepoPackages = sync.OnceValues(func() ([]repoPackage, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
 	}
 	list := exec.Command("go", "list", "-json", "./...")
 	list.Dir = abs
 	out, err := list.Output()
 	if err != nil {
-		t.Fatalf("go list ./...: %v", err)
+		return nil, fmt.Errorf("go list ./...: %w", err)
 	}
 	deps := exec.Command("go", "list", "-deps", ".")
 	deps.Dir = abs
 	depsOut, err := deps.Output()
 	if err != nil {
-		t.Fatalf("go list -deps .: %v", err)
+		return nil, fmt.Errorf("go list -deps .: %w", err)
 	}
 	deployed := strings.Fields(string(depsOut))
 	var pkgs []repoPackage
 	for dec := json.NewDecoder(strings.NewReader(string(out))); dec.More(); {
 		var p repoPackage
 		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		rel, err := filepath.Rel(abs, p.Dir)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		p.rel, p.deployed = filepath.ToSlash(rel), slices.Contains(deployed, p.ImportPath)
 		pkgs = append(pkgs, p)
 	}
 	if len(pkgs) < 10 {
-		t.Fatalf("go list ./... found %d packages, want the repository's", len(pkgs))
+		return nil, fmt.Errorf("go list ./... found %d packages, want the repository's", len(pkgs))
 	}
-	return pkgs
-}
+	return pkgs, nil
+})
 
 // TestLayoutListsEveryPackage: the layout listing of docs/development.md names the directory of
 // every Go package of the repository (the root package by its file, counters.go).
