@@ -6,7 +6,7 @@ data "archive_file" "source" {
   output_path = "${path.module}/.build/source.zip"
   excludes = [
     ".git", ".git/**", ".ci/**", ".localstack/**", "bin/**", "cmd/**", "internal/**", "scripts/**",
-    "terraform/**", "publisher/**", "client/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
+    "terraform/**", "publisher/**", "client/**", "rules/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
     "*.rules", "Makefile", "web/**", "docs/**",
   ]
 }

@@ -9,6 +9,9 @@
 // publisher retrying it would: with a key it counts once.
 //
 //	go run ./cmd/publish -key order-42 -times 3 likes:5   # likes grows by 5, once
+//
+// It gives up, naming the address it tried, when the emulator does not accept a connection within
+// dialTimeout or a publish gets no answer within publishTimeout.
 package main
 
 import (
@@ -17,9 +20,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shardcount/counters/publisher"
 	"github.com/shardcount/counters/shared"
@@ -27,6 +32,12 @@ import (
 
 // localProject is the local stack's default project, used with the emulator when none is given.
 const localProject = "demo-counters"
+
+// Bounds of talking to Pub/Sub: reaching the emulator's port, and each publish (variables for tests).
+var (
+	dialTimeout    = 3 * time.Second
+	publishTimeout = 30 * time.Second
+)
 
 func main() {
 	if err := run(context.Background(), os.Args[1:]); err != nil {
@@ -48,7 +59,8 @@ func run(ctx context.Context, args []string) error {
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" {
+	emulator := os.Getenv("PUBSUB_EMULATOR_HOST")
+	if emulator != "" {
 		*project = cmp.Or(*project, localProject)
 	}
 	if *project == "" {
@@ -64,19 +76,42 @@ func run(ctx context.Context, args []string) error {
 	if _, err := publisher.Message(*key, incs...); err != nil { // refuse bad input before connecting
 		return err
 	}
+	if emulator != "" {
+		if err := checkEmulator(emulator); err != nil {
+			return err
+		}
+	}
 	p, err := publisher.New(ctx, *project, *topic)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
 	for range *times {
-		id, err := p.Publish(ctx, *key, incs...)
+		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		id, err := p.Publish(pctx, *key, incs...)
+		cancel()
 		if err != nil {
+			// No Close: it would wait for the unanswered publish.
+			if emulator != "" && errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("no answer from the Pub/Sub emulator at %s within %s: %w\n%s", emulator, publishTimeout, err, emulatorHint)
+			}
 			return err
 		}
 		fmt.Printf("published message %s to projects/%s/topics/%s key=%q increments=%v\n", id, *project, *topic, *key, incs)
 	}
-	return nil
+	return p.Close()
+}
+
+// emulatorHint says how to point publish at the local stack's Pub/Sub emulator.
+const emulatorHint = "Is the local stack running (make run)? Set PUBSUB_PORT (make publish) or PUBSUB_EMULATOR_HOST (go run ./cmd/publish) to the port of its Pub/Sub emulator; the stack prints it at start-up (pubsub=HOST:PORT)."
+
+// checkEmulator returns an error naming host, and how to fix it, unless host accepts a TCP
+// connection within dialTimeout.
+func checkEmulator(host string) error {
+	c, err := net.DialTimeout("tcp", host, dialTimeout)
+	if err != nil {
+		return fmt.Errorf("the Pub/Sub emulator is not reachable at %s (PUBSUB_EMULATOR_HOST): %w\n%s", host, err, emulatorHint)
+	}
+	return c.Close()
 }
 
 // parseIncrements reads COUNTER[:DELTA] arguments. The delta follows the last colon, so counter IDs

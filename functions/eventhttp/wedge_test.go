@@ -106,6 +106,9 @@ func TestLoneDeliveryAfterCancelledBurstIsAnswered(t *testing.T) {
 // an orphan with a probability of at least a half (their goroutine chooses at random between a ready
 // send and its ended context), so all 50 fail to in fewer than one run in 10^15.
 func TestFrameworkCloudEventReceiverWedges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (about 20 s), and checks the Functions Framework, not this code: runs in `make test`, or go test without -short")
+	}
 	cancelled, _, err := cancelledBurstThenLone(t, frameworkCloudEventPath)
 	if err == nil {
 		t.Fatalf("the framework's receiver answered the lone delivery after %d cancelled deliveries: it no longer wedges", cancelled)

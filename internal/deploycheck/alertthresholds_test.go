@@ -88,6 +88,7 @@ func overridden(t *testing.T, key string, policy map[string]any) (condition map[
 // sweep_absent's metric-absence duration (VALUE minutes); and it refuses, before anything runs, an
 // absence threshold the API would refuse (not a whole number of minutes from 2 to 1410, 23.5 hours).
 func TestDeployShAlertThresholdsReachTheConditions(t *testing.T) {
+	requireBash(t)
 	keys := restPolicyKeys(t)
 	args := []string{"--project", "p", "--region", "r"}
 	want := map[string]map[string]any{}

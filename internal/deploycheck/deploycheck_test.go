@@ -34,6 +34,7 @@ func flags(words []string) map[string][]string {
 // it), with its entry point, trigger and limits, and gives it only variables that functions/config
 // declares.
 func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
+	requireBash(t)
 	known := map[string]bool{}
 	for _, s := range config.Settings() {
 		known[s.Name] = true
@@ -108,6 +109,7 @@ func envPairs(value string) []string {
 
 // TestUnknownVariablesAreRefused: a typo in a variable's name stops deploy.sh before it starts.
 func TestUnknownVariablesAreRefused(t *testing.T) {
+	requireBash(t)
 	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--env", "MAX_DELTAS=5"); err == nil || !strings.Contains(err.Error(), "MAX_DELTAS") {
 		t.Errorf("deploy.sh accepted --env MAX_DELTAS=5: %v", err)
 	}

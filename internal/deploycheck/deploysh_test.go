@@ -89,6 +89,7 @@ func removed(commands []string, name string) []string {
 // invokers reach ConfigureCounter only and HTTP invokers the others, and a failed revoke stops the
 // deploy instead of being hidden.
 func TestInvokerListsAreAuthoritative(t *testing.T) {
+	requireBash(t)
 	g := newFakeGcloud(t, "FAKE_INVOKERS=user:gone@x.com user:app@x.com user:ops@x.com allUsers")
 	_, commands, err := g.deploy(t, "--invoker", "user:app@x.com", "--admin-invoker", "user:ops@x.com")
 	if err != nil {
@@ -126,6 +127,7 @@ func TestInvokerListsAreAuthoritative(t *testing.T) {
 // TestPublicMembersAreRefused: allUsers and allAuthenticatedUsers are refused in both invoker lists,
 // before anything runs.
 func TestPublicMembersAreRefused(t *testing.T) {
+	requireBash(t)
 	for _, flag := range []string{"--invoker", "--admin-invoker"} {
 		for _, member := range []string{"allUsers", "allAuthenticatedUsers"} {
 			_, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", flag, member)
@@ -140,6 +142,7 @@ func TestPublicMembersAreRefused(t *testing.T) {
 // absence (here: no permission) stops the deploy with gcloud's message, and creates nothing; one that
 // says NOT_FOUND creates the resource.
 func TestDescribeFailuresOtherThanNotFoundStopTheDeploy(t *testing.T) {
+	requireBash(t)
 	denied := newFakeGcloud(t, "FAKE_DESCRIBE_ERROR=ERROR: (gcloud.firestore.databases.describe) PERMISSION_DENIED: caller lacks datastore.databases.get")
 	stderr, commands, err := denied.deploy(t)
 	if err == nil || !strings.Contains(stderr, "PERMISSION_DENIED: caller lacks datastore.databases.get") {
@@ -160,6 +163,7 @@ func TestDescribeFailuresOtherThanNotFoundStopTheDeploy(t *testing.T) {
 // deployment's database, and every function is built by the build account, not the default one,
 // the functions of two declared counter sources included.
 func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
+	requireBash(t)
 	useSources(t, twoSources)
 	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--database", "counts")
 	if err != nil {
@@ -214,6 +218,7 @@ esac
 // database's release then names, created when the database has none; the token never shows; a
 // file without the counters' block is refused before anything runs.
 func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
+	requireBash(t)
 	g := newFakeGcloud(t)
 	if err := os.WriteFile(filepath.Join(g.dir, "curl"), []byte(fakeCurlScript), 0o755); err != nil {
 		t.Fatal(err)
@@ -300,6 +305,7 @@ func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 // (gcf-v2-sources-PROJECT_NUMBER-REGION, where both paths' sources are built from) and its objects,
 // not on every bucket of the project: deploy.sh and Terraform grant it under that condition.
 func TestBuildAccountReachesOnlyTheSourceBucket(t *testing.T) {
+	requireBash(t)
 	const scoped = `resource.name == "projects/_/buckets/gcf-v2-sources-%s-r" || resource.name.startsWith("projects/_/buckets/gcf-v2-sources-%s-r/")`
 	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
 	if err != nil {

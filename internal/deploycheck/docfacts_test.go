@@ -124,6 +124,7 @@ func declaredCounts(t *testing.T) map[string][]int {
 // the count declared in Go (functions.Deployed, FieldSettings, Topics, CompositeIndexes) or created by
 // deploy.sh's dry run (service accounts).
 func TestProseCountsMatchDeclarations(t *testing.T) {
+	requireBash(t)
 	want := declaredCounts(t)
 	if want["service account"][0] == 0 {
 		t.Fatal("deploy.sh --dry-run creates no service account: the dry run's output changed, fix this test")

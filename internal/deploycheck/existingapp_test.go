@@ -46,6 +46,7 @@ func existingAppLines(t *testing.T, prefix string) [][]string {
 // page's example, and passes every gcloud command they print through the installed gcloud's parser.
 // The deploy is the dry run without --dry-run, and the removal's dry run is there.
 func TestExistingAppDeployCommandsRun(t *testing.T) {
+	requireBash(t)
 	appRules := filepath.Join(root, "web", "test", "notes-app.rules") // the page's example (internal/quickstart checks)
 	var commands [][]string
 	var dryRuns, runs []string
@@ -157,6 +158,7 @@ func TestExistingAppTerraformNamesExist(t *testing.T) {
 // subscription, scheduler job and service account that the deploy (with every opt-in function)
 // creates, and nothing else of that kind.
 func TestExistingAppListsWhatTheDeployCreates(t *testing.T) {
+	requireBash(t)
 	text, err := os.ReadFile(existingAppPage)
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,13 @@ package deploycheck_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/testenv"
 )
 
 // scriptOptions are the option combinations deploy.sh documents (--help), each on top of
@@ -92,16 +92,18 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 		len(commands), fromDocs, skipped)
 }
 
+// requireBash skips the test under -short, and fails it when bash, which runs deploy.sh, is not
+// installed.
+func requireBash(t *testing.T) {
+	t.Helper()
+	testenv.RequireTool(t, "bash", "deploy.sh is a bash script (Debian package bash)")
+}
+
 // requireGcloud skips the test under -short, and fails it when the Google Cloud CLI, whose parser
 // and ignore rules the checks use, is not installed.
 func requireGcloud(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs gcloud: run `make test` (or go test without -short)")
-	}
-	if _, err := exec.LookPath("gcloud"); err != nil {
-		t.Fatal("gcloud is not on the PATH: install the Google Cloud CLI (the emulators of `make test` need it too)")
-	}
+	testenv.RequireTool(t, "gcloud", "install the Google Cloud CLI (the emulators of `make test` need it too)")
 }
 
 // TestEnvValuesReachGcloudWhole: every --env value, commas and gcloud's other delimiters in it

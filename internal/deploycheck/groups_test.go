@@ -65,6 +65,7 @@ func checkOursByName(t *testing.T, path string, settings []groupSetting, rollups
 // collection group whose ID contains "counter"; every index setting on such a group, on shards or on
 // the roll-up collection; both paths set the same ones, with the default collection names and others.
 func TestDeployPathsTouchOnlyOurCollectionGroups(t *testing.T) {
+	requireBash(t)
 	for _, names := range collectionsVariants {
 		t.Run(fmt.Sprint(names), func(t *testing.T) {
 			rollups := config.Default().RollupsCollection
@@ -224,6 +225,7 @@ func generatedLocal(t *testing.T, file, name string) cty.Value {
 // cannot name a collection an app may use, in deploy.sh, in Terraform's variable or in the
 // functions' configuration; a name containing "counter" is taken.
 func TestCollectionsGivenATTLMustSayCounter(t *testing.T) {
+	requireBash(t)
 	checked := 0
 	for _, f := range functions.FieldSettings() {
 		if !f.TTL || strings.ToUpper(f.Collection) != f.Collection {

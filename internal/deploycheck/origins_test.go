@@ -19,6 +19,7 @@ import (
 // start-up, so a value a browser would never send is refused before anything is deployed, not
 // found when the functions fail to start.
 func TestDeployPathsCheckAllowedOriginsAsTheFunctionsDo(t *testing.T) {
+	requireBash(t)
 	values := []string{
 		"https://app.example.com",
 		"https://app.example.com http://localhost:5173",

@@ -96,6 +96,7 @@ func terraformWarning(t *testing.T, public bool, env []string) string {
 // when the client sends the member; they stay quiet only when none of these holds, and for a
 // private Increment.
 func TestPublicIncrementsWarnOfWhatAnyoneCanDo(t *testing.T) {
+	requireBash(t)
 	warnings := make([]string, len(publicIncrementCases))
 	for i, c := range publicIncrementCases {
 		script := deployWarning(t, true, c.env)

@@ -100,6 +100,7 @@ func deletedBy(commands [][]string) []string {
 // puts back to the database's defaults exactly the field settings the deploy sets, with the default
 // collection names and others; it never creates, deploys or grants anything.
 func TestRemoveUndoesTheDeploy(t *testing.T) {
+	requireBash(t)
 	useSources(t, twoSources)
 	for _, names := range collectionsVariants {
 		t.Run(fmt.Sprint(names), func(t *testing.T) {
@@ -144,6 +145,7 @@ func TestRemoveUndoesTheDeploy(t *testing.T) {
 // top lists' indexes and none of an app's: not one on another collection group with the same fields,
 // not one on the roll-ups with other fields or directions, not one of collection-group scope.
 func TestRemoveDeletesOnlyOurCompositeIndexes(t *testing.T) {
+	requireBash(t)
 	const prefix = "projects/p/databases/(default)/collectionGroups/"
 	listing := strings.Join([]string{
 		prefix + "rollups/indexes/OURS1\tCOLLECTION\tgroup;count;__name__\tASCENDING;DESCENDING;DESCENDING",
@@ -178,6 +180,7 @@ func TestRemoveDeletesOnlyOurCompositeIndexes(t *testing.T) {
 // TestRemoveRestoresOnlyAnAppsOwnRules: --remove --replace-rules takes the app's own rules, and
 // refuses a file that still holds the counters' block, before anything runs.
 func TestRemoveRestoresOnlyAnAppsOwnRules(t *testing.T) {
+	requireBash(t)
 	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--remove", "--replace-rules", filepath.Join(root, "firestore.rules")); err == nil ||
 		!strings.Contains(err.Error(), "still holds the counters' block") {
 		t.Errorf("--remove --replace-rules firestore.rules: %v; want it refused", err)

@@ -325,6 +325,7 @@ func TestTerraformLeavesRulesUnlessAskedToReplaceThem(t *testing.T) {
 // runs it (/bin/sh -c COMMAND, with its environment), hands deploy.sh the module's values as whole
 // arguments, whatever they hold: no value becomes shell code.
 func TestDeadLetterCommandQuotesItsValues(t *testing.T) {
+	requireBash(t)
 	var provisioner *hclsyntax.Body
 	for _, b := range terraformBody(t, "resource", "terraform_data", "dead_letter_policy").Blocks {
 		if b.Type == "provisioner" && b.Labels[0] == "local-exec" {

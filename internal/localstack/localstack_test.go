@@ -159,8 +159,12 @@ func processesMentioning(s string) []string {
 	return found
 }
 
-// TestMissingJavaIsNamed: without Java the stack refuses to start and says what to install.
+// TestMissingJavaIsNamed: without Java the stack refuses to start and says what to install. It
+// builds the binary, so it runs without -short only (internal/emulators checks the message under -short).
 func TestMissingJavaIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (builds the localstack binary): runs in `make test`, or go test without -short")
+	}
 	bin := testenv.BuildLocalstack(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),

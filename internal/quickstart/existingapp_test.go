@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,6 +56,8 @@ func TestExistingAppRulesSteps(t *testing.T) {
 	if !ok || !ok2 || shown != example {
 		t.Fatalf("%s: its ```rules block is not web/test/notes-app.rules:\n%s", existingApp, shown)
 	}
+	testenv.RequireTool(t, "bash", "the page's commands are bash lines (Debian package bash)")
+	testenv.RequireTool(t, "make", "the page's make rules lines need it (Debian package make)")
 	dir := t.TempDir()
 	appRules := filepath.Join(dir, "firestore.rules")
 	var removes int
@@ -111,12 +112,8 @@ func TestExistingAppRulesSteps(t *testing.T) {
 // app's indexes and field settings and ours (firestore.indexes.json), each once, also after a
 // second run.
 func TestExistingAppIndexMerge(t *testing.T) {
-	if _, err := exec.LookPath("jq"); err != nil {
-		if testing.Short() {
-			t.Skip("jq is not installed; without -short this fails (Debian package jq)")
-		}
-		t.Fatal("jq is not installed (Debian package jq): the page's index merge needs it")
-	}
+	testenv.RequireTool(t, "bash", "the page's commands are bash lines (Debian package bash)")
+	testenv.RequireTool(t, "jq", "the page's index merge needs it (Debian package jq)")
 	line := linesStarting(t, existingAppCode(t), "jq ")[0]
 	dir := t.TempDir()
 	appFile := filepath.Join(dir, "firestore.indexes.json")

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,16 @@ func SkipIfShort(t testing.TB, needs string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skipf("needs %s: run `make test`, or go test without -short inside `bin/localstack exec --`", needs)
+	}
+}
+
+// RequireTool skips t under -short, like SkipIfShort; otherwise it fails t unless name is on the
+// PATH, saying how to install it (install).
+func RequireTool(t testing.TB, name, install string) {
+	t.Helper()
+	SkipIfShort(t, name)
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is not on the PATH: %s", name, install)
 	}
 }
 

@@ -179,9 +179,10 @@ func TestWebClientInChromium(t *testing.T) {
 	runNodeTests(t, "test/client.test.mjs")
 }
 
-// requireChromium fails t when there is no Chromium to drive.
+// requireChromium skips t under -short; otherwise it fails t when there is no Chromium to drive.
 func requireChromium(t *testing.T) {
 	t.Helper()
+	testenv.SkipIfShort(t, "Chromium and the local stack")
 	path := os.Getenv("CHROMIUM_PATH")
 	if path == "" {
 		path = "/usr/bin/chromium"

@@ -1,0 +1,201 @@
+package deploycheck_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shardcount/counters/internal/deploycheck"
+)
+
+// repoPackage is a Go package of the repository, as go list describes it.
+type repoPackage struct {
+	ImportPath, Dir string
+	GoFiles         []string
+	// rel is Dir relative to the repository, "." for the root package.
+	rel string
+	// deployed: the root package or one it imports, which the uploads must hold.
+	deployed bool
+}
+
+// repoPackages lists every Go package of the repository, marking those the deployed root package
+// needs (go list -deps .).
+func repoPackages(t *testing.T) []repoPackage {
+	t.Helper()
+	pkgs, err := listRepoPackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// listRepoPackages runs go list once per test binary for repoPackages.
+var listRepoPackages = sync.OnceValues(func() ([]repoPackage, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	list := exec.Command("go", "list", "-json", "./...")
+	list.Dir = abs
+	out, err := list.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list ./...: %w", err)
+	}
+	deps := exec.Command("go", "list", "-deps", ".")
+	deps.Dir = abs
+	depsOut, err := deps.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -deps .: %w", err)
+	}
+	deployed := strings.Fields(string(depsOut))
+	var pkgs []repoPackage
+	for dec := json.NewDecoder(strings.NewReader(string(out))); dec.More(); {
+		var p repoPackage
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(abs, p.Dir)
+		if err != nil {
+			return nil, err
+		}
+		p.rel, p.deployed = filepath.ToSlash(rel), slices.Contains(deployed, p.ImportPath)
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		return nil, fmt.Errorf("go list ./... found %d packages, want the repository's", len(pkgs))
+	}
+	return pkgs, nil
+})
+
+// TestLayoutListsEveryPackage: the layout listing of docs/development.md names the directory of
+// every Go package of the repository (the root package by its file, counters.go).
+func TestLayoutListsEveryPackage(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "\n## Layout\n")
+	_, block, ok2 := strings.Cut(section, "```\n")
+	block, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/development.md: no code block under ## Layout")
+	}
+	listed := map[string]bool{}
+	for line := range strings.SplitSeq(block, "\n") {
+		if fields := strings.Fields(line); len(fields) > 0 && !strings.HasPrefix(line, " ") {
+			listed[strings.TrimSuffix(fields[0], "/")] = true
+		}
+	}
+	for _, p := range repoPackages(t) {
+		name := p.rel
+		if name == "." {
+			name = "counters.go"
+		}
+		if !listed[name] {
+			t.Errorf("docs/development.md, ## Layout: package %s is not listed (a line starting %s/)", p.ImportPath, name)
+		}
+	}
+}
+
+// ignorePattern is one pattern of .gcloudignore (gitignore syntax, without negation or **).
+type ignorePattern struct {
+	glob     string
+	dirOnly  bool // a trailing /: matches directories only
+	anchored bool // a / before the end: matched against the path from the root, not a name
+}
+
+// gcloudIgnore reads .gcloudignore's patterns, failing t on syntax this check does not know.
+func gcloudIgnore(t *testing.T) (patterns []ignorePattern, comment string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, ".gcloudignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "#"):
+			comment += line + "\n"
+			continue
+		case line == "":
+			continue
+		case strings.HasPrefix(line, "!") || strings.Contains(line, "**") || strings.HasPrefix(line, "#!include"):
+			t.Fatalf(".gcloudignore: %q: this check does not know negations, ** or includes; teach it", line)
+		}
+		p := ignorePattern{dirOnly: strings.HasSuffix(line, "/")}
+		glob := strings.TrimSuffix(line, "/")
+		p.anchored = strings.Contains(glob, "/")
+		p.glob = strings.TrimPrefix(glob, "/")
+		patterns = append(patterns, p)
+	}
+	return patterns, comment
+}
+
+// ignored reports whether gcloud leaves rel (a path relative to the root, a directory when dir)
+// out of the upload: a pattern matches it or one of its parent directories.
+func ignored(patterns []ignorePattern, rel string, dir bool) bool {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		prefix, isDir := strings.Join(parts[:i+1], "/"), dir || i < len(parts)-1
+		for _, p := range patterns {
+			subject := parts[i]
+			if p.anchored {
+				subject = prefix
+			}
+			if match, _ := path.Match(p.glob, subject); match && (isDir || !p.dirOnly) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestUploadsHoldExactlyTheDeployedPackages: .gcloudignore, a deny-list, leaves out every Go package
+// the deployed root package does not import and none of the Go files of those it does, and its
+// opening comment names each of the latter's directories; the Terraform archive's excludes agree.
+// (TestUploadsBuild checks the same with gcloud itself, without -short.)
+func TestUploadsHoldExactlyTheDeployedPackages(t *testing.T) {
+	patterns, comment := gcloudIgnore(t)
+	excludes, err := deploycheck.ArchiveExcludes(filepath.Join(root, "terraform"), "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archived, err := deploycheck.ArchiveUpload(root, excludes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range repoPackages(t) {
+		if !p.deployed {
+			if !ignored(patterns, p.rel, true) {
+				t.Errorf(".gcloudignore: package %s is uploaded, but the deployed package does not import it: add /%s/", p.ImportPath, p.rel)
+			}
+			for _, f := range p.GoFiles {
+				if slices.Contains(archived, path.Join(p.rel, f)) {
+					t.Errorf("terraform/functions.tf: the archive holds %s, of a package the deployed package does not import: exclude %s/**", path.Join(p.rel, f), p.rel)
+				}
+			}
+			continue
+		}
+		for _, f := range p.GoFiles {
+			file := path.Join(p.rel, f)
+			if ignored(patterns, file, false) {
+				t.Errorf(".gcloudignore leaves out %s, which the deployed package needs", file)
+			}
+			if !slices.Contains(archived, file) {
+				t.Errorf("terraform/functions.tf: the archive leaves out %s, which the deployed package needs", file)
+			}
+		}
+		if top, _, _ := strings.Cut(p.rel, "/"); top != "." && !strings.Contains(comment, top+"/") {
+			t.Errorf(".gcloudignore: its comment does not name %s/, which the upload holds (package %s)", top, p.ImportPath)
+		}
+	}
+}
