@@ -56,7 +56,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		counters: counters,
 		rollups:  rollup.NewStore(client, cfg.Schema()),
 		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
-		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval),
+		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
 		log:      log,
 		applied:  applied,
 		refused:  refused,
