@@ -33,6 +33,8 @@ type Service struct {
 	callers  *callerauth.Verifier // nil: callers are not verified
 	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
 	origins  map[string]bool      // ALLOWED_ORIGINS
+
+	betweenCountReads func(id string) // tests: runs between Count's read of the roll-up and of the exact value
 }
 
 // NewService wires the entry points to a Firestore client.
