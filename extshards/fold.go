@@ -107,10 +107,11 @@ type Folder struct {
 	carry    *shared.Carrier // Notify's folds and the event that waits for them
 
 	mu        sync.Mutex
-	pending   map[string]*run      // per main document: the run that has not yet read its shards
-	latest    map[string]*run      // per main document: the newest run started, which the next one waits for
-	lastWrite map[string]time.Time // per main document: when this Folder last wrote it (local clock)
-	seen      map[string]time.Time // per main document: when this Folder last saw it exist (local clock)
+	pending   map[string]*run         // per main document: the run that has not yet read its shards
+	latest    map[string]*run         // per main document: the newest run started, which the next one waits for
+	lastWrite map[string]time.Time    // per main document: when this Folder last wrote it (local clock)
+	seen      map[string]time.Time    // per main document: when this Folder last saw it exist (local clock)
+	checking  map[string]*existsCheck // per main document: the read of Exists in flight
 
 	maxWait time.Duration // MaxWait; shorter in tests
 
@@ -126,7 +127,8 @@ type Folder struct {
 func NewFolder(client *firestore.Client, interval time.Duration, targets Targets) *Folder {
 	clock := shared.SystemClock{}
 	return &Folder{client: client, interval: interval, targets: targets, maxWait: MaxWait, clock: clock, carry: &shared.Carrier{Clock: clock},
-		pending: map[string]*run{}, latest: map[string]*run{}, lastWrite: map[string]time.Time{}, seen: map[string]time.Time{}}
+		pending: map[string]*run{}, latest: map[string]*run{}, lastWrite: map[string]time.Time{}, seen: map[string]time.Time{},
+		checking: map[string]*existsCheck{}}
 }
 
 // run is one fold of a main document, shared by every caller that came before it read the shards.
@@ -236,24 +238,56 @@ func (f *Folder) Declares(doc string) bool {
 }
 
 // Exists says whether the main document doc exists: from this Folder's memory when a fold or a
-// previous call saw it within the last 10 minutes, else read.
+// previous call saw it within the last 10 minutes, else read (concurrent calls share one read).
 func (f *Folder) Exists(ctx context.Context, doc string) (bool, error) {
 	f.mu.Lock()
 	seen, ok := f.seen[doc]
-	f.mu.Unlock()
 	if ok && f.clock.Now().Sub(seen) < existsFor {
+		f.mu.Unlock()
 		return true, nil
 	}
+	c := f.checking[doc]
+	if c == nil {
+		c = &existsCheck{done: make(chan struct{})}
+		f.checking[doc] = c
+		go f.check(context.WithoutCancel(ctx), doc, c)
+	}
+	f.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.exists, c.err
+	case <-ctx.Done():
+		return false, fmt.Errorf("read main document %q: %w", doc, ctx.Err())
+	}
+}
+
+// existsCheck is one read of a main document shared by the callers of Exists.
+type existsCheck struct {
+	done   chan struct{}
+	exists bool
+	err    error
+}
+
+// check reads doc for c.
+func (f *Folder) check(ctx context.Context, doc string, c *existsCheck) {
+	defer func() {
+		f.mu.Lock()
+		delete(f.checking, doc)
+		f.mu.Unlock()
+		close(c.done)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, foldTimeout)
+	defer cancel()
 	_, err := f.client.Doc(doc).Get(ctx)
 	switch status.Code(err) {
 	case codes.OK:
 		f.saw(doc, true)
-		return true, nil
+		c.exists = true
 	case codes.NotFound:
 		f.saw(doc, false)
-		return false, nil
+	default:
+		c.err = fmt.Errorf("read main document %q: %w", doc, err)
 	}
-	return false, fmt.Errorf("read main document %q: %w", doc, err)
 }
 
 // saw records whether doc was found to exist now.
