@@ -60,8 +60,8 @@ func TestExtensionShardID(t *testing.T) {
 // TestFoldCannotRaiseAFieldItWasNotToldToCount: an app's rules let a user write any subcollection
 // of users/{uid}, not its credits. The user writes users/u1/_counter_shards_/<uuid>
 // {credits: 1000000}: the fold refuses users/u1 (no target declares it), and credits stay 5. On a
-// declared document, an uncounted field in a shard stays there, and a shard whose ID is not of the
-// extension's form is not folded.
+// declared document, an uncounted field in a shard stays there, a partial holding one is left whole,
+// and a shard whose ID is not of the extension's form is not folded.
 func TestFoldCannotRaiseAFieldItWasNotToldToCount(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
@@ -80,6 +80,10 @@ func TestFoldCannotRaiseAFieldItWasNotToldToCount(t *testing.T) {
 	if _, err := client.Doc(post).Collection(extshards.ShardsCollection).Doc("x").Set(ctx, map[string]any{"likes": 1000}); err != nil {
 		t.Fatal(err)
 	}
+	partial := map[string]any{"_updates_": []any{map[string]any{"_id_": "a", "_data_": map[string]any{"likes": 2, "credits": 1000}}}}
+	if _, err := client.Doc(post).Collection(extshards.ShardsCollection).Doc("\tabcd").Set(ctx, partial); err != nil {
+		t.Fatal(err)
+	}
 	folder := newFolder(client, 10*time.Millisecond)
 	if res, err := folder.Fold(ctx, user); !errors.Is(err, extshards.ErrNotDeclared) {
 		t.Errorf("fold of %s = %+v, %v; want ErrNotDeclared", user, res, err)
@@ -88,8 +92,9 @@ func TestFoldCannotRaiseAFieldItWasNotToldToCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Ignored != 1 {
-		t.Errorf("fold of %s = %+v, want the shard x ignored", post, res)
+	var uncounted *extshards.UncountedFieldsError
+	if res.Ignored != 1 || len(res.Skipped) != 1 || !errors.As(res.Skipped[0], &uncounted) {
+		t.Errorf("fold of %s = %+v, want the shard x ignored and the partial skipped", post, res)
 	}
 	if n, err := folder.Sweep(ctx); err != nil || n != 1 {
 		t.Errorf("sweep folded %d documents, %v; want 1 (%s only)", n, err, post)

@@ -61,8 +61,8 @@ type Result struct {
 	Shards int
 	// Writes is how many times it wrote the main document.
 	Writes int
-	// Skipped says, for each shard left unfolded because it cannot be, why (a *FieldConflictError,
-	// or a partial holding fields its target does not count).
+	// Skipped says, for each partial left unfolded because it holds fields its target does not
+	// count, why (a *UncountedFieldsError).
 	Skipped []error
 	// Waiting is how many shards and partials it left, uncounted, because the main document does not
 	// exist (a fold creates no document): they are folded once the app creates it.
@@ -77,6 +77,8 @@ type Result struct {
 
 // FieldConflictError reports a shard left unfolded because Field (a dotted path) is a number in
 // some shards or partials and a map in this one, or the other way round: no sum can hold both.
+//
+// Deprecated: folds count only the declared fields, each of one shape, so none reports it.
 type FieldConflictError struct {
 	Shard string // the shard's document path
 	Field string
