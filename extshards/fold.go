@@ -166,10 +166,11 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 // so at one time), so no fold counts anything twice, whatever is retried or resent. Emptied shards
 // that hold nothing but counted fields are then deleted; anything else stays in the shards. Other
 // fields of doc are untouched. A fold creates no document: while doc does not exist, its shards
-// wait (Result.Waiting), up to MaxWait (then Result.Dropped). Concurrent callers in one Folder share one run; runs of one doc follow each other, each
-// waiting until an interval after the previous write of doc by this Folder (its clock) and by
-// anyone (doc's update time on Firestore's clock), unless doc was written twice within an interval
-// (the app writes doc itself: waiting would starve the folds).
+// wait (Result.Waiting), up to MaxWait (then Result.Dropped). Concurrent callers in one Folder
+// share one run; runs of one doc follow each other, each waiting until an interval after the
+// previous write of doc by this Folder (its clock) and by anyone (doc's update time on Firestore's
+// clock), unless doc was written twice within an interval (the app writes doc itself: waiting
+// would starve the folds).
 func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	if _, ok := f.targets.Match(doc); !ok {
 		return Result{}, fmt.Errorf("fold shards of %q: %w", doc, ErrNotDeclared)
