@@ -141,7 +141,7 @@ func TestCostPer1000IncrementsGrowsWithWritesOnly(t *testing.T) {
 			project := testenv.NewProjectID()
 			writer := testenv.FirestoreOf(t, project)
 			var b billing
-			folder := extshards.NewFolder(countedClient(t, project, &b), time.Second)
+			folder := newFolder(countedClient(t, project, &b), time.Second)
 			ctx := context.Background()
 			clients := 1000 / sc.docs / sc.perClient
 			var wg sync.WaitGroup

@@ -2,6 +2,8 @@ package extshards_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sync"
@@ -18,9 +20,35 @@ import (
 	"github.com/shardcount/counters/internal/testenv"
 )
 
+// testTargets declare the documents and fields these tests count.
+var testTargets = func() extshards.Targets {
+	ts, err := extshards.ParseTargets("posts/{post}:likes,stats.views pages/{page}:visits,views " +
+		"games/{game}:score.total users/{uid}/posts/{post}:likes")
+	if err != nil {
+		panic(err)
+	}
+	return ts
+}()
+
+// newFolder is a Folder of testTargets.
+func newFolder(client *firestore.Client, interval time.Duration) *extshards.Folder {
+	return extshards.NewFolder(client, interval, testTargets)
+}
+
+// clientShard is the shard ID, a UUID as the extension's clients make, that a test names name.
+func clientShard(name string) string {
+	if extshards.ExtensionShardID(name) {
+		return name
+	}
+	h := sha256.Sum256([]byte(name))
+	x := hex.EncodeToString(h[:16])
+	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+}
+
 // incrementShard writes as the extension's clients do: set({path: increment(n)}, {merge: true}) on
-// doc/_counter_shards_/shard, the dotted field split into nested maps.
+// doc/_counter_shards_/clientShard(shard), the dotted field split into nested maps.
 func incrementShard(ctx context.Context, client *firestore.Client, doc, shard string, fields map[string]int64) error {
+	shard = clientShard(shard)
 	updates := map[string]any{}
 	for path, n := range fields {
 		m := updates
@@ -115,15 +143,16 @@ func TestFoldAddsShardsAndPartialsExactlyOnce(t *testing.T) {
 	must(incrementShard(ctx, client, doc, "u1", map[string]int64{"likes": 3, "stats.views": 1}))
 	must(incrementShard(ctx, client, doc, "u2", map[string]int64{"likes": 2}))
 	shards := client.Doc(doc).Collection(extshards.ShardsCollection)
-	_, err := shards.Doc("\tu1ab").Set(ctx, map[string]any{"_updates_": []any{
+	_, err := shards.Doc("\tc1ab").Set(ctx, map[string]any{"_updates_": []any{
 		map[string]any{"_id_": "a", "_data_": map[string]any{"likes": 10, "stats": map[string]any{"views": 4}}},
 		map[string]any{"_id_": "b", "_data_": map[string]any{"likes": -4}},
 	}})
 	must(err)
-	_, err = shards.Doc("junk").Set(ctx, map[string]any{"likes": 1, "note": "kept"})
+	junkID := clientShard("junk")
+	_, err = shards.Doc(junkID).Set(ctx, map[string]any{"likes": 1, "note": "kept"})
 	must(err)
 
-	folder := extshards.NewFolder(client, 100*time.Millisecond)
+	folder := newFolder(client, 100*time.Millisecond)
 	res, err := folder.Fold(ctx, doc)
 	must(err)
 	if res.Shards != 4 || res.Writes != 1 {
@@ -137,10 +166,10 @@ func TestFoldAddsShardsAndPartialsExactlyOnce(t *testing.T) {
 		if got := snap.Data(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("main document = %v, want %v", got, want)
 		}
-		if ids := shardIDs(t, client, doc); !slices.Equal(ids, []string{"junk"}) {
+		if ids := shardIDs(t, client, doc); !slices.Equal(ids, []string{junkID}) {
 			t.Errorf("shards left: %q, want only junk", ids)
 		}
-		junk, err := shards.Doc("junk").Get(ctx)
+		junk, err := shards.Doc(junkID).Get(ctx)
 		must(err)
 		if got := fmt.Sprint(junk.Data()); got != fmt.Sprint(map[string]any{"likes": int64(0), "note": "kept"}) {
 			t.Errorf("junk shard = %s", got)
@@ -162,7 +191,7 @@ func TestFoldWritesMainAtMostOncePerInterval(t *testing.T) {
 	const doc, interval = "pages/home", time.Second
 	createMain(t, writer, doc)
 	folders := []*extshards.Folder{
-		extshards.NewFolder(clients[0], interval), extshards.NewFolder(clients[1], interval), extshards.NewFolder(clients[2], interval),
+		newFolder(clients[0], interval), newFolder(clients[1], interval), newFolder(clients[2], interval),
 	}
 	ctx := context.Background()
 	var written atomic.Int64
@@ -224,7 +253,7 @@ func TestFoldUnderLostAnswersNeverDoublesOrLoses(t *testing.T) {
 	ff := testenv.FirestoreBehindFaultProxy(t)
 	const doc = "games/g1"
 	createMain(t, ff.Direct, doc)
-	folder := extshards.NewFolder(ff.Client, 200*time.Millisecond)
+	folder := newFolder(ff.Client, 200*time.Millisecond)
 	ctx := context.Background()
 	ff.Proxy.SetFaults(faultproxy.Faults{ResetRate: 0.1, DropResponseRate: 0.15, Match: []byte(extshards.ShardsCollection)})
 	var want int64
@@ -304,7 +333,7 @@ func TestFoldOfAKilledInstanceIsRedeliveredExactlyOnce(t *testing.T) {
 				want += int64(i + 1)
 			}
 			ff.Proxy.SetFaults(c.faults)
-			killed := extshards.NewFolder(ff.Client, 100*time.Millisecond)
+			killed := newFolder(ff.Client, 100*time.Millisecond)
 			fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			_, err := killed.Fold(fctx, doc)
 			cancel()
@@ -317,7 +346,7 @@ func TestFoldOfAKilledInstanceIsRedeliveredExactlyOnce(t *testing.T) {
 				t.Fatalf("after the killed fold score.total = %d; want the commit applied %t", got, applied)
 			}
 
-			next := extshards.NewFolder(ff.Direct, 100*time.Millisecond)
+			next := newFolder(ff.Direct, 100*time.Millisecond)
 			var wg sync.WaitGroup
 			for range 5 {
 				wg.Go(func() {
@@ -369,7 +398,7 @@ func TestSweepFoldsWhatTheExtensionLeftExactlyOnce(t *testing.T) {
 	if err := incrementShard(ctx, client, b, "ffff", map[string]int64{"likes": 4}); err != nil {
 		t.Fatal(err)
 	}
-	folder := extshards.NewFolder(client, 100*time.Millisecond)
+	folder := newFolder(client, 100*time.Millisecond)
 	for range 2 {
 		if n, err := folder.Sweep(ctx); err != nil {
 			t.Fatal(err)

@@ -83,7 +83,8 @@ type purgeResponse struct {
 //   - PUT or POST {"counter": "<id>", "group": "G"}: the counter is ranked in G's top lists ("": none).
 //   - PUT or POST {"counter": "<id>", "reset": true}: set the value to zero (200, with the value
 //     discarded); 404 for an unknown counter.
-//   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200); 404 when unknown.
+//   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200), and refresh the top
+//     lists that ranked it; 404 when unknown.
 //   - A reset and a delete then delete up to counter.MaxMembersPerPurge member documents per member
 //     collection that no longer count; "members_left": true asks for PUT or POST {"counter": "<id>",
 //     "purge_members": true}, which deletes as many more, until it answers false.
@@ -101,8 +102,16 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		if err != nil {
 			return 0, nil, err
 		}
+		ranked, err := s.rollups.Get(r.Context(), id) // the top lists it is in
+		if err != nil && shared.IsRetryable(err) {
+			return 0, nil, err
+		}
 		if err := s.counters.Delete(r.Context(), id); err != nil {
 			return 0, nil, err
+		}
+		if err := s.engine.RefreshTopsAfterDelete(r.Context(), id, ranked); err != nil {
+			s.log.WarnContext(r.Context(), "top lists not refreshed after a counter delete; they rank it until their group's next roll-up",
+				"counter", id, "error", err.Error())
 		}
 		return http.StatusOK, deleteResponse{Counter: id, Deleted: true, membersPurge: s.purgeMembers(r, id)}, nil
 	}

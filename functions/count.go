@@ -37,7 +37,7 @@ type windowCountResponse struct {
 var countMethods = []string{http.MethodGet, http.MethodHead}
 
 // Count is the HTTP entry point that reports a counter's exact value (one aggregation query) next to
-// its roll-up: GET ?counter=<id>; with &window=hour|day|month, the count in the window's current UTC
+// its roll-up, read before the value (the roll-up is never ahead of it): GET ?counter=<id>; with &window=hour|day|month, the count in the window's current UTC
 // bucket, or in &bucket=<label> (2026-11-23T18, 2026-11-23, 2026-11).
 func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.count) }
 
@@ -52,6 +52,14 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	if q := r.URL.Query(); q.Has("window") || q.Has("bucket") {
 		return s.windowCount(r, id)
 	}
+	// The roll-up is read before the exact value, so that the answer never shows a roll-up ahead of it.
+	doc, rollupErr := s.rollups.Get(r.Context(), id)
+	if rollupErr != nil && shared.IsRetryable(rollupErr) {
+		return 0, nil, rollupErr
+	}
+	if s.betweenCountReads != nil {
+		s.betweenCountReads(id)
+	}
 	value, err := s.counters.Value(r.Context(), id)
 	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
 		// The stored data is broken, not the request: 500, naming what an operator must fix (Count is
@@ -64,12 +72,9 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	}
 	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
 	// A broken roll-up must not take the exact value down with it: report it as missing, and log why.
-	doc, err := s.rollups.Get(r.Context(), id)
 	switch {
-	case err != nil && shared.IsRetryable(err):
-		return 0, nil, err
-	case err != nil:
-		s.log.ErrorContext(r.Context(), "roll-up unreadable; answered without it", "counter", id, "error", err.Error())
+	case rollupErr != nil:
+		s.log.ErrorContext(r.Context(), "roll-up unreadable; answered without it", "counter", id, "error", rollupErr.Error())
 	case doc != nil:
 		resp.Rollup = &rollupSummary{Count: doc.Count, UpdatedAt: doc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 	}

@@ -2,6 +2,8 @@ package functions
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -11,19 +13,31 @@ import (
 	"github.com/shardcount/counters/functions/eventhttp"
 )
 
+// errMainMissing fails the event of a shard whose main document does not exist yet, so that the
+// platform redelivers it until the app creates the document.
+var errMainMissing = errors.New("main document does not exist yet; its shards wait")
+
 // FoldExtensionShards is the CloudEvent entry point for google.cloud.firestore.document.v1.written
 // on the firestore-counter extension's shards (ExtensionShardsPattern): it makes sure a fold of the
 // written shard's main document that reads the shards after this write follows, within about one
-// EXTENSION_FOLD_INTERVAL (extshards.Folder.Fold). The event is answered at once; the fold runs in
-// this instance while one event at a time, the carrier, waits for the instance's folds (see
+// EXTENSION_FOLD_INTERVAL (extshards.Folder.Fold). Only documents that EXTENSION_FOLDS declares are
+// folded; the events of others are acknowledged and logged. The event is answered at once; the fold
+// runs in this instance while one event at a time, the carrier, waits for the instance's folds (see
 // extshards.Folder.Notify). Events of documents that hold nothing to fold (deletes, shards a fold
-// emptied) are acknowledged without a fold.
+// emptied) are acknowledged without a fold. While the main document does not exist, the event fails
+// (the platform redelivers it, for up to 24 h): its shards wait, uncounted, for the app to create
+// the document.
 func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error {
 	path, underDocuments := strings.CutPrefix(e.Subject(), "documents/")
 	doc, ok := extshards.MainDocument(path)
 	if !underDocuments || !ok {
 		s.log.ErrorContext(ctx, "event subject is not an extension shard document; event dropped",
 			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", ExtensionShardsPattern)
+		return nil
+	}
+	if !s.folder.Declares(doc) {
+		s.log.WarnContext(ctx, "extension shard under a document that EXTENSION_FOLDS does not declare; not folded",
+			"event", EventFoldError, "kind", "not_declared", "document", doc, "event_id", e.ID())
 		return nil
 	}
 	written, err := eventhttp.WrittenDocument(e.Data())
@@ -34,12 +48,36 @@ func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error 
 		return nil
 	}
 	logCtx := context.WithoutCancel(ctx)
-	carried, err := s.folder.Notify(ctx, doc, func(res extshards.Result, err error) {
-		attrs := []slog.Attr{slog.String("document", doc), slog.String("event_id", e.ID())}
+	logWaiting := func(res extshards.Result, attrs []slog.Attr) {
 		if res.Dropped > 0 {
-			s.log.LogAttrs(logCtx, slog.LevelWarn, "extension shards of a missing document deleted uncounted",
-				append(attrs, slog.Int("dropped", res.Dropped))...)
+			s.log.LogAttrs(logCtx, slog.LevelWarn, "extension shards of a missing document deleted uncounted after waiting 24 h",
+				append(attrs, slog.String("event", EventFoldWaiting), slog.String("kind", "dropped"), slog.Int("shards", res.Dropped))...)
 		}
+		if res.Waiting > 0 {
+			s.log.LogAttrs(logCtx, slog.LevelWarn, "extension shards wait for their main document",
+				append(attrs, slog.String("event", EventFoldWaiting), slog.String("kind", "waiting"), slog.Int("shards", res.Waiting))...)
+		}
+	}
+	attrs := []slog.Attr{slog.String("document", doc), slog.String("event_id", e.ID())}
+	exists, err := s.folder.Exists(ctx, doc)
+	if err != nil {
+		return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc))
+	}
+	if !exists {
+		// Fold all the same: shards that waited too long are deleted, and the app may have just
+		// created the document.
+		res, err := s.folder.Fold(ctx, doc)
+		if err != nil {
+			return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc))
+		}
+		logWaiting(res, attrs)
+		if res.Waiting > 0 {
+			return fmt.Errorf("fold extension shards of %q: %w", doc, errMainMissing)
+		}
+		return nil
+	}
+	carried, err := s.folder.Notify(ctx, doc, func(res extshards.Result, err error) {
+		logWaiting(res, attrs)
 		for _, skipped := range res.Skipped {
 			s.log.LogAttrs(logCtx, slog.LevelError, "extension shard left unfolded", append(attrs, slog.String("event", EventFoldError),
 				slog.String("kind", "shard_left_unfolded"), slog.String("error", skipped.Error()))...)

@@ -3,6 +3,7 @@ package functions
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -21,6 +22,9 @@ import (
 	"github.com/shardcount/counters/internal/testenv"
 )
 
+// extensionShard is a shard ID of the extension's form (a client's UUID).
+const extensionShard = "0d3f2b4e-8a1c-4b7e-9f00-123456789abc"
+
 // TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor: an event of a shard holding an increment folds
 // its main document; the events of a fold's own writes (a shard at zero, a delete) and a subject
 // outside the pattern are acknowledged without a fold (the main document stays as it is, although
@@ -30,13 +34,14 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 	client := testenv.Firestore(t)
 	cfg := config.Default()
 	cfg.ExtensionFoldInterval = 100 * time.Millisecond
+	cfg.ExtensionFolds = "posts/{post}:likes"
 	var logs bytes.Buffer
 	s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
 	const doc = "posts/p1"
 	if _, err := client.Doc(doc).Create(ctx, map[string]any{}); err != nil { // a fold creates no document
 		t.Fatal(err)
 	}
-	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc("u1")
+	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(extensionShard)
 	likes := func() any {
 		snap, err := client.Doc(doc).Get(ctx)
 		if err != nil {
@@ -61,17 +66,17 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 	int64Field := func(n int64) map[string]*firestorepb.Value {
 		return map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: n}}}
 	}
-	name := "projects/p/databases/(default)/documents/" + doc + "/_counter_shards_/u1"
+	name := "projects/p/databases/(default)/documents/" + doc + "/_counter_shards_/" + extensionShard
 	if _, err := shard.Set(ctx, map[string]any{"likes": firestore.Increment(3)}, firestore.MergeAll); err != nil {
 		t.Fatal(err)
 	}
-	deliver("documents/"+doc+"/_counter_shards_/u1", &firestorepb.Document{Name: name, Fields: int64Field(0)})
-	deliver("documents/"+doc+"/_counter_shards_/u1", nil)
+	deliver("documents/"+doc+"/_counter_shards_/"+extensionShard, &firestorepb.Document{Name: name, Fields: int64Field(0)})
+	deliver("documents/"+doc+"/_counter_shards_/"+extensionShard, nil)
 	deliver("documents/"+doc, &firestorepb.Document{Name: name, Fields: int64Field(3)})
 	if got := likes(); got != nil {
 		t.Fatalf("likes = %v before any event asked for a fold, want none", got)
 	}
-	deliver("documents/"+doc+"/_counter_shards_/u1", &firestorepb.Document{Name: name, Fields: int64Field(3)})
+	deliver("documents/"+doc+"/_counter_shards_/"+extensionShard, &firestorepb.Document{Name: name, Fields: int64Field(3)})
 	if got := likes(); got != int64(3) {
 		t.Fatalf("likes = %v after the shard's event, want 3", got)
 	}
@@ -90,6 +95,7 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	writer := clients[2]
 	cfg := config.Default()
 	cfg.ExtensionFoldInterval = 200 * time.Millisecond
+	cfg.ExtensionFolds = "posts/{post}:likes"
 	var logs [2]bytes.Buffer // each written by its instance's logger only
 	services := []*Service{
 		NewService(cfg, clients[0], cloudlog.New(&logs[0], slog.LevelWarn)),
@@ -99,6 +105,13 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	ctx := context.Background()
 	if _, err := writer.Doc(doc).Create(ctx, map[string]any{}); err != nil { // a fold creates no document
 		t.Fatal(err)
+	}
+	for _, s := range services {
+		// The first event of a document an instance has not seen waits for one read of it (whether
+		// it exists): made here, before the load, it would otherwise hold the first burst's events.
+		if exists, err := s.folder.Exists(ctx, doc); err != nil || !exists {
+			t.Fatalf("exists %s: %t, %v", doc, exists, err)
+		}
 	}
 	type span struct{ start, end time.Time }
 	var (
@@ -136,7 +149,7 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	stop := time.Now().Add(3 * time.Second)
 	for c := range 20 {
 		wg.Go(func() {
-			shard := fmt.Sprintf("client-%d", c)
+			shard := fmt.Sprintf("00000000-0000-0000-0000-%012d", c)
 			for i := 0; time.Now().Before(stop); i++ {
 				if _, err := writer.Doc(doc).Collection(extshards.ShardsCollection).Doc(shard).Set(ctx,
 					map[string]any{"likes": firestore.Increment(1)}, firestore.MergeAll); err != nil {
@@ -179,4 +192,115 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	if t.Failed() {
 		t.Logf("logs:\n%s%s", logs[0].String(), logs[1].String())
 	}
+}
+
+// shardEvent is the event of a write of doc's shard extensionShard holding likes.
+func shardEvent(t *testing.T, doc string, likes int64) event.Event {
+	t.Helper()
+	name := doc + "/" + extshards.ShardsCollection + "/" + extensionShard
+	e := event.New()
+	e.SetID(testenv.UniqueID("event"))
+	e.SetType(EventFirestoreDocWritten)
+	e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
+	e.SetSubject("documents/" + name)
+	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + name,
+		Fields: map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: likes}}}}
+	if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestFoldExtensionShardsCannotRaiseAFieldOfAnUndeclaredDocument: the app's rules let a user write
+// any subcollection of users/{uid} (users/{uid}/{sub}/{doc}), not its credits; EXTENSION_FOLDS
+// declares the example's posts and pages. The user writes users/u1/_counter_shards_/<uuid>
+// {credits: 1000000}: the event is acknowledged, logged, and credits stay 5.
+func TestFoldExtensionShardsCannotRaiseAFieldOfAnUndeclaredDocument(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	cfg := config.Default()
+	cfg.ExtensionFoldInterval = 100 * time.Millisecond
+	cfg.ExtensionFolds = "pages/{page}:visits posts/{post}:likes,stats.views"
+	var logs testenv.LogBuffer
+	s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
+	user := "users/" + testenv.UniqueID("u")
+	if _, err := client.Doc(user).Set(ctx, map[string]any{"credits": 5}); err != nil {
+		t.Fatal(err)
+	}
+	shard := client.Doc(user).Collection(extshards.ShardsCollection).Doc(extensionShard)
+	if _, err := shard.Set(ctx, map[string]any{"credits": firestore.Increment(1_000_000)}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	e := shardEvent(t, user, 0)
+	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + user + "/_counter_shards_/" + extensionShard,
+		Fields: map[string]*firestorepb.Value{"credits": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1_000_000}}}}
+	if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldExtensionShards(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // a fold, were one started, would have written by now
+	snap, err := client.Doc(user).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Data()["credits"]; got != int64(5) {
+		t.Errorf("credits = %v after the user's shard was handled, want 5", got)
+	}
+	if !loggedEvent(t, &logs, EventFoldError, "not_declared") {
+		t.Errorf("the shard of an undeclared document was not logged: %v", logs.Lines(t))
+	}
+}
+
+// TestFoldExtensionShardsWaitsForALateParent: a client increments a shard of posts/<id> before the
+// app created it. The shard's event fails (so that the platform redelivers it) while the document
+// is missing, leaving the shard; once the app creates the document, the redelivered event folds it.
+func TestFoldExtensionShardsWaitsForALateParent(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	cfg := config.Default()
+	cfg.ExtensionFoldInterval = 100 * time.Millisecond
+	cfg.ExtensionFolds = "posts/{post}:likes"
+	var logs testenv.LogBuffer
+	s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
+	doc := "posts/" + testenv.UniqueID("late")
+	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(extensionShard)
+	if _, err := shard.Set(ctx, map[string]any{"likes": firestore.Increment(1)}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	e := shardEvent(t, doc, 1)
+	err := s.FoldExtensionShards(ctx, e)
+	if !errors.Is(err, errMainMissing) {
+		t.Fatalf("event of a shard under a missing document: %v, want errMainMissing (redeliver)", err)
+	}
+	if snap, err := shard.Get(ctx); err != nil || snap.Data()["likes"] != int64(1) {
+		t.Fatalf("the waiting shard: %v, %v; want likes 1 kept", snap.Data(), err)
+	}
+	if _, err := client.Doc(doc).Create(ctx, map[string]any{"title": "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldExtensionShards(ctx, e); err != nil {
+		t.Fatalf("the redelivered event once the document exists: %v", err)
+	}
+	snap, err := client.Doc(doc).Get(ctx) // the event carried: it returned once its fold was done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Data()["likes"]; got != int64(1) {
+		t.Errorf("likes = %v once the app created the document, want 1", got)
+	}
+	if !loggedEvent(t, &logs, EventFoldWaiting, "waiting") {
+		t.Errorf("the waiting shards were not logged: %v", logs.Lines(t))
+	}
+}
+
+// loggedEvent says whether logs hold a line of event with kind.
+func loggedEvent(t *testing.T, logs *testenv.LogBuffer, event, kind string) bool {
+	for _, l := range logs.Lines(t) {
+		if l["event"] == event && l["kind"] == kind {
+			return true
+		}
+	}
+	return false
 }

@@ -110,7 +110,10 @@ func LogMetrics() []LogMetric {
 			Description: "Scheduled sweeps that ran out of time or failed (the next one resumes where it stopped)."},
 		{Name: "counters_fold_errors", Event: EventFoldError, EntryPoints: []string{EntryFoldExtensionShards},
 			Labels:      []string{"kind"},
-			Description: "Extension folds that failed and extension shards left unfolded, by kind (fold_failed, shard_left_unfolded)."},
+			Description: "Extension folds that failed and extension shards left unfolded, by kind (fold_failed, shard_left_unfolded, not_declared)."},
+		{Name: "counters_fold_waiting", Event: EventFoldWaiting, EntryPoints: []string{EntryFoldExtensionShards},
+			Labels:      []string{"kind"},
+			Description: "Extension shard events whose main document does not exist, by kind: waiting (the event is redelivered until the app creates it) or dropped (shards deleted uncounted after 24 h)."},
 	}
 }
 
@@ -291,5 +294,6 @@ func DashboardCharts() []Chart {
 		{Title: "Instances per function", Lines: []ChartLine{{Filter: `metric.type="run.googleapis.com/container/instance_count" AND resource.type="cloud_run_revision" AND ` + deployedServices(),
 			Aligner: "ALIGN_MAX", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.label.service_name"}}}},
 		{Title: "Extension fold errors per minute, by kind", Lines: []ChartLine{perMinute(metricFilter("counters_fold_errors"), "metric.label.kind")}},
+		{Title: "Extension shard events waiting for their main document per minute, by kind", Lines: []ChartLine{perMinute(metricFilter("counters_fold_waiting"), "metric.label.kind")}},
 	}
 }

@@ -26,13 +26,15 @@ import (
 // TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (LogMetrics) matches a line that
 // its functions really write, captured from real calls against the emulator: an increment applied
 // and one refused (the summaries at shutdown), a message applied, a 504, a roll-up by the trigger,
-// a sweep that finishes and one out of time, a fold that leaves a shard unfolded. A field renamed in
+// a sweep that finishes and one out of time, a shard under a document not declared and one under a
+// missing document. A field renamed in
 // the code or in a metric fails it.
 func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	cfg := config.Default()
 	cfg.ExtensionFoldInterval = 100 * time.Millisecond
+	cfg.ExtensionFolds = "posts/{post}:likes"
 	written := map[string][]map[string]any{} // by entry point
 	run := func(entryPoint string, scenario func(s *Service)) {
 		t.Helper()
@@ -96,31 +98,31 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	run(EntryRollupScheduled, func(s *Service) { tick(s, time.Minute) })
 	run(EntryRollupScheduled, func(s *Service) { tick(s, 0) }) // out of time at once: it cannot finish
 	run(EntryFoldExtensionShards, func(s *Service) {
-		doc := testenv.UniqueID("posts") + "/p1"
-		if _, err := client.Doc(doc).Set(ctx, map[string]any{}); err != nil { // a fold counts into existing documents only
+		deliver := func(doc string) error {
+			e := event.New()
+			e.SetID(testenv.UniqueID("event"))
+			e.SetType(EventFirestoreDocWritten)
+			e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
+			name := doc + "/" + extshards.ShardsCollection + "/" + extensionShard
+			e.SetSubject("documents/" + name)
+			value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + name,
+				Fields: map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1}}}}
+			if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Doc(name).Set(ctx, map[string]any{"likes": 1}); err != nil {
+				t.Fatal(err)
+			}
+			return s.FoldExtensionShards(ctx, e)
+		}
+		// A document EXTENSION_FOLDS does not declare (fold_error), and one the app has not created
+		// yet (fold_waiting).
+		if err := deliver(testenv.UniqueID("users") + "/u1"); err != nil {
 			t.Fatal(err)
 		}
-		shards := client.Doc(doc).Collection(extshards.ShardsCollection)
-		if _, err := shards.Doc("a").Set(ctx, map[string]any{"likes": 1}); err != nil {
-			t.Fatal(err)
+		if err := deliver("posts/" + testenv.UniqueID("missing")); err == nil {
+			t.Fatal("the event of a shard under a missing document was acknowledged")
 		}
-		if _, err := shards.Doc("b").Set(ctx, map[string]any{"likes": map[string]any{"x": 1}}); err != nil {
-			t.Fatal(err)
-		}
-		e := event.New()
-		e.SetID(testenv.UniqueID("event"))
-		e.SetType(EventFirestoreDocWritten)
-		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
-		e.SetSubject("documents/" + doc + "/" + extshards.ShardsCollection + "/a")
-		value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + doc + "/" + extshards.ShardsCollection + "/a",
-			Fields: map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1}}}}
-		if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.FoldExtensionShards(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second) // the fold runs within about one interval of the event
 	})
 
 	for _, m := range LogMetrics() {

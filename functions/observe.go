@@ -33,6 +33,10 @@ const (
 	EventRollupSweep = "rollup_sweep"
 	// EventFoldError: one ERROR line per extension fold that failed or shard left unfolded, with kind.
 	EventFoldError = "fold_error"
+	// EventFoldWaiting: one WARN line per extension fold event whose shards wait for their main
+	// document (kind waiting: redelivery asked; dropped: deleted uncounted after extshards.MaxWait),
+	// with the shards' count.
+	EventFoldWaiting = "fold_waiting"
 )
 
 // Sources of applied increments (the "source" field of EventIncrementsApplied).

@@ -35,6 +35,8 @@ type Service struct {
 	callers  *callerauth.Verifier // nil: callers are not verified
 	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
 	origins  map[string]bool      // ALLOWED_ORIGINS
+
+	betweenCountReads func(id string) // tests: runs between Count's read of the roll-up and of the exact value
 }
 
 // NewService wires the entry points to a Firestore client, with no collection counters (see
@@ -59,7 +61,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		counters: counters,
 		rollups:  rollup.NewStore(client, cfg.Schema()),
 		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
-		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval),
+		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
 		log:      log,
 		applied:  applied,
 		refused:  refused,

@@ -183,3 +183,32 @@ func TestTopJustAfterABoundaryAnswersTheLatestList(t *testing.T) {
 		}
 	}
 }
+
+// TestADeletedCounterLeavesItsGroupsTopLists: a group of three counters with the day window is
+// ranked; one is deleted while the rest of the group stays quiet (no roll-up written): the
+// group's all-time and day lists no longer rank it.
+func TestADeletedCounterLeavesItsGroupsTopLists(t *testing.T) {
+	cfg := config.Default()
+	cfg.RollupInterval = 100 * time.Millisecond
+	srv := newTestServer(t, cfg)
+	for id, n := range map[string]int64{"keep": 3, "gone": 9, "also": 1} {
+		if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": id, "group": "quiet", "windows": []string{"day"}}); a.status != http.StatusCreated {
+			t.Fatalf("configure %s: %d %s", id, a.status, a.raw)
+		}
+		srv.increment(t, id, n)
+		srv.rollUp(t, id)
+	}
+	for _, q := range []string{"group=quiet", "group=quiet&window=day"} {
+		if _, ranked := srv.topOf(t, q); fmt.Sprint(ranked) != "[gone=9 keep=3 also=1]" {
+			t.Fatalf("%s before the delete: %v", q, ranked)
+		}
+	}
+	if a := srv.do(t, http.MethodDelete, "/ConfigureCounter?counter=gone", "", nil); a.status != http.StatusOK {
+		t.Fatalf("delete: %d %s", a.status, a.raw)
+	}
+	for _, q := range []string{"group=quiet", "group=quiet&window=day"} {
+		if _, ranked := srv.topOf(t, q); fmt.Sprint(ranked) != "[keep=3 also=1]" {
+			t.Errorf("%s after the delete: %v, want [keep=3 also=1]", q, ranked)
+		}
+	}
+}

@@ -186,3 +186,24 @@ func (l TopList) updates() []firestore.Update {
 		{Path: shared.FieldUpdatedAt, Value: l.UpdatedAt},
 	}
 }
+
+// RefreshTopsAfterDelete brings the top lists that ranked counter id's roll-up before (its group's
+// all-time list and its windows' lists) up to the roll-up's deletion, which must be done by the
+// call: afterwards they no longer rank the counter. Nothing is done when before is nil or has no
+// group, or when the roll-up exists again (its write refreshes the lists). A failure is returned;
+// the lists then catch up at the group's next roll-up write.
+func (e *Engine) RefreshTopsAfterDelete(ctx context.Context, id string, before *Document) error {
+	if before == nil || before.Group == "" || e.sweeper == nil {
+		return nil
+	}
+	fs := e.sweeper
+	snap, err := fs.schema.RollupRef(fs.client, id).Get(ctx)
+	if err == nil {
+		return nil
+	}
+	if status.Code(err) != codes.NotFound {
+		return fmt.Errorf("read the roll-up of deleted counter %q: %w", id, err)
+	}
+	// The roll-up was missing at snap.ReadTime: lists computed after it no longer rank the counter.
+	return fs.refreshTops(ctx, before.Group, before.windowNames(), snap.ReadTime)
+}

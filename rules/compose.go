@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/shared"
 )
@@ -81,12 +82,29 @@ func (e *RefusedError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// ExampleFolds is EXTENSION_FOLDS for the example documents of the extension-clients block (and
+// of the example app that make run serves).
+const ExampleFolds = "pages/{page}:visits posts/{post}:likes,stats.views"
+
+// ExampleFoldPatterns are ExampleFolds' document patterns.
+func ExampleFoldPatterns() []string {
+	ts, err := extshards.ParseTargets(ExampleFolds)
+	if err != nil {
+		panic(err)
+	}
+	return ts.Patterns()
+}
+
 // Compose returns app (a Firestore ruleset) with block, named name, added at the end of its
 // `service cloud.firestore` block, or in place of the block a previous Compose added. The rest of
 // app is unchanged, byte for byte. It refuses (*RefusedError) an app that is not rules_version 2
 // (what the block is written in), and one with an allow whose condition is not literally false on
 // a path the block matches: rules are OR-ed, so such an allow would let clients past the block.
-func Compose(app, block []byte, name string) ([]byte, error) {
+// folded are the document patterns FoldExtensionShards folds (EXTENSION_FOLDS); when there are
+// any, or the block opens extension shards (<doc>/_counter_shards_/<id>), it also refuses an app
+// allow that lets clients write (or delete) such a shard anywhere, and a block allow that opens
+// one under a document the fold does not fold (its increments would never be counted).
+func Compose(app, block []byte, name string, folded []string) ([]byte, error) {
 	text, at, err := removeBlock(string(app))
 	if err != nil {
 		return nil, err
@@ -119,6 +137,7 @@ func Compose(app, block []byte, name string) ([]byte, error) {
 			}
 		}
 	}
+	problems = append(problems, shardProblems(appRules, ours, name, folded)...)
 	if len(problems) > 0 {
 		return nil, &RefusedError{problems}
 	}
@@ -231,11 +250,11 @@ func Standalone(variant string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	what, extra := "", ""
+	what, extra, folded := "", "", []string(nil)
 	if variant == "extension-clients" {
-		what, extra = ",\n// reads of its example counter documents", extensionExampleApp
+		what, extra, folded = ",\n// reads of its example counter documents", extensionExampleApp, ExampleFoldPatterns()
 	}
-	return Compose([]byte(fmt.Sprintf(standaloneBase, variant, what, extra)), block, variant)
+	return Compose([]byte(fmt.Sprintf(standaloneBase, variant, what, extra)), block, variant, folded)
 }
 
 // StandaloneFile is the file of the repository's root that holds Standalone(variant).
@@ -244,4 +263,50 @@ func StandaloneFile(variant string) string {
 		return "firestore.rules"
 	}
 	return "firestore." + variant + ".rules"
+}
+
+// extensionShards is the collection ID of the extension's shards (extshards.ShardsCollection).
+const extensionShards = extshards.ShardsCollection
+
+// anyExtensionShard is the path of every extension shard document.
+var anyExtensionShard = parsePath("/databases/{database}/documents/{document=**}/" + extensionShards + "/{shard}")
+
+// shardProblems are the problems of outcome "the fold folds only what the operator names" (see
+// Compose): app allows that let clients write extension shards, and block allows that open shards
+// the fold would not fold. An app allow already refused for reaching the block is not named again.
+func shardProblems(app, block ruleset, name string, folded []string) []Problem {
+	blockOpens := slices.ContainsFunc(block.allows, func(a allowStatement) bool {
+		return !a.closed() && a.writes() && overlap(a.path, anyExtensionShard)
+	})
+	if len(folded) == 0 && !blockOpens {
+		return nil
+	}
+	var foldedShards [][]segment
+	for _, f := range folded {
+		foldedShards = append(foldedShards, parsePath("/databases/{database}/documents/"+f+"/"+extensionShards+"/{shard}"))
+	}
+	var problems []Problem
+	for _, a := range app.allows {
+		if a.closed() || !a.writes() || !overlap(a.path, anyExtensionShard) ||
+			slices.ContainsFunc(block.allows, func(o allowStatement) bool { return overlap(a.path, o.path) }) {
+			continue
+		}
+		where := "under documents that FoldExtensionShards does not fold (EXTENSION_FOLDS): such writes are never counted"
+		if slices.ContainsFunc(foldedShards, func(f []segment) bool { return overlap(a.path, f) }) {
+			where = "that FoldExtensionShards folds: it would count whatever they hold, past the limits of the block (" + name + ")"
+		}
+		problems = append(problems, Problem{a.line, fmt.Sprintf("%q in match %s lets clients write extension shards (%s), %s. "+
+			"Name your subcollections instead of a wildcard, or delete the allow",
+			a.text, showPath(a.path), showPath(anyExtensionShard), where)})
+	}
+	for _, o := range block.allows {
+		if o.closed() || !o.writes() || !overlap(o.path, anyExtensionShard) ||
+			slices.ContainsFunc(foldedShards, func(f []segment) bool { return within(o.path, f) }) {
+			continue
+		}
+		problems = append(problems, Problem{0, fmt.Sprintf("the block %s opens extension shards at match %s, under documents that "+
+			"FoldExtensionShards does not fold: their increments would never be counted. Declare the documents in "+
+			"EXTENSION_FOLDS (now %q), or take that match out of the block", name, showPath(o.path), strings.Join(folded, " "))})
+	}
+	return problems
 }

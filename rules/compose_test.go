@@ -28,6 +28,14 @@ service cloud.firestore {
 }
 `
 
+// foldsOf are the fold's patterns that go with a variant: the example's for extension-clients.
+func foldsOf(variant string) []string {
+	if variant == "extension-clients" {
+		return ExampleFoldPatterns()
+	}
+	return nil
+}
+
 func block(t *testing.T, variant string) []byte {
 	t.Helper()
 	b, err := Block(variant)
@@ -41,7 +49,7 @@ func block(t *testing.T, variant string) []byte {
 // and composing the result again gives the same file (the old block is replaced, not doubled).
 func TestComposeAddsTheBlockAndKeepsTheApp(t *testing.T) {
 	for _, v := range Variants {
-		combined, err := Compose([]byte(notesApp), block(t, v), v)
+		combined, err := Compose([]byte(notesApp), block(t, v), v, foldsOf(v))
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
@@ -54,7 +62,7 @@ func TestComposeAddsTheBlockAndKeepsTheApp(t *testing.T) {
 		if rest := string(combined[:lineStart]) + string(combined[end:]); rest != notesApp {
 			t.Errorf("%s: the app's rules changed around the block:\n%s", v, rest)
 		}
-		again, err := Compose(combined, block(t, v), v)
+		again, err := Compose(combined, block(t, v), v, foldsOf(v))
 		if err != nil || string(again) != string(combined) {
 			t.Errorf("%s: composing again: err %v, same %t", v, err, string(again) == string(combined))
 		}
@@ -65,7 +73,7 @@ func TestComposeAddsTheBlockAndKeepsTheApp(t *testing.T) {
 // byte for byte, and a file without a block is left as it is.
 func TestRemoveGivesBackTheAppsRules(t *testing.T) {
 	for _, v := range Variants {
-		combined, err := Compose([]byte(notesApp), block(t, v), v)
+		combined, err := Compose([]byte(notesApp), block(t, v), v, foldsOf(v))
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
@@ -103,7 +111,7 @@ func TestComposeRefusesAppRulesThatOpenOurPaths(t *testing.T) {
 		{"extension documents themselves", "extension-clients", wrap("    match /posts/{post} { allow read: if true; }\n"), 0},
 		{"the counters' paths in another variant", "extension-clients", wrap("    match /rollups/{id} { allow get: if true; }\n"), 0},
 	} {
-		_, err := Compose([]byte(c.app), block(t, c.variant), c.variant)
+		_, err := Compose([]byte(c.app), block(t, c.variant), c.variant, foldsOf(c.variant))
 		var refused *RefusedError
 		switch {
 		case c.line == 0 && err != nil:
@@ -114,11 +122,11 @@ func TestComposeRefusesAppRulesThatOpenOurPaths(t *testing.T) {
 			t.Errorf("%s: refused with %+v, want one problem at line %d", c.name, refused.Problems, c.line)
 		}
 	}
-	_, err := Compose([]byte(strings.Replace(notesApp, "rules_version = '2';", "", 1)), block(t, "counters"), "counters")
+	_, err := Compose([]byte(strings.Replace(notesApp, "rules_version = '2';", "", 1)), block(t, "counters"), "counters", nil)
 	if err == nil || !strings.Contains(err.Error(), "rules_version = '2'") {
 		t.Errorf("an app without rules_version 2: %v, want it refused", err)
 	}
-	if _, err := Compose([]byte("rules_version = '2';\n"), block(t, "counters"), "counters"); err == nil || !strings.Contains(err.Error(), "service cloud.firestore") {
+	if _, err := Compose([]byte("rules_version = '2';\n"), block(t, "counters"), "counters", nil); err == nil || !strings.Contains(err.Error(), "service cloud.firestore") {
 		t.Errorf("an app without service cloud.firestore: %v, want it refused", err)
 	}
 }
@@ -168,6 +176,46 @@ func TestBlocksNameTheConfiguredCollections(t *testing.T) {
 			if v == "guide-clients" && !strings.Contains(string(named), "/documents/"+names.Counters+"/$(counterId)") {
 				t.Errorf("guide-clients block named %+v: its counter lookup does not name %s", names, names.Counters)
 			}
+		}
+	}
+}
+
+// TestComposeRefusesExtensionShardsOutsideTheBlock: with the fold in play (the extension block, or
+// EXTENSION_FOLDS declaring documents), an app allow that lets clients write extension shards
+// (users/{uid}/{sub}/{doc} reaches users/u1/_counter_shards_/x) is refused, as is a block that
+// opens shards under documents the fold does not fold; reads, named subcollections and apps
+// without the fold are not.
+func TestComposeRefusesExtensionShardsOutsideTheBlock(t *testing.T) {
+	wrap := func(matches string) string {
+		return "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n" + matches + "  }\n}\n"
+	}
+	subcollections := wrap("    match /users/{uid}/{sub}/{doc} {\n      allow read, write: if request.auth.uid == uid;\n    }\n")
+	for _, c := range []struct {
+		name, variant, app string
+		folded             []string
+		line               int // -1: accepted
+		says               string
+	}{
+		{"a user's subcollections, with the extension block", "extension-clients", subcollections, ExampleFoldPatterns(), 5, "never counted"},
+		{"a user's subcollections, folded", "counters", subcollections, []string{"users/{uid}"}, 5, "past the limits of the block"},
+		{"shards named", "extension-clients", wrap("    match /users/{uid}/_counter_shards_/{s} { allow create: if true; }\n"), ExampleFoldPatterns(), 4, "never counted"},
+		{"a user's subcollections, without the fold", "counters", subcollections, nil, -1, ""},
+		{"named subcollections", "extension-clients", wrap("    match /users/{uid}/notes/{doc} { allow write: if request.auth.uid == uid; }\n"), ExampleFoldPatterns(), -1, ""},
+		{"reads only", "extension-clients", wrap("    match /users/{uid}/{sub}/{doc} { allow read: if true; }\n"), ExampleFoldPatterns(), -1, ""},
+		{"a block opening posts' shards, posts not folded", "extension-clients", notesApp, []string{"pages/{page}"}, 0, "posts/{post}/_counter_shards_"},
+		{"a block without any fold", "extension-clients", notesApp, nil, 0, "never be counted"},
+	} {
+		_, err := Compose([]byte(c.app), block(t, c.variant), c.variant, c.folded)
+		var refused *RefusedError
+		switch {
+		case c.line < 0 && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.line >= 0 && !errors.As(err, &refused):
+			t.Errorf("%s: err %v, want refused at line %d", c.name, err, c.line)
+		case c.line >= 0 && (refused.Problems[0].Line != c.line || !strings.Contains(refused.Problems[0].Message, c.says)):
+			t.Errorf("%s: refused with %+v, want line %d saying %q", c.name, refused.Problems, c.line, c.says)
+		case c.line >= 0:
+			t.Logf("%s: %v", c.name, err)
 		}
 	}
 }

@@ -131,6 +131,21 @@ func overlap(a, b []segment) bool {
 	return false
 }
 
+// within says whether every document path that a matches, b matches too.
+func within(a, b []segment) bool {
+	switch {
+	case len(b) > 0 && b[0].recursive:
+		return within(a, b[1:]) || len(a) > 0 && within(a[1:], b)
+	case len(a) > 0 && a[0].recursive:
+		return false
+	case len(a) == 0 || len(b) == 0:
+		return len(a) == len(b)
+	case b[0].wildcard || !a[0].wildcard && a[0].text == b[0].text:
+		return within(a[1:], b[1:])
+	}
+	return false
+}
+
 // showPath writes a path as the rules would, below /databases/{database}/documents when it is there.
 func showPath(segs []segment) string {
 	if len(segs) >= 3 && segs[0].text == "databases" && segs[1].wildcard && !segs[1].recursive && segs[2].text == "documents" {
@@ -152,6 +167,17 @@ type allowStatement struct {
 	text      string
 	path      []segment
 	condition string // empty: no condition, which allows
+}
+
+// writes says whether the statement allows a write of some kind (write, create, update, delete).
+func (a allowStatement) writes() bool {
+	methods, _, _ := strings.Cut(strings.TrimPrefix(a.text, "allow"), ":")
+	for m := range strings.FieldsFuncSeq(methods, func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
+		if m == "write" || m == "create" || m == "update" || m == "delete" {
+			return true
+		}
+	}
+	return false
 }
 
 // closed says whether the statement allows nothing: its condition is literally false.

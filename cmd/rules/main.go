@@ -9,7 +9,10 @@
 // each line, an app ruleset whose allows already reach the block's paths (rules.Compose). With
 // -remove, it writes FILE without the block (rules.Remove): the app's rules as they were. The block
 // names the collections as COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and
-// DEDUPE_COLLECTION in the environment do (the functions' settings), else the defaults. With
+// DEDUPE_COLLECTION in the environment do (the functions' settings), else the defaults; the
+// documents FoldExtensionShards folds are EXTENSION_FOLDS's (the example's, rules.ExampleFolds, for
+// -variant extension-clients when it is unset), and app rules that let clients write extension
+// shards, or a block that opens shards the fold does not fold, are refused. With
 // -standalone, it writes the repository's firestore*.rules into DIR. docs/api.md, "Security rules".
 package main
 
@@ -22,6 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/rules"
 	"github.com/shardcount/counters/shared"
@@ -127,7 +131,11 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	combined, err := rules.Compose(app, rules.Named(block, names), name)
+	folded, err := foldedPatterns(os.LookupEnv, blockFile == "" && variant == "extension-clients")
+	if err != nil {
+		return err
+	}
+	combined, err := rules.Compose(app, rules.Named(block, names), name, folded)
 	if err != nil {
 		return err
 	}
@@ -153,6 +161,20 @@ func collectionNames(lookup func(string) (string, bool)) (shared.Schema, error) 
 		return shared.Schema{}, fmt.Errorf("the collection names: %w", err)
 	}
 	return c.Schema(), nil
+}
+
+// foldedPatterns are the document patterns of EXTENSION_FOLDS in the environment, checked as the
+// functions check it; when it is unset and example holds, the example's.
+func foldedPatterns(lookup func(string) (string, bool), example bool) ([]string, error) {
+	v, set := lookup("EXTENSION_FOLDS")
+	if !set && example {
+		return rules.ExampleFoldPatterns(), nil
+	}
+	targets, err := extshards.ParseTargets(v)
+	if err != nil {
+		return nil, fmt.Errorf("EXTENSION_FOLDS: %w", err)
+	}
+	return targets.Patterns(), nil
 }
 
 func writeStandalone(dir string) error {

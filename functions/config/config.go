@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -66,6 +67,12 @@ type Config struct {
 	// ExtensionFoldInterval is the least time between two folds of the firestore-counter extension's
 	// shards into one main document (docs/migrate-from-firestore-counter.md).
 	ExtensionFoldInterval time.Duration `env:"EXTENSION_FOLD_INTERVAL, default=1s" min:"100ms" usedBy:"FoldExtensionShards"`
+	// ExtensionFolds names what FoldExtensionShards folds: entries separated by blanks, each a
+	// pattern of main documents and the fields their clients count, PATTERN:FIELD[,FIELD...] (e.g.
+	// "pages/{page}:visits posts/{post}:likes,stats.views"; {name} matches one ID). Shards under any
+	// other document, other fields and shard IDs not of the extension's form are never folded. Empty:
+	// nothing is (docs/migrate-from-firestore-counter.md).
+	ExtensionFolds string `env:"EXTENSION_FOLDS" check:"extensionFolds" usedBy:"FoldExtensionShards"`
 	// RollupSweepLookback is how far back the scheduled roll-up looks for written shards. It must
 	// exceed the scheduler's period (one minute) with room for late or missed ticks.
 	RollupSweepLookback time.Duration `env:"ROLLUP_SWEEP_LOOKBACK, default=10m" min:"2m" usedBy:"RollupScheduled"`
@@ -119,6 +126,12 @@ var namedBounds = map[string]int64{
 // Schema names the collections of c.
 func (c Config) Schema() shared.Schema {
 	return shared.Schema{Counters: c.CountersCollection, Rollups: c.RollupsCollection, Dedupe: c.DedupeCollection, Tops: c.TopsCollection}
+}
+
+// ExtensionTargets are EXTENSION_FOLDS, which Load has checked.
+func (c Config) ExtensionTargets() extshards.Targets {
+	ts, _ := extshards.ParseTargets(c.ExtensionFolds)
+	return ts
 }
 
 // Origins lists ALLOWED_ORIGINS, which Load has checked; none when it is empty.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/shared"
 )
@@ -66,6 +67,10 @@ var stringChecks = map[string]struct {
 			return fmt.Errorf("not an RE2 regular expression: %w", err)
 		}
 		return nil
+	}},
+	"extensionFolds": {"entries separated by blanks, each PATTERN:FIELD[,FIELD...]: a document path of IDs and {name} wildcards (a named collection in each odd position), and dotted field names", func(v string) error {
+		_, err := extshards.ParseTargets(v)
+		return err
 	}},
 	"origins": {"origins separated by spaces, each scheme://host[:port] as browsers send it (e.g. https://app.example.com http://localhost:5173): no path, no *", checkOrigins},
 	"logLevel": {"DEBUG, INFO, WARNING (or WARN) or ERROR", func(v string) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/rules"
 )
 
 // ServeFunctionsCommand is the argument that makes the localstack binary serve the functions.
@@ -334,6 +335,10 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	}
 	env := append(os.Environ(), s.Env()...)
 	env = append(env, "LOCAL_ONLY=true")
+	if _, set := os.LookupEnv("EXTENSION_FOLDS"); !set {
+		// The example app's extension documents, as firestore.extension-clients.rules opens them.
+		env = append(env, "EXTENSION_FOLDS="+rules.ExampleFolds)
+	}
 	if o.FunctionsFirestore != "" { // the last of duplicate variables wins
 		env = append(env, s.Emulators.Firestore.Kind.HostEnv+"="+o.FunctionsFirestore)
 	}
