@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,6 +46,34 @@ func TestInvalidSettingsAnswer500AndLogEveryVariable(t *testing.T) {
 			if !strings.Contains(line, want) {
 				t.Errorf("log line %s lacks %s", line, want)
 			}
+		}
+	}
+}
+
+// TestDeclarationsThatCannotWorkStopTheFunctions: a COUNTER_SOURCES entry that cannot work leaves the
+// instance serving nothing, with the entry and the rule it breaks logged at CRITICAL.
+func TestDeclarationsThatCannotWorkStopTheFunctions(t *testing.T) {
+	t.Setenv("K_SERVICE", "")
+	file := filepath.Join(t.TempDir(), "sources.json")
+	if err := os.WriteFile(file, []byte(`[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{user}"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COUNTER_SOURCES", file)
+	savedInstance, savedLog := instance, startupLog
+	t.Cleanup(func() { instance, startupLog = savedInstance, savedLog })
+	instance = newStartup(func() (*Service, error) { return newInstance(os.Environ()) })
+	var logs bytes.Buffer
+	startupLog = cloudlog.New(&logs, slog.LevelInfo)
+	rec := httptest.NewRecorder()
+	lazyHTTP(func(*Service, http.ResponseWriter, *http.Request) {
+		t.Error("an instance with a declaration that cannot work served a request")
+	})(rec, httptest.NewRequest(http.MethodPost, "/CountDocumentWrite", strings.NewReader("")))
+	if rec.Code != http.StatusInternalServerError {
+		t.Errorf("answer %d, want 500", rec.Code)
+	}
+	for _, want := range []string{`"severity":"CRITICAL"`, "entry 0", "{user}, which the documents pattern does not have"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log %s lacks %s", logs.String(), want)
 		}
 	}
 }

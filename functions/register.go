@@ -112,16 +112,15 @@ func newInstance(environ []string) (*Service, error) {
 	if err != nil {
 		return nil, &configError{err}
 	}
+	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err != nil {
+		return nil, &configError{err}
+	}
 	level, _ := cloudlog.ParseLevel(cfg.LogLevel) // validated by Load
 	log := cloudlog.New(os.Stdout, level)
 	client, err := newFirestoreClient(context.Background(), cfg.Project, cfg.Database, firestoreOptions...)
 	if err != nil {
 		return nil, err
-	}
-	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
-	if err != nil {
-		_ = client.Close()
-		return nil, &configError{err}
 	}
 	s := NewService(cfg, client, log)
 	s.CountSources(set)

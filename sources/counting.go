@@ -189,12 +189,15 @@ type Drift struct {
 // find returns the declaration whose counter template produces id, and the collection it counts.
 func (c *Counting) find(id string) (*Declaration, string, error) {
 	for _, d := range c.set.Declarations {
-		names := []string{}
-		expr := regexp.MustCompile(`\{[^{}]*\}`).ReplaceAllStringFunc(regexp.QuoteMeta(d.Counter), func(m string) string {
-			names = append(names, m[1:len(m)-1])
-			return "([^/]+)"
-		})
-		m := regexp.MustCompile("^" + strings.NewReplacer(`\{`, "{", `\}`, "}").Replace(expr) + "$").FindStringSubmatch(id)
+		var names []string
+		expr, rest := "^", d.Counter
+		for _, loc := range placeholder.FindAllStringIndex(d.Counter, -1) {
+			expr += regexp.QuoteMeta(d.Counter[len(d.Counter)-len(rest) : loc[0]])
+			names = append(names, d.Counter[loc[0]+1:loc[1]-1])
+			expr += "([^/]+)"
+			rest = d.Counter[loc[1]:]
+		}
+		m := regexp.MustCompile(expr + regexp.QuoteMeta(rest) + "$").FindStringSubmatch(id)
 		if m == nil {
 			continue
 		}

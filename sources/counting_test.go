@@ -260,3 +260,51 @@ func TestBackfillRacingWritesCountsEachDocumentOnce(t *testing.T) {
 	deliver(t, append(before.writes, w.writes...), b, a)
 	checkExact(t, client, sumOf(t, client), 2, 2)
 }
+
+func TestVerifyFindsDriftAndRepairFixesItWhileEventsFlow(t *testing.T) {
+	project := testenv.Project(t)
+	client := testenv.FirestoreOf(t, project)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := instance(t, project, set), instance(t, project, set)
+	w := newWriter(t, client)
+	randomWrites(w, 30, 1, 1)
+	deliver(t, w.writes, a)
+	ctx := context.Background()
+	// Drift: a shard changed behind the counters' back (say, by a hand-made write).
+	if _, err := client.Doc("counters/likes-p0/shards/0").Set(ctx, map[string]any{"count": firestore.Increment(5)}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	drift, err := a.Verify(ctx, "likes-p0", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drift.Value != drift.Documents+5 {
+		t.Fatalf("verify: %+v, want the counter 5 above its documents", drift)
+	}
+	// Repair while documents change and their events are counted, duplicated, on two instances.
+	more := &writer{t: t, client: client, now: w.now}
+	var wg sync.WaitGroup
+	wg.Go(func() { randomWrites(more, 40, 1, 1) })
+	wg.Go(func() {
+		if err := b.Repair(ctx, "likes-p0"); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Go(func() {
+		for range 5 {
+			more.mu.Lock()
+			writes := append([]sources.Write(nil), more.writes...)
+			more.mu.Unlock()
+			deliver(t, writes, a, b)
+		}
+	})
+	wg.Wait()
+	deliver(t, more.writes, b, a)
+	checkExact(t, client, sumOf(t, client), 1, 1)
+	if drift, err := a.Verify(ctx, "likes-p0", time.Now()); err != nil || drift.Value != drift.Documents {
+		t.Errorf("verify after repair: %+v %v", drift, err)
+	}
+}

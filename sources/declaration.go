@@ -66,12 +66,18 @@ func Load(path string, schema shared.Schema) (*Set, error) {
 // Parse checks a declaration file's content: a JSON array of declarations. The error names the
 // first entry that cannot work and the rule it breaks.
 func Parse(data []byte, schema shared.Schema) (*Set, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	var decls []*Declaration
-	if err := dec.Decode(&decls); err != nil {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("want a JSON array of {\"documents\", \"counter\", ...} entries: %w", err)
+	}
+	decls := make([]*Declaration, len(raw))
+	for i, r := range raw {
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.UseNumber()
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&decls[i]); err != nil || decls[i] == nil {
+			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group}: %v", i, err)
+		}
 	}
 	for i, d := range decls {
 		if err := d.check(schema); err != nil {

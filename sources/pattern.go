@@ -22,6 +22,9 @@ func wildcard(s string) (string, bool) {
 	return "", false
 }
 
+// placeholder is a {name} in a counter ID template.
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
 var wildcardName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // parsePattern checks a documents pattern: a path to documents of one collection per counter, none
@@ -101,7 +104,7 @@ func (p pattern) checkTemplate(tmpl string) error {
 		return errors.New("a counter ID template is required, e.g. \"likes-{post}\"")
 	}
 	used := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\{[^{}]*\}`).FindAllString(tmpl, -1) {
+	for _, m := range placeholder.FindAllString(tmpl, -1) {
 		used[m[1:len(m)-1]] = true
 	}
 	for name := range used {
@@ -122,7 +125,7 @@ func (p pattern) checkTemplate(tmpl string) error {
 
 // expand replaces each {name} of tmpl with its value in bound (unbound: "x").
 func expand(tmpl string, bound map[string]string) string {
-	return regexp.MustCompile(`\{[^{}]*\}`).ReplaceAllStringFunc(tmpl, func(m string) string {
+	return placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
 		if v, ok := bound[m[1:len(m)-1]]; ok {
 			return v
 		}

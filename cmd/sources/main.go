@@ -7,6 +7,10 @@
 //	                   (tab-separated; scripts/deploy.sh reads them)
 //	sources terraform  the same for Terraform's external data source: a JSON object of strings in
 //	                   on standard input, one out on standard output (terraform/sources.tf)
+//	sources verify [-project P] [-database D] [-wait 30s] COUNTER...
+//	                   compare collection counters with count()/sum() of their documents
+//	sources repair [-project P] [-database D] COUNTER...
+//	                   make collection counters exact again (safe while events are in flight)
 //
 // The file is COUNTER_SOURCES (relative to the repository root), else sources.DefaultFile; the
 // collections are COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and DEDUPE_COLLECTION,
@@ -40,8 +44,11 @@ var settingNames = []string{"COUNTER_SOURCES", "COUNTERS_COLLECTION", "ROLLUPS_C
 
 // run is the command with its arguments, streams and environment; it returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) (string, bool)) int {
+	if len(args) > 0 && (args[0] == "verify" || args[0] == "repair") {
+		return verifyOrRepair(args, stdout, stderr)
+	}
 	if len(args) != 1 || !slices.Contains([]string{"check", "deploy", "terraform"}, args[0]) {
-		fmt.Fprintln(stderr, "usage: sources check|deploy|terraform (docs/operations.md, \"Deploying collection counters\")")
+		fmt.Fprintln(stderr, "usage: sources check|deploy|terraform|verify|repair (docs/collection-counters.md)")
 		return 2
 	}
 	lookup := env

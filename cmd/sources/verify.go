@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/firestoreflags"
+	"github.com/shardcount/counters/sources"
+)
+
+// verifyOrRepair runs `sources verify|repair [flags] COUNTER...` against the database the flags
+// name: verify compares each collection counter with count() or sum() of its documents until they
+// agree or -wait passes (exit status 1 when one still differs); repair makes each exact again
+// (counter.Store.Rebase), safe while events are in flight.
+func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("sources "+args[0], flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	db := firestoreflags.Add(flags, os.Getenv("GOOGLE_CLOUD_PROJECT"), "(default)")
+	wait := flags.Duration("wait", 30*time.Second, "verify: how long a difference may last (events in flight) before it is drift")
+	if err := flags.Parse(args[1:]); err != nil || flags.NArg() == 0 {
+		fmt.Fprintf(stderr, "usage: sources %s [-project P] [-database D] [-wait 30s] COUNTER...\n", args[0])
+		return 2
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "sources:", err)
+		return 2
+	}
+	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err != nil {
+		fmt.Fprintln(stderr, "sources:", err)
+		return 2
+	}
+	ctx := context.Background()
+	client, err := db.Client(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "sources:", err)
+		return 2
+	}
+	defer client.Close()
+	store := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: cfg.DefaultNumShards, DedupeTTL: cfg.DedupeTTL})
+	counting := sources.NewCounting(set, store, client, slog.New(slog.NewJSONHandler(stderr, nil)))
+	status := 0
+	for _, id := range flags.Args() {
+		if args[0] == "repair" {
+			if err := counting.Repair(ctx, id); err != nil {
+				fmt.Fprintf(stderr, "sources repair %s: %v\n", id, err)
+				status = 1
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: repaired\n", id)
+			continue
+		}
+		drift, err := verify(ctx, counting, id, *wait)
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "sources verify %s: %v\n", id, err)
+			status = 1
+		case drift.Value != drift.Documents:
+			fmt.Fprintf(stdout, "%s: DRIFT: counter %d, %s's documents %d at %s (sources repair %s fixes it)\n",
+				id, drift.Value, drift.Collection, drift.Documents, drift.At.Format(time.RFC3339Nano), id)
+			status = 1
+		default:
+			fmt.Fprintf(stdout, "%s: exact: %d at %s\n", id, drift.Value, drift.At.Format(time.RFC3339Nano))
+		}
+	}
+	return status
+}
+
+// verify compares counter id with its documents now, again each second while they differ, until wait.
+func verify(ctx context.Context, counting *sources.Counting, id string, wait time.Duration) (sources.Drift, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		drift, err := counting.Verify(ctx, id, time.Now().Add(-100*time.Millisecond))
+		if err != nil || drift.Value == drift.Documents || time.Now().After(deadline) {
+			return drift, err
+		}
+		time.Sleep(time.Second)
+	}
+}

@@ -1,0 +1,38 @@
+package sources_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/sources"
+)
+
+func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"our own collections", `[{"documents": "counters/{c}/shards/{s}", "counter": "x-{c}"}]`, `collection "counters" is one of the counters' own`},
+		{"a counter ID with a wildcard the pattern lacks", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{user}"}]`, "uses {user}, which the documents pattern does not have"},
+		{"a counter over several collections", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes"}]`, "must use {post}"},
+		{"a sum that is no field path", `[{"documents": "orders/{o}", "counter": "revenue", "sum": "a..b"}]`, "sum: \"a..b\" is not a field path"},
+		{"a mirror into counted documents", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "mirror": "posts/{post}.likes"},
+		  {"documents": "posts/{post}", "counter": "posts"}]`, "is a document that entry 1 counts"},
+		{"a multi-segment wildcard", `[{"documents": "users/{u=**}/likes/{l}", "counter": "x-{u}"}]`, "multi-segment wildcards"},
+		{"a wildcard collection", `[{"documents": "{c}/{d}", "counter": "x-{c}"}]`, "collection IDs must be literal"},
+		{"a where value that is a map", `[{"documents": "orders/{o}", "counter": "paid", "where": {"status": {"a": 1}}}]`, `where "status": only a string`},
+		{"an unknown window", `[{"documents": "orders/{o}", "counter": "n", "windows": ["week"]}]`, `unknown window "week"`},
+		{"two entries, one counter", `[{"documents": "a/{x}", "counter": "n"}, {"documents": "b/{x}", "counter": "n"}]`, "one counter counts one declaration"},
+		{"an unknown field", `[{"documents": "a/{x}", "counter": "n", "count": "x"}]`, `unknown field "count"`},
+	} {
+		_, err := sources.Parse([]byte(c.file), schema)
+		if err == nil || !strings.Contains(err.Error(), "entry ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming the entry and %q", c.name, err, c.want)
+		}
+	}
+	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "mirror": "posts/{post}.likes", "where": {"ok": true, "n": 1.5}},
+	  {"documents": "shops/{shop}/orders/{o}", "counter": "revenue-{shop}", "sum": "totals.amount", "group": "shops", "windows": ["day"]}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Patterns(); len(got) != 2 {
+		t.Errorf("patterns %q, want two", got)
+	}
+}
