@@ -14,6 +14,7 @@ import (
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/sources"
 )
 
 // The fuzz targets hold every decoder of the entry points to one contract: no input panics or gets
@@ -248,4 +249,35 @@ func firestoreEventRequest(path string, structured bool, subject string, body []
 	r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
 	r.Header.Set("Ce-Subject", subject)
 	return r
+}
+
+// FuzzCountDocumentWrite delivers Firestore events, binary or structured, to a Service counting the
+// likes of posts: whatever the event (not a document, a body that is no DocumentEventData, a path
+// no declaration matches), it is answered below 500, and what is not a like writes nothing.
+func FuzzCountDocumentWrite(f *testing.F) {
+	for _, seed := range []struct {
+		structured    bool
+		subject, body string
+	}{
+		{false, "documents/comments/c1", "\x0a\x0a\x2a\x08\x0a\x01\x61\x12\x03\x10\x01"},
+		{false, "documents/posts/p1/likes", "garbage"},
+		{false, "documents/", ""},
+		{false, "documents/posts/p1/likes/u1/x/y", "\x12\x00"},
+		{true, "", `{"specversion":"1.0","id":"1","source":"s","type":"google.cloud.firestore.document.v1.written","subject":"documents/posts/p/likes/u"}`},
+		{true, "", `not json`},
+	} {
+		f.Add(seed.structured, seed.subject, []byte(seed.body))
+	}
+	z := newFuzzed(f)
+	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{uid}", "counter": "likes-{post}"}]`), z.svc.cfg.Schema())
+	if err != nil {
+		f.Fatal(err)
+	}
+	z.svc.CountSources(set)
+	handler := func(w http.ResponseWriter, r *http.Request) { cloudEvent((*Service).CountDocumentWrite)(z.svc, w, r) }
+	f.Fuzz(func(t *testing.T, structured bool, subject string, body []byte) {
+		segs := strings.Split(strings.TrimPrefix(subject, "documents/"), "/")
+		like := !structured && len(segs) == 4 && segs[0] == "posts" && segs[2] == "likes"
+		z.serve(t, handler, firestoreEventRequest("/CountDocumentWrite", structured, subject, body), func(*httptest.ResponseRecorder) bool { return !like })
+	})
 }

@@ -105,7 +105,7 @@ func refusalReason(err error) (string, bool) {
 		return "key_reused", true
 	case errors.As(err, &reqErr) && reqErr.status >= 400 && reqErr.status < 500:
 		return fmt.Sprintf("http_%d", reqErr.status), true
-	case errors.As(err, &fieldErr), errors.Is(err, counter.ErrMemberRequired), errors.Is(err, counter.ErrNotDistinct):
+	case errors.As(err, &fieldErr), errors.Is(err, counter.ErrMemberRequired), errors.Is(err, counter.ErrNotDistinct), errors.Is(err, counter.ErrSourceCounter):
 		return "invalid_request", true
 	case errors.Is(err, counter.ErrNotFound):
 		return "no_counter", true

@@ -49,6 +49,9 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	case errors.Is(err, counter.ErrNotFound):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
 			reason: "a counter of the message does not exist and CREATE_ON_INCREMENT is off; create it with ConfigureCounter: " + err.Error()})
+	case errors.Is(err, counter.ErrSourceCounter):
+		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
+			reason: "a counter of the message counts documents (COUNTER_SOURCES); only its documents change it: " + err.Error()})
 	case errors.Is(err, counter.ErrMemberRequired):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "member",
 			reason: "a counter of the message counts distinct members, which messages cannot carry; these are not applied: " + err.Error()})

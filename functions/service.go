@@ -129,6 +129,9 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 	case errors.Is(err, counter.ErrNotDistinct):
 		writeJSON(w, http.StatusBadRequest, errorBody{Field: "member",
 			Error: "the counter does not count distinct members: configure it with {\"counter\", \"distinct\": true} first, or leave member out; nothing was counted"})
+	case errors.Is(err, counter.ErrSourceCounter):
+		writeJSON(w, http.StatusConflict, errorBody{Field: "counter",
+			Error: "the counter counts documents (a collection counter, COUNTER_SOURCES): write or delete its documents instead; nothing was counted"})
 	case errors.Is(err, counter.ErrNotFound):
 		how := "with ConfigureCounter or by incrementing it"
 		if !s.cfg.CreateOnIncrement {

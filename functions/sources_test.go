@@ -1,0 +1,63 @@
+package functions_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/sources"
+)
+
+// TestCountDocumentWriteCountsEachWriteOnceAndRefusesIncrements: the binary-mode event Eventarc
+// sends for a like, delivered three times, counts once; Increment on the collection counter is
+// refused with 409 and writes nothing.
+func TestCountDocumentWriteCountsEachWriteOnceAndRefusesIncrements(t *testing.T) {
+	srv := newTestServer(t, config.Default())
+	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{uid}", "counter": "likes-{post}"}]`), config.Default().Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.svc.CountSources(set)
+	ctx := context.Background()
+	// A document written before the first event is in the counter's base.
+	if _, err := srv.client.Doc("posts/p1/likes/u0").Set(ctx, map[string]any{"at": 1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := srv.client.Doc("posts/p1/likes/u1").Set(ctx, map[string]any{"at": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, _ := srv.svc.EntryPoint(functions.EntryCountDocumentWrite)
+	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/posts/p1/likes/u1", UpdateTime: timestamppb.New(res.UpdateTime), CreateTime: timestamppb.New(res.UpdateTime)}
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, "/CountDocumentWrite", bytes.NewReader(testenv.DocumentEventData(t, value, nil)))
+		for k, v := range map[string]string{"Content-Type": "application/protobuf", "Ce-Specversion": "1.0", "Ce-Id": "e-1",
+			"Ce-Type": functions.EventFirestoreDocWritten, "Ce-Source": "//firestore.googleapis.com/projects/p/databases/(default)",
+			"Ce-Subject": "documents/posts/p1/likes/u1", "Ce-Time": res.UpdateTime.Format("2006-01-02T15:04:05.999999999Z07:00")} {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		handler(rec, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusNoContent {
+			t.Fatalf("event answered %d %s", rec.Code, rec.Body)
+		}
+	}
+	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p1", "", nil); a.status != http.StatusOK || a.body["count"] != float64(2) {
+		t.Fatalf("Count after the event three times: %d %v, want 2 (the base's like and the event's)", a.status, a.body)
+	}
+	a := srv.do(t, http.MethodPost, "/Increment", "application/json", []byte(`{"counter": "likes-p1", "delta": 5}`))
+	if a.status != http.StatusConflict || a.body["field"] != "counter" {
+		t.Errorf("Increment of a collection counter: %d %v, want 409 naming the counter", a.status, a.body)
+	}
+	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p1", "", nil); a.body["count"] != float64(2) {
+		t.Errorf("Count after the refused increment: %v, want 2", a.body)
+	}
+}
