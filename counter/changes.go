@@ -39,6 +39,9 @@ type Baseline struct {
 	Settings Settings
 	// ValueAt is the exact count or sum of the counter's documents at read time at.
 	ValueAt func(ctx context.Context, at time.Time) (int64, error)
+	// MirrorDocument and MirrorField, optional, name the app document field that the counter's
+	// roll-ups copy the count into (MirrorField: a dotted field path).
+	MirrorDocument, MirrorField string
 }
 
 // ChangeOutcome is what ApplyChange did with a change.
@@ -290,15 +293,21 @@ func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) err
 	return s.Rebase(ctx, id, base)
 }
 
-// Rebase makes collection counter id exact: it stamps a new base read time B (the commit time of the
+// Rebase makes collection counter id exact (and stamps base's mirror on it): it stamps a new base read time B (the commit time of the
 // stamp), then adds the difference between base.ValueAt(B) and the counter's value at B. Changes
 // committed at or before B count in the base from then on, later ones through ApplyChange, so
 // nothing is counted twice or missed, whatever is in flight. It is safe to repeat.
 func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
+	var mirrorDoc, mirrorField any = firestore.Delete, firestore.Delete
+	if base.MirrorDocument != "" {
+		mirrorDoc, mirrorField = base.MirrorDocument, base.MirrorField
+	}
 	res, err := s.schema.CounterRef(s.client, id).Update(ctx, []firestore.Update{
 		{Path: shared.FieldSource, Value: base.Source},
 		{Path: shared.FieldBaseAt, Value: firestore.ServerTimestamp},
 		{Path: shared.FieldBaseDone, Value: false},
+		{Path: shared.FieldMirrorDocument, Value: mirrorDoc},
+		{Path: shared.FieldMirrorField, Value: mirrorField},
 	})
 	if err != nil {
 		return fmt.Errorf("stamp the base of counter %q: %w", id, err)

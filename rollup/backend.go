@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -34,6 +35,8 @@ type view struct {
 	// group is the counter's group ("" for none): the roll-up carries it, and a write refreshes the
 	// group's top lists.
 	group string
+	// mirrorDocument and mirrorField name the app document field the count is copied into ("": none).
+	mirrorDocument, mirrorField string
 	// hoursDue is true when the counter's shards hold hourly buckets to prune
 	// (counter.Store.HourBucketsDue).
 	hoursDue bool
@@ -100,6 +103,8 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 		}
 		v.windows = counter.WindowsOf(snaps[1])
 		v.group = counter.GroupOf(snaps[1])
+		v.mirrorDocument, _ = snaps[1].Data()[shared.FieldMirrorDocument].(string)
+		v.mirrorField, _ = snaps[1].Data()[shared.FieldMirrorField].(string)
 		v.hoursDue = b.counters.HourBucketsDue(snaps[1], v.readAt)
 	}
 	return v, nil
@@ -176,6 +181,9 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	case err != nil:
 		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
 	}
+	if err := b.mirror(ctx, prev, w.count); err != nil {
+		return err
+	}
 	left := prev.leftGroup()
 	if prev.group == "" && left == "" {
 		return nil
@@ -240,4 +248,17 @@ func (b *firestoreBackend) adapt(ctx context.Context, id string, from, to int) e
 func (b *firestoreBackend) pruneHours(ctx context.Context, id string, now time.Time) error {
 	_, err := b.counters.PruneHourBuckets(ctx, id, now)
 	return err
+}
+
+// mirror copies count into the app document field v names, if any; a missing document is left
+// missing (nothing of the app's but the field is written).
+func (b *firestoreBackend) mirror(ctx context.Context, v view, count int64) error {
+	if v.mirrorDocument == "" {
+		return nil
+	}
+	_, err := b.client.Doc(v.mirrorDocument).Update(ctx, []firestore.Update{{FieldPath: strings.Split(v.mirrorField, "."), Value: count}})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("mirror the count into %s.%s: %w", v.mirrorDocument, v.mirrorField, err)
+	}
+	return nil
 }

@@ -140,9 +140,14 @@ func updateTime(doc *firestorepb.Document) time.Time {
 // baseline is the base of the counter that d keeps from the collection holding path.
 func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	collection := path[:strings.LastIndex(path, "/")]
-	return counter.Baseline{Source: d.Documents, Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
+	b := counter.Baseline{Source: d.Documents, Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
 		return c.valueAt(ctx, d, collection, at)
 	}}
+	if d.Mirror != "" {
+		bound, _ := d.pattern.match(path)
+		b.MirrorDocument, b.MirrorField = expand(strings.Join(d.mirror.document, "/"), bound), strings.Join(d.mirror.field, ".")
+	}
+	return b
 }
 
 // valueAt is Firestore's count() or sum() of d's documents in collection, at read time at.

@@ -18,12 +18,16 @@ import (
 // TestCollectionCounterFollowsTheAppsDocumentsOnTheStack writes and deletes like documents and paid
 // orders in the stack's emulator (counter-sources.json declares both) and checks that Count and the
 // roll-up reach count() and sum() of the documents, with no Increment call, and that the counter
-// was made exact from documents that were there before its first event.
+// was made exact from documents that were there before its first event; the post's likes field
+// mirrors its count.
 func TestCollectionCounterFollowsTheAppsDocumentsOnTheStack(t *testing.T) {
 	env := testenv.Stack(t)
 	client := env.StackFirestore(t)
 	ctx := context.Background()
 	post, shop := testenv.UniqueID("post"), testenv.UniqueID("shop")
+	if _, err := client.Collection("posts").Doc(post).Set(ctx, map[string]any{"title": "hello"}); err != nil {
+		t.Fatal(err)
+	}
 	likes := client.Collection("posts").Doc(post).Collection("likes")
 	orders := client.Collection("shops").Doc(shop).Collection("orders")
 	for i := range 40 {
@@ -61,6 +65,20 @@ func TestCollectionCounterFollowsTheAppsDocumentsOnTheStack(t *testing.T) {
 		if exact != c.want || rolled != c.want {
 			t.Errorf("%s: Count says %d, its roll-up %d; Firestore's aggregation of its documents says %d", c.id, exact, rolled, c.want)
 		}
+	}
+	// The declaration mirrors the likes into the post, and writes nothing else of it.
+	var got map[string]any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		snap, err := client.Collection("posts").Doc(post).Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = snap.Data(); got["likes"] == wantLikes {
+			break
+		}
+	}
+	if got["likes"] != wantLikes || got["title"] != "hello" || len(got) != 2 {
+		t.Errorf("posts/%s = %v, want its title and likes: %d", post, got, wantLikes)
 	}
 }
 
