@@ -72,6 +72,8 @@ readonly FIELD_SETTINGS=(
   'shards writes false true'
   'shards buckets false true'
   'counter_members expires_at true false'
+  'counter_change_ledger expires_at true false'
+  'counter_change_ledger keys false false'
 )
 
 # Firestore composite indexes, one row each: collection (a setting's name: its value), then each
