@@ -105,7 +105,7 @@ func TestRunNodeKillsAHungRun(t *testing.T) {
 // TestLiveCounter: the example app's latency compensation (pending likes shown once).
 func TestLiveCounter(t *testing.T) { runNodeTests(t, "test/live-counter.test.mjs") }
 
-// TestFirebaseJSSDK: the JS SDK against the stack with firestore.rules: a roll-up listener follows
+// TestFirebaseJSSDK: the JS SDK against the stack's rules (the counters' block): a roll-up listener follows
 // HTTP increments, roll-ups may be listed 100 at most (returned and skipped by an offset together,
 // offsets sent through REST), and every other client read or write is
 // denied; the guide's incrementCounter under firestore.guide-clients.rules, signed in, may increment
