@@ -148,6 +148,20 @@ func TestExampleAppInChromium(t *testing.T) {
 	runNodeTests(t, "test/browser.test.mjs")
 }
 
+// TestLikeDocumentsInChromium: likes kept as the app's own documents (posts/{post}/likes/{uid}),
+// counted by the collection counter likes-{post}, in headless Chromium under the example app's
+// rules with the counters' block (the stack's): pages of three users like and unlike through the
+// Firebase JS SDK and the roll-up, Count and the page's listener follow the number of like documents
+// exactly; a second like by the same user, a like in another's name and one with another field are
+// refused and move nothing; a like made while the page is offline (IndexedDB persistence,
+// context.setOffline) is not on the server until the page is back online, then counts exactly
+// once; and the example app's post card likes and unlikes.
+func TestLikeDocumentsInChromium(t *testing.T) {
+	testenv.SkipIfShort(t, "Chromium and the local stack")
+	requireChromium(t)
+	runNodeTests(t, "test/likes.test.mjs")
+}
+
 // TestPagesOfListedOriginsIncrementInChromium: a functions process of the local stack with
 // ALLOWED_ORIGINS naming the example app's origin (http://127.0.0.1:<port>) and REQUIRE_ID_TOKEN on;
 // in headless Chromium, a page of that origin increments it through fetch with an ID token from the
