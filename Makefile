@@ -15,7 +15,7 @@ build:
 	$(GO) build -o $(LOCALSTACK) ./cmd/localstack
 
 ## run: run every function at http://127.0.0.1:$${PORT:-8080}/<EntryPoint> on the Firestore, Pub/Sub and
-##      Firebase Auth emulators, with firestore.rules loaded, and the live example app at http://127.0.0.1:$${APP_PORT:-8000}/
+##      Firebase Auth emulators, with firestore.example-app.rules loaded (the example app's rules and the counters' block), and the live example app at http://127.0.0.1:$${APP_PORT:-8000}/
 run: build $(WEB_APP)
 	$(LOCALSTACK)
 

@@ -257,6 +257,25 @@ func Standalone(variant string) ([]byte, error) {
 	return Compose([]byte(fmt.Sprintf(standaloneBase, variant, what, extra)), block, variant, folded)
 }
 
+// The example app (web/) keeps likes as documents of its own: ExampleAppSource, in the repository,
+// is its own ruleset (one like per user), and ExampleAppFile, at the repository's root, that ruleset
+// with the counters' block added (ExampleApp): the rules the local stack loads, as an app's project
+// has one ruleset with both (go generate ./rules writes it).
+const (
+	ExampleAppSource = "web/example-app.rules"
+	ExampleAppFile   = "firestore.example-app.rules"
+)
+
+// ExampleApp returns app, the example app's own ruleset, with the counters' block added, as make
+// rules APP_RULES=web/example-app.rules writes it.
+func ExampleApp(app []byte) ([]byte, error) {
+	block, err := Block("counters")
+	if err != nil {
+		return nil, err
+	}
+	return Compose(app, block, "counters", nil)
+}
+
 // StandaloneFile is the file of the repository's root that holds Standalone(variant).
 func StandaloneFile(variant string) string {
 	if variant == "counters" {

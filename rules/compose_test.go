@@ -149,6 +149,29 @@ func TestStandaloneFilesAreGenerated(t *testing.T) {
 	}
 }
 
+// TestExampleAppFileIsGenerated: firestore.example-app.rules, the local stack's rules, is the example
+// app's own ruleset with the counters' block added, and that ruleset alone opens nothing of ours.
+func TestExampleAppFileIsGenerated(t *testing.T) {
+	app, err := os.ReadFile(filepath.Join("..", ExampleAppSource))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ExampleApp(app)
+	if err != nil {
+		t.Fatalf("%s cannot take the counters' block: %v", ExampleAppSource, err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", ExampleAppFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from rules.ExampleApp(%s): run go generate ./rules", ExampleAppFile, ExampleAppSource)
+	}
+	if !strings.HasPrefix(string(got), strings.TrimSuffix(string(app), "}\n")) {
+		t.Errorf("%s does not keep the app's rules as they are", ExampleAppFile)
+	}
+}
+
 // TestBlocksNameTheConfiguredCollections: the counters' blocks cover exactly the top-level
 // collections the functions write, with the default names (functions/config) and, through Named,
 // with others; the guide-clients block's lookup of a counter document names the counters collection.

@@ -10,7 +10,8 @@
 // Environment: PORT (8080), GOOGLE_CLOUD_PROJECT (demo-counters), FIRESTORE_PORT (8081),
 // PUBSUB_PORT (8085), AUTH_PORT (the Firebase Auth emulator, 9099; LOCALSTACK_AUTH=false leaves it
 // out), APP_PORT (the live example app, 8000), FIRESTORE_RULES (security rules loaded into the
-// Firestore emulator, the repository's firestore.rules), LOCALSTACK_WEB (the npm project with
+// Firestore emulator, the repository's firestore.example-app.rules: the example app's own rules with
+// the counters' block), LOCALSTACK_WEB (the npm project with
 // firebase-tools and the example app, the repository's web/), LOCALSTACK_LOGS (directory for emulator
 // logs, .localstack), LOCALSTACK_TICK (how often the stand-in for Cloud Scheduler ticks
 // RollupScheduled, 1m), LOCALSTACK_INSTANCES (how many functions processes serve behind a

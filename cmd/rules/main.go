@@ -13,7 +13,8 @@
 // documents FoldExtensionShards folds are EXTENSION_FOLDS's (the example's, rules.ExampleFolds, for
 // -variant extension-clients when it is unset), and app rules that let clients write extension
 // shards, or a block that opens shards the fold does not fold, are refused. With
-// -standalone, it writes the repository's firestore*.rules into DIR. docs/api.md, "Security rules".
+// -standalone, it writes the repository's firestore*.rules into DIR: those of a database of its
+// own, and the example app's rules (DIR/web/example-app.rules) with the block. docs/api.md, "Security rules".
 package main
 
 import (
@@ -44,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	blockFile := fs.String("block", "", "a block file of your own instead of -variant (an edited copy of rules/extension-clients.rules)")
 	out := fs.String("o", "", "where to write the combined rules (default: standard output); may be the -app file")
 	remove := fs.Bool("remove", false, "write the -app file without the counters' block instead: your app's rules as they were")
-	standalone := fs.String("standalone", "", "write the rulesets of a database of its own (firestore*.rules) into this folder")
+	standalone := fs.String("standalone", "", "write the rulesets of a database of its own and of the example app (firestore*.rules) into this folder (the repository)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -187,5 +188,13 @@ func writeStandalone(dir string) error {
 			return err
 		}
 	}
-	return nil
+	app, err := os.ReadFile(filepath.Join(dir, rules.ExampleAppSource))
+	if err != nil {
+		return err
+	}
+	text, err := rules.ExampleApp(app)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rules.ExampleAppSource, err)
+	}
+	return os.WriteFile(filepath.Join(dir, rules.ExampleAppFile), text, 0o644)
 }

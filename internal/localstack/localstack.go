@@ -56,7 +56,8 @@ type Options struct {
 	// the emulator's own (e.g. a fault-injecting proxy in front of it).
 	FunctionsFirestore string
 	// RulesFile is the Firestore security rules file loaded into the emulator, as production's
-	// rules are deployed (an absolute path).
+	// rules are deployed (an absolute path). By default, the example app's ruleset with the
+	// counters' block added (firestore.example-app.rules), as an app's project has one ruleset.
 	RulesFile string
 }
 
@@ -79,7 +80,8 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil || instances < 1 {
 		return Options{}, fmt.Errorf("LOCALSTACK_INSTANCES=%q: must be a whole number of functions processes, 1 or more", os.Getenv("LOCALSTACK_INSTANCES"))
 	}
-	rules, err := repoPath(os.Getenv("FIRESTORE_RULES"), "firestore.rules")
+	// The stack's project is the example app's: its own rules with the counters' block, one ruleset.
+	rules, err := repoPath(os.Getenv("FIRESTORE_RULES"), "firestore.example-app.rules")
 	if err != nil {
 		return Options{}, fmt.Errorf("FIRESTORE_RULES: %w", err)
 	}

@@ -105,7 +105,7 @@ func TestRunNodeKillsAHungRun(t *testing.T) {
 // TestLiveCounter: the example app's latency compensation (pending likes shown once).
 func TestLiveCounter(t *testing.T) { runNodeTests(t, "test/live-counter.test.mjs") }
 
-// TestFirebaseJSSDK: the JS SDK against the stack with firestore.rules: a roll-up listener follows
+// TestFirebaseJSSDK: the JS SDK against the stack's rules (the counters' block): a roll-up listener follows
 // HTTP increments, roll-ups may be listed 100 at most (returned and skipped by an offset together,
 // offsets sent through REST), and every other client read or write is
 // denied; the guide's incrementCounter under firestore.guide-clients.rules, signed in, may increment
@@ -146,6 +146,20 @@ func TestFirestoreCounterExtensionWebClient(t *testing.T) {
 func TestExampleAppInChromium(t *testing.T) {
 	requireChromium(t)
 	runNodeTests(t, "test/browser.test.mjs")
+}
+
+// TestLikeDocumentsInChromium: likes kept as the app's own documents (posts/{post}/likes/{uid}),
+// counted by the collection counter likes-{post}, in headless Chromium under the example app's
+// rules with the counters' block (the stack's): pages of three users like and unlike through the
+// Firebase JS SDK and the roll-up, Count and the page's listener follow the number of like documents
+// exactly; a second like by the same user, a like in another's name and one with another field are
+// refused and move nothing; a like made while the page is offline (IndexedDB persistence,
+// context.setOffline) is not on the server until the page is back online, then counts exactly
+// once; and the example app's post card likes and unlikes.
+func TestLikeDocumentsInChromium(t *testing.T) {
+	testenv.SkipIfShort(t, "Chromium and the local stack")
+	requireChromium(t)
+	runNodeTests(t, "test/likes.test.mjs")
 }
 
 // TestPagesOfListedOriginsIncrementInChromium: a functions process of the local stack with

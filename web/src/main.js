@@ -2,24 +2,35 @@
 // its increment and shows its counter with liveCount (a snapshot listener on rollups/{id}, Firebase JS
 // SDK, against the local stack's Firestore emulator, plus this user's pending likes), all time and
 // today (the roll-up's windows.day), with the roll-up's freshness; a listener on tops/{group}_all
-// shows the top list.
+// shows the top list. Posts are liked the other way: the signed-in user (anonymous, Auth emulator)
+// writes and deletes a like document of their own, offline too (IndexedDB cache), and the count
+// comes from the collection counter's roll-up (likes.js).
 import { initializeApp } from 'firebase/app';
-import { connectFirestoreEmulator, doc, getFirestore, onSnapshot } from 'firebase/firestore';
+import { connectAuthEmulator, getAuth, signInAnonymously } from 'firebase/auth';
+import {
+  connectFirestoreEmulator, doc, initializeFirestore, onSnapshot, persistentLocalCache, persistentMultipleTabManager,
+} from 'firebase/firestore';
 import { CountersClient, windowCountOf } from '../client/index.js';
+import { like, listenToLikeCount, listenToMyLike, unlike } from './likes.js';
 
 const DEFAULT_COUNTERS = ['cats', 'dogs', 'owls'];
 const DEFAULT_GROUP = 'pets';
+const DEFAULT_POSTS = ['welcome'];
 
 async function main() {
   const cfg = await (await fetch('/config.json')).json();
   const app = initializeApp({ projectId: cfg.projectId, apiKey: 'local-emulator' });
-  const db = getFirestore(app);
+  // A persistent cache (IndexedDB, shared by the app's tabs) keeps likes made offline until the
+  // page is back online.
+  const db = initializeFirestore(app, { localCache: persistentLocalCache({ tabManager: persistentMultipleTabManager() }) });
   connectFirestoreEmulator(db, cfg.firestoreHost, cfg.firestorePort);
 
-  // ?counters=a,b,c picks the counters (the browser test uses IDs of its own).
-  const param = new URLSearchParams(location.search).get('counters');
-  const ids = param ? param.split(',').filter(Boolean) : DEFAULT_COUNTERS;
-  const group = new URLSearchParams(location.search).get('group') || DEFAULT_GROUP;
+  // ?counters=a,b,c picks the counters and ?posts=p,q the posts (the browser tests use IDs of their own).
+  const params = new URLSearchParams(location.search);
+  const list = (name, def) => (params.get(name) ? params.get(name).split(',').filter(Boolean) : def);
+  const ids = list('counters', DEFAULT_COUNTERS);
+  const group = params.get('group') || DEFAULT_GROUP;
+  posts(app, db, cfg, list('posts', DEFAULT_POSTS));
   // Counting by day and ranking in a group are configured once per counter. The local example does it
   // here (the stack serves every function); in production an operator or the app's backend does.
   await Promise.all(ids.map((id) => fetch(`${cfg.apiPath}ConfigureCounter`, {
@@ -29,10 +40,62 @@ async function main() {
   })));
   topList(db, group);
   const counters = new CountersClient({ incrementURL: `${cfg.apiPath}Increment` });
-  const list = document.getElementById('counters');
+  const cardList = document.getElementById('counters');
   const cards = ids.map((id) => card(db, counters, id));
-  cards.forEach((c) => list.append(c.element));
+  cards.forEach((c) => cardList.append(c.element));
   setInterval(() => cards.forEach((c) => c.render()), 100);
+}
+
+/** The posts' cards, once the user is signed in (anonymously, on the stack's Auth emulator). */
+async function posts(app, db, cfg, ids) {
+  const list = document.getElementById('posts');
+  if (!cfg.authEmulatorUrl) {
+    list.textContent = 'posts need the Auth emulator (the stack runs without it: LOCALSTACK_AUTH=false)';
+    return;
+  }
+  const auth = getAuth(app);
+  connectAuthEmulator(auth, cfg.authEmulatorUrl, { disableWarnings: true });
+  const { user } = auth.currentUser ? { user: auth.currentUser } : await signInAnonymously(auth);
+  ids.forEach((id) => list.append(postCard(db, id, user.uid)));
+}
+
+/** One post's card: its like count (the roll-up of likes-{post}) and this user's like, a toggle. */
+function postCard(db, post, uid) {
+  const element = document.createElement('li');
+  element.className = 'card post';
+  element.dataset.post = post;
+  element.innerHTML = `
+    <span class="name"></span>
+    <span class="value" aria-live="polite">–</span>
+    <button class="like" type="button">♥ Like</button>
+    <span class="freshness">waiting for the roll-up…</span>
+    <span class="pending"></span>
+    <span class="error" role="alert"></span>`;
+  element.querySelector('.name').textContent = post;
+  const $ = (sel) => element.querySelector(sel);
+  let liked = false;
+  listenToLikeCount(db, post, ({ count, updatedAt }) => {
+    $('.value').textContent = String(count);
+    element.dataset.count = String(count);
+    $('.freshness').textContent = updatedAt ? `likes counted from their documents, ${updatedAt.toLocaleTimeString()}` : 'no like counted yet';
+  }, (err) => { $('.freshness').textContent = `listener failed: ${err.code}`; });
+  listenToMyLike(db, post, uid, (mine) => {
+    liked = mine.liked;
+    element.dataset.liked = String(mine.liked);
+    element.dataset.pending = String(mine.pending);
+    $('.like').textContent = mine.liked ? '♥ Liked (unlike)' : '♥ Like';
+    $('.like').classList.toggle('liked', mine.liked);
+    $('.pending').textContent = mine.pending ? 'yours, not on the server yet (sent when online)' : '';
+  }, (err) => { $('.error').textContent = `listener failed: ${err.code}`; });
+  $('.like').addEventListener('click', async () => {
+    try {
+      await (liked ? unlike : like)(db, post, uid);
+      $('.error').textContent = '';
+    } catch (err) {
+      $('.error').textContent = `${liked ? 'unlike' : 'like'} refused: ${err.code}`;
+    }
+  });
+  return element;
 }
 
 /** The group's all-time top list, from a listener on tops/{group}_all. */

@@ -13,13 +13,14 @@ export const screenshotPath = fileURLToPath(new URL('../test-results/example-app
 test('the example app counts likes at once, exactly once, live', async (t) => {
   const browser = await launchChromium();
   t.after(() => closeBrowser(browser));
-  const page = await browser.newPage({ viewport: { width: 1000, height: 600 } });
+  const page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
 
   const [cats, dogs, owls] = ['cats', 'dogs', 'owls'].map(uniqueID);
   const group = uniqueID('pets');
-  await page.goto(`${stack.appURL}?counters=${cats},${dogs},${owls}&group=${group}`);
+  const post = uniqueID('welcome');
+  await page.goto(`${stack.appURL}?counters=${cats},${dogs},${owls}&group=${group}&posts=${post}`);
   const card = (id) => page.locator(`li.card[data-counter="${id}"]`);
   // One read of a card's rendered state, all at once (the page re-renders every 100 ms).
   const state = (id) => card(id).evaluate((el) => ({
@@ -71,6 +72,10 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
   // The group's top list ranks them, highest first.
   const ranked = () => page.locator('#top li').evaluateAll((items) => items.map((li) => `${li.dataset.counter}=${li.dataset.count}`));
   await eventually('the top list ranks cats, then dogs', ranked, (r) => r.length >= 2 && r[0] === `${cats}=6` && r[1] === `${dogs}=1`);
+  // The post's like is a document of this user's; its count comes from the collection counter.
+  const postCard = page.locator(`li.post[data-post="${post}"]`);
+  await postCard.locator('button.like').click();
+  await eventually("the post's like is counted", () => postCard.evaluate((el) => el.dataset.count), (c) => c === '1');
   await card(owls).locator('button.like').click(); // left pending in the screenshot, if the roll-up is slower
   assert.deepEqual(pageErrors, [], 'the page threw');
 
