@@ -35,6 +35,7 @@ func flags(words []string) map[string][]string {
 // declares.
 func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 	requireBash(t)
+	useSources(t, "[]") // the functions of counter sources: TestDryRunDeploysOneFunctionPerDeclaredPattern
 	known := map[string]bool{}
 	for _, s := range config.Settings() {
 		known[s.Name] = true

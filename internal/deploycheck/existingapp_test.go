@@ -159,6 +159,7 @@ func TestExistingAppTerraformNamesExist(t *testing.T) {
 // creates, and nothing else of that kind.
 func TestExistingAppListsWhatTheDeployCreates(t *testing.T) {
 	requireBash(t)
+	useSources(t, "[]") // one function per declared pattern, named after it
 	text, err := os.ReadFile(existingAppPage)
 	if err != nil {
 		t.Fatal(err)
