@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardcount/counters/client/wire"
 )
 
 // maxAnswerBytes bounds an answer's body; the functions' answers are far smaller.
@@ -19,8 +21,8 @@ const maxAnswerBytes = 1 << 20
 
 // Headers of the API.
 const (
-	headerIdempotencyKey = "Idempotency-Key"
-	headerReplayed       = "Idempotent-Replayed"
+	headerIdempotencyKey = wire.HeaderIdempotencyKey
+	headerReplayed       = wire.HeaderReplayed
 )
 
 // call is one request of the API, sent until it has a certain answer or its attempts run out.
@@ -142,11 +144,7 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Head
 
 // apiError is the *Error of an answer other than 2xx.
 func apiError(status int, header http.Header, raw []byte) *Error {
-	var body struct {
-		Error   string `json:"error"`
-		Field   string `json:"field"`
-		Outcome string `json:"outcome"`
-	}
+	var body wire.ErrorBody
 	if json.Unmarshal(raw, &body) != nil || body.Error == "" {
 		body.Error = strings.TrimSpace(string(raw)) // the platform's own answer (Cloud Run, a proxy)
 		if body.Error == "" {

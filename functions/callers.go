@@ -118,9 +118,9 @@ func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, calle
 	if out.Duplicate {
 		w.Header().Set(headerReplayed, "true")
 	}
-	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: received}
+	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}
 	if key != nil {
-		resp.ReceivedAt = out.PlannedAt
+		resp.ReceivedAt = &out.PlannedAt
 	}
 	return http.StatusOK, resp, nil
 }

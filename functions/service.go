@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/client/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
@@ -89,9 +90,9 @@ const retryAfterSeconds = "1"
 // Outcomes of a failed increment, in the "outcome" field of the answer.
 const (
 	// outcomeNotApplied: the increment was certainly not applied; sending it again is safe.
-	outcomeNotApplied = "not_applied"
+	outcomeNotApplied = wire.OutcomeNotApplied
 	// outcomeUnknown: the increment may or may not have been applied.
-	outcomeUnknown = "unknown"
+	outcomeUnknown = wire.OutcomeUnknown
 )
 
 // writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
