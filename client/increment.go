@@ -39,8 +39,9 @@ type Incremented struct {
 }
 
 // Increment adds inc once: a nil error means it counted exactly once, however often it was sent.
-// Errors: *Error for a refusal (4xx; or 503 once the attempts ran out: not applied), an error that
-// errors.Is ErrOutcomeUnknown when it may or may not have counted.
+// Errors: *Error for a refusal (4xx) or when the attempts ran out on answers that applied nothing
+// (503, 429, a 5xx saying "not_applied"); an error that errors.Is ErrOutcomeUnknown when it may or
+// may not have counted (a 500 without "not_applied" is such an answer, resent with the same key).
 func (c *Client) Increment(ctx context.Context, inc Increment) (*Incremented, error) {
 	key := inc.Key
 	if key == "" {
