@@ -67,9 +67,9 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	switch {
 	case errors.As(err, &unavailable):
 		s.log.WarnContext(r.Context(), "caller's token could not be verified", "error", err.Error())
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		retryAfter := setRetryAfter(w)
 		return "", &requestError{status: http.StatusServiceUnavailable, outcome: outcomeNotApplied,
-			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfterSeconds + " s"}
+			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfter + " s"}
 	case !errors.As(err, &tokenErr):
 		return "", err
 	}
