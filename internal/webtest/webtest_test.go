@@ -164,6 +164,13 @@ func TestPagesOfListedOriginsIncrementInChromium(t *testing.T) {
 	runNodeTestsWith(t, []string{"LOCALSTACK_CORS_FUNCTIONS_URL=" + functionsURL}, "test/cors.test.mjs")
 }
 
+// TestWebClientRetryTable: the web client's increment plays client/testdata/retry-table.json, the
+// table of answers the Go client's TestRetryTable plays too, through an injected fetch (no stack).
+func TestWebClientRetryTable(t *testing.T) {
+	testenv.SkipIfShort(t, "Node.js and web/node_modules")
+	runNodeTestsWith(t, nil, "test/retry-table.test.mjs")
+}
+
 // TestWebClientAnswers: the web client's handling of answers the stack does not give (429, a 5xx
 // saying not_applied, a refusal without JSON) and of cancelled increments, through an injected fetch.
 func TestWebClientAnswers(t *testing.T) { runNodeTests(t, "test/client-answers.test.mjs") }
