@@ -44,13 +44,16 @@ async function viteApp(name, clientSpec) {
   return dir;
 }
 
-/** How often each Firestore SDK marker occurs in a build's JavaScript: once per copy of the SDK. */
+/**
+ * How many copies of Firestore's SDK a build's JavaScript holds: how often a message of its instance
+ * check occurs, once per copy in firebase 10 to 12 (its host name occurs twice in firebase 10).
+ */
 async function firestoreCopies(dir) {
   const assets = join(dir, 'dist', 'assets');
   let js = '';
   for (const f of await readdir(assets)) if (f.endsWith('.js')) js += await readFile(join(assets, f), 'utf8');
   const count = (s) => js.split(s).length - 1;
-  return { host: count('firestore.googleapis.com'), instanceCheck: count('Type does not match the expected instance') };
+  return count('Type does not match the expected instance');
 }
 
 let tarball;
@@ -66,7 +69,9 @@ after(async () => {
   for (const d of [tmp, app]) if (d) await rm(d, { recursive: true, force: true });
 });
 
-test('the packed package: license, repository, the release\'s version, firebase as a bounded peer, only its files', async () => {
+test('the packed package: license, repository, the release\'s version, firebase as a bounded peer, only its files', async (t) => {
+  const firebase = JSON.parse(await readFile(join(app, 'node_modules', 'firebase', 'package.json'), 'utf8')).version;
+  t.diagnostic(`the app's firebase: ${firebase}`);
   const dir = join(app, 'node_modules', '@shardcount', 'counters-client');
   assert.ok((await lstat(dir)).isDirectory(), 'installed as a copy, not a link to the checkout');
   const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
@@ -92,10 +97,10 @@ test('index.d.ts and increment.d.ts type-check (tsc, strict) as an app uses them
 });
 
 test('the production build holds one Firebase SDK (a linked checkout, as the old docs said, holds two)', async () => {
-  assert.deepEqual(await firestoreCopies(app), { host: 1, instanceCheck: 1 });
+  assert.equal(await firestoreCopies(app), 1);
   const linked = await viteApp('linked-vite-app', join(webDir, 'client'));
   try {
-    assert.deepEqual(await firestoreCopies(linked), { host: 2, instanceCheck: 2 }, 'the markers no longer tell two SDKs apart');
+    assert.equal(await firestoreCopies(linked), 2, 'the marker no longer tells two SDKs apart');
   } finally {
     await rm(linked, { recursive: true, force: true });
   }
