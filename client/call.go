@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardcount/counters/client/wire"
 )
 
 // maxAnswerBytes bounds an answer's body; the functions' answers are far smaller.
@@ -19,8 +22,8 @@ const maxAnswerBytes = 1 << 20
 
 // Headers of the API.
 const (
-	headerIdempotencyKey = "Idempotency-Key"
-	headerReplayed       = "Idempotent-Replayed"
+	headerIdempotencyKey = wire.HeaderIdempotencyKey
+	headerReplayed       = wire.HeaderReplayed
 )
 
 // call is one request of the API, sent until it has a certain answer or its attempts run out.
@@ -41,9 +44,11 @@ type answer struct {
 	attempts int
 }
 
-// do sends c until it has a certain answer: a 2xx, decoded into out, or an *Error other than 503
-// and 429; it resends after 503 and 429 (after Retry-After) and, when c allows it, after unknown
-// outcomes, at most maxAttempts times in all.
+// do sends c until it has a certain answer: a 2xx, decoded into out, or a refusal (an *Error
+// other than 5xx and 429). It resends, at most maxAttempts times in all and with the same
+// Idempotency-Key: after 503, 429 and a 5xx saying outcome "not_applied" (not applied); and, when c
+// allows it, after an unknown outcome (504, any other 5xx, a transport error, a lost answer). It
+// waits Retry-After (at most MaxRetryAfter), or else a full-jitter backoff.
 func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 	if c.endpoint == "" {
 		return answer{}, errNoURL
@@ -61,23 +66,27 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 			return answer{}, err // nothing was sent
 		}
 		status, header, raw, err := cl.send(ctx, c, body)
-		var wait time.Duration
+		var notSent *notSentError
 		switch {
+		case errors.As(err, &notSent):
+			// Certainly not applied (no ID token could be made): resent like a 503.
 		case err != nil:
 			unknown = true
 		case status >= 200 && status < 300:
 			if out != nil && status != http.StatusNoContent && len(raw) > 0 {
-				if err := json.Unmarshal(raw, out); err != nil {
-					return answer{}, fmt.Errorf("decode %d answer %.200q: %w", status, raw, err)
+				if decodeErr := json.Unmarshal(raw, out); decodeErr != nil {
+					// The answer was cut short or mangled on the way: it says nothing certain.
+					unknown, err = true, fmt.Errorf("decode %d answer %.200q: %w", status, raw, decodeErr)
+					break
 				}
 			}
 			return answer{status: status, header: header, attempts: attempt}, nil
-		case status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests:
-			// Certainly not applied; an earlier attempt still may have been.
-			err = apiError(status, header, raw)
-			wait = err.(*Error).RetryAfter
-		case status == http.StatusGatewayTimeout || status == http.StatusBadGateway:
-			unknown, err = true, apiError(status, header, raw)
+		case status >= 500 || status == http.StatusTooManyRequests:
+			apiErr := apiError(status, header, raw)
+			err = apiErr
+			if !notApplied(apiErr) {
+				unknown = true
+			}
 		default:
 			if unknown {
 				// A refusal now says nothing of an earlier attempt whose outcome was unknown.
@@ -88,14 +97,31 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 		if (unknown && !c.resendUnknown) || attempt >= cl.maxAttempts {
 			return answer{}, settled(c, attempt, unknown, err)
 		}
-		if wait == 0 {
-			wait = backoff(attempt)
+		wait := backoff(attempt)
+		if ra := retryAfter(header); ra > 0 {
+			wait = min(ra, MaxRetryAfter)
 		}
-		select {
-		case <-ctx.Done():
-			return answer{}, settled(c, attempt, unknown, fmt.Errorf("%w (last answer: %w)", ctx.Err(), err))
-		case <-time.After(wait):
+		if waitErr := sleep(ctx, wait); waitErr != nil {
+			return answer{}, settled(c, attempt, unknown, fmt.Errorf("%w (last answer: %w)", waitErr, err))
 		}
+	}
+}
+
+// notApplied says whether a 5xx or 429 answer certainly did not apply the request: 503 and 429 (the
+// functions, or Cloud Run before them), or any 5xx whose body says outcome "not_applied".
+func notApplied(e *Error) bool {
+	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests || e.Outcome == wire.OutcomeNotApplied
+}
+
+// sleep waits d or until ctx ends (its error). Tests replace it.
+var sleep = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -127,6 +153,9 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Head
 	if c.key != "" {
 		req.Header.Set(headerIdempotencyKey, c.key)
 	}
+	if tok := idTokenOf(ctx); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	req.Header.Set("User-Agent", cl.userAgent)
 	resp, err := cl.clients[c.endpoint].Do(req)
 	if err != nil {
@@ -142,11 +171,7 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Head
 
 // apiError is the *Error of an answer other than 2xx.
 func apiError(status int, header http.Header, raw []byte) *Error {
-	var body struct {
-		Error   string `json:"error"`
-		Field   string `json:"field"`
-		Outcome string `json:"outcome"`
-	}
+	var body wire.ErrorBody
 	if json.Unmarshal(raw, &body) != nil || body.Error == "" {
 		body.Error = strings.TrimSpace(string(raw)) // the platform's own answer (Cloud Run, a proxy)
 		if body.Error == "" {
@@ -171,9 +196,9 @@ func retryAfter(header http.Header) time.Duration {
 	return 0
 }
 
-// backoff is the wait before attempt+1 when no Retry-After says it: exponential from firstBackoff up
-// to maxBackoff, with full jitter.
+// backoff is the wait before attempt+1 when no Retry-After says it: full jitter, uniform in
+// [0, min(FirstBackoff·2^(attempt-1), MaxBackoff)].
 func backoff(attempt int) time.Duration {
-	ceiling := min(firstBackoff<<min(attempt-1, 10), maxBackoff)
-	return ceiling/2 + rand.N(ceiling/2+1)
+	ceiling := min(FirstBackoff<<min(attempt-1, 10), MaxBackoff)
+	return rand.N(ceiling + 1)
 }

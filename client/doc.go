@@ -1,11 +1,13 @@
 // Package client calls the counters' HTTP functions (Increment, Count, Top, ConfigureCounter) from a
 // Go backend, with the retry table of docs/api.md ("Conventions") built in:
 //
-//   - 503 (or Cloud Run's 429): certainly not applied; sent again after Retry-After.
-//   - An unknown outcome (504, 502, a transport error, an answer lost or cut short): sent again
+//   - 503, Cloud Run's 429, or a 5xx saying "not_applied": certainly not applied; sent again.
+//   - An unknown outcome (504, 502, a 500 or other 5xx without "not_applied", a transport error, an
+//     answer lost or cut short): sent again
 //     with the same Idempotency-Key, which the functions apply at most once, up to a bound of attempts;
 //     after it the call returns an error that errors.Is ErrOutcomeUnknown (an *OutcomeUnknownError
 //     carries the key, to send again later).
+//   - Between attempts: Retry-After, at most MaxRetryAfter, or else a full-jitter backoff.
 //   - Any other answer but 2xx: an *Error carrying the status and the API's message and field; it is
 //     not sent again (fix the request).
 //
@@ -16,5 +18,8 @@
 //
 // Requests carry Google-signed ID tokens for the function's URL (its audience), made from Application
 // Default Credentials by google.golang.org/api/idtoken, as private functions need (roles/run.invoker).
-// WithHTTPClient and WithTokenSource replace that, e.g. for the local stack, which checks no IAM.
+// WithClientOptions gives other credentials (a key, impersonation); WithHTTPClient and
+// WithTokenSource replace them, e.g. for the local stack, which checks no IAM. A call whose context
+// carries a user's Firebase ID token (ContextWithIDToken) sends it in Authorization and the IAM token
+// in X-Serverless-Authorization.
 package client

@@ -7,8 +7,8 @@ import (
 )
 
 // ErrOutcomeUnknown is what errors.Is finds in the error of a call that may or may not have been
-// applied: every attempt it was allowed ended without a certain answer (504, a transport error, a lost
-// answer), or its context ended after a request went out. Send the increment again later with the
+// applied: every attempt it was allowed ended without a certain answer (504, a 5xx without
+// "not_applied", a transport error, a lost answer), or its context ended after a request went out. Send the increment again later with the
 // same key (OutcomeUnknownError.Key): it counts at most once.
 var ErrOutcomeUnknown = errors.New("outcome unknown")
 
@@ -38,8 +38,8 @@ func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
 // Error is an answer other than 2xx, as the functions send it: {"error", "field", "outcome"}.
 type Error struct {
-	// Status is the HTTP status: 4xx for a request to fix, 503 when the attempts ran out (nothing
-	// was applied), 5xx otherwise.
+	// Status is the HTTP status: 4xx for a request to fix; 503, 429 or a 5xx with Outcome
+	// "not_applied" when the attempts ran out on answers that applied nothing.
 	Status int
 	// Message says what was wrong and what is allowed (the answer's "error").
 	Message string

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/shardcount/counters/client/wire"
 )
 
 // Increment is one increment: Delta added to Counter, or Member counted once in a distinct counter.
@@ -23,19 +24,10 @@ type Increment struct {
 	Key string
 }
 
-// Incremented is Increment's answer, as the function sends it, with what the client saw.
+// Incremented is Increment's answer, as the function sends it (wire.IncrementAnswer: Counter,
+// Delta, Shard, Counted, ReceivedAt), with what the client saw.
 type Incremented struct {
-	Counter string `json:"counter"`
-	Delta   int64  `json:"delta"`
-	// Shard is the shard written; -1 when nothing was added (see Counted).
-	Shard int `json:"shard"`
-	// Counted is set for a distinct counter (false: the member was counted before) and under
-	// PER_CALLER_LIMIT (false: the caller's total would have left the limit); nil otherwise.
-	Counted *bool `json:"counted,omitempty"`
-	// ReceivedAt is a time before the increment's write committed: a roll-up with a later updated_at
-	// holds it. Every answer for one key carries the same (docs/api.md); nil only from deployments
-	// older than keyed answers with received_at.
-	ReceivedAt *time.Time `json:"received_at,omitempty"`
+	wire.IncrementAnswer
 
 	// Key is the Idempotency-Key the increment was sent with.
 	Key string `json:"-"`
@@ -46,22 +38,16 @@ type Incremented struct {
 	Attempts int `json:"-"`
 }
 
-// incrementBody is Increment's request body.
-type incrementBody struct {
-	Counter string  `json:"counter"`
-	Delta   *int64  `json:"delta,omitempty"`
-	Member  *string `json:"member,omitempty"`
-}
-
 // Increment adds inc once: a nil error means it counted exactly once, however often it was sent.
-// Errors: *Error for a refusal (4xx; or 503 once the attempts ran out: not applied), an error that
-// errors.Is ErrOutcomeUnknown when it may or may not have counted.
+// Errors: *Error for a refusal (4xx) or when the attempts ran out on answers that applied nothing
+// (503, 429, a 5xx saying "not_applied"); an error that errors.Is ErrOutcomeUnknown when it may or
+// may not have counted (a 500 without "not_applied" is such an answer, resent with the same key).
 func (c *Client) Increment(ctx context.Context, inc Increment) (*Incremented, error) {
 	key := inc.Key
 	if key == "" {
 		key = uuid.NewString()
 	}
-	body := incrementBody{Counter: inc.Counter}
+	body := wire.IncrementRequest{Counter: inc.Counter}
 	if inc.Delta != 0 {
 		body.Delta = &inc.Delta
 	}

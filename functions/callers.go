@@ -2,12 +2,15 @@ package functions
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/client/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
@@ -43,7 +46,9 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 // anonymous user's token, where refused, and a missing or invalid App Check token are a 403: signing
 // in again as the same kind of caller cannot change that. A token that could not be verified for the
 // platform's reasons (the public keys or the user could not be fetched) is a 503: nothing was done, retry. The
-// answers are fixed texts; why a token failed is logged, never sent.
+// answers are fixed texts; why a token failed is logged, never sent. The ID token is read from
+// Authorization only: a private function's IAM caller sends its own token in
+// X-Serverless-Authorization, which Cloud Run checks, and the user's in Authorization.
 func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
 	if s.callers == nil {
 		return "", nil
@@ -67,9 +72,9 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	switch {
 	case errors.As(err, &unavailable):
 		s.log.WarnContext(r.Context(), "caller's token could not be verified", "error", err.Error())
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		retryAfter := setRetryAfter(w)
 		return "", &requestError{status: http.StatusServiceUnavailable, outcome: outcomeNotApplied,
-			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfterSeconds + " s"}
+			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfter + " s"}
 	case !errors.As(err, &tokenErr):
 		return "", err
 	}
@@ -83,11 +88,32 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 			message: "anonymous users may not do this; sign in with an account, then send its ID token"}
 	}
 	message := `a valid Firebase Auth ID token is required (this one is missing, malformed, expired or for another project); send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`
-	if tokenErr.Reason == callerauth.Revoked {
+	switch {
+	case tokenErr.Reason == callerauth.Revoked:
 		message = "the Firebase Auth ID token was revoked (the user signed out everywhere or changed their password) or its account is disabled; sign in again, then send the new ID token"
+	case googleSigned(idToken):
+		message = "Authorization carries a Google-signed ID token (the IAM token of a private function's caller), not a Firebase Auth ID token: " +
+			"send the IAM token in " + wire.HeaderServerlessAuthorization + " (Cloud Run checks it there) and the user's Firebase Auth ID token in Authorization"
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization, reason: reason, cause: err, message: message}
+}
+
+// googleSigned says whether token looks like a Google-signed ID token (issuer accounts.google.com),
+// as IAM callers of a private function send: its claims are read unverified, only to pick a message.
+func googleSigned(token string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct {
+		Issuer string `json:"iss"`
+	}
+	if err != nil || json.Unmarshal(raw, &claims) != nil {
+		return false
+	}
+	return claims.Issuer == "https://accounts.google.com" || claims.Issuer == "accounts.google.com"
 }
 
 // bearerToken reads "Authorization: Bearer <token>"; no header is an empty token.
@@ -118,9 +144,9 @@ func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, calle
 	if out.Duplicate {
 		w.Header().Set(headerReplayed, "true")
 	}
-	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: received}
+	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}
 	if key != nil {
-		resp.ReceivedAt = out.PlannedAt
+		resp.ReceivedAt = &out.PlannedAt
 	}
 	return http.StatusOK, resp, nil
 }

@@ -430,3 +430,25 @@ func TestRevokedIDTokensGet401(t *testing.T) {
 		t.Errorf("a revoked token wrote %v", paths)
 	}
 }
+
+// TestPrivateFunctionTakesTheUsersTokenBesideTheIAMToken: a backend calling a private Increment for a
+// user sends its IAM token in X-Serverless-Authorization (Cloud Run checks it there) and the user's
+// Firebase ID token in Authorization: the user is the verified caller. A Google-signed IAM token in
+// Authorization instead gets 401 saying where each token goes.
+func TestPrivateFunctionTakesTheUsersTokenBesideTheIAMToken(t *testing.T) {
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 1)
+	user, _ := authEmulatorUser(t, "ann.backend@example.com")
+	now := time.Now().Unix()
+	iam := unsignedToken(map[string]any{"iss": "https://accounts.google.com", "aud": srv.URL + "/Increment",
+		"email": "backend@p.iam.gserviceaccount.com", "sub": "1234567890", "iat": now, "exp": now + 3600})
+	for i, counted := range []bool{true, false} { // PER_CALLER_LIMIT=1: the second like is the same user's
+		a := srv.incrementAs(t, map[string]string{"X-Serverless-Authorization": "Bearer " + iam, "Authorization": "Bearer " + user}, `{"counter":"liked"}`)
+		if a.status != http.StatusOK || a.body["counted"] != counted {
+			t.Fatalf("like %d with the user's token beside the IAM token: %d %s, want 200 counted %v", i+1, a.status, a.raw, counted)
+		}
+	}
+	a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + iam}, `{"counter":"liked"}`)
+	if a.status != http.StatusUnauthorized || !strings.Contains(a.raw, "X-Serverless-Authorization") {
+		t.Errorf("the IAM token in Authorization: %d %s, want 401 naming X-Serverless-Authorization", a.status, a.raw)
+	}
+}

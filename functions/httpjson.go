@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardcount/counters/client/wire"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -31,11 +32,7 @@ func (e *requestError) Error() string { return e.message }
 
 // errorBody is the JSON body of every 4xx and 5xx answer. Outcome, on failed increments, says
 // whether the increment was applied: "not_applied" or "unknown".
-type errorBody struct {
-	Error   string `json:"error"`
-	Field   string `json:"field,omitempty"`
-	Outcome string `json:"outcome,omitempty"`
-}
+type errorBody = wire.ErrorBody
 
 // checkMethod accepts the request's method if it is one of allowed, or returns a 405 answer.
 func checkMethod(r *http.Request, allowed ...string) error {

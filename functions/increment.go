@@ -7,42 +7,26 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/client/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
-// incrementRequest is the body of Increment. A missing or null delta means 1.
-type incrementRequest struct {
-	Counter string `json:"counter"`
-	Delta   *int64 `json:"delta"`
-	// Member, for a distinct counter, is who or what is counted once (with ID tokens: the user, and
-	// this field must be left out or equal the user's ID).
-	Member *string `json:"member"`
-}
-
-// incrementResponse is Increment's answer.
-type incrementResponse struct {
-	Counter string `json:"counter"`
-	Delta   int64  `json:"delta"`
-	Shard   int    `json:"shard"`
-	// Counted is set under PER_CALLER_LIMIT (false when the caller's total would have left the limit)
-	// and for a distinct counter (false when the member was counted before): nothing was added and
-	// shard is -1.
-	Counted *bool `json:"counted,omitempty"`
-	// ReceivedAt is a time after the function received the increment and before its write committed:
-	// apps show their own increment until a roll-up with a later updated_at arrives, and then only the
-	// roll-up, so it is never shown twice. Unkeyed, it is when the request arrived (a roll-up computed
-	// while the write waited for its group commit may then settle it early: it shows again with the
-	// roll-up the write triggers); keyed, when the write that first applied the key was planned,
-	// stored with the key, so every answer for the key repeats the first byte for byte.
-	ReceivedAt time.Time `json:"received_at"`
-}
+// incrementRequest is the body of Increment; incrementResponse is its answer (ReceivedAt always set:
+// a time after the function received the increment and before its write committed, so apps show
+// their own increment until a roll-up with a later updated_at arrives, and then only the roll-up.
+// Unkeyed, it is when the request arrived; keyed, when the write that first applied the key was
+// planned, stored with the key, so every answer for the key repeats the first byte for byte).
+type (
+	incrementRequest  = wire.IncrementRequest
+	incrementResponse = wire.IncrementAnswer
+)
 
 // incrementMethods are the methods Increment accepts.
 var incrementMethods = []string{http.MethodPost}
 
 // headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
-const headerReplayed = "Idempotent-Replayed"
+const headerReplayed = wire.HeaderReplayed
 
 // Increment is the HTTP entry point POST {"counter": "<id>", "delta": <int, default 1>}: it adds delta
 // to one shard of the counter, creating the counter on first use. 200 means counted exactly once, 503
@@ -133,9 +117,9 @@ func (s *Service) incrementDistinct(w http.ResponseWriter, r *http.Request, key 
 	if out.Shard >= 0 { // the member was new all time or in a bucket
 		delta = 1
 	}
-	resp := incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: received}
+	resp := incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}
 	if keyed != nil {
-		resp.ReceivedAt = out.PlannedAt
+		resp.ReceivedAt = &out.PlannedAt
 	}
 	if out.Duplicate {
 		w.Header().Set(headerReplayed, "true")
@@ -160,7 +144,7 @@ func (s *Service) incrementDelta(w http.ResponseWriter, r *http.Request, caller,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: shard, ReceivedAt: received}, nil
+	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: shard, ReceivedAt: &received}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
@@ -194,7 +178,7 @@ func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key coun
 		w.Header().Set(headerReplayed, "true")
 	}
 	first := out.Applied[0]
-	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard, ReceivedAt: out.PlannedAt}, nil
+	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard, ReceivedAt: &out.PlannedAt}, nil
 }
 
 // keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on

@@ -179,8 +179,8 @@ func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.Ha
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "the function is misconfigured; its logs say how"})
 			return
 		case err != nil:
-			w.Header().Set("Retry-After", retryAfterSeconds)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "the function could not start; nothing was done; retry after " + retryAfterSeconds + " s", Outcome: outcomeNotApplied})
+			retryAfter := setRetryAfter(w)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "the function could not start; nothing was done; retry after " + retryAfter + " s", Outcome: outcomeNotApplied})
 			return
 		}
 		method(s, w, r)

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"strconv"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/callerauth"
+	"github.com/shardcount/counters/client/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
@@ -94,15 +97,24 @@ func (s *Service) checkCounterID(id string) error {
 	return nil
 }
 
-// retryAfterSeconds is the Retry-After of a 503: Firestore's transient failures clear in about that.
-const retryAfterSeconds = "1"
+// The Retry-After of a 503 is a whole number of seconds drawn uniformly from [retryAfterMin,
+// retryAfterMax]: Firestore's transient failures clear in about that, and callers turned away
+// together do not all come back in the same second.
+const retryAfterMin, retryAfterMax = 1, 3
+
+// setRetryAfter sets w's Retry-After to a jittered wait and returns it, in seconds, for the message.
+func setRetryAfter(w http.ResponseWriter) string {
+	seconds := strconv.Itoa(retryAfterMin + rand.IntN(retryAfterMax-retryAfterMin+1))
+	w.Header().Set("Retry-After", seconds)
+	return seconds
+}
 
 // Outcomes of a failed increment, in the "outcome" field of the answer.
 const (
 	// outcomeNotApplied: the increment was certainly not applied; sending it again is safe.
-	outcomeNotApplied = "not_applied"
+	outcomeNotApplied = wire.OutcomeNotApplied
 	// outcomeUnknown: the increment may or may not have been applied.
-	outcomeUnknown = "unknown"
+	outcomeUnknown = wire.OutcomeUnknown
 )
 
 // writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
@@ -149,10 +161,10 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 				"retry only with the same " + shared.HeaderIdempotencyKey + " header, which applies it at most once"})
 	case errors.Is(err, counter.ErrClosed) || shared.IsRetryable(err):
 		s.log.WarnContext(r.Context(), "transient failure", "error", err.Error(), "path", r.URL.Path)
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		body := errorBody{Error: "the database is busy or unavailable; retry after " + retryAfterSeconds + " s"}
+		retryAfter := setRetryAfter(w)
+		body := errorBody{Error: "the database is busy or unavailable; retry after " + retryAfter + " s"}
 		if errors.Is(err, counter.ErrNotApplied) {
-			body = errorBody{Outcome: outcomeNotApplied, Error: "not applied: the database is busy or unavailable, or this instance is stopping; retry after " + retryAfterSeconds + " s"}
+			body = errorBody{Outcome: outcomeNotApplied, Error: "not applied: the database is busy or unavailable, or this instance is stopping; retry after " + retryAfter + " s"}
 		}
 		writeJSON(w, http.StatusServiceUnavailable, body)
 	default:

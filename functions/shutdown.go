@@ -29,8 +29,8 @@ var requests gate.Gate
 func gated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !requests.Enter() {
-			w.Header().Set("Retry-After", retryAfterSeconds)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfterSeconds + " s",
+			retryAfter := setRetryAfter(w)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "this instance is stopping; nothing was done; retry after " + retryAfter + " s",
 				Outcome: outcomeNotApplied})
 			return
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/shardcount/counters/gate"
@@ -54,5 +56,31 @@ func TestGateRefusesNewRequestsAndWaitsForAccepted(t *testing.T) {
 	<-served
 	if accepted.Code != http.StatusOK || accepted.Header().Get("Content-Length") == "" {
 		t.Errorf("accepted request: %d, Content-Length %q; want 200 with its length", accepted.Code, accepted.Header().Get("Content-Length"))
+	}
+}
+
+// TestRetryAfterIsJittered: the 503s of a stopping instance ask for waits spread over
+// [retryAfterMin, retryAfterMax] seconds, not one fixed wait that brings every caller back at once,
+// and each message names its own header's wait.
+func TestRetryAfterIsJittered(t *testing.T) {
+	t.Cleanup(func() { requests = gate.Gate{} })
+	requests.Close()
+	h := gated(func(http.ResponseWriter, *http.Request) { t.Error("handler called after stop") })
+	seen := map[string]int{}
+	for range 200 {
+		w := httptest.NewRecorder()
+		h(w, httptest.NewRequest(http.MethodPost, "/", nil))
+		ra := w.Header().Get("Retry-After")
+		seconds, err := strconv.Atoi(ra)
+		if err != nil || seconds < retryAfterMin || seconds > retryAfterMax {
+			t.Fatalf("Retry-After %q, want whole seconds in [%d, %d]", ra, retryAfterMin, retryAfterMax)
+		}
+		if !strings.Contains(w.Body.String(), "retry after "+ra+" s") {
+			t.Errorf("body %s does not name its Retry-After %s", w.Body.String(), ra)
+		}
+		seen[ra]++
+	}
+	if len(seen) < 2 || len(seen) != retryAfterMax-retryAfterMin+1 {
+		t.Errorf("Retry-After values %v over 200 answers, want each of %d..%d", seen, retryAfterMin, retryAfterMax)
 	}
 }

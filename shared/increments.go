@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/shardcount/counters/client/wire"
 )
 
 // Limits and names of keyed and batched increments.
@@ -18,7 +20,7 @@ const (
 	// the message instead of its message ID: publishers that retry a publish send the same key again.
 	AttributeIdempotencyKey = "idempotency_key"
 	// HeaderIdempotencyKey is the HTTP request header that makes an Increment request idempotent.
-	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
 )
 
 // Increment is one change of one counter.

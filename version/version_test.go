@@ -2,6 +2,7 @@ package version_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,4 +95,20 @@ func upgradeSection(t *testing.T) string {
 	}
 	section, _, _ := strings.Cut(after, "\n### ")
 	return section
+}
+
+// TestWebClientPackageIsTheRelease: the web client's package.json (what npm pack publishes) carries
+// this release's version.
+func TestWebClientPackageIsTheRelease(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "web", "client", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct{ Version string }
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	if pkg.Version != version.Version {
+		t.Errorf("web/client/package.json's version is %q, version.Version %s", pkg.Version, version.Version)
+	}
 }

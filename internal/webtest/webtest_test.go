@@ -41,6 +41,13 @@ func runNodeTests(t *testing.T, files ...string) {
 // runNodeTestsWith is runNodeTests with env added to the stack's environment.
 func runNodeTestsWith(t *testing.T, env []string, files ...string) {
 	t.Helper()
+	runNodeTestsWithin(t, perTest, runLimit, env, files...)
+}
+
+// runNodeTestsWithin is runNodeTestsWith with its own limits: each test file (and test) within
+// fileLimit, the whole run within limit.
+func runNodeTestsWithin(t *testing.T, fileLimit, limit time.Duration, env []string, files ...string) {
+	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not on PATH: install Node.js 20 or later (these machines have it; .ci/run needs it)")
 	}
@@ -50,8 +57,8 @@ func runNodeTestsWith(t *testing.T, env []string, files ...string) {
 	// --test-force-exit: once every test has ended, a handle left open (a client, a browser) cannot
 	// keep the file's process, and so this run, alive.
 	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec", "--test-force-exit",
-		fmt.Sprintf("--test-timeout=%d", perTest.Milliseconds())}, files...)
-	out, err := runNode(webDir, runLimit, env, args...)
+		fmt.Sprintf("--test-timeout=%d", fileLimit.Milliseconds())}, files...)
+	out, err := runNode(webDir, limit, env, args...)
 	t.Logf("node %v:\n%s", args, out)
 	if err != nil {
 		t.Fatalf("node tests: %v", err)
@@ -178,6 +185,13 @@ func TestPagesOfListedOriginsIncrementInChromium(t *testing.T) {
 	runNodeTestsWith(t, []string{"LOCALSTACK_CORS_FUNCTIONS_URL=" + functionsURL}, "test/cors.test.mjs")
 }
 
+// TestWebClientRetryTable: the web client's increment plays client/testdata/retry-table.json, the
+// table of answers the Go client's TestRetryTable plays too, through an injected fetch (no stack).
+func TestWebClientRetryTable(t *testing.T) {
+	testenv.SkipIfShort(t, "Node.js and web/node_modules")
+	runNodeTestsWith(t, nil, "test/retry-table.test.mjs")
+}
+
 // TestWebClientAnswers: the web client's handling of answers the stack does not give (429, a 5xx
 // saying not_applied, a refusal without JSON) and of cancelled increments, through an injected fetch.
 func TestWebClientAnswers(t *testing.T) { runNodeTests(t, "test/client-answers.test.mjs") }
@@ -191,6 +205,22 @@ func TestWebClientAnswers(t *testing.T) { runNodeTests(t, "test/client-answers.t
 func TestWebClientInChromium(t *testing.T) {
 	requireChromium(t)
 	runNodeTests(t, "test/client.test.mjs")
+}
+
+// TestWebClientPackageInAViteApp: the web client packed by npm pack and installed into a fresh Vite
+// app (web/fixtures/vite-app): the package's license, repository, version and bounded firebase peer;
+// its index.d.ts and increment.d.ts type-checked by tsc; the production build holding one Firebase
+// SDK; and the built pages in headless Chromium against the stack, the increment-only one loading no
+// Firestore. npm installs from the cache that `npm ci` in web/ filled.
+func TestWebClientPackageInAViteApp(t *testing.T) {
+	testenv.SkipIfShort(t, "the local stack, npm and Chromium")
+	requireChromium(t)
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Fatal("npm is not on PATH: install Node.js 20.19 or later with npm")
+	}
+	testenv.Stack(t)
+	// Two npm installs and two production builds: minutes on a busy machine.
+	runNodeTestsWithin(t, 6*time.Minute, 8*time.Minute, nil, "test/package.test.mjs")
 }
 
 // requireChromium skips t under -short; otherwise it fails t when there is no Chromium to drive.

@@ -1,7 +1,7 @@
-// CountersClient: Increment over HTTP with the retry table of docs/api.md, and the counter documents
-// (roll-ups, top lists) read with the Firebase JS SDK. How to use it: docs/web-client.md.
+// CountersClient: IncrementClient (increment.js), plus the counter documents (roll-ups, top lists)
+// read with the Firebase JS SDK. How to use it: docs/web-client.md.
 import { doc, getDoc, onSnapshot } from 'firebase/firestore';
-import { IncrementNotAppliedError, IncrementRefusedError, IncrementUnknownOutcomeError } from './errors.js';
+import { IncrementClient } from './increment.js';
 import { LiveCounter, timestampMicros } from './live-counter.js';
 
 const WINDOWS = ['hour', 'day', 'month'];
@@ -26,61 +26,30 @@ export function windowCountOf(windows, window, date = new Date()) {
 /** The Date of a Firestore Timestamp, or null. */
 const dateOf = (ts) => (ts ? new Date(timestampMicros(ts) / 1000) : null);
 
-const sleep = (ms, signal) => new Promise((resolve, reject) => {
-  if (signal?.aborted) return reject(signal.reason);
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
-});
-
-/** Milliseconds a Retry-After header asks to wait (seconds or an HTTP date), null when absent or unreadable. */
-function retryAfterMs(header) {
-  if (header == null) return null;
-  if (/^\s*\d+\s*$/.test(header)) return Number(header) * 1000;
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
-}
-
-export class CountersClient {
+export class CountersClient extends IncrementClient {
   /** @param {import('./index').CountersClientOptions} options */
-  constructor({
-    incrementURL, idToken, appCheckToken, maxAttempts = 6, backoffMs = 500, maxWaitMs = 30_000,
-    attemptTimeoutMs = 30_000, maxPendingMs = 10_000, rollupsCollection = 'rollups', topsCollection = 'tops',
-    fetch = globalThis.fetch.bind(globalThis),
-  }) {
-    if (!incrementURL) throw new TypeError('incrementURL is required: the Increment function\'s URL (or a same-origin path to it)');
-    if (!(maxAttempts >= 1)) throw new RangeError(`maxAttempts must be at least 1, got ${maxAttempts}`);
-    Object.assign(this, { incrementURL, maxAttempts, backoffMs, maxWaitMs, attemptTimeoutMs, maxPendingMs, rollupsCollection, topsCollection });
-    this.#idToken = idToken;
-    this.#appCheckToken = appCheckToken;
-    this.#fetch = fetch;
+  constructor({ maxPendingMs = 10_000, rollupsCollection = 'rollups', topsCollection = 'tops', ...options }) {
+    super(options);
+    Object.assign(this, { maxPendingMs, rollupsCollection, topsCollection });
   }
 
-  #idToken;
-  #appCheckToken;
-  #fetch;
   /** @type {Map<string, Set<{live: LiveCounter, changed: () => void, expireLater: () => void}>>} */
   #listeners = new Map();
 
   /**
-   * Adds delta (default 1) to counter, or counts member once in a distinct counter, once per key
-   * (a UUID made here when none is given). 503 and 429 are resent after Retry-After; an unknown
-   * outcome (504, a network error, a lost or unreadable answer, a 5xx that does not say
-   * "not_applied") is resent with the same key; at most maxAttempts requests in all. Resolves to the
-   * API's answer with key, replayed and attempts; rejects with IncrementRefusedError (4xx),
-   * IncrementNotAppliedError or IncrementUnknownOutcomeError.
+   * IncrementClient's increment, also shown at once by this client's liveCount listeners of counter
+   * (as pending until a roll-up holds it; no longer once it failed).
    * @param {string} counter
    * @param {import('./index').IncrementOptions} [options]
    * @returns {Promise<import('./index').IncrementAnswer>}
    */
-  async increment(counter, { delta, member, key = crypto.randomUUID(), signal } = {}) {
-    signal?.throwIfAborted(); // nothing sent
-    const body = { counter };
-    if (delta !== undefined) body.delta = delta;
-    if (member !== undefined) body.member = member;
+  async increment(counter, options = {}) {
+    options.signal?.throwIfAborted(); // nothing sent, nothing shown
+    const { delta, member } = options;
     const shown = [...(this.#listeners.get(counter) ?? [])].map((l) => ({ l, entry: l.live.begin(member !== undefined ? 1 : (delta ?? 1)) }));
     shown.forEach(({ l }) => l.changed());
     try {
-      const answer = await this.#send(body, key, signal);
+      const answer = await super.increment(counter, options);
       shown.forEach(({ l, entry }) => {
         l.live.acknowledge(entry, answer.received_at, answer.counted ?? true);
         l.expireLater();
@@ -91,60 +60,6 @@ export class CountersClient {
       shown.forEach(({ l, entry }) => { l.live.fail(entry); l.changed(); });
       throw err;
     }
-  }
-
-  async #send(body, key, signal) {
-    let unknown = false; // an attempt may have applied: the increment's outcome is unknown unless one answers
-    let failures = 0;
-    for (let attempts = 1; ; attempts++) {
-      const r = await this.#attempt(body, key, signal);
-      const details = { status: r.status, key, attempts, cause: r.cause };
-      if (r.kind === 'ok') return { ...r.answer, key, replayed: r.replayed, attempts };
-      if (r.kind === 'refused') throw new IncrementRefusedError(r.status, r.answer, { key, attempts });
-      unknown ||= r.kind === 'unknown';
-      if (attempts >= this.maxAttempts || signal?.aborted) {
-        const what = r.status ? `HTTP ${r.status}` : `no answer (${r.cause})`;
-        if (unknown) throw new IncrementUnknownOutcomeError(`Increment outcome unknown after ${attempts} attempts (last: ${what}): resend only with Idempotency-Key ${key}`, details);
-        throw new IncrementNotAppliedError(`Increment not applied after ${attempts} attempts (last: ${what}): the service is busy, try again later`, details);
-      }
-      failures++;
-      const wait = r.retryAfterMs ?? this.backoffMs * 2 ** (failures - 1);
-      try {
-        await sleep(Math.min(wait, this.maxWaitMs), signal);
-      } catch (cause) {
-        if (unknown) throw new IncrementUnknownOutcomeError(`Increment aborted with its outcome unknown: resend only with Idempotency-Key ${key}`, { ...details, cause });
-        throw new IncrementNotAppliedError('Increment aborted, not applied', { ...details, cause });
-      }
-    }
-  }
-
-  /** One request: what its answer says about the increment. */
-  async #attempt(body, key, signal) {
-    const headers = { 'Content-Type': 'application/json', 'Idempotency-Key': key };
-    const idToken = await this.#idToken?.();
-    if (idToken) headers.Authorization = `Bearer ${idToken}`;
-    const appCheckToken = await this.#appCheckToken?.();
-    if (appCheckToken) headers['X-Firebase-AppCheck'] = appCheckToken;
-    const timeout = AbortSignal.timeout(this.attemptTimeoutMs);
-    let resp;
-    try {
-      resp = await this.#fetch(this.incrementURL, {
-        method: 'POST', headers, body: JSON.stringify(body), signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-    } catch (cause) {
-      return { kind: 'unknown', cause }; // no answer
-    }
-    const status = resp.status;
-    if (status === 503 || status === 429) return { kind: 'retry', status, retryAfterMs: retryAfterMs(resp.headers.get('Retry-After')) };
-    let answer = null;
-    try {
-      answer = await resp.json();
-    } catch (cause) {
-      if (resp.ok) return { kind: 'unknown', status, cause }; // the answer was lost on the way
-    }
-    if (resp.ok) return { kind: 'ok', status, answer, replayed: resp.headers.get('Idempotent-Replayed') === 'true' };
-    if (status < 500) return { kind: 'refused', status, answer: answer ?? {} };
-    return { kind: answer?.outcome === 'not_applied' ? 'retry' : 'unknown', status };
   }
 
   /**
