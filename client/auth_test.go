@@ -21,7 +21,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // headersSeen serves 200 increments and records each request's Authorization and

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // maxAnswerBytes bounds an answer's body; the functions' answers are far smaller.

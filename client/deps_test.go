@@ -14,7 +14,7 @@ func TestImportsNoneOfTheFunctionsDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
-	allowed := map[string]bool{"github.com/shardcount/counters/client": true, "github.com/shardcount/counters/client/wire": true,
+	allowed := map[string]bool{"github.com/shardcount/counters/client": true, "github.com/shardcount/counters/shared/wire": true,
 		"github.com/shardcount/counters/version": true}
 	forbidden := []string{"cloud.google.com/go/firestore", "cloud.google.com/go/pubsub", "github.com/GoogleCloudPlatform/functions-framework-go",
 		"github.com/cloudevents/", "firebase.google.com/", "go.uber.org/zap"}

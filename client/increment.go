@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // Increment is one increment: Delta added to Counter, or Member counted once in a distinct counter.

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/functionsproc"
 	"github.com/shardcount/counters/internal/testenv"

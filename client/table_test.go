@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // retryTable is testdata/retry-table.json, which the web client's tests play too.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/callerauth"
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )

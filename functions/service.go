@@ -13,7 +13,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/callerauth"
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"

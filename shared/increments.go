@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/shardcount/counters/client/wire"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // Limits and names of keyed and batched increments.
