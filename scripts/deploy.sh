@@ -63,7 +63,7 @@ Usage: scripts/deploy.sh [options]
   --dry-run                 print every command, one per line, and run nothing
 
 The collection counters declared in $COUNTER_SOURCES (--env COUNTER_SOURCES=FILE; default
-counter-sources.json, relative to the repository root, which must hold it) get one function each
+counter-sources.json, relative to the repository root) get one function each
 per document pattern; a declaration file that cannot work stops the deploy before anything is
 deployed. Functions of patterns no longer declared are deleted (docs/operations.md, "Deploying
 collection counters").
@@ -108,7 +108,7 @@ declare -A ENV_VALUES=()
 SOURCE_ROWS=()
 SOURCE_NAMES=()
 declare -A SOURCE_BASE=()
-# COUNTER_SOURCES for the deployed functions: the declaration file's place in the upload.
+# COUNTER_SOURCES for the deployed functions: the declarations, inline (one line of JSON).
 SOURCES_PATH=
 NOTIFICATION_CHANNELS=()
 declare -A ALERT_THRESHOLDS=()

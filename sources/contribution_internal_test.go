@@ -33,7 +33,9 @@ func TestContributionFollowsFirestoresEqualityAndSum(t *testing.T) {
 	}
 	c := &Counting{set: set, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	count, sum := set.Declarations[0], set.Declarations[1]
-	doc := func(fields map[string]*firestorepb.Value) *firestorepb.Document { return &firestorepb.Document{Fields: fields} }
+	doc := func(fields map[string]*firestorepb.Value) *firestorepb.Document {
+		return &firestorepb.Document{Fields: fields}
+	}
 	nested := func(v *firestorepb.Value) map[string]*firestorepb.Value {
 		return map[string]*firestorepb.Value{"totals": {ValueType: &firestorepb.Value_MapValue{MapValue: &firestorepb.MapValue{Fields: map[string]*firestorepb.Value{"amount": v}}}}}
 	}

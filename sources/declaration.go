@@ -47,8 +47,16 @@ type Set struct {
 	Declarations []*Declaration
 }
 
-// Load reads and checks the declaration file at path; a missing file declares nothing.
+// Load checks the declarations COUNTER_SOURCES gives: a file's path (a missing file declares
+// nothing), or the declarations themselves, a JSON array, as the deploy paths set it (Inline).
 func Load(path string, schema shared.Schema) (*Set, error) {
+	if inline := strings.TrimSpace(path); strings.HasPrefix(inline, "[") {
+		set, err := Parse([]byte(inline), schema)
+		if err != nil {
+			return nil, fmt.Errorf("counter sources: %w", err)
+		}
+		return set, nil
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Set{}, nil
@@ -205,11 +213,19 @@ func (s *Set) Patterns() []string {
 	return out
 }
 
-// DeployedRoot is where the deployed functions find the uploaded source, relative to their working
-// directory: the Go buildpack moves it into this folder of the app directory and runs the function
-// from there (golang-samples functions/tips/file_system.go).
-const DeployedRoot = "serverless_function_source_code"
-
-// DeployedPath is COUNTER_SOURCES for the deployed functions when the declaration file is at rel,
-// a slash-separated path relative to the uploaded folder (the repository root).
-func DeployedPath(rel string) string { return DeployedRoot + "/" + rel }
+// Inline is the declaration file at path as one line of compact JSON, for COUNTER_SOURCES of the
+// deployed functions (Load reads it back); a missing file is "[]".
+func Inline(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "[]", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read counter sources: %w", err)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		return "", fmt.Errorf("counter sources %s: %w", path, err)
+	}
+	return b.String(), nil
+}

@@ -2,10 +2,10 @@
 # declared document pattern (local.source_functions, deployed with the others in functions.tf), so
 # that removing a declaration removes its function and trigger. The file is var.environment's
 # COUNTER_SOURCES, else COUNTER_SOURCES in Terraform's environment, else counter-sources.json,
-# relative to the repository root, which must hold it (the upload does). cmd/sources checks it as
-# the functions will (sources.Load) while Terraform plans: a file that cannot work stops the plan
-# with its message, naming the entry and the rule. It also names the functions and where the
-# deployed functions find the file. It runs with `go run`: planning needs Go.
+# relative to the repository root. cmd/sources checks it as the functions will (sources.Load) while
+# Terraform plans: a file that cannot work stops the plan with its message, naming the entry and
+# the rule. It also names the functions and gives the declarations, inline, for the functions'
+# COUNTER_SOURCES. It runs with `go run`: planning needs Go.
 data "external" "counter_sources" {
   program     = ["go", "run", "./cmd/sources", "terraform"]
   working_dir = "${path.module}/.."

@@ -16,8 +16,7 @@
 // collections are COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and DEDUPE_COLLECTION,
 // else the defaults: from the environment, or for terraform from the input object (its variables
 // override the environment's). A file that cannot work fails with sources.Load's message, naming
-// the entry and the rule, and exit status 2. So does one outside the repository or in a folder the
-// upload leaves out: the deployed functions read it from the uploaded source.
+// the entry and the rule, and exit status 2.
 package main
 
 import (
@@ -25,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -90,8 +88,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(stri
 
 // deployment is what the deploy paths take from the declaration file.
 type deployment struct {
-	// CounterSources is COUNTER_SOURCES for the deployed functions: the file's place in the upload
-	// as they see it (sources.DeployedPath).
+	// CounterSources is COUNTER_SOURCES for the deployed functions: the declarations themselves
+	// (sources.Inline), so the file may be anywhere and the upload need not hold it.
 	CounterSources string
 	// Functions are the per-source functions (functions.SourceFunctions), one per pattern.
 	Functions []functions.Function
@@ -109,15 +107,15 @@ func load(lookup func(string) (string, bool)) (deployment, error) {
 	if err != nil {
 		return deployment{}, err
 	}
-	rel, err := inUpload(cfg.CounterSources)
-	if err != nil {
-		return deployment{}, err
-	}
 	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
 	if err != nil {
 		return deployment{}, err
 	}
-	d := deployment{CounterSources: sources.DeployedPath(rel)}
+	inline, err := sources.Inline(cfg.CounterSources)
+	if err != nil {
+		return deployment{}, err
+	}
+	d := deployment{CounterSources: inline}
 	for _, f := range functions.Deployed() {
 		if f.PerSource {
 			d.Functions = append(d.Functions, functions.SourceFunctions(f, set.Patterns())...)
@@ -129,33 +127,4 @@ func load(lookup func(string) (string, bool)) (deployment, error) {
 		}
 	}
 	return d, nil
-}
-
-// excludedFolders are the repository's top-level folders that neither upload holds (.gcloudignore,
-// terraform/functions.tf's archive excludes); internal/deploycheck checks the list against both.
-var excludedFolders = []string{".git", ".ci", ".localstack", "bin", "cmd", "internal", "scripts", "terraform",
-	"publisher", "client", "web", "docs"}
-
-// inUpload returns path (relative to the working directory, the repository root) relative to the
-// root, or an error when the deployed functions could not read it: outside the root, or where the
-// upload leaves it out.
-func inUpload(path string) (string, error) {
-	root, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("COUNTER_SOURCES=%s: the file is outside the repository (%s), so not in the upload the deployed functions read it from: keep it in the repository", path, root)
-	}
-	rel = filepath.ToSlash(rel)
-	parts := strings.Split(rel, "/")
-	if slices.Contains(excludedFolders, parts[0]) || slices.Contains(parts, "testdata") {
-		return "", fmt.Errorf("COUNTER_SOURCES=%s: the upload leaves out %s and testdata/ (.gcloudignore), so the deployed functions could not read it: keep the file elsewhere in the repository", path, strings.Join(excludedFolders, "/, ")+"/")
-	}
-	return rel, nil
 }

@@ -79,8 +79,8 @@ type Config struct {
 	// GroupCommitInterval is the least time between two shard writes of one counter by one instance:
 	// concurrent increments share a write. 0 writes every increment on its own ("guide mode").
 	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
-	// CounterSources is the file declaring the collection counters (docs/collection-counters.md),
-	// relative to the function's source root; a missing file declares none.
+	// CounterSources declares the collection counters (docs/collection-counters.md): a file's path
+	// (a missing file declares none), or the declarations themselves, as the deploy paths set it.
 	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"CountDocumentWrite"`
 	// DedupeTTL is how long a keyed increment is remembered: its dedupe record expires then and
 	// Firestore's TTL policy deletes it. It must outlast every redelivery and client retry; the

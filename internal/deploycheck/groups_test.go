@@ -184,8 +184,14 @@ func dynamicBlock(t *testing.T, body *hclsyntax.Body, name string) *hclsyntax.Bo
 }
 
 // defaultCounterSources is local.counter_sources (sources.tf) when the declaration file is the
-// default one: its place in the upload as the deployed functions see it.
-var defaultCounterSources = cty.StringVal("serverless_function_source_code/" + sources.DefaultFile)
+// default one: its declarations, inline.
+var defaultCounterSources = func() cty.Value {
+	inline, err := sources.Inline(filepath.Join(root, sources.DefaultFile))
+	if err != nil {
+		panic(err)
+	}
+	return cty.StringVal(inline)
+}()
 
 // generatedDeployment is local.deployment of terraform/deployment.gen.tf.json.
 func generatedDeployment(t *testing.T) cty.Value {

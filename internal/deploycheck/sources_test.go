@@ -21,6 +21,7 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/sources"
 )
 
 // Two collection counters of different patterns, and a declaration that cannot work: its counter ID
@@ -42,9 +43,8 @@ func sourceNames(patterns ...string) []string {
 	return names
 }
 
-// useSources writes content as a declaration file in a temporary folder of the repository (the
-// deploy paths refuse one outside it, which the upload would not hold) and points COUNTER_SOURCES
-// at it, relative to the repository root; it returns that path.
+// useSources writes content as a declaration file in a temporary folder of the repository and
+// points COUNTER_SOURCES at it, relative to the repository root; it returns that path.
 func useSources(t *testing.T, content string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(root, ".sources-test-")
@@ -110,8 +110,8 @@ func TestDryRunDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 			}
 		}
 		env := envPairs(strings.Join(got["--set-env-vars"], ","))
-		if !slices.Contains(env, "COUNTER_SOURCES=serverless_function_source_code/"+filepath.ToSlash(rel)) {
-			t.Errorf("%s: environment %v, want COUNTER_SOURCES where the deployed function finds the upload's %s", name, env, rel)
+		if !slices.Contains(env, "COUNTER_SOURCES="+inlineOf(t, rel)) {
+			t.Errorf("%s: environment %v, want COUNTER_SOURCES holding the declarations of %s", name, env, rel)
 		}
 	}
 	n := 0
@@ -151,7 +151,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // TestDeclarationsThatCannotWorkStopTheDeploy: a declaration file that cannot work stops the dry
 // run and a real run before any command, with sources.Load's message naming the entry and the rule;
-// so does one outside the repository, which the upload would not hold.
+// a file outside the repository deploys.
 func TestDeclarationsThatCannotWorkStopTheDeploy(t *testing.T) {
 	useSources(t, invalidSources)
 	_, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
@@ -165,14 +165,32 @@ func TestDeclarationsThatCannotWorkStopTheDeploy(t *testing.T) {
 		t.Errorf("deploy with %s: err %v, gcloud ran %q, stderr %q; want it refused before any command", invalidSources, err, commands, stderr)
 	}
 
+	// A file outside the repository works: the functions get the declarations themselves.
 	outside := filepath.Join(t.TempDir(), "sources.json")
 	if err := os.WriteFile(outside, []byte(oneSource), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("COUNTER_SOURCES", outside)
-	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r"); err == nil || !strings.Contains(err.Error(), "outside the repository") {
-		t.Errorf("dry run with COUNTER_SOURCES outside the repository: %v; want it refused", err)
+	printed, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
+	if err != nil {
+		t.Fatalf("dry run with COUNTER_SOURCES outside the repository: %v", err)
 	}
+	if _, ok := functionDeploys(printed)[sourceNames("posts/{post}/likes/{like}")[0]]; !ok {
+		t.Errorf("dry run with COUNTER_SOURCES outside the repository deploys no function for its pattern")
+	}
+}
+
+// inlineOf is COUNTER_SOURCES of the deployed functions for the declaration file at path.
+func inlineOf(t *testing.T, path string) string {
+	t.Helper()
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	inline, err := sources.Inline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inline
 }
 
 // TestRemovedDeclarationsLoseTheirFunctions: a function of a counter source whose pattern is no
@@ -300,7 +318,7 @@ func TestTerraformDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 			"data": cty.ObjectVal(map[string]cty.Value{"external": cty.ObjectVal(map[string]cty.Value{
 				"counter_sources": cty.ObjectVal(map[string]cty.Value{"result": cty.ObjectVal(result)})})})}}
 		locals := evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t)}, "counter_sources", "source_functions", "functions")
-		if got, want := locals["counter_sources"].AsString(), "serverless_function_source_code/"+filepath.ToSlash(rel); got != want {
+		if got, want := locals["counter_sources"].AsString(), inlineOf(t, rel); got != want {
 			t.Errorf("the functions' COUNTER_SOURCES %q, want %q", got, want)
 		}
 		var got []string
