@@ -111,6 +111,8 @@ func LogMetrics() []LogMetric {
 		{Name: "counters_fold_errors", Event: EventFoldError, EntryPoints: []string{EntryFoldExtensionShards},
 			Labels:      []string{"kind"},
 			Description: "Extension folds that failed and extension shards left unfolded, by kind (fold_failed, shard_left_unfolded, not_declared)."},
+		{Name: "counters_collection_drift", Event: EventCollectionDrift, EntryPoints: []string{EntryRollupScheduled},
+			Description: "Quiet collection counters the scheduled sweep found different from count()/sum() of their documents (sources repair fixes one)."},
 		{Name: "counters_fold_waiting", Event: EventFoldWaiting, EntryPoints: []string{EntryFoldExtensionShards},
 			Labels:      []string{"kind"},
 			Description: "Extension shard events whose main document does not exist, by kind: waiting (the event is redelivered until the app creates it) or dropped (shards deleted uncounted after 24 h)."},

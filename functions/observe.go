@@ -37,6 +37,9 @@ const (
 	// document (kind waiting: redelivery asked; dropped: deleted uncounted after extshards.MaxWait),
 	// with the shards' count.
 	EventFoldWaiting = "fold_waiting"
+	// EventCollectionDrift: one ERROR line per scheduled sweep and quiet collection counter that
+	// differs from count()/sum() of its documents, with value and documents.
+	EventCollectionDrift = "collection_counter_drift"
 )
 
 // Sources of applied increments (the "source" field of EventIncrementsApplied).

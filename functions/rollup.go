@@ -60,6 +60,7 @@ func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 		slog.Int("tops_behind", res.TopsBehind), slog.Int("tops_failed", res.TopsFailed), slog.Bool("done", res.Done)}
 	if err == nil { // the sweep metrics read this line: INFO, not eventResult's DEBUG
 		s.log.LogAttrs(ctx, slog.LevelInfo, "scheduled roll-up sweep", append(attrs, slog.String("event_id", e.ID()))...)
+		s.reportDrift(ctx)
 		return nil
 	}
 	return s.eventResult(ctx, e, err, "scheduled roll-up sweep", attrs...)
@@ -80,5 +81,21 @@ func (s *Service) eventResult(ctx context.Context, e event.Event, err error, wha
 	default:
 		s.log.LogAttrs(ctx, slog.LevelError, what+" failed; event acknowledged", append(attrs, slog.String("error", err.Error()))...)
 		return nil
+	}
+}
+
+// driftQuiet is how long a collection counter has had no write before the sweep verifies it.
+const driftQuiet = 3 * time.Minute
+
+// reportDrift logs at ERROR (event EventCollectionDrift) each quiet collection counter that
+// differs from its documents (sources.Counting.DriftOfQuiet); `sources repair` fixes one.
+func (s *Service) reportDrift(ctx context.Context) {
+	drifts, err := s.counting.DriftOfQuiet(ctx, s.counting.Client().Collection(s.cfg.Schema().Counters), time.Now(), driftQuiet, s.cfg.RollupSweepLookback)
+	if err != nil {
+		s.log.WarnContext(ctx, "verify quiet collection counters failed", "error", err.Error())
+	}
+	for _, d := range drifts {
+		s.log.ErrorContext(ctx, "collection counter differs from its documents; run go run ./cmd/sources repair", "event", EventCollectionDrift,
+			"counter", d.Counter, "collection", d.Collection, "value", d.Value, "documents", d.Documents)
 	}
 }

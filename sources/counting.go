@@ -244,3 +244,37 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 	}
 	return c.store.Rebase(ctx, id, c.baseline(d, collection+"/x"))
 }
+
+// maxQuietChecks bounds the collection counters one DriftOfQuiet call verifies.
+const maxQuietChecks = 20
+
+// DriftOfQuiet verifies the collection counters written between lookback and quiet ago (by their
+// touched minute) and returns those that differ from their documents now: with nothing written
+// for quiet, no event should be in flight, so a difference is drift. It verifies at most
+// maxQuietChecks counters, each one aggregation.
+func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.CollectionRef, now time.Time, quiet, lookback time.Duration) ([]Drift, error) {
+	if len(c.set.Declarations) == 0 {
+		return nil, nil
+	}
+	snaps, err := counters.Where(shared.FieldTouchedMinute, ">=", shared.UnixMinute(now.Add(-lookback))).
+		Where(shared.FieldTouchedMinute, "<=", shared.UnixMinute(now.Add(-quiet))).Limit(200).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("find quiet collection counters: %w", err)
+	}
+	var drifts []Drift
+	checked := 0
+	for _, snap := range snaps {
+		if _, ok := snap.Data()[shared.FieldSource]; !ok || checked == maxQuietChecks {
+			continue
+		}
+		checked++
+		d, err := c.Verify(ctx, snap.Ref.ID, now)
+		if err != nil {
+			return drifts, err
+		}
+		if d.Value != d.Documents {
+			drifts = append(drifts, d)
+		}
+	}
+	return drifts, nil
+}

@@ -308,3 +308,35 @@ func TestVerifyFindsDriftAndRepairFixesItWhileEventsFlow(t *testing.T) {
 		t.Errorf("verify after repair: %+v %v", drift, err)
 	}
 }
+
+func TestDriftOfQuietReportsTheDriftedCounterOnly(t *testing.T) {
+	project := testenv.Project(t)
+	client := testenv.FirestoreOf(t, project)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := instance(t, project, set)
+	w := newWriter(t, client)
+	for p := range 2 {
+		w.set(fmt.Sprintf("posts/p%d/likes/u1", p), map[string]any{"at": 1})
+	}
+	deliver(t, w.writes, a)
+	ctx := context.Background()
+	if _, err := client.Doc("counters/likes-p0/shards/0").Set(ctx, map[string]any{"count": firestore.Increment(5)}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	quietSince := shared.UnixMinute(time.Now().Add(-5 * time.Minute))
+	for p := range 2 {
+		if _, err := client.Doc(fmt.Sprintf("counters/likes-p%d", p)).Update(ctx, []firestore.Update{{Path: shared.FieldTouchedMinute, Value: quietSince}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drifts, err := a.DriftOfQuiet(ctx, client.Collection(schema.Counters), time.Now(), 3*time.Minute, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drifts) != 1 || drifts[0].Counter != "likes-p0" || drifts[0].Value != drifts[0].Documents+5 {
+		t.Errorf("drifts %+v, want likes-p0 alone, 5 above its documents", drifts)
+	}
+}
