@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -87,13 +88,14 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 }
 
 // change is w as a change of delta: keyed by the document's name and its update times before and
-// after, in the ledger second of the version it made (a delete: of the version it removed).
+// after, in the ledger second of its commit (a delete: of its event's time).
 func (c *Counting) change(w Write, delta int64) counter.Change {
 	oldAt, newAt := updateTime(w.Old), updateTime(w.New)
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano()))
 	ch := counter.Change{Key: hex.EncodeToString(sum[:16]), Delta: delta, At: newAt, Bucket: newAt}
 	if w.New == nil {
-		ch.At, ch.Bucket = w.Time, oldAt
+		// A delete's time is the event's: Firestore's events carry the commit time of the change.
+		ch.At, ch.Bucket = cmp.Or(w.Time, oldAt), cmp.Or(w.Time, oldAt)
 	}
 	ch.InBase = func(ctx context.Context, base time.Time) (bool, error) {
 		switch {
