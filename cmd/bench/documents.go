@@ -51,7 +51,7 @@ const likesField = "likes"
 // documentModes are the modes of -via documents.
 var documentModes = map[string]string{"collection": "collection counters", "write-time": "write-time aggregation"}
 
-// parentID is the ID of parent post i; counterOf its collection counter.
+// parentID is the ID of parent post i; counterOfParent its collection counter's.
 func parentID(i int) string        { return fmt.Sprintf("bench-%d", i) }
 func counterOfParent(i int) string { return "likes-" + parentID(i) }
 
@@ -669,7 +669,8 @@ func (s *stack) deliveries(prefix string) ([]localstack.DeliveryRecord, error) {
 
 // auditLedgers compares, for each counter that is not exact, the changes the harness committed with
 // the keys the counter's ledger holds, and prints what differs: changes never counted (missing
-// events, or held by the base) and keys of changes the harness never made.
+// events, or held by the base) and keys of changes the harness never made. With BENCH_AUDIT_DETAIL
+// set it lists each change made after the base that is not in the ledger.
 func auditLedgers(ctx context.Context, client *firestore.Client, schema shared.Schema, o options, st *likeState, wrong map[int]int64) error {
 	for i := range o.parents {
 		if _, ok := wrong[i]; !ok {
