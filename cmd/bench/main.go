@@ -39,6 +39,7 @@ import (
 
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/loadreport"
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/shellwords"
 )
 
@@ -58,7 +59,11 @@ func main() {
 	flag.IntVar(&o.messages, "messages", 3000, "Pub/Sub: increments published in the burst")
 	flag.Float64Var(&o.republishFraction, "republish-fraction", 0.05, "Pub/Sub: fraction of messages published twice with the same idempotency key")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "Pub/Sub: how long to wait for the published increments to be counted")
-	vias := flag.String("via", "http", "comma-separated ways increments arrive: http, pubsub")
+	flag.IntVar(&o.parents, "parents", 100, "documents: posts whose likes change (one collection counter each)")
+	flag.IntVar(&o.likers, "likers", 20, "documents: possible likers of each post (like documents per post)")
+	flag.IntVar(&o.copies, "copies", 2, "documents: deliveries of each Firestore event (2: every event redelivered once, as at-least-once delivery may)")
+	flag.IntVar(&o.writeTimeInFlight, "write-time-in-flight", 100, "documents: events delivered at once to the write-time aggregation (its transactions on the parents contend in the emulator; the stack's bridge delivers "+fmt.Sprint(localstack.EventsInFlight())+" at once to ours)")
+	vias := flag.String("via", "http", "comma-separated ways increments arrive: http, pubsub; or documents: clients create and delete like documents in Firestore (-modes collection,write-time)")
 	modes := flag.String("modes", "guide,group-commit", "comma-separated modes: guide, group-commit (shards pinned), adaptive (group commit, shard count follows the load)")
 	instances := flag.String("instances", "1", "comma-separated numbers of functions processes behind the stack's balancer, e.g. 1,4,8,16")
 	faults := flag.String("faults", "", "semicolon-separated fault settings of a proxy between the functions and Firestore, one run each: "+
@@ -152,9 +157,23 @@ func plansOf(vias, modes, instances, faults string, loads []spread) ([]plan, err
 		}
 	}
 	var plans []plan
+	if vias == "documents" {
+		for _, mode := range strings.Split(modes, ",") {
+			if _, ok := documentModes[mode]; !ok {
+				return nil, fmt.Errorf("-modes %q: -via documents takes collection, write-time or both", modes)
+			}
+			for _, k := range ks {
+				plans = append(plans, plan{via: "documents", mode: mode, instances: k})
+			}
+		}
+		return plans, nil
+	}
 	for _, via := range strings.Split(vias, ",") {
-		if via != "http" && via != "pubsub" {
-			return nil, fmt.Errorf("-via %q: use http, pubsub or both", via)
+		if via == "documents" {
+			return nil, fmt.Errorf("-via %q: documents runs alone", vias)
+		}
+		if via != "http" && via != "pubsub" && via != "documents" {
+			return nil, fmt.Errorf("-via %q: use http, pubsub or both, or documents", via)
 		}
 		for _, mode := range strings.Split(modes, ",") {
 			for _, k := range ks {

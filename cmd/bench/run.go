@@ -43,6 +43,11 @@ type options struct {
 	republishFraction float64
 	// drainTimeout bounds the wait for Pub/Sub increments to be counted.
 	drainTimeout time.Duration
+	// parents, likers and copies shape runs of document changes (-via documents): the posts whose
+	// likes change, the possible likers of each, and how many times each event is delivered.
+	parents, likers, copies int
+	// writeTimeInFlight is how many events the write-time aggregation's bridge delivers at once.
+	writeTimeInFlight int
 }
 
 // spread is how a run's increments spread over its counters.
@@ -126,6 +131,9 @@ type observed struct {
 
 // runPlan starts a stack for p, loads it and measures it.
 func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
+	if p.via == "documents" {
+		return runDocumentsPlan(ctx, o, p)
+	}
 	if p.spread.counters > 0 {
 		o.spread = p.spread
 	}

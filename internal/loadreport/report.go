@@ -105,6 +105,10 @@ type Run struct {
 
 	// Timeline is the run second by second.
 	Timeline []Second `json:"timeline"`
+
+	// Documents, when set, makes this a run of document changes (documents.go): its figures replace
+	// the increments' in the report.
+	Documents *Documents `json:"documents,omitempty"`
 }
 
 // FaultCounts are the fault proxy's counts during the load.
@@ -193,7 +197,7 @@ type Report struct {
 
 // Compare fills Ratios: the first run (e.g. the guide's approach) over the last.
 func (rep *Report) Compare() {
-	if len(rep.Runs) < 2 {
+	if len(rep.Runs) < 2 || rep.Runs[0].Documents != nil {
 		return
 	}
 	base, cur := rep.Runs[0], rep.Runs[len(rep.Runs)-1]
@@ -325,6 +329,15 @@ func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) err
 	for i, r := range rep.Runs {
 		names[i] = r.Name
 	}
+	if len(rep.Runs) > 0 && rep.Runs[0].Documents != nil {
+		fmt.Fprintf(&b, "Command: `%s`\n\n", rep.Command)
+		writeDocumentsTable(&b, rep.Runs)
+		for i, r := range rep.Runs {
+			writeTimeline(&b, i, r, plotFile)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "Command: `%s`\n\n| | %s |\n|---|%s\n", rep.Command, strings.Join(names, " | "), strings.Repeat("---|", len(rep.Runs)))
 	for _, row := range rows {
 		cells := make([]string, len(rep.Runs))
@@ -348,17 +361,22 @@ func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) err
 		writeSideBySide(&b, rep.Runs)
 	}
 	for i, r := range rep.Runs {
-		fmt.Fprintf(&b, "\n### Timeline: %s\n\n", r.Name)
-		if plotFile != nil {
-			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, plotFile(i))
-		}
-		b.WriteString("| s | offered/s | acknowledged/s | shards | hottest doc writes, 1 s | hottest doc writes/s, 10 s |\n|---|---|---|---|---|---|\n")
-		for _, s := range r.Timeline {
-			fmt.Fprintf(&b, "| %d | %d | %d | %d | %.0f | %.1f |\n", s.T, s.Offered, s.Acknowledged, s.Shards, s.Hottest1s, s.Hottest10s)
-		}
+		writeTimeline(&b, i, r, plotFile)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTimeline renders run i's timeline (with its plot, when plotFile is not nil).
+func writeTimeline(b *strings.Builder, i int, r Run, plotFile func(run int) string) {
+	fmt.Fprintf(b, "\n### Timeline: %s\n\n", r.Name)
+	if plotFile != nil {
+		fmt.Fprintf(b, "![%s](%s)\n\n", r.Name, plotFile(i))
+	}
+	b.WriteString("| s | offered/s | acknowledged/s | shards | hottest doc writes, 1 s | hottest doc writes/s, 10 s |\n|---|---|---|---|---|---|\n")
+	for _, s := range r.Timeline {
+		fmt.Fprintf(b, "| %d | %d | %d | %d | %.0f | %.1f |\n", s.T, s.Offered, s.Acknowledged, s.Shards, s.Hottest1s, s.Hottest10s)
+	}
 }
 
 // writeSideBySide renders the runs' timelines in one table, a column per run, each cell

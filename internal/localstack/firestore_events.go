@@ -52,6 +52,10 @@ type EventBridge struct {
 	watching     context.Context
 	stopWatching context.CancelFunc
 
+	// copies is how many times each event is delivered (at least once; more: as Eventarc's
+	// at-least-once delivery may, under the same event ID).
+	copies int
+
 	mu sync.Mutex
 
 	received, delivered, failed, attempts, slow atomic.Int64
@@ -155,6 +159,9 @@ type BridgeStats struct {
 	Lateness Percentiles `json:"lateness"`
 }
 
+// EventsInFlight is how many events the local stack's bridge delivers at once (eventsInFlight).
+func EventsInFlight() int { return eventsInFlight() }
+
 // eventsInFlight is how many events Eventarc keeps in flight to the deployed functions with a
 // Firestore trigger: each function's concurrency times its max instances.
 func eventsInFlight() int {
@@ -198,8 +205,8 @@ func (b *EventBridge) settleHeld(now time.Time) {
 
 // startEventBridge listens on a free loopback port, where it answers GET /stats with BridgeStats,
 // and GET /deliveries?prefix=P with the DeliveryRecords of the latest events of documents under P.
-// It delivers inFlight events at once; watchFirestoreTriggers gives it the events.
-func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
+// It delivers inFlight events at once, each copies times; watchFirestoreTriggers gives it the events.
+func startEventBridge(log io.Writer, inFlight, copies int) (*EventBridge, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("event bridge: %w", err)
@@ -213,6 +220,7 @@ func startEventBridge(log io.Writer, inFlight int) (*EventBridge, error) {
 
 		concurrency: eventConcurrency(),
 		heldSince:   time.Now(),
+		copies:      max(1, copies),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
@@ -243,10 +251,9 @@ func (b *EventBridge) Stats() BridgeStats {
 }
 
 // enqueue queues the event req with body, of a write of the document at path (doc after it, nil for
-// a delete), for delivery.
+// a delete), for delivery: b.copies times, each copy delivered (and counted in Received) on its own.
 func (b *EventBridge) enqueue(req *http.Request, body []byte, path string, doc *firestorepb.Document) {
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	b.received.Add(1)
 	var written time.Time
 	if doc != nil {
 		written = doc.GetUpdateTime().AsTime()
@@ -254,8 +261,11 @@ func (b *EventBridge) enqueue(req *http.Request, body []byte, path string, doc *
 		b.lateness.add(time.Since(written))
 		b.mu.Unlock()
 	}
-	seq := b.deliveries.received(path, written)
-	b.queue <- queuedEvent{req: req, seq: seq}
+	for range max(1, b.copies) {
+		b.received.Add(1)
+		seq := b.deliveries.received(path, written)
+		b.queue <- queuedEvent{req: req, seq: seq}
+	}
 }
 
 // work delivers queued events, retrying failures with backoff as Eventarc does for functions
@@ -353,6 +363,31 @@ func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr,
 	}
 	return nil
 }
+
+// WatchDocuments starts an event bridge of its own (not the stack's) that delivers every change of
+// the documents matching the Eventarc path pattern on the Firestore emulator at firestoreAddr to
+// target, as the stack's bridge delivers a collection counter's events (binary-mode CloudEvents of
+// eventType, old values read at the time before each change, retried on failure), inFlight at once and
+// each copies times. The load harness uses it to feed handlers that are no deployed function; Stop
+// ends it.
+func WatchDocuments(ctx context.Context, log io.Writer, firestoreAddr, project, eventType, pattern, target string, inFlight, copies int) (*EventBridge, error) {
+	b, err := startEventBridge(log, inFlight, copies)
+	if err != nil {
+		return nil, err
+	}
+	if b.firestore, err = dialFirestore(ctx, firestoreAddr); err != nil {
+		b.stop()
+		return nil, err
+	}
+	if err := b.watchTriggerDocuments(b.watching, b.firestore, project, eventType, pattern, target, true); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Stop stops a bridge started by WatchDocuments: it stops watching and abandons undelivered events.
+func (b *EventBridge) Stop() { b.stop() }
 
 // stop stops watching and abandons undelivered events.
 func (b *EventBridge) stop() {

@@ -252,6 +252,10 @@ func (g *targetGroup) listen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// shown and current are the targets this stream has shown a document of, and reported current:
+	// a target current without its document shows that the document is missing now, so a delete
+	// made while no stream listened becomes an event too.
+	shown, current := map[int32]bool{}, map[int32]bool{}
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
@@ -259,6 +263,9 @@ func (g *targetGroup) listen(ctx context.Context) error {
 		}
 		switch r := resp.ResponseType.(type) {
 		case *firestorepb.ListenResponse_DocumentChange:
+			for _, id := range r.DocumentChange.GetTargetIds() {
+				shown[id] = true
+			}
 			doc := r.DocumentChange.GetDocument()
 			if len(r.DocumentChange.GetTargetIds()) > 0 {
 				g.w.changed(g.known, doc.GetName(), doc, time.Time{})
@@ -270,9 +277,41 @@ func (g *targetGroup) listen(ctx context.Context) error {
 		case *firestorepb.ListenResponse_DocumentRemove:
 			g.w.changed(g.known, r.DocumentRemove.GetDocument(), nil, r.DocumentRemove.GetReadTime().AsTime())
 		case *firestorepb.ListenResponse_TargetChange:
-			if r.TargetChange.GetTargetChangeType() == firestorepb.TargetChange_REMOVE {
+			switch r.TargetChange.GetTargetChangeType() {
+			case firestorepb.TargetChange_REMOVE:
 				return fmt.Errorf("target removed: %v", r.TargetChange.GetCause())
+			case firestorepb.TargetChange_CURRENT:
+				g.missingAtCurrent(r.TargetChange, shown, current)
 			}
+		}
+	}
+}
+
+// missingAtCurrent turns each target that tc reports current for the first time on this stream
+// without having shown its document into the delete of that document, if known holds a version of
+// it: the stream started after the delete (the emulator shows only documents that exist).
+func (g *targetGroup) missingAtCurrent(tc *firestorepb.TargetChange, shown, current map[int32]bool) {
+	g.mu.Lock()
+	ids := tc.GetTargetIds()
+	if len(ids) == 0 { // every target of the stream
+		for i := range g.names {
+			ids = append(ids, int32(i+1))
+		}
+	}
+	var missing []string
+	for _, id := range ids {
+		if current[id] || id < 1 || int(id) > len(g.names) {
+			continue
+		}
+		current[id] = true
+		if !shown[id] {
+			missing = append(missing, g.names[id-1])
+		}
+	}
+	g.mu.Unlock()
+	for _, name := range missing {
+		if g.known[name] != nil {
+			g.w.changed(g.known, name, nil, tc.GetReadTime().AsTime())
 		}
 	}
 }

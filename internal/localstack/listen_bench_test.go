@@ -69,7 +69,7 @@ func benchmarkEvents(b *testing.B, counters, shardsPerCounter int) {
 		}
 	}))
 	defer fn.Close()
-	bridge, err := startEventBridge(io.Discard, 1000)
+	bridge, err := startEventBridge(io.Discard, 1000, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -59,11 +59,16 @@ type Options struct {
 	// rules are deployed (an absolute path). By default, the example app's ruleset with the
 	// counters' block added (firestore.example-app.rules), as an app's project has one ruleset.
 	RulesFile string
+	// EventCopies is how many times the event bridge delivers each Firestore event (1, or more to
+	// play Eventarc's at-least-once delivery: redeliveries of one event under its ID), from
+	// LOCALSTACK_EVENT_COPIES.
+	EventCopies int
 }
 
 // OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT, APP_PORT,
 // LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES, LOCALSTACK_WEB, LOCALSTACK_AUTH,
-// LOCALSTACK_INSTANCES and LOCALSTACK_FUNCTIONS_FIRESTORE, with the defaults of docs/development.md.
+// LOCALSTACK_INSTANCES, LOCALSTACK_FUNCTIONS_FIRESTORE and LOCALSTACK_EVENT_COPIES, with the defaults
+// of docs/development.md.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -79,6 +84,10 @@ func OptionsFromEnv() (Options, error) {
 	instances, err := strconv.Atoi(env("LOCALSTACK_INSTANCES", "1"))
 	if err != nil || instances < 1 {
 		return Options{}, fmt.Errorf("LOCALSTACK_INSTANCES=%q: must be a whole number of functions processes, 1 or more", os.Getenv("LOCALSTACK_INSTANCES"))
+	}
+	copies, err := strconv.Atoi(env("LOCALSTACK_EVENT_COPIES", "1"))
+	if err != nil || copies < 1 {
+		return Options{}, fmt.Errorf("LOCALSTACK_EVENT_COPIES=%q: must be how many times each Firestore event is delivered, 1 or more", os.Getenv("LOCALSTACK_EVENT_COPIES"))
 	}
 	// The stack's project is the example app's: its own rules with the counters' block, one ruleset.
 	rules, err := repoPath(os.Getenv("FIRESTORE_RULES"), "firestore.example-app.rules")
@@ -103,6 +112,7 @@ func OptionsFromEnv() (Options, error) {
 		SchedulerPeriod:    tick,
 		Instances:          instances,
 		FunctionsFirestore: os.Getenv("LOCALSTACK_FUNCTIONS_FIRESTORE"),
+		EventCopies:        copies,
 	}, nil
 }
 
@@ -250,7 +260,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	bridge, err := startEventBridge(out, eventsInFlight())
+	bridge, err := startEventBridge(out, eventsInFlight(), o.EventCopies)
 	if err != nil {
 		return nil, err
 	}

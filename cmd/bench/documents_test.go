@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/internal/loadreport"
+)
+
+// TestCollectionCountersExactWhereWriteTimeAggregationDoubleCounts is make bench's documents run,
+// short: clients create and delete likes straight in Firestore and the local stack delivers every
+// event twice, as at-least-once delivery may. Our collection counters must equal count() of their
+// documents; the write-time aggregation of Firebase's page, fed the same duplicates, must apply
+// events twice and drift from count(). Measured ratios, not times: the machine may be loaded.
+func TestCollectionCountersExactWhereWriteTimeAggregationDoubleCounts(t *testing.T) {
+	o := testOptions(t)
+	o.clients, o.duration, o.rate = 8, 4*time.Second, 40
+	o.parents, o.likers, o.copies, o.writeTimeInFlight = 4, 5, 2, 20
+	runs := map[string]*loadreport.Documents{}
+	for _, mode := range []string{"collection", "write-time"} {
+		run, err := runDocumentsPlan(context.Background(), o, plan{via: "documents", mode: mode, instances: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		d := run.Documents
+		t.Logf("%s: %d changes, %d deliveries, error %d (%d counters off), applied %d (again %d), %.2f documents per change, hottest %+v",
+			mode, d.Changes, d.Deliveries, d.Error, d.Off, d.Applied, d.AppliedTwice, d.DocumentsPerChange, run.Hottest1s)
+		if d.Changes < 50 || d.Deliveries == 0 {
+			t.Fatalf("%s: %d changes, %d events delivered: the load or the events did not run", mode, d.Changes, d.Deliveries)
+		}
+		runs[mode] = d
+	}
+	ours, guide := runs["collection"], runs["write-time"]
+	if ours.Error != 0 || ours.Exact != o.parents {
+		t.Errorf("collection counters under duplicated events: %d of %d exact, sum of |value - count()| %d: want every one exact", ours.Exact, o.parents, ours.Error)
+	}
+	// Every event comes twice: the write-time aggregation applies most a second time.
+	if guide.Applied == 0 || float64(guide.AppliedTwice) < 0.4*float64(guide.Applied) || guide.Error == 0 {
+		t.Errorf("write-time aggregation: %d events applied, %d of them again, sum of |value - count()| %d: want about half applied again, and drift",
+			guide.Applied, guide.AppliedTwice, guide.Error)
+	}
+}

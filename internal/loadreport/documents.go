@@ -1,0 +1,183 @@
+package loadreport
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardcount/counters/internal/commitlog"
+)
+
+// Documents are the figures of a run whose clients write and delete the app's own documents (likes
+// under posts) straight into Firestore, counted either by our collection counters or by the
+// write-time aggregation of Firebase's page (a transaction on the parent per event).
+type Documents struct {
+	// Counting names how the documents were counted: "collection counters" or "write-time aggregation".
+	Counting string `json:"counting"`
+	// Parents is how many parent documents (one counter each) the changes spread over.
+	Parents int `json:"parents"`
+	// Changes is how many document creates and deletes the clients committed; Failed how many
+	// they could not commit.
+	Changes int64 `json:"changes"`
+	Failed  int64 `json:"failed"`
+	// ChangesPerSecond is Changes over the load's duration.
+	ChangesPerSecond float64 `json:"changes_per_second"`
+	// Copies is how many times each event was delivered.
+	Copies int `json:"copies"`
+	// Deliveries, DeliveriesFailed: the events delivered (copies included) and those given up on
+	// after every retry; Invocations counts every attempt.
+	Deliveries       int64 `json:"deliveries"`
+	DeliveriesFailed int64 `json:"deliveries_failed"`
+	Invocations      int64 `json:"invocations"`
+	// HandledPerSecond is the events (copies included) the counting handled per second, from the
+	// first change until its event queue was empty: the rate it keeps up with.
+	HandledPerSecond float64 `json:"handled_per_second"`
+	// Applied is how many events the write-time aggregation applied (a transaction committed),
+	// and AppliedTwice how many of them applied an event it had applied before (same event ID):
+	// its double counts. Zero for collection counters, whose ledger counts a change once.
+	Applied      int64 `json:"applied,omitempty"`
+	AppliedTwice int64 `json:"applied_twice,omitempty"`
+	// Drained is how long after the last change the counting's event queue was empty.
+	Drained time.Duration `json:"drained_ns"`
+	// ExactAfter is, over the counters, how long after its parent's last change each counter's
+	// value (Count and the roll-up; the parent's field for write-time aggregation) first equalled
+	// Firestore's count() of its documents: p50 and max; Exact is how many counters ever did, of
+	// Parents.
+	ExactAfterP50 time.Duration `json:"exact_after_p50_ns"`
+	ExactAfterMax time.Duration `json:"exact_after_max_ns"`
+	Exact         int           `json:"exact"`
+	// Error is the sum over counters of |value - count()| once every event was delivered, Off
+	// how many counters differed from count(), and Overcounted how many held more.
+	Error       int64 `json:"error"`
+	Off         int   `json:"off"`
+	Overcounted int   `json:"overcounted"`
+	// DocumentsPerChange is the documents of ours (or, for write-time aggregation, the parents)
+	// written per document change; ByKind splits it by kind of document (shards, ledger, ...).
+	DocumentsPerChange float64            `json:"documents_per_change"`
+	CommitsPerChange   float64            `json:"commits_per_change"`
+	ByKind             map[string]float64 `json:"by_kind"`
+	// HottestByKind is the hottest document of each kind over 1-second windows.
+	HottestByKind map[string]DocRate `json:"hottest_by_kind"`
+}
+
+// CountDocumentWrites fills r's commit figures (and d's documents per change, by kind) from the
+// commits in [from, to): kind names each document's kind, "" for one that is not ours.
+func (r *Run) CountDocumentWrites(commits []commitlog.Commit, from, to time.Time, kind func(doc string) string) {
+	d := r.Documents
+	var nCommits, nDocs int
+	byKind := map[string]int{}
+	for _, c := range commits {
+		if c.Time.Before(from) || !c.Time.Before(to) {
+			continue
+		}
+		ours := false
+		for _, doc := range c.Docs {
+			if k := kind(doc); k != "" {
+				byKind[k]++
+				nDocs++
+				ours = true
+			}
+		}
+		if ours {
+			nCommits++
+		}
+	}
+	d.ByKind, d.HottestByKind = map[string]float64{}, map[string]DocRate{}
+	rates := NewWriteRates(commits, from, to)
+	for k, n := range byKind {
+		d.ByKind[k] = float64(n) / float64(max(1, d.Changes))
+		d.HottestByKind[k] = rates.Hottest(1, func(doc string) bool { return kind(doc) == k })
+	}
+	d.DocumentsPerChange = float64(nDocs) / float64(max(1, d.Changes))
+	d.CommitsPerChange = float64(nCommits) / float64(max(1, d.Changes))
+	ours := func(doc string) bool { return kind(doc) != "" }
+	r.Hottest1s, r.Hottest10s = rates.Hottest(1, ours), rates.Hottest(10, ours)
+	each1s, each10s := rates.HottestEachSecond(1, ours), rates.HottestEachSecond(10, ours)
+	for i := range r.Timeline {
+		if i < len(each1s) {
+			r.Timeline[i].Hottest1s, r.Timeline[i].Hottest10s = each1s[i], each10s[i]
+		}
+	}
+}
+
+// documentRows are the table rows of document runs.
+var documentRows = []struct {
+	name string
+	cell func(Run, *Documents) string
+}{
+	{"counted by", func(_ Run, d *Documents) string { return d.Counting }},
+	{"document changes committed (failed) / per second", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%d (%d) / %.0f", d.Changes, d.Failed, d.ChangesPerSecond)
+	}},
+	{"parents (counters)", func(_ Run, d *Documents) string { return fmt.Sprint(d.Parents) }},
+	{"deliveries of each event", func(_ Run, d *Documents) string { return fmt.Sprint(d.Copies) }},
+	{"events delivered / given up / invocations", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%d / %d / %d", d.Deliveries, d.DeliveriesFailed, d.Invocations)
+	}},
+	{"events applied / of them applied again (double counts)", func(_ Run, d *Documents) string {
+		if d.Applied == 0 {
+			return "- (the ledger counts each change once: see the final error)"
+		}
+		return fmt.Sprintf("%d / %d", d.Applied, d.AppliedTwice)
+	}},
+	{"events handled/s (until the queue was empty)", func(_ Run, d *Documents) string { return fmt.Sprintf("%.0f", d.HandledPerSecond) }},
+	{"event queue empty after the last change", func(_ Run, d *Documents) string { return seconds(d.Drained) }},
+	{"counters exact (= count()) after their last change, p50 / max", func(_ Run, d *Documents) string {
+		if d.Exact < d.Parents {
+			return fmt.Sprintf("%d of %d never (within the wait); exact ones: %s / %s", d.Parents-d.Exact, d.Parents, seconds(d.ExactAfterP50), seconds(d.ExactAfterMax))
+		}
+		return seconds(d.ExactAfterP50) + " / " + seconds(d.ExactAfterMax)
+	}},
+	{"final error: sum of |value - count()| (counters off, of which over)", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%d (%d, %d)", d.Error, d.Off, d.Overcounted)
+	}},
+	{"documents written per change (commits per change)", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%.3f (%.3f)", d.DocumentsPerChange, d.CommitsPerChange)
+	}},
+	{"  of which, by kind", func(_ Run, d *Documents) string {
+		kinds := make([]string, 0, len(d.ByKind))
+		for k := range d.ByKind {
+			kinds = append(kinds, k)
+		}
+		slices.SortFunc(kinds, func(a, b string) int {
+			if d.ByKind[a] != d.ByKind[b] {
+				if d.ByKind[a] > d.ByKind[b] {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		parts := make([]string, len(kinds))
+		for i, k := range kinds {
+			parts[i] = fmt.Sprintf("%s %.3f (hottest %s)", k, d.ByKind[k], rate(d.HottestByKind[k]))
+		}
+		return strings.Join(parts, "; ")
+	}},
+	{"hottest document of ours, writes/s, 1 s / 10 s window", func(r Run, _ *Documents) string {
+		return rate(r.Hottest1s) + " / " + rate(r.Hottest10s)
+	}},
+}
+
+// seconds formats a duration in seconds.
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+// writeDocumentsTable renders the table of document runs, a column each.
+func writeDocumentsTable(w io.Writer, runs []Run) {
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = r.Name
+	}
+	fmt.Fprintf(w, "| | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(runs)))
+	for _, row := range documentRows {
+		cells := make([]string, len(runs))
+		for i, r := range runs {
+			if r.Documents != nil {
+				cells[i] = row.cell(r, r.Documents)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s |\n", row.name, strings.Join(cells, " | "))
+	}
+}
