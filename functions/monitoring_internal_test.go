@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/cloudevents/sdk-go/v2/event"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
@@ -21,6 +23,7 @@ import (
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/sources"
 )
 
 // TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (LogMetrics) matches a line that
@@ -97,6 +100,31 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	}
 	run(EntryRollupScheduled, func(s *Service) { tick(s, time.Minute) })
 	run(EntryRollupScheduled, func(s *Service) { tick(s, 0) }) // out of time at once: it cannot finish
+	run(EntryRollupScheduled, func(s *Service) {               // a quiet collection counter that drifted
+		set, err := sources.Parse([]byte(`[{"documents": "notes/{note}/stars/{uid}", "counter": "stars-{note}"}]`), cfg.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.CountSources(set)
+		note := testenv.UniqueID("note")
+		res, err := client.Doc("notes/"+note+"/stars/u1").Set(ctx, map[string]any{"at": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := &firestorepb.Document{UpdateTime: timestamppb.New(res.UpdateTime)}
+		if _, err := s.counting.Apply(ctx, sources.Write{Path: "notes/" + note + "/stars/u1", New: doc, Time: res.UpdateTime}); err != nil {
+			t.Fatal(err)
+		}
+		counterRef := client.Collection(cfg.Schema().Counters).Doc("stars-" + note)
+		if _, err := counterRef.Collection(shared.ShardsCollection).Doc("0").Set(ctx, map[string]any{shared.FieldCount: 3}); err != nil {
+			t.Fatal(err)
+		}
+		quiet := []firestore.Update{{Path: shared.FieldTouchedMinute, Value: shared.UnixMinute(time.Now().Add(-5 * time.Minute))}}
+		if _, err := counterRef.Update(ctx, quiet); err != nil {
+			t.Fatal(err)
+		}
+		tick(s, time.Minute)
+	})
 	run(EntryFoldExtensionShards, func(s *Service) {
 		deliver := func(doc string) error {
 			e := event.New()
