@@ -90,6 +90,18 @@ func values(data map[string]any) map[string]*firestorepb.Value {
 	return out
 }
 
+// project is a fresh emulator project's client, and how to start a functions instance on it that
+// keeps the counters of declarations.
+func project(t *testing.T) (*firestore.Client, func() *sources.Counting) {
+	t.Helper()
+	id := testenv.Project(t)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testenv.FirestoreOf(t, id), func() *sources.Counting { return instance(t, id, set) }
+}
+
 // instance is one functions instance: its own client, Store and Counting.
 func instance(t *testing.T, project string, set *sources.Set) *sources.Counting {
 	client := testenv.FirestoreOf(t, project)
@@ -208,13 +220,8 @@ func randomWrites(w *writer, n, posts, shops int) {
 }
 
 func TestCollectionCountersEqualFirestoresAggregationWhateverTheEventsDo(t *testing.T) {
-	project := testenv.Project(t)
-	client := testenv.FirestoreOf(t, project)
-	set, err := sources.Parse([]byte(declarations), schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := instance(t, project, set), instance(t, project, set)
+	client, newInstance := project(t)
+	a, b := newInstance(), newInstance()
 	// A first document per counter makes its base, so that what follows is counted by events.
 	first := newWriter(t, client)
 	for p := range 3 {
@@ -234,17 +241,12 @@ func TestCollectionCountersEqualFirestoresAggregationWhateverTheEventsDo(t *test
 }
 
 func TestBackfillRacingWritesCountsEachDocumentOnce(t *testing.T) {
-	project := testenv.Project(t)
-	client := testenv.FirestoreOf(t, project)
-	set, err := sources.Parse([]byte(declarations), schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, newInstance := project(t)
 	// Documents written before the counters were declared: their events may come late, or never.
 	before := newWriter(t, client)
 	randomWrites(before, 60, 2, 2)
 	w := &writer{t: t, client: client, now: before.now}
-	a, b := instance(t, project, set), instance(t, project, set)
+	a, b := newInstance(), newInstance()
 	var wg sync.WaitGroup
 	wg.Go(func() { randomWrites(w, 80, 2, 2) })
 	// The first events make the bases while the writes go on.
@@ -262,13 +264,8 @@ func TestBackfillRacingWritesCountsEachDocumentOnce(t *testing.T) {
 }
 
 func TestVerifyFindsDriftAndRepairFixesItWhileEventsFlow(t *testing.T) {
-	project := testenv.Project(t)
-	client := testenv.FirestoreOf(t, project)
-	set, err := sources.Parse([]byte(declarations), schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := instance(t, project, set), instance(t, project, set)
+	client, newInstance := project(t)
+	a, b := newInstance(), newInstance()
 	w := newWriter(t, client)
 	randomWrites(w, 30, 1, 1)
 	deliver(t, w.writes, a)
@@ -310,13 +307,8 @@ func TestVerifyFindsDriftAndRepairFixesItWhileEventsFlow(t *testing.T) {
 }
 
 func TestDriftOfQuietReportsTheDriftedCounterOnly(t *testing.T) {
-	project := testenv.Project(t)
-	client := testenv.FirestoreOf(t, project)
-	set, err := sources.Parse([]byte(declarations), schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := instance(t, project, set)
+	client, newInstance := project(t)
+	a := newInstance()
 	w := newWriter(t, client)
 	for p := range 2 {
 		w.set(fmt.Sprintf("posts/p%d/likes/u1", p), map[string]any{"at": 1})
