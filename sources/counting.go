@@ -114,15 +114,11 @@ func (c *Counting) change(w Write, delta int64) counter.Change {
 // heldAt reports whether the document at path was at its version of update time version at read
 // time at; beyond Firestore's version retention it answers whether deletedAt is after at.
 func (c *Counting) heldAt(ctx context.Context, path string, at, version, deletedAt time.Time) (bool, error) {
-	var held bool
-	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(c.client.Doc(path))
-		if status.Code(err) == codes.NotFound {
-			return nil
-		}
-		held = err == nil && snap.Exists() && snap.UpdateTime.Equal(version)
-		return err
-	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
+	snap, err := c.client.Doc(path).WithReadOptions(firestore.ReadTime(at.Truncate(time.Microsecond))).Get(ctx)
+	held := err == nil && snap.Exists() && snap.UpdateTime.Equal(version)
+	if status.Code(err) == codes.NotFound {
+		err = nil
+	}
 	switch status.Code(err) {
 	case codes.OK:
 		return held, nil
