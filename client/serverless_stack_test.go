@@ -17,10 +17,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/functionsproc"
 	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // cloudRunFront stands for Cloud Run's IAM check in front of a private function: it admits a

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/callerauth"
-	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // Headers that carry the caller's tokens, as the Firebase SDKs send them.

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // maxBodyBytes bounds a request body; larger bodies get 413 before any work is done.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/callerauth"
-	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // incrementRequest is the body of Increment; incrementResponse is its answer (ReceivedAt always set:

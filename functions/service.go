@@ -13,13 +13,13 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/callerauth"
-	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/logtally"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/sources"
 )
 

@@ -75,13 +75,13 @@ const (
 	// FieldSource, on the counter document of a collection counter, names its declaration;
 	// FieldBaseAt is the read time its value was made exact at, and FieldBaseDone is true once the
 	// correction to that value is applied (counter.Store.Rebase).
-	FieldSource   = "source_documents"
+	FieldSource = "source_documents"
 	// FieldMirrorDocument and FieldMirrorField, optional on a collection counter's document, name an
 	// app document field that each roll-up write copies the count into (a declaration's mirror).
 	FieldMirrorDocument = "mirror_document"
 	FieldMirrorField    = "mirror_field"
-	FieldBaseAt   = "base_at"
-	FieldBaseDone = "base_done"
+	FieldBaseAt         = "base_at"
+	FieldBaseDone       = "base_done"
 	// ChangeLedgerCollection is the subcollection of a collection counter holding, per second, the
 	// keys of the document changes it counted (FieldLedgerKeys: {key: delta}), which expire with
 	// FieldExpiresAt.
