@@ -334,7 +334,8 @@ func (s *Store) completeBase(ctx context.Context, id string, at time.Time, base 
 		if err != nil {
 			return err
 		}
-		if stamped, done := baseOf(snap); done || !snap.Data()[shared.FieldBaseAt].(time.Time).Equal(at) || stamped.IsZero() {
+		stamped, _ := snap.Data()[shared.FieldBaseAt].(time.Time)
+		if _, done := baseOf(snap); done || !stamped.Equal(at) {
 			return nil // completed, or stamped again: the newer stamp completes
 		}
 		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}}}}
