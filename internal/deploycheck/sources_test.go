@@ -76,6 +76,7 @@ func functionDeploys(commands [][]string) map[string][]string {
 // documents on the configured database, with retries, as the runtime account with every function's
 // settings and COUNTER_SOURCES where the upload holds the file; gcloud parses each.
 func TestDryRunDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
+	requireBash(t)
 	rel := useSources(t, twoSources)
 	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--database", "counts", "--database-location", "eur3")
 	if err != nil {
@@ -153,6 +154,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 // run and a real run before any command, with sources.Load's message naming the entry and the rule;
 // a file outside the repository deploys.
 func TestDeclarationsThatCannotWorkStopTheDeploy(t *testing.T) {
+	requireBash(t)
 	useSources(t, invalidSources)
 	_, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
 	if err == nil || !strings.Contains(err.Error(), `entry 0 ("posts/{post}/likes/{like}")`) ||
@@ -197,6 +199,7 @@ func inlineOf(t *testing.T, path string) string {
 // longer declared is deleted after the declared ones are deployed, found by its label; the
 // declared one stays. The dry run shows the step; --remove deletes them all.
 func TestRemovedDeclarationsLoseTheirFunctions(t *testing.T) {
+	requireBash(t)
 	names := sourceNames("posts/{post}/likes/{like}", "shops/{shop}/orders/{order}")
 	kept, gone := names[0], names[1]
 	useSources(t, oneSource)
