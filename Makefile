@@ -71,7 +71,7 @@ rules:
 	$(GO) run ./cmd/rules -app $(APP_RULES) $(if $(REMOVE),-remove,$(if $(BLOCK),-block $(BLOCK),-variant $(VARIANT))) -o $(OUT)
 
 ## generate: write scripts/deployment.gen.sh, terraform/deployment.gen.tf.json and docs/settings.md from
-##           the Go declarations of the functions and settings (functions/deployment.go, functions/config),
+##           the Go declarations of the functions and settings (internal/manifest/deployment.go, functions/config),
 ##           and the rulesets of a database of its own (firestore*.rules) from the blocks in rules/
 generate:
 	$(GO) generate ./...

@@ -21,13 +21,14 @@ import (
 
 	"github.com/shardcount/counters/client"
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // TestEndpointsNameTheFunctions holds Local and CloudFunctions to the entry points and deployed
-// names that functions.Deployed declares.
+// names that manifest.Deployed declares.
 func TestEndpointsNameTheFunctions(t *testing.T) {
 	names := map[string]string{}
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		names[f.EntryPoint] = f.Name
 	}
 	local, deployed := client.Local("http://127.0.0.1:8080"), client.CloudFunctions("us-central1", "my-project")

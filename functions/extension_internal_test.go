@@ -19,6 +19,7 @@ import (
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 		t.Helper()
 		e := event.New()
 		e.SetID(testenv.UniqueID("event"))
-		e.SetType(EventFirestoreDocWritten)
+		e.SetType(eventhttp.EventFirestoreDocWritten)
 		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
 		e.SetSubject(subject)
 		if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
@@ -124,7 +125,7 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	deliver := func(instance int, shard string) {
 		e := event.New()
 		e.SetID(testenv.UniqueID("event"))
-		e.SetType(EventFirestoreDocWritten)
+		e.SetType(eventhttp.EventFirestoreDocWritten)
 		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
 		e.SetSubject("documents/" + doc + "/_counter_shards_/" + shard)
 		value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + doc + "/_counter_shards_/" + shard,
@@ -200,7 +201,7 @@ func shardEvent(t *testing.T, doc string, likes int64) event.Event {
 	name := doc + "/" + extshards.ShardsCollection + "/" + extensionShard
 	e := event.New()
 	e.SetID(testenv.UniqueID("event"))
-	e.SetType(EventFirestoreDocWritten)
+	e.SetType(eventhttp.EventFirestoreDocWritten)
 	e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
 	e.SetSubject("documents/" + name)
 	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + name,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/sources"
@@ -245,7 +246,7 @@ func firestoreEventRequest(path string, structured bool, subject string, body []
 	r.Header.Set("Content-Type", "application/protobuf")
 	r.Header.Set("Ce-Specversion", "1.0")
 	r.Header.Set("Ce-Id", "e-1")
-	r.Header.Set("Ce-Type", EventFirestoreDocWritten)
+	r.Header.Set("Ce-Type", eventhttp.EventFirestoreDocWritten)
 	r.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/p/databases/(default)")
 	r.Header.Set("Ce-Subject", subject)
 	return r

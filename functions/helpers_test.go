@@ -16,6 +16,7 @@ import (
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -38,7 +39,7 @@ func newTestServerWithClient(t *testing.T, cfg config.Config, client *firestore.
 	logs := new(bytes.Buffer)
 	svc := functions.NewService(cfg, client, cloudlog.New(logs, slog.LevelDebug))
 	mux := http.NewServeMux()
-	for _, name := range functions.HTTPEntryPoints {
+	for _, name := range manifest.HTTPEntryPoints {
 		h, ok := svc.EntryPoint(name)
 		if !ok {
 			t.Fatalf("no entry point %s", name)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
 )
@@ -22,7 +22,7 @@ import (
 func shardWritten(id string, n int) event.Event {
 	e := event.New()
 	e.SetID(fmt.Sprintf("%s-%d-%d", id, n, time.Now().UnixNano()))
-	e.SetType(functions.EventFirestoreDocWritten)
+	e.SetType(eventhttp.EventFirestoreDocWritten)
 	e.SetSource("//firestore.googleapis.com/projects/test/databases/(default)")
 	e.SetSubject("documents/counters/" + id + "/shards/0")
 	return e

@@ -16,6 +16,7 @@ import (
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/localstack"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -78,7 +79,7 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 	messages := envInt(t, envBurstMessages, 2000)
 	counters := envInt(t, envBurstCounters, 1)
 	plain := os.Getenv(envBurstPlain) == "true"
-	deployed, _ := functions.DeployedFunction(functions.EntryIncrementFromPubSub)
+	deployed, _ := manifest.DeployedFunction(functions.EntryIncrementFromPubSub)
 	inFlight := envInt(t, envBurstInFlight, deployed.Concurrency)
 	topic := s.newTopic(t)
 	proxy := newPushProxy(t, s.env.FunctionsURL)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 )
@@ -22,7 +22,7 @@ func messageEvent(t testing.TB, id string, m pubsubMessage) event.Event {
 	t.Helper()
 	e := event.New()
 	e.SetID(id)
-	e.SetType(functions.EventPubSubMessagePublished)
+	e.SetType(eventhttp.EventPubSubMessagePublished)
 	e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicIncrements)
 	attrs := m.attrs
 	if attrs == nil {

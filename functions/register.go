@@ -3,12 +3,14 @@ package functions
 import (
 	"context"
 	"fmt"
-	"github.com/shardcount/counters/sources"
 	"log/slog"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/shardcount/counters/extshards"
+	"github.com/shardcount/counters/sources"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
@@ -18,24 +20,24 @@ import (
 	"github.com/shardcount/counters/version"
 )
 
-// EntryPoints lists every registered entry point, in Deployed's order.
-var EntryPoints = entryPoints(func(Function) bool { return true })
+// Entry-point names: the names the functions are registered under, and so each deployment's
+// --entry-point.
+const (
+	EntryIncrement           = "Increment"
+	EntryCount               = "Count"
+	EntryTop                 = "Top"
+	EntryConfigureCounter    = "ConfigureCounter"
+	EntryIncrementFromPubSub = "IncrementFromPubSub"
+	EntryRollupOnShardWrite  = "RollupOnShardWrite"
+	EntryRollupScheduled     = "RollupScheduled"
+	EntryFoldExtensionShards = "FoldExtensionShards"
+	EntryCountDocumentWrite  = "CountDocumentWrite"
+)
 
-// HTTPEntryPoints lists the HTTP-triggered entry points.
-var HTTPEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType == "" })
-
-// CloudEventEntryPoints lists the CloudEvent-triggered entry points.
-var CloudEventEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType != "" })
-
-func entryPoints(keep func(Function) bool) []string {
-	var names []string
-	for _, f := range Deployed() {
-		if keep(f) {
-			names = append(names, f.EntryPoint)
-		}
-	}
-	return names
-}
+// ExtensionShardsPattern is the documents FoldExtensionShards is triggered by: the shards of the
+// firestore-counter extension's clients under a document at any depth (the extension's own trigger
+// pattern). docs/migrate-from-firestore-counter.md says how to serve other paths.
+const ExtensionShardsPattern = "{collection}/{doc=**}/" + extshards.ShardsCollection + "/{shard}"
 
 // served are the entry points as they are served, by name: the HTTP ones that browsers may call
 // behind crossOrigin, the CloudEvent ones decoding their event themselves (see cloudEvent).
@@ -80,8 +82,8 @@ func Handler(name string) (http.HandlerFunc, bool) {
 
 // init only registers: every deployed function runs every init, so clients are made on first use.
 func init() {
-	for _, name := range EntryPoints {
-		ff.HTTP(name, handlers[name])
+	for name, h := range handlers {
+		ff.HTTP(name, h)
 	}
 }
 

@@ -1,7 +1,6 @@
 package functions_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -38,12 +37,7 @@ func TestCountDocumentWriteCountsEachWriteOnceAndRefusesIncrements(t *testing.T)
 	handler, _ := srv.svc.EntryPoint(functions.EntryCountDocumentWrite)
 	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/posts/p1/likes/u1", UpdateTime: timestamppb.New(res.UpdateTime), CreateTime: timestamppb.New(res.UpdateTime)}
 	for range 3 {
-		req, _ := http.NewRequest(http.MethodPost, "/CountDocumentWrite", bytes.NewReader(testenv.DocumentEventData(t, value, nil)))
-		for k, v := range map[string]string{"Content-Type": "application/protobuf", "Ce-Specversion": "1.0", "Ce-Id": "e-1",
-			"Ce-Type": functions.EventFirestoreDocWritten, "Ce-Source": "//firestore.googleapis.com/projects/p/databases/(default)",
-			"Ce-Subject": "documents/posts/p1/likes/u1", "Ce-Time": res.UpdateTime.Format("2006-01-02T15:04:05.999999999Z07:00")} {
-			req.Header.Set(k, v)
-		}
+		req := testenv.DocumentWritten(t, "posts/p1/likes/u1", res.UpdateTime, value, nil)
 		rec := httptest.NewRecorder()
 		handler(rec, req)
 		if rec.Code != http.StatusOK && rec.Code != http.StatusNoContent {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -45,7 +45,7 @@ func TestUncountableCounterIsAcknowledgedAndNamed(t *testing.T) {
 	}
 	tick := event.New()
 	tick.SetID("tick-1")
-	tick.SetType(functions.EventPubSubMessagePublished)
+	tick.SetType(eventhttp.EventPubSubMessagePublished)
 	tick.SetSource("//pubsub.googleapis.com/projects/test/topics/counter-rollup-tick")
 	if err := srv.svc.RollupScheduled(ctx, tick); err != nil {
 		t.Errorf("sweep over an uncountable counter asks for redelivery: %v; want it acknowledged", err)

@@ -143,7 +143,7 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 
 // rank queries the roll-ups of group for the highest counts in window's bucket holding at (all
 // time: the counts), at most MaxTop. Production needs the composite indexes of
-// functions.CompositeIndexes.
+// manifest.CompositeIndexes.
 func (b *firestoreBackend) rank(ctx context.Context, group, window string, at time.Time) (TopList, error) {
 	list := TopList{Group: group, Window: window, Top: []TopEntry{}, UpdatedAt: at}
 	q := b.client.Collection(b.schema.Rollups).Where(shared.FieldGroup, "==", group)

@@ -6,7 +6,7 @@
 # is idempotent: run it again to update. See docs/operations.md.
 #
 # What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
-# (functions/deployment.go, functions/config) and read from deployment.gen.sh, which
+# (internal/manifest/deployment.go, functions/config) and read from deployment.gen.sh, which
 # `go generate ./...` writes.
 set -euo pipefail
 
@@ -809,7 +809,7 @@ remove_deployment() {
 }
 
 # The monitoring (docs/operations.md, "Monitoring"): the log-based metrics, alert policies and
-# dashboard of scripts/monitoring/, which `go generate ./...` writes from functions/monitoring.go. The
+# dashboard of scripts/monitoring/, which `go generate ./...` writes from internal/manifest/monitoring.go. The
 # alert policies and the dashboard have names the API chooses: they are found by the policies' user
 # label counters_alert and by the dashboard's title.
 readonly ALERT_LABEL=counters_alert

@@ -45,7 +45,7 @@ resource "google_firestore_field" "field" {
   depends_on = [google_firestore_database.database]
 }
 
-# Composite indexes declared in Go (functions.CompositeIndexes: the top lists' queries); a collection
+# Composite indexes declared in Go (manifest.CompositeIndexes: the top lists' queries); a collection
 # named by a setting is that setting's value. Firestore builds them in the background.
 resource "google_firestore_index" "composite" {
   for_each   = local.deployment.composite_indexes

@@ -1,6 +1,6 @@
 # The distributed counters as one Terraform module: the same system scripts/deploy.sh deploys with
 # gcloud. What it deploys (functions, triggers, limits, topics, the scheduler, settings, field
-# settings) is declared in Go (functions/deployment.go, functions/config) and read from
+# settings) is declared in Go (internal/manifest/deployment.go, functions/config) and read from
 # local.deployment, which `go generate ./...` writes into deployment.gen.tf.json.
 
 locals {

@@ -1,6 +1,6 @@
 # Monitoring (docs/operations.md, "Monitoring"): the log-based metrics over the functions' log lines,
 # the alert policies and the dashboard, as local.monitoring declares them (monitoring.gen.tf.json,
-# which `go generate ./...` writes from functions/monitoring.go; scripts/deploy.sh creates the same).
+# which `go generate ./...` writes from internal/manifest/monitoring.go; scripts/deploy.sh creates the same).
 
 resource "google_project_service" "monitoring" {
   project            = var.project

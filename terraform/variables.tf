@@ -78,12 +78,12 @@ variable "admin_invokers" {
   }
 }
 
-# Per-function deploy settings are declared in Go (functions/deployment.go) and read from
+# Per-function deploy settings are declared in Go (internal/manifest/deployment.go) and read from
 # deployment.gen.tf.json; this variable overrides some of them, e.g.
 # { Increment = { max_instances = 200 } }. The deploy documentation ("Production limits") says why
 # each default is what it is.
 variable "function_settings" {
-  description = "Overrides of the per-function settings, by entry point: memory, cpu, concurrency (requests per instance), timeout_seconds, max_instances. What is not given keeps the declared value (functions/deployment.go)."
+  description = "Overrides of the per-function settings, by entry point: memory, cpu, concurrency (requests per instance), timeout_seconds, max_instances. What is not given keeps the declared value (internal/manifest/deployment.go)."
   type = map(object({
     memory          = optional(string)
     cpu             = optional(string)

@@ -28,8 +28,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -91,8 +91,8 @@ type deployment struct {
 	// CounterSources is COUNTER_SOURCES for the deployed functions: the declarations themselves
 	// (sources.Inline), so the file may be anywhere and the upload need not hold it.
 	CounterSources string
-	// Functions are the per-source functions (functions.SourceFunctions), one per pattern.
-	Functions []functions.Function
+	// Functions are the per-source functions (manifest.SourceFunctions), one per pattern.
+	Functions []manifest.Function
 }
 
 // load checks the declaration file that the variables of lookup name, as the functions will read
@@ -116,9 +116,9 @@ func load(lookup func(string) (string, bool)) (deployment, error) {
 		return deployment{}, err
 	}
 	d := deployment{CounterSources: inline}
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if f.PerSource {
-			d.Functions = append(d.Functions, functions.SourceFunctions(f, set.Patterns())...)
+			d.Functions = append(d.Functions, manifest.SourceFunctions(f, set.Patterns())...)
 		}
 	}
 	for _, f := range d.Functions {

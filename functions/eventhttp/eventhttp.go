@@ -29,6 +29,9 @@ const MaxBodyBytes = 16 << 20
 // EventPubSubMessagePublished is the CloudEvent type of a Pub/Sub message.
 const EventPubSubMessagePublished = "google.cloud.pubsub.topic.v1.messagePublished"
 
+// EventFirestoreDocWritten is the CloudEvent type of a Firestore document write.
+const EventFirestoreDocWritten = "google.cloud.firestore.document.v1.written"
+
 // Func is a CloudEvent function: nil acknowledges the event, an error asks for its redelivery.
 type Func func(context.Context, event.Event) error
 

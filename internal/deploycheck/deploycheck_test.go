@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // root is the repository, seen from this package's folder.
@@ -30,7 +30,7 @@ func flags(words []string) map[string][]string {
 }
 
 // TestDryRunDeploysEachDeclaredFunctionOnce: with every documented option combination, deploy.sh
-// deploys each function of functions.Deployed exactly once (an opt-in one only when --opt-in names
+// deploys each function of manifest.Deployed exactly once (an opt-in one only when --opt-in names
 // it), with its entry point, trigger and limits, and gives it only variables that functions/config
 // declares.
 func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
@@ -53,12 +53,12 @@ func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 				}
 				name, got := words[3], flags(words)
 				deployed[name]++
-				i := slices.IndexFunc(functions.Deployed(), func(f functions.Function) bool { return f.Name == name })
+				i := slices.IndexFunc(manifest.Deployed(), func(f manifest.Function) bool { return f.Name == name })
 				if i < 0 {
-					t.Errorf("deploys %s, which functions.Deployed does not declare", name)
+					t.Errorf("deploys %s, which manifest.Deployed does not declare", name)
 					continue
 				}
-				f := functions.Deployed()[i]
+				f := manifest.Deployed()[i]
 				want := map[string]string{"--entry-point": f.EntryPoint, "--memory": f.Memory, "--cpu": f.CPU,
 					"--concurrency": fmt.Sprint(f.Concurrency), "--timeout": fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
 					"--max-instances": fmt.Sprint(f.MaxInstances), "--trigger-topic": f.Trigger.Topic}
@@ -81,7 +81,7 @@ func TestDryRunDeploysEachDeclaredFunctionOnce(t *testing.T) {
 					}
 				}
 			}
-			for _, f := range functions.Deployed() {
+			for _, f := range manifest.Deployed() {
 				want := 1
 				if f.OptIn && !slices.Contains(options, f.Name) || f.PerSource { // per pattern: sources_test.go
 					want = 0

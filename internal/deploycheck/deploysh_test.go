@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // fakeGcloud is a gcloud on the PATH of a real (not dry) run of deploy.sh that records every command
@@ -184,7 +184,7 @@ func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
 		t.Error("roles/datastore.user is not conditioned on projects/p/databases/counts")
 	}
 	want := 0
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		switch {
 		case f.OptIn: // deployed only when named
 		case f.PerSource: // one per declared pattern

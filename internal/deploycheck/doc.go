@@ -4,5 +4,5 @@
 // gcloud's own API classes read them (APIMessageProblems), the files each path uploads build as the buildpack builds them
 // (GcloudUpload, ArchiveUpload, BuildUpload), and the Terraform module sets only what the real
 // providers' schema allows (CheckModuleSchema). What both deploy is generated from the Go
-// declarations (functions.Deployed, functions/config), so nothing here compares copies.
+// declarations (manifest.Deployed, functions/config), so nothing here compares copies.
 package deploycheck

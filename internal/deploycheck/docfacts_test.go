@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // docFile is one file whose prose states facts of the deployment: its path (relative to the
@@ -80,9 +80,9 @@ var countPhrase = func() *regexp.Regexp {
 // function (the same where opt-ins change nothing).
 func declaredCounts(t *testing.T) map[string][]int {
 	t.Helper()
-	count := func(keep func(functions.Function) bool) []int {
+	count := func(keep func(manifest.Function) bool) []int {
 		all, byDefault := 0, 0
-		for _, f := range functions.Deployed() {
+		for _, f := range manifest.Deployed() {
 			if keep(f) {
 				all++
 				if !f.OptIn {
@@ -103,25 +103,25 @@ func declaredCounts(t *testing.T) map[string][]int {
 		}
 	}
 	ttl := 0
-	for _, f := range functions.FieldSettings() {
+	for _, f := range manifest.FieldSettings() {
 		if f.TTL {
 			ttl++
 		}
 	}
 	return map[string][]int{
-		"http function":   count(func(f functions.Function) bool { return f.Trigger.EventType == "" }),
-		"event function":  count(func(f functions.Function) bool { return f.Trigger.EventType != "" }),
+		"http function":   count(func(f manifest.Function) bool { return f.Trigger.EventType == "" }),
+		"event function":  count(func(f manifest.Function) bool { return f.Trigger.EventType != "" }),
 		"service account": {accounts},
 		"ttl policy":      {ttl},
-		"topic":           {len(functions.Topics())},
-		"composite index": {len(functions.CompositeIndexes())},
+		"topic":           {len(manifest.Topics())},
+		"composite index": {len(manifest.CompositeIndexes())},
 	}
 }
 
 // TestProseCountsMatchDeclarations: wherever the docs, deploy.sh's usage or the Terraform module
 // write a count in words of HTTP functions, event functions, service accounts (or accounts), TTL
 // policies, topics or composite indexes ("the four HTTP functions", "three least-privilege service accounts"), it is
-// the count declared in Go (functions.Deployed, FieldSettings, Topics, CompositeIndexes) or created by
+// the count declared in Go (manifest.Deployed, FieldSettings, Topics, CompositeIndexes) or created by
 // deploy.sh's dry run (service accounts).
 func TestProseCountsMatchDeclarations(t *testing.T) {
 	requireBash(t)
@@ -172,11 +172,11 @@ func invokerClause(text string, end int) string {
 
 // TestProseNamesTheFunctionsInvokersReach: wherever the docs, deploy.sh's usage or the Terraform
 // module say which functions an invoker list lets a member call, they name exactly the functions it
-// reaches (functions.Deployed): --invoker and http_invokers the HTTP functions that are not admin
+// reaches (manifest.Deployed): --invoker and http_invokers the HTTP functions that are not admin
 // functions, --admin-invoker and admin_invokers the admin functions; and no other entry point.
 func TestProseNamesTheFunctionsInvokersReach(t *testing.T) {
 	var http, admin []string
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		switch {
 		case f.Trigger.EventType == "" && f.Admin:
 			admin = append(admin, f.EntryPoint)
@@ -192,7 +192,7 @@ func TestProseNamesTheFunctionsInvokersReach(t *testing.T) {
 		{regexp.MustCompile(`--invoker\b|\bhttp_invokers\b`), http, 4},         // operations.md (both), deploy.sh, variables.tf
 		{regexp.MustCompile(`--admin-invoker\b|\badmin_invokers\b`), admin, 3}, // operations.md (both), deploy.sh
 	}
-	names := regexp.MustCompile(`\b(` + strings.Join(functions.EntryPoints, "|") + `)\b`)
+	names := regexp.MustCompile(`\b(` + strings.Join(manifest.EntryPoints, "|") + `)\b`)
 	files := proseFiles(t)
 	for _, list := range lists {
 		want := slices.Sorted(slices.Values(list.reached))
@@ -230,7 +230,7 @@ var (
 
 // TestProseListsEveryFieldSetting: wherever the docs list the TTL policies a deployment sets ("TTL
 // policies on `counter_dedupe.expires_at` and ..."), or its single-field index settings, they list
-// exactly the declared ones (functions.FieldSettings: those with TTL, and all), by the collections'
+// exactly the declared ones (manifest.FieldSettings: those with TTL, and all), by the collections'
 // default names.
 func TestProseListsEveryFieldSetting(t *testing.T) {
 	defaults := map[string]string{}
@@ -238,7 +238,7 @@ func TestProseListsEveryFieldSetting(t *testing.T) {
 		defaults[s.Name] = s.Default
 	}
 	var ttl, all []string
-	for _, f := range functions.FieldSettings() {
+	for _, f := range manifest.FieldSettings() {
 		collection := f.Collection
 		if d, ok := defaults[collection]; ok {
 			collection = d
@@ -316,7 +316,7 @@ func TestFunctionTablesListEveryFunction(t *testing.T) {
 	}
 	for _, name := range tableFirstCells(t, "README.md", "| entry point | trigger | what it does |") {
 		readme[name] = true
-		f, ok := functions.DeployedFunction(name)
+		f, ok := manifest.DeployedFunction(name)
 		if !ok {
 			t.Errorf("README.md lists %s, which is not a deployed entry point", name)
 			continue
@@ -337,11 +337,11 @@ func TestFunctionTablesListEveryFunction(t *testing.T) {
 	limits := map[string]bool{}
 	for _, name := range tableFirstCells(t, "docs/operations.md", "| function | why |") {
 		limits[name] = true
-		if !slices.ContainsFunc(functions.Deployed(), func(f functions.Function) bool { return f.Name == name }) {
+		if !slices.ContainsFunc(manifest.Deployed(), func(f manifest.Function) bool { return f.Name == name }) {
 			t.Errorf("docs/operations.md (production limits) lists %s, which is not a deployed function", name)
 		}
 	}
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if !readme[f.EntryPoint] && !f.OptIn {
 			t.Errorf("README.md's table of functions does not list %s", f.EntryPoint)
 		}

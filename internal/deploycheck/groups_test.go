@@ -15,9 +15,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/sources"
 )
@@ -233,7 +233,7 @@ func generatedLocal(t *testing.T, file, name string) cty.Value {
 func TestCollectionsGivenATTLMustSayCounter(t *testing.T) {
 	requireBash(t)
 	checked := 0
-	for _, f := range functions.FieldSettings() {
+	for _, f := range manifest.FieldSettings() {
 		if !f.TTL || strings.ToUpper(f.Collection) != f.Collection {
 			continue
 		}
@@ -295,7 +295,7 @@ func TestOperationsListsEveryFieldSettingAndIndex(t *testing.T) {
 		return c
 	}
 	want := map[string]string{}
-	for _, f := range functions.FieldSettings() {
+	for _, f := range manifest.FieldSettings() {
 		setting := "no index"
 		if f.Ascending {
 			setting = "ascending, collection scope only"
@@ -305,7 +305,7 @@ func TestOperationsListsEveryFieldSettingAndIndex(t *testing.T) {
 		}
 		want["`"+collection(f.Collection)+"."+f.Field+"`"] = setting
 	}
-	for _, i := range functions.CompositeIndexes() {
+	for _, i := range manifest.CompositeIndexes() {
 		var fields []string
 		for _, f := range i.Fields {
 			field := "`" + f.Path + "`"

@@ -20,7 +20,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -35,9 +37,9 @@ const (
 
 // sourceNames are the deployed names of the count-documents functions of patterns.
 func sourceNames(patterns ...string) []string {
-	f, _ := functions.DeployedFunction(functions.EntryCountDocumentWrite)
+	f, _ := manifest.DeployedFunction(functions.EntryCountDocumentWrite)
 	var names []string
-	for _, g := range functions.SourceFunctions(f, patterns) {
+	for _, g := range manifest.SourceFunctions(f, patterns) {
 		names = append(names, g.Name)
 	}
 	return names
@@ -97,7 +99,7 @@ func TestDryRunDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 		want := map[string]string{
 			"--entry-point":                        functions.EntryCountDocumentWrite,
 			"--trigger-event-filters-path-pattern": "document=" + patterns[i],
-			"--trigger-event-filters":              "type=" + functions.EventFirestoreDocWritten + ",database=counts",
+			"--trigger-event-filters":              "type=" + eventhttp.EventFirestoreDocWritten + ",database=counts",
 			"--trigger-location":                   "eur3",
 			"--retry":                              "",
 			"--update-labels":                      strings.Join(rollup["--update-labels"], "") + ",counters_source=count-documents",
@@ -331,9 +333,9 @@ func TestTerraformDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 			}
 			got = append(got, key)
 			if f.GetAttr("name").AsString() != key || !f.GetAttr("retry").True() ||
-				f.GetAttr("event_type").AsString() != functions.EventFirestoreDocWritten {
+				f.GetAttr("event_type").AsString() != eventhttp.EventFirestoreDocWritten {
 				t.Errorf("%s: name %s, retry %s, event type %s; want its key, retries and %s", key, f.GetAttr("name").GoString(),
-					f.GetAttr("retry").GoString(), f.GetAttr("event_type").GoString(), functions.EventFirestoreDocWritten)
+					f.GetAttr("retry").GoString(), f.GetAttr("event_type").GoString(), eventhttp.EventFirestoreDocWritten)
 			}
 			if i := slices.Index(sourceNames(patterns...), key); i < 0 || f.GetAttr("document").AsString() != patterns[i] {
 				t.Errorf("%s: document %s; want one function per pattern of %q", key, f.GetAttr("document").GoString(), patterns)

@@ -19,8 +19,8 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // terraformBlocks are the top-level blocks of every .tf file of terraform/.
@@ -230,7 +230,7 @@ func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		for _, f := range functions.Deployed() {
+		for _, f := range manifest.Deployed() {
 			has := v.Type().HasAttribute(f.EntryPoint)
 			if want := (!f.OptIn || slices.Contains(optIn, f.Name)) && !f.PerSource; has != want { // per pattern: sources_test.go
 				t.Errorf("opt_in %q: deploys %s %t, want %t", optIn, f.Name, has, want)

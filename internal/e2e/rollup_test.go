@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
@@ -132,7 +133,7 @@ func postShardEvent(stack *stack, subject, eventID string) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/protobuf")
 	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Type", functions.EventFirestoreDocWritten)
+	req.Header.Set("Ce-Type", eventhttp.EventFirestoreDocWritten)
 	req.Header.Set("Ce-Source", "//firestore.googleapis.com/projects/demo/databases/(default)")
 	req.Header.Set("Ce-Id", eventID)
 	req.Header.Set("Ce-Subject", subject)

@@ -1,11 +1,11 @@
 // Command gendeploy writes the deployment files from the Go declarations of the deployed
-// functions (functions.Deployed, functions.FieldSettings) and of the settings (functions/config):
+// functions (manifest.Deployed, manifest.FieldSettings) and of the settings (functions/config):
 //
 //	scripts/deployment.gen.sh        sourced by scripts/deploy.sh
 //	terraform/deployment.gen.tf.json locals read by the Terraform module
 //	docs/settings.md                 the settings reference
 //
-// Run it with `go generate ./...` (a go:generate line in functions/deployment.go); its test fails
+// Run it with `go generate ./...` (a go:generate line in internal/manifest/deployment.go); its test fails
 // when a committed file differs from what it would write.
 package main
 

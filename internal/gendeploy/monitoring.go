@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // The monitoring files: one LogMetric per file for `gcloud logging metrics create|update
@@ -27,19 +27,19 @@ const (
 )
 
 func init() {
-	for _, m := range functions.LogMetrics() {
+	for _, m := range manifest.LogMetrics() {
 		Outputs = append(Outputs, metricFile(m))
 	}
-	for _, p := range functions.AlertPolicies() {
+	for _, p := range manifest.AlertPolicies() {
 		Outputs = append(Outputs, policyFile(p))
 	}
 	Outputs = append(Outputs, dashboardFile, monitoringTF)
 }
 
-func metricFile(m functions.LogMetric) string {
+func metricFile(m manifest.LogMetric) string {
 	return path.Join(monitoringDir, "metrics", m.Name+".json")
 }
-func policyFile(p functions.AlertPolicy) string {
+func policyFile(p manifest.AlertPolicy) string {
 	return path.Join(monitoringDir, "policies", p.Key+".json")
 }
 
@@ -47,7 +47,7 @@ func policyFile(p functions.AlertPolicy) string {
 func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Seconds())) }
 
 // logMetricJSON is m as the Logging API's LogMetric.
-func logMetricJSON(m functions.LogMetric) map[string]any {
+func logMetricJSON(m manifest.LogMetric) map[string]any {
 	descriptor := map[string]any{"metricKind": "DELTA", "valueType": "INT64", "unit": "1"}
 	out := map[string]any{"name": m.Name, "description": m.Description, "filter": m.Filter(), "metricDescriptor": descriptor}
 	if m.Value != "" {
@@ -71,7 +71,7 @@ func logMetricJSON(m functions.LogMetric) map[string]any {
 
 // alertPolicyJSON is p as the Monitoring API's AlertPolicy: its condition a MetricThreshold, or a
 // MetricAbsence when p.Absent.
-func alertPolicyJSON(p functions.AlertPolicy) map[string]any {
+func alertPolicyJSON(p manifest.AlertPolicy) map[string]any {
 	aggregation := map[string]any{"alignmentPeriod": seconds(p.Period), "perSeriesAligner": p.Aligner, "crossSeriesReducer": p.Reducer}
 	if len(p.GroupBy) > 0 {
 		aggregation["groupByFields"] = p.GroupBy
@@ -101,7 +101,7 @@ func alertPolicyJSON(p functions.AlertPolicy) map[string]any {
 // two per row.
 func dashboardJSON() map[string]any {
 	var tiles []any
-	for i, c := range functions.DashboardCharts() {
+	for i, c := range manifest.DashboardCharts() {
 		var sets []any
 		for _, l := range c.Lines {
 			query := map[string]any{"prometheusQuery": l.PromQL}
@@ -171,9 +171,9 @@ func monitoringFiles() (map[string][]byte, error) {
 		return nil
 	}
 	metrics := map[string]tfMetric{}
-	for _, m := range functions.LogMetrics() {
+	for _, m := range manifest.LogMetrics() {
 		for _, e := range m.EntryPoints {
-			if _, ok := functions.DeployedFunction(e); !ok {
+			if _, ok := manifest.DeployedFunction(e); !ok {
 				return nil, fmt.Errorf("log metric %s: %q is not a deployed entry point", m.Name, e)
 			}
 		}
@@ -195,7 +195,7 @@ func monitoringFiles() (map[string][]byte, error) {
 		metrics[m.Name] = tm
 	}
 	policies := map[string]tfPolicy{}
-	for _, p := range functions.AlertPolicies() {
+	for _, p := range manifest.AlertPolicies() {
 		if err := add(policyFile(p), alertPolicyJSON(p)); err != nil {
 			return nil, err
 		}
@@ -212,7 +212,7 @@ func monitoringFiles() (map[string][]byte, error) {
 	doc := map[string]any{
 		"//": generated,
 		"locals": map[string]any{"monitoring": map[string]any{
-			"//":             "The log-based metrics, alert policies and dashboard terraform/monitoring.tf creates. Change the Go declarations (functions/monitoring.go), then `go generate ./...`.",
+			"//":             "The log-based metrics, alert policies and dashboard terraform/monitoring.tf creates. Change the Go declarations (internal/manifest/monitoring.go), then `go generate ./...`.",
 			"alert_label":    alertLabel,
 			"metrics":        metrics,
 			"alert_policies": policies,

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // appServer serves the live example app (web/app, with the Firebase JS SDK bundled into
@@ -50,7 +50,7 @@ func startAppServer(s *Stack, addr string) (*appServer, error) {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	mux := http.NewServeMux()
-	for _, name := range functions.HTTPEntryPoints {
+	for _, name := range manifest.HTTPEntryPoints {
 		mux.Handle("/api/"+name, http.StripPrefix("/api", proxy))
 	}
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
@@ -40,7 +41,7 @@ func TestEventEntryPointsServedAsDeployed(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Ce-Specversion", "1.0")
 		req.Header.Set("Ce-Id", "m-1")
-		req.Header.Set("Ce-Type", functions.EventPubSubMessagePublished)
+		req.Header.Set("Ce-Type", eventhttp.EventPubSubMessagePublished)
 		req.Header.Set("Ce-Source", "//pubsub.googleapis.com/projects/"+project+"/topics/"+shared.TopicIncrements)
 		return req
 	}
@@ -59,7 +60,7 @@ func TestEventEntryPointsServedAsDeployed(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(nil))
 		req.Header.Set("Content-Type", "application/protobuf")
 		for k, v := range map[string]string{
-			"Ce-Specversion": "1.0", "Ce-Id": "w-1", "Ce-Type": functions.EventFirestoreDocWritten,
+			"Ce-Specversion": "1.0", "Ce-Id": "w-1", "Ce-Type": eventhttp.EventFirestoreDocWritten,
 			"Ce-Source":  "//firestore.googleapis.com/projects/" + project + "/databases/(default)",
 			"Ce-Subject": "documents/counters/deployed/shards/0", "Ce-Time": time.Now().UTC().Format(time.RFC3339Nano),
 			"Ce-Project": project, "Ce-Database": "(default)", "Ce-Namespace": "(default)", "Ce-Document": "counters/deployed/shards/0",

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/shardcount/counters/sources"
 	"io"
 	"math"
 	"net"
@@ -14,10 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardcount/counters/internal/manifest"
+	"github.com/shardcount/counters/sources"
+
 	firestoreapi "cloud.google.com/go/firestore/apiv1"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -166,7 +167,7 @@ func EventsInFlight() int { return eventsInFlight() }
 // Firestore trigger: each function's concurrency times its max instances.
 func eventsInFlight() int {
 	n := 0
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if f.Trigger.Document != "" {
 			n += f.Concurrency * f.MaxInstances
 		}
@@ -178,7 +179,7 @@ func eventsInFlight() int {
 // largest, if several).
 func eventConcurrency() int {
 	c := 1
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if f.Trigger.Document != "" {
 			c = max(c, f.Concurrency)
 		}
@@ -345,10 +346,10 @@ func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr,
 		return err
 	}
 	b.firestore = client
-	var deployed []functions.Function
-	for _, f := range functions.Deployed() {
+	var deployed []manifest.Function
+	for _, f := range manifest.Deployed() {
 		if f.PerSource {
-			deployed = append(deployed, functions.SourceFunctions(f, counted.Patterns())...)
+			deployed = append(deployed, manifest.SourceFunctions(f, counted.Patterns())...)
 		} else {
 			deployed = append(deployed, f)
 		}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/shardcount/counters/sources"
 	"io"
 	"net"
 	"os"
@@ -20,6 +19,9 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/manifest"
+	"github.com/shardcount/counters/sources"
+
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/rules"
@@ -389,8 +391,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		return err
 	}
 	defer s.Stop()
-	urls := make([]string, len(functions.EntryPoints))
-	for i, name := range functions.EntryPoints {
+	urls := make([]string, len(manifest.EntryPoints))
+	for i, name := range manifest.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
 	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s instances=%d events=http://%s/stats functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -67,7 +67,7 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 		t.Fatal("no ready line within 2 minutes")
 	}
 	base := "http://127.0.0.1:" + port
-	for _, name := range functions.EntryPoints {
+	for _, name := range manifest.EntryPoints {
 		if !strings.Contains(line, base+"/"+name) {
 			t.Errorf("ready line lacks %s: %s", base+"/"+name, line)
 		}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/publisher"
 )
 
@@ -28,9 +29,9 @@ const (
 )
 
 // pubsubFunctions are the deployed functions with a Pub/Sub trigger.
-func pubsubFunctions() []functions.Function {
-	var fs []functions.Function
-	for _, f := range functions.Deployed() {
+func pubsubFunctions() []manifest.Function {
+	var fs []manifest.Function
+	for _, f := range manifest.Deployed() {
 		if f.Trigger.Topic != "" {
 			fs = append(fs, f)
 		}

@@ -1,7 +1,11 @@
 package testenv
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 
@@ -18,4 +22,17 @@ func DocumentEventData(t testing.TB, value, oldValue *firestorepb.Document) []by
 		t.Fatal(err)
 	}
 	return b
+}
+
+// DocumentWritten is the binary-mode HTTP request Eventarc sends for a write of the document at path
+// (from the database's root) committed at at, with the given value and old_value.
+func DocumentWritten(t testing.TB, path string, at time.Time, value, oldValue *firestorepb.Document) *http.Request {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(DocumentEventData(t, value, oldValue)))
+	for k, v := range map[string]string{"Content-Type": "application/protobuf", "Ce-Specversion": "1.0", "Ce-Id": UniqueID("event"),
+		"Ce-Type": eventhttp.EventFirestoreDocWritten, "Ce-Source": "//firestore.googleapis.com/projects/p/databases/(default)",
+		"Ce-Subject": "documents/" + path, "Ce-Time": at.Format(time.RFC3339Nano)} {
+		req.Header.Set(k, v)
+	}
+	return req
 }

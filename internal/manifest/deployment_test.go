@@ -1,4 +1,4 @@
-package functions_test
+package manifest_test
 
 import (
 	"strconv"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // TestFirestoreTriggerMatchesWhatTheFunctionParses: the deployed Firestore trigger's document
 // pattern is the shard path RollupOnShardWrite reads its counter from, whatever the collection.
 func TestFirestoreTriggerMatchesWhatTheFunctionParses(t *testing.T) {
-	f, ok := functions.DeployedFunction(functions.EntryRollupOnShardWrite)
+	f, ok := manifest.DeployedFunction(functions.EntryRollupOnShardWrite)
 	if !ok {
 		t.Fatal("RollupOnShardWrite is not deployed")
 	}
@@ -27,7 +28,7 @@ func TestFirestoreTriggerMatchesWhatTheFunctionParses(t *testing.T) {
 // TestEveryEntryPointIsDeployedOnce: each registered entry point is one deployed function.
 func TestEveryEntryPointIsDeployedOnce(t *testing.T) {
 	seen := map[string]bool{}
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if seen[f.EntryPoint] || seen[f.Name] {
 			t.Errorf("%s (%s) is deployed twice", f.EntryPoint, f.Name)
 		}
@@ -42,7 +43,7 @@ func TestEveryEntryPointIsDeployedOnce(t *testing.T) {
 // maximum concurrency above 1 ("If you use less than 1 vCPU ... Maximum concurrency must be set to
 // 1", Cloud Run's CPU limits page), so a function declared that way could never be deployed.
 func TestConcurrencyAboveOneHasAWholeVCPU(t *testing.T) {
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if f.Concurrency <= 1 {
 			continue
 		}
@@ -60,7 +61,7 @@ func TestTriggerPeriodReadsEveryNMinutes(t *testing.T) {
 		"* * * * *": time.Minute, "*/5 * * * *": 5 * time.Minute, "*/59  * * * *": 59 * time.Minute,
 		"0 * * * *": 0, "*/0 * * * *": 0, "*/60 * * * *": 0, "* * * * * *": 0, "*/5 9-17 * * *": 0, "": 0,
 	} {
-		got, err := functions.Trigger{Topic: "t", Schedule: schedule}.Period()
+		got, err := manifest.Trigger{Topic: "t", Schedule: schedule}.Period()
 		if got != want || (err == nil) != (want != 0) || err != nil && !strings.Contains(err.Error(), strconv.Quote(schedule)) {
 			t.Errorf("schedule %q: period %v, error %v; want %v", schedule, got, err, want)
 		}

@@ -1,4 +1,4 @@
-package functions
+package manifest_test
 
 import (
 	"context"
@@ -17,16 +17,22 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
+	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/functions/eventhttp"
+	"github.com/shardcount/counters/internal/faultproxy"
+	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/sources"
 )
 
-// TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (LogMetrics) matches a line that
+// extensionShard is a shard ID of the extension's form (a client's UUID).
+const extensionShard = "0d3f2b4e-8a1c-4b7e-9f00-123456789abc"
+
+// TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (manifest.LogMetrics) matches a line that
 // its functions really write, captured from real calls against the emulator: an increment applied
 // and one refused (the summaries at shutdown), a message applied, a 504, a roll-up by the trigger,
 // a sweep that finishes and one out of time, a shard under a document not declared and one under a
@@ -39,37 +45,54 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	cfg.ExtensionFoldInterval = 100 * time.Millisecond
 	cfg.ExtensionFolds = "posts/{post}:likes"
 	written := map[string][]map[string]any{} // by entry point
-	run := func(entryPoint string, scenario func(s *Service)) {
+	run := func(entryPoint string, scenario func(s *functions.Service)) {
 		t.Helper()
 		var logs testenv.LogBuffer
-		s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
+		s := functions.NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
 		scenario(s)
 		if err := s.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
 		written[entryPoint] = append(written[entryPoint], logs.Lines(t)...)
 	}
-	post := func(s *Service, body string) int {
+	post := func(s *functions.Service, body string) int {
 		rec, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/Increment", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		s.Increment(rec, req)
 		return rec.Code
 	}
 	counterID := testenv.UniqueID("metrics")
-	run(EntryIncrement, func(s *Service) {
+	run(functions.EntryIncrement, func(s *functions.Service) {
 		if code := post(s, fmt.Sprintf(`{"counter":%q,"delta":2}`, counterID)); code != http.StatusOK {
 			t.Fatalf("increment: %d", code)
 		}
 		if code := post(s, fmt.Sprintf(`{"counter":%q,"delta":"two"}`, counterID)); code != http.StatusBadRequest {
 			t.Fatalf("bad increment: %d, want 400", code)
 		}
-		s.writeFailure(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/Increment", nil),
-			fmt.Errorf("commit shard: %w", counter.ErrOutcomeUnknown))
 	})
-	run(EntryIncrementFromPubSub, func(s *Service) {
+	run(functions.EntryIncrement, func(*functions.Service) { // a 504: every answer from Firestore is lost
+		db := testenv.FirestoreBehindFaultProxy(t)
+		var logs testenv.LogBuffer
+		unreachable := cfg
+		unreachable.RequestTimeout = 2 * time.Second
+		s := functions.NewService(unreachable, db.Client, cloudlog.New(&logs, slog.LevelDebug))
+		if code := post(s, fmt.Sprintf(`{"counter":%q}`, counterID)); code != http.StatusOK {
+			t.Fatalf("increment before the faults: %d", code)
+		}
+		db.Proxy.SetFaults(faultproxy.Faults{DropResponseRate: 1})
+		if code := post(s, fmt.Sprintf(`{"counter":%q}`, counterID)); code != http.StatusGatewayTimeout {
+			t.Fatalf("increment whose commit answer is lost: %d, want 504", code)
+		}
+		db.Proxy.SetFaults(faultproxy.Faults{})
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		written[functions.EntryIncrement] = append(written[functions.EntryIncrement], logs.Lines(t)...)
+	})
+	run(functions.EntryIncrementFromPubSub, func(s *functions.Service) {
 		e := event.New()
 		e.SetID(testenv.UniqueID("message"))
-		e.SetType(EventPubSubMessagePublished)
+		e.SetType(eventhttp.EventPubSubMessagePublished)
 		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicIncrements)
 		msg := map[string]any{"data": []byte(fmt.Sprintf(`{"counter":%q}`, counterID)), "messageId": e.ID()}
 		if err := e.SetData(event.ApplicationJSON, map[string]any{"message": msg}); err != nil {
@@ -79,28 +102,28 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	run(EntryRollupOnShardWrite, func(s *Service) {
+	run(functions.EntryRollupOnShardWrite, func(s *functions.Service) {
 		e := event.New()
 		e.SetID(testenv.UniqueID("event"))
-		e.SetType(EventFirestoreDocWritten)
+		e.SetType(eventhttp.EventFirestoreDocWritten)
 		e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
 		e.SetSubject("documents/" + cfg.CountersCollection + "/" + counterID + "/" + shared.ShardsCollection + "/0")
 		if err := s.RollupOnShardWrite(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	})
-	tick := func(s *Service, budget time.Duration) {
+	tick := func(s *functions.Service, budget time.Duration) {
 		ctx, cancel := context.WithTimeout(ctx, budget)
 		defer cancel()
 		e := event.New()
 		e.SetID(testenv.UniqueID("tick"))
-		e.SetType(EventPubSubMessagePublished)
+		e.SetType(eventhttp.EventPubSubMessagePublished)
 		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicRollupTick)
 		_ = s.RollupScheduled(ctx, e)
 	}
-	run(EntryRollupScheduled, func(s *Service) { tick(s, time.Minute) })
-	run(EntryRollupScheduled, func(s *Service) { tick(s, 0) }) // out of time at once: it cannot finish
-	run(EntryRollupScheduled, func(s *Service) {               // a quiet collection counter that drifted
+	run(functions.EntryRollupScheduled, func(s *functions.Service) { tick(s, time.Minute) })
+	run(functions.EntryRollupScheduled, func(s *functions.Service) { tick(s, 0) }) // out of time at once: it cannot finish
+	run(functions.EntryRollupScheduled, func(s *functions.Service) {               // a quiet collection counter that drifted
 		set, err := sources.Parse([]byte(`[{"documents": "notes/{note}/stars/{uid}", "counter": "stars-{note}"}]`), cfg.Schema())
 		if err != nil {
 			t.Fatal(err)
@@ -111,9 +134,12 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc := &firestorepb.Document{UpdateTime: timestamppb.New(res.UpdateTime)}
-		if _, err := s.counting.Apply(ctx, sources.Write{Path: "notes/" + note + "/stars/u1", New: doc, Time: res.UpdateTime}); err != nil {
-			t.Fatal(err)
+		doc := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/notes/" + note + "/stars/u1",
+			CreateTime: timestamppb.New(res.UpdateTime), UpdateTime: timestamppb.New(res.UpdateTime)}
+		handler, _ := s.EntryPoint(functions.EntryCountDocumentWrite)
+		rec := httptest.NewRecorder()
+		if handler(rec, testenv.DocumentWritten(t, "notes/"+note+"/stars/u1", res.UpdateTime, doc, nil)); rec.Code >= 300 {
+			t.Fatalf("event answered %d %s", rec.Code, rec.Body)
 		}
 		counterRef := client.Collection(cfg.Schema().Counters).Doc("stars-" + note)
 		if _, err := counterRef.Collection(shared.ShardsCollection).Doc("0").Set(ctx, map[string]any{shared.FieldCount: 3}); err != nil {
@@ -125,11 +151,11 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		}
 		tick(s, time.Minute)
 	})
-	run(EntryFoldExtensionShards, func(s *Service) {
+	run(functions.EntryFoldExtensionShards, func(s *functions.Service) {
 		deliver := func(doc string) error {
 			e := event.New()
 			e.SetID(testenv.UniqueID("event"))
-			e.SetType(EventFirestoreDocWritten)
+			e.SetType(eventhttp.EventFirestoreDocWritten)
 			e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
 			name := doc + "/" + extshards.ShardsCollection + "/" + extensionShard
 			e.SetSubject("documents/" + name)
@@ -153,10 +179,10 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		}
 	})
 
-	for _, m := range LogMetrics() {
+	for _, m := range manifest.LogMetrics() {
 		matched := 0
 		for _, e := range m.EntryPoints {
-			f, _ := DeployedFunction(e)
+			f, _ := manifest.DeployedFunction(e)
 			for _, line := range written[e] {
 				if filterMatches(t, m.Filter(), f.Name, line) && hasFields(line, m) {
 					matched++
@@ -220,7 +246,7 @@ func filterMatches(t *testing.T, filter, service string, line map[string]any) bo
 
 // hasFields says whether a line has the number a distribution metric extracts and the string of
 // each label.
-func hasFields(line map[string]any, m LogMetric) bool {
+func hasFields(line map[string]any, m manifest.LogMetric) bool {
 	if _, ok := line[m.Value].(float64); m.Value != "" && !ok {
 		return false
 	}
@@ -239,8 +265,8 @@ func hasFields(line map[string]any, m LogMetric) bool {
 // deleted, topic or subscription broken, the function failing before it logs).
 func TestSweepAbsenceAlertCountsEverySweep(t *testing.T) {
 	ctx := context.Background()
-	var policy *AlertPolicy
-	for _, p := range AlertPolicies() {
+	var policy *manifest.AlertPolicy
+	for _, p := range manifest.AlertPolicies() {
 		if p.Key == "sweep_absent" {
 			policy = &p
 		}
@@ -248,24 +274,24 @@ func TestSweepAbsenceAlertCountsEverySweep(t *testing.T) {
 	if policy == nil {
 		t.Fatal("no alert policy sweep_absent: nothing fires when the scheduled sweep stops running")
 	}
-	var metric *LogMetric
-	for _, m := range LogMetrics() {
+	var metric *manifest.LogMetric
+	for _, m := range manifest.LogMetrics() {
 		if strings.Contains(policy.Filter, `metric.type="`+m.Type()+`"`) {
 			metric = &m
 		}
 	}
-	if metric == nil || metric.Value != "" || !slices.Equal(metric.EntryPoints, []string{EntryRollupScheduled}) {
+	if metric == nil || metric.Value != "" || !slices.Equal(metric.EntryPoints, []string{functions.EntryRollupScheduled}) {
 		t.Fatalf("alert sweep_absent (filter %s) watches %+v; want a declared counter of rollup-scheduled's lines", policy.Filter, metric)
 	}
 	client := testenv.Firestore(t)
-	f, _ := DeployedFunction(EntryRollupScheduled)
+	f, _ := manifest.DeployedFunction(functions.EntryRollupScheduled)
 	for _, budget := range []time.Duration{time.Minute, 0} {
 		var logs testenv.LogBuffer
-		s := NewService(config.Default(), client, cloudlog.New(&logs, slog.LevelInfo))
+		s := functions.NewService(config.Default(), client, cloudlog.New(&logs, slog.LevelInfo))
 		runCtx, cancel := context.WithTimeout(ctx, budget)
 		e := event.New()
 		e.SetID(testenv.UniqueID("tick"))
-		e.SetType(EventPubSubMessagePublished)
+		e.SetType(eventhttp.EventPubSubMessagePublished)
 		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicRollupTick)
 		err := s.RollupScheduled(runCtx, e)
 		cancel()

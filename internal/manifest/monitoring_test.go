@@ -1,4 +1,4 @@
-package functions_test
+package manifest_test
 
 import (
 	"fmt"
@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/functions"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // monitoringSection is the "Monitoring" section of docs/operations.md.
 func monitoringSection(t *testing.T) string {
 	t.Helper()
-	doc, err := os.ReadFile("../docs/operations.md")
+	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +51,10 @@ func tableKeys(section, header string) []string {
 func TestMonitoringDocsListWhatIsDeclared(t *testing.T) {
 	section := monitoringSection(t)
 	var metrics, alerts []string
-	for _, m := range functions.LogMetrics() {
+	for _, m := range manifest.LogMetrics() {
 		metrics = append(metrics, m.Name)
 	}
-	for _, p := range functions.AlertPolicies() {
+	for _, p := range manifest.AlertPolicies() {
 		alerts = append(alerts, p.Key)
 		row := section[strings.Index(section, "| `"+p.Key+"` |")+1:]
 		row, _, _ = strings.Cut(row, "\n")
@@ -74,16 +75,16 @@ func TestMonitoringDocsListWhatIsDeclared(t *testing.T) {
 // fire it) that waits 15 of the scheduler's periods, as the job is declared, in whole minutes from 2
 // to 1410 (what Cloud Monitoring takes).
 func TestSweepAbsenceAlertOutlastsTheSchedule(t *testing.T) {
-	f, _ := functions.DeployedFunction(functions.EntryRollupScheduled)
+	f, _ := manifest.DeployedFunction(functions.EntryRollupScheduled)
 	period, err := f.Trigger.Period()
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(functions.AlertPolicies(), func(p functions.AlertPolicy) bool { return p.Key == "sweep_absent" })
+	i := slices.IndexFunc(manifest.AlertPolicies(), func(p manifest.AlertPolicy) bool { return p.Key == "sweep_absent" })
 	if i < 0 {
 		t.Fatal("no alert policy sweep_absent")
 	}
-	p := functions.AlertPolicies()[i]
+	p := manifest.AlertPolicies()[i]
 	if !p.Absent || p.Reducer != "REDUCE_SUM" || len(p.GroupBy) > 0 || p.Period > period {
 		t.Errorf("sweep_absent: absent %t, reducer %s by %v, period %v; want a metric absence summed into one series, aligned over at most %v",
 			p.Absent, p.Reducer, p.GroupBy, p.Period, period)
@@ -143,20 +144,20 @@ func serviceSelected(t *testing.T, filter, service string) bool {
 // named by SourceFunctions), and no other service.
 func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 	var services []string
-	for _, f := range functions.Deployed() {
+	for _, f := range manifest.Deployed() {
 		if !f.PerSource {
 			services = append(services, f.Name)
 			continue
 		}
-		for _, g := range functions.SourceFunctions(f, []string{"posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"}) {
+		for _, g := range manifest.SourceFunctions(f, []string{"posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"}) {
 			services = append(services, g.Name)
 		}
 	}
 	filters := map[string]string{}
-	for _, p := range functions.AlertPolicies() {
+	for _, p := range manifest.AlertPolicies() {
 		filters["alert "+p.Key] = p.Filter
 	}
-	for _, c := range functions.DashboardCharts() {
+	for _, c := range manifest.DashboardCharts() {
 		for i, l := range c.Lines {
 			filters[fmt.Sprintf("chart %q line %d", c.Title, i)] = l.Filter
 		}

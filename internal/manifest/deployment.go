@@ -1,4 +1,4 @@
-package functions
+package manifest
 
 import (
 	"crypto/sha256"
@@ -10,33 +10,13 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/counter"
-	"github.com/shardcount/counters/extshards"
+	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
 
-//go:generate go run ../internal/gendeploy -root ..
-
-// Entry-point names: the names the functions are registered under, and so each deployment's
-// --entry-point.
-const (
-	EntryIncrement           = "Increment"
-	EntryCount               = "Count"
-	EntryTop                 = "Top"
-	EntryConfigureCounter    = "ConfigureCounter"
-	EntryIncrementFromPubSub = "IncrementFromPubSub"
-	EntryRollupOnShardWrite  = "RollupOnShardWrite"
-	EntryRollupScheduled     = "RollupScheduled"
-	EntryFoldExtensionShards = "FoldExtensionShards"
-	EntryCountDocumentWrite  = "CountDocumentWrite"
-)
-
-// CloudEvent types of the event-triggered entry points.
-const (
-	EventPubSubMessagePublished = eventhttp.EventPubSubMessagePublished
-	EventFirestoreDocWritten    = "google.cloud.firestore.document.v1.written"
-)
+//go:generate go run ../gendeploy -root ../..
 
 // Function is one deployed function (2nd gen): its name, the entry point it runs, its trigger and
 // its limits. scripts/deploy.sh and terraform/ deploy exactly these (`go generate` writes them into
@@ -122,29 +102,29 @@ func (t Trigger) Period() (time.Duration, error) {
 // Deployed lists every deployed function, in deployment order.
 func Deployed() []Function {
 	return []Function{
-		{Name: "increment", EntryPoint: EntryIncrement, PublicOnRequest: true,
+		{Name: "increment", EntryPoint: functions.EntryIncrement, PublicOnRequest: true,
 			Memory: "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 100},
-		{Name: "count", EntryPoint: EntryCount,
+		{Name: "count", EntryPoint: functions.EntryCount,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
-		{Name: "top", EntryPoint: EntryTop,
+		{Name: "top", EntryPoint: functions.EntryTop,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 10},
-		{Name: "configure-counter", EntryPoint: EntryConfigureCounter, Admin: true,
+		{Name: "configure-counter", EntryPoint: functions.EntryConfigureCounter, Admin: true,
 			Memory: "256Mi", Concurrency: 1, Timeout: time.Minute, MaxInstances: 5},
-		{Name: "increment-from-pubsub", EntryPoint: EntryIncrementFromPubSub,
-			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicIncrements, Retry: true,
+		{Name: "increment-from-pubsub", EntryPoint: functions.EntryIncrementFromPubSub,
+			Trigger: Trigger{EventType: eventhttp.EventPubSubMessagePublished, Topic: shared.TopicIncrements, Retry: true,
 				DeadLetterTopic: shared.TopicIncrementsDeadLetter},
 			Memory: "256Mi", CPU: "1", Concurrency: 1000, Timeout: time.Minute, MaxInstances: 100},
-		{Name: "rollup-on-shard-write", EntryPoint: EntryRollupOnShardWrite,
-			Trigger: Trigger{EventType: EventFirestoreDocWritten, Document: "{counter}/" + shared.ShardsCollection + "/{shard}", Retry: true},
+		{Name: "rollup-on-shard-write", EntryPoint: functions.EntryRollupOnShardWrite,
+			Trigger: Trigger{EventType: eventhttp.EventFirestoreDocWritten, Document: "{counter}/" + shared.ShardsCollection + "/{shard}", Retry: true},
 			Memory:  "512Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
-		{Name: "rollup-scheduled", EntryPoint: EntryRollupScheduled,
-			Trigger: Trigger{EventType: EventPubSubMessagePublished, Topic: shared.TopicRollupTick, Schedule: "* * * * *"},
+		{Name: "rollup-scheduled", EntryPoint: functions.EntryRollupScheduled,
+			Trigger: Trigger{EventType: eventhttp.EventPubSubMessagePublished, Topic: shared.TopicRollupTick, Schedule: "* * * * *"},
 			Memory:  "256Mi", Concurrency: 1, Timeout: 5 * time.Minute, MaxInstances: 1},
-		{Name: "fold-extension-shards", EntryPoint: EntryFoldExtensionShards, OptIn: true,
-			Trigger: Trigger{EventType: EventFirestoreDocWritten, Document: ExtensionShardsPattern, FromRoot: true, Retry: true},
+		{Name: "fold-extension-shards", EntryPoint: functions.EntryFoldExtensionShards, OptIn: true,
+			Trigger: Trigger{EventType: eventhttp.EventFirestoreDocWritten, Document: functions.ExtensionShardsPattern, FromRoot: true, Retry: true},
 			Memory:  "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
-		{Name: "count-documents", EntryPoint: EntryCountDocumentWrite, PerSource: true,
-			Trigger: Trigger{EventType: EventFirestoreDocWritten, FromRoot: true, Retry: true},
+		{Name: "count-documents", EntryPoint: functions.EntryCountDocumentWrite, PerSource: true,
+			Trigger: Trigger{EventType: eventhttp.EventFirestoreDocWritten, FromRoot: true, Retry: true},
 			Memory:  "256Mi", CPU: "1", Concurrency: 80, Timeout: time.Minute, MaxInstances: 20},
 	}
 }
@@ -162,11 +142,6 @@ func SourceFunctions(f Function, patterns []string) []Function {
 	}
 	return out
 }
-
-// ExtensionShardsPattern is the documents FoldExtensionShards is triggered by: the shards of the
-// firestore-counter extension's clients under a document at any depth (the extension's own trigger
-// pattern). docs/migrate-from-firestore-counter.md says how to serve other paths.
-const ExtensionShardsPattern = "{collection}/{doc=**}/" + extshards.ShardsCollection + "/{shard}"
 
 // DeployedFunction is the deployed function that runs entryPoint.
 func DeployedFunction(entryPoint string) (Function, bool) {
@@ -267,4 +242,23 @@ func CompositeIndexes() []CompositeIndex {
 			group, {Path: window + shared.FieldBucket}, {Path: window + shared.FieldCount, Descending: true}}})
 	}
 	return indexes
+}
+
+// EntryPoints lists every deployed entry point, in Deployed's order.
+var EntryPoints = entryPoints(func(Function) bool { return true })
+
+// HTTPEntryPoints lists the HTTP-triggered entry points.
+var HTTPEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType == "" })
+
+// CloudEventEntryPoints lists the CloudEvent-triggered entry points.
+var CloudEventEntryPoints = entryPoints(func(f Function) bool { return f.Trigger.EventType != "" })
+
+func entryPoints(keep func(Function) bool) []string {
+	var names []string
+	for _, f := range Deployed() {
+		if keep(f) {
+			names = append(names, f.EntryPoint)
+		}
+	}
+	return names
 }

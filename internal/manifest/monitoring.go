@@ -1,4 +1,4 @@
-package functions
+package manifest
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -23,7 +24,7 @@ type LogMetric struct {
 	Description string
 	// EntryPoints are the functions whose lines it reads.
 	EntryPoints []string
-	// Event is the lines' "event" field (EventIncrementsApplied, ...); Where adds fields and the values
+	// Event is the lines' "event" field (functions.EventIncrementsApplied, ...); Where adds fields and the values
 	// they must equal (a string or a bool).
 	Event string
 	Where []LogField
@@ -86,34 +87,34 @@ func logValue(v any) string {
 // LogMetrics are the log-based metrics both deployments create.
 func LogMetrics() []LogMetric {
 	return []LogMetric{
-		{Name: "counters_increments_applied", Event: EventIncrementsApplied, EntryPoints: []string{EntryIncrement, EntryIncrementFromPubSub},
+		{Name: "counters_increments_applied", Event: functions.EventIncrementsApplied, EntryPoints: []string{functions.EntryIncrement, functions.EntryIncrementFromPubSub},
 			Value: "count", Unit: "1", Scale: 1, Labels: []string{"source"},
 			Description: "Increments applied (not replays), by source (http, pubsub): a distribution of the per-instance, per-minute counts; its sum is the number applied."},
-		{Name: "counters_increments_refused", Event: EventIncrementsRefused, EntryPoints: []string{EntryIncrement},
+		{Name: "counters_increments_refused", Event: functions.EventIncrementsRefused, EntryPoints: []string{functions.EntryIncrement},
 			Value: "count", Unit: "1", Scale: 1, Labels: []string{"reason"},
 			Description: "Increments refused with a 4xx, by reason (id_token_invalid, app_check_missing, invalid_request, no_counter, ...): a distribution of the per-instance, per-minute counts; its sum is the number refused."},
-		{Name: "counters_increment_outcome_unknown", Event: EventIncrementOutcomeUnknown, EntryPoints: []string{EntryIncrement},
+		{Name: "counters_increment_outcome_unknown", Event: functions.EventIncrementOutcomeUnknown, EntryPoints: []string{functions.EntryIncrement},
 			Description: "Increments answered 504: the database did not confirm them, and they may or may not have been applied."},
-		{Name: "counters_rollup_age", Event: EventRollupWritten, EntryPoints: []string{EntryRollupOnShardWrite, EntryRollupScheduled},
+		{Name: "counters_rollup_age", Event: functions.EventRollupWritten, EntryPoints: []string{functions.EntryRollupOnShardWrite, functions.EntryRollupScheduled},
 			Value: "age_seconds", Unit: "s", Scale: 0.1, Labels: []string{"source"},
 			Description: "At each roll-up written, by source (trigger, scheduler): how long the roll-up it replaced had trailed the counter's first change since (the scheduler's: since that roll-up)."},
-		{Name: "counters_sweep_stale", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
+		{Name: "counters_sweep_stale", Event: functions.EventRollupSweep, EntryPoints: []string{functions.EntryRollupScheduled},
 			Value: "stale", Unit: "1", Scale: 1,
 			Description: "Per scheduled sweep: counters whose roll-up differed from the exact value (their trigger events were lost or failed)."},
-		{Name: "counters_sweep_fixed", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
+		{Name: "counters_sweep_fixed", Event: functions.EventRollupSweep, EntryPoints: []string{functions.EntryRollupScheduled},
 			Value: "written", Unit: "1", Scale: 1,
 			Description: "Per scheduled sweep: roll-ups the sweep wrote."},
-		{Name: "counters_sweep_runs", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
+		{Name: "counters_sweep_runs", Event: functions.EventRollupSweep, EntryPoints: []string{functions.EntryRollupScheduled},
 			Description: "Scheduled sweeps run, finished or not (one line each): the alert sweep_absent fires when none arrives."},
-		{Name: "counters_sweep_unfinished", Event: EventRollupSweep, EntryPoints: []string{EntryRollupScheduled},
+		{Name: "counters_sweep_unfinished", Event: functions.EventRollupSweep, EntryPoints: []string{functions.EntryRollupScheduled},
 			Where:       []LogField{{Name: "done", Equals: false}},
 			Description: "Scheduled sweeps that ran out of time or failed (the next one resumes where it stopped)."},
-		{Name: "counters_fold_errors", Event: EventFoldError, EntryPoints: []string{EntryFoldExtensionShards},
+		{Name: "counters_fold_errors", Event: functions.EventFoldError, EntryPoints: []string{functions.EntryFoldExtensionShards},
 			Labels:      []string{"kind"},
 			Description: "Extension folds that failed and extension shards left unfolded, by kind (fold_failed, shard_left_unfolded, not_declared)."},
-		{Name: "counters_collection_drift", Event: EventCollectionDrift, EntryPoints: []string{EntryRollupScheduled},
+		{Name: "counters_collection_drift", Event: functions.EventCollectionDrift, EntryPoints: []string{functions.EntryRollupScheduled},
 			Description: "Quiet collection counters the scheduled sweep found different from count()/sum() of their documents (sources repair fixes one)."},
-		{Name: "counters_fold_waiting", Event: EventFoldWaiting, EntryPoints: []string{EntryFoldExtensionShards},
+		{Name: "counters_fold_waiting", Event: functions.EventFoldWaiting, EntryPoints: []string{functions.EntryFoldExtensionShards},
 			Labels:      []string{"kind"},
 			Description: "Extension shard events whose main document does not exist, by kind: waiting (the event is redelivered until the app creates it) or dropped (shards deleted uncounted after 24 h)."},
 	}
@@ -160,7 +161,7 @@ const sweepAbsentPeriods = 15
 // (Deployed); it panics if that declaration is not one Trigger.Period reads, so generating the
 // deployments fails.
 func sweepPeriod() time.Duration {
-	f, _ := DeployedFunction(EntryRollupScheduled)
+	f, _ := DeployedFunction(functions.EntryRollupScheduled)
 	period, err := f.Trigger.Period()
 	if err != nil {
 		panic("the alert sweep_absent derives its duration from the sweep's " + err.Error())
@@ -240,7 +241,7 @@ func AlertPolicies() []AlertPolicy {
 			Filter:  `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND metric.labels.response_code="429" AND ` + deployedServices(),
 			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.labels.service_name"}, Period: 5 * time.Minute, Threshold: 10, Unit: "429 answers in 5 minutes, per function",
 			Documentation: "A function answered 429 more often than the threshold in 5 minutes: it runs at its maximum instances and Cloud Run turns requests away " +
-				"(clients retry; Pub/Sub and Eventarc redeliver). Raise its max instances (Terraform function_settings; functions/deployment.go for deploy.sh) " +
+				"(clients retry; Pub/Sub and Eventarc redeliver). Raise its max instances (Terraform function_settings; internal/manifest/deployment.go for deploy.sh) " +
 				"or find what drives the load. docs/operations.md, \"Production limits\"."},
 	}
 }
