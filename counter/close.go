@@ -11,8 +11,10 @@ import (
 // Reads keep working.
 func (s *Store) Close(ctx context.Context) error {
 	s.life.Close()
-	if s.groups != nil {
-		s.groups.flush()
+	for _, g := range []*groupCommitter{s.groups, s.changes} {
+		if g != nil {
+			g.flush()
+		}
 	}
 	if err := s.life.Wait(ctx); err != nil {
 		return fmt.Errorf("close counter store: increments still waiting for their writes: %w", err)

@@ -117,6 +117,9 @@ func (s *Store) submit(ctx context.Context, req request) reply {
 		return reply{err: notApplied(ErrClosed)}
 	}
 	defer s.life.Leave()
+	if s.changes != nil && req.change != nil {
+		return s.changes.add(ctx, req.incs[0].Counter, req)
+	}
 	if s.groups != nil && len(req.incs) == 1 {
 		return s.groups.add(ctx, req.incs[0].Counter, req)
 	}

@@ -27,6 +27,7 @@ type Store struct {
 	pickShard func(id string, numShards int) int
 	touches   *touchStamps
 	groups    *groupCommitter // nil: one commit per request
+	changes   *groupCommitter // nil: changes commit as increments do
 	plans     planStore
 	life      gate.Gate // admits increments until Close
 	// raises coalesces concurrent raiseFences of one counter and epoch.
@@ -43,6 +44,9 @@ type Options struct {
 	// into one shard write at most once per interval, which is also the most an increment waits.
 	// Zero writes every increment on its own.
 	GroupCommitInterval time.Duration
+	// ChangeCommitInterval, when positive, commits a collection counter's changes in this Store in
+	// one transaction at most once per interval (zero: as increments are).
+	ChangeCommitInterval time.Duration
 	// DedupeTTL is how long a key is remembered: its dedupe record expires after it.
 	DedupeTTL time.Duration
 	// RequireExisting makes increments of a counter without a counter document fail with ErrNotFound
@@ -75,6 +79,9 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.commitBatch)
+	}
+	if opts.ChangeCommitInterval > 0 {
+		s.changes = newGroupCommitter(opts.ChangeCommitInterval, clock, s.commitBatch)
 	}
 	return s
 }

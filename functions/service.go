@@ -46,12 +46,13 @@ type Service struct {
 // CountSources).
 func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *Service {
 	counters := counter.NewStore(client, cfg.Schema(), counter.Options{
-		DefaultNumShards:    cfg.DefaultNumShards,
-		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
-		GroupCommitInterval: cfg.GroupCommitInterval,
-		DedupeTTL:           cfg.DedupeTTL,
-		RequireExisting:     !cfg.CreateOnIncrement,
-		HourBucketsKept:     cfg.HourBucketsKept,
+		DefaultNumShards:     cfg.DefaultNumShards,
+		ShardCountCacheTTL:   cfg.ShardCountCacheTTL,
+		GroupCommitInterval:  cfg.GroupCommitInterval,
+		ChangeCommitInterval: cfg.ChangeCommitInterval,
+		DedupeTTL:            cfg.DedupeTTL,
+		RequireExisting:      !cfg.CreateOnIncrement,
+		HourBucketsKept:      cfg.HourBucketsKept,
 	})
 	origins := map[string]bool{}
 	for _, o := range cfg.Origins() {

@@ -18,6 +18,7 @@ func TestCollectionCountersExactWhereWriteTimeAggregationDoubleCounts(t *testing
 	o.clients, o.duration, o.rate = 8, 4*time.Second, 40
 	o.parents, o.likers, o.copies, o.writeTimeInFlight = 4, 5, 2, 20
 	runs := map[string]*loadreport.Documents{}
+	hottest := map[string]loadreport.DocRate{}
 	for _, mode := range []string{"collection", "write-time"} {
 		run, err := runDocumentsPlan(context.Background(), o, plan{via: "documents", mode: mode, instances: 1})
 		if err != nil {
@@ -30,10 +31,19 @@ func TestCollectionCountersExactWhereWriteTimeAggregationDoubleCounts(t *testing
 			t.Fatalf("%s: %d changes, %d events delivered: the load or the events did not run", mode, d.Changes, d.Deliveries)
 		}
 		runs[mode] = d
+		hottest[mode] = run.Hottest1s
 	}
 	ours, guide := runs["collection"], runs["write-time"]
 	if ours.Error != 0 || ours.Exact != o.parents {
 		t.Errorf("collection counters under duplicated events: %d of %d exact, sum of |value - count()| %d: want every one exact", ours.Exact, o.parents, ours.Error)
+	}
+	// A collection counter's transactions are a second apart (CHANGE_COMMIT_INTERVAL): no document of
+	// ours takes two writes in one second. The write-time aggregation writes the parent per event.
+	if h := hottest["collection"]; h.WritesPerSecond > 1 {
+		t.Errorf("collection counters: %s took %.0f writes in one second, want at most 1", h.Document, h.WritesPerSecond)
+	}
+	if h := hottest["write-time"]; h.WritesPerSecond <= 1 {
+		t.Errorf("write-time aggregation: hottest document %+v, want its parent above 1 write/s", h)
 	}
 	// Every event comes twice: the write-time aggregation applies most a second time.
 	if guide.Applied == 0 || float64(guide.AppliedTwice) < 0.4*float64(guide.Applied) || guide.Error == 0 {

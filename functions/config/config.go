@@ -79,6 +79,9 @@ type Config struct {
 	// GroupCommitInterval is the least time between two shard writes of one counter by one instance:
 	// concurrent increments share a write. 0 writes every increment on its own ("guide mode").
 	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
+	// ChangeCommitInterval is the least time between two transactions of one collection counter by
+	// one instance: its document changes share one, and its ledger document takes one write.
+	ChangeCommitInterval time.Duration `env:"CHANGE_COMMIT_INTERVAL, default=1s" min:"0s" usedBy:"CountDocumentWrite"`
 	// CounterSources declares the collection counters (docs/collection-counters.md): a file's path
 	// (a missing file declares none), or the declarations themselves, as the deploy paths set it.
 	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"CountDocumentWrite"`
