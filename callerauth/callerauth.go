@@ -2,6 +2,8 @@
 // a Firebase App Check token attests the app, both checked with the Firebase Admin SDK (signature,
 // issuer, audience = this project, expiry). The verified identity scopes idempotency keys and per-user
 // limits. It knows tokens, not HTTP: the functions read the headers and map the errors to answers.
+//
+// Not a supported import: see package counters for what users may import.
 package callerauth
 
 import (

@@ -29,4 +29,6 @@
 // Names: an increment (inc) is a counter and a delta; a request (req) is one caller's increments and
 // key; a batch is the requests committed together; a reply answers a request; a plan is one commit's
 // content, made of shard writes (w) and dedupe writes (dw).
+//
+// Not a supported import: see package counters for what users may import.
 package counter

@@ -3,4 +3,6 @@
 // answer. Importing it registers them with the Functions Framework under their entry-point names.
 //
 // Business rules live in the counter and rollup packages, never here.
+//
+// Not a supported import: see package counters for what users may import.
 package functions

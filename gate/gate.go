@@ -1,4 +1,6 @@
 // Package gate admits work until it is closed and waits for what it admitted.
+//
+// Not a supported import: see package counters for what users may import.
 package gate
 
 import (

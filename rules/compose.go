@@ -3,6 +3,8 @@
 // their rules as a block (a `match /databases/{database}/documents` statement per variant, embedded
 // here) that Compose adds to an app's ruleset, after checking that the app's rules do not already
 // open the paths the block covers. docs/api.md, "Security rules", says how to use it.
+//
+// Not a supported import: see package counters for what users may import.
 package rules
 
 import (

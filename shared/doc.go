@@ -3,4 +3,6 @@
 // validation and the classification of transient Firestore errors.
 //
 // It has no business rules of its own and never imports net/http or CloudEvents.
+//
+// Not a supported import: see package counters for what users may import.
 package shared
