@@ -142,7 +142,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		if !done {
 			return errNoBase
 		}
-		ledgers, err := s.readLedgers(tx, id, batch)
+		ledgers, err := s.readLedgers(ctx, tx, id, batch)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		seen := map[string]bool{}
 		for i, req := range batch {
 			ch := req.change.change
-			if _, dup := ledgers[bucketID(ch.Bucket)].keys[ch.Key]; dup || seen[ch.Key] {
+			if ledgers[bucketID(ch.Bucket)].keys[ch.Key] || seen[ch.Key] {
 				outcomes[i] = ChangeDuplicate
 				continue
 			}
@@ -204,51 +204,60 @@ func (s *Store) planChanges(ctx context.Context, id string, batch []request, fre
 	return w, nil
 }
 
-// ledger is one ledger document of a collection counter: the keys of the changes counted whose
-// Bucket falls in its second, and those this transaction adds.
+// ledger is the ledger of one second of a collection counter: the keys of the changes counted whose
+// Bucket falls in it (over every part), and those this transaction adds to this Store's part.
 type ledger struct {
-	id     string
-	exists bool
-	keys   map[string]any
+	second string
+	exists bool // this Store's part exists
+	keys   map[string]bool
 	add    map[string]int64
 }
 
-// bucketID is the ledger document ID of bucket: its Unix second.
+// ledgerParts is how many documents may hold one second of a counter's ledger: each Store writes
+// one of them (ledgerPart), so the instances serving a counter do not share a document.
+const ledgerParts = 16
+
+// bucketID is the ledger second of bucket: its Unix second.
 func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
-// readLedgers reads, in tx, the ledger documents of the changes of batch, by ID.
-func (s *Store) readLedgers(tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
+// readLedgers reads, in tx, every part of the ledger seconds of the changes of batch.
+func (s *Store) readLedgers(ctx context.Context, tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
 	ledgers := map[string]*ledger{}
-	var refs []*firestore.DocumentRef
+	coll := s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection)
+	mine := s.ledgerDocID
 	for _, req := range batch {
-		b := bucketID(req.change.change.Bucket)
-		if ledgers[b] == nil {
-			ledgers[b] = &ledger{id: b, add: map[string]int64{}}
-			refs = append(refs, s.ledgerRef(id, b))
+		second := bucketID(req.change.change.Bucket)
+		if ledgers[second] != nil {
+			continue
 		}
-	}
-	snaps, err := tx.GetAll(refs)
-	if err != nil {
-		return nil, fmt.Errorf("read change ledgers: %w", err)
-	}
-	for _, snap := range snaps {
-		l := ledgers[snap.Ref.ID]
-		if l.exists = snap.Exists(); l.exists {
-			l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
+		l := &ledger{second: second, keys: map[string]bool{}, add: map[string]int64{}}
+		ledgers[second] = l
+		// The parts of a second are the IDs from "<second>" (before parts) up to "<second>.".
+		q := coll.Where(firestore.DocumentID, ">=", coll.Doc(second)).Where(firestore.DocumentID, "<", coll.Doc(second+"."))
+		snaps, err := tx.Documents(q).GetAll()
+		if err != nil {
+			return nil, fmt.Errorf("read change ledger %s: %w", second, err)
+		}
+		for _, snap := range snaps {
+			l.exists = l.exists || snap.Ref.ID == mine(second)
+			keys, _ := snap.Data()[shared.FieldLedgerKeys].(map[string]any)
+			for k := range keys {
+				l.keys[k] = true
+			}
 		}
 	}
 	return ledgers, nil
 }
 
-// ledgerRef is the ledger document of counter id for the second bucket.
-func (s *Store) ledgerRef(id, bucket string) *firestore.DocumentRef {
-	return s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(bucket)
+// ledgerDocID is the ID of this Store's part of the ledger second.
+func (s *Store) ledgerDocID(second string) string {
+	return fmt.Sprintf("%s-%02d", second, s.ledgerPart)
 }
 
 // ledgerOp adds l's new keys to its document (created when missing), which expires after DedupeTTL.
 func (s *Store) ledgerOp(id string, l *ledger) op {
 	expires := s.clock.Now().Add(s.dedupeTTL)
-	ref := s.ledgerRef(id, l.id)
+	ref := s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(s.ledgerDocID(l.second))
 	if !l.exists {
 		keys := make(map[string]any, len(l.add))
 		for k, d := range l.add {

@@ -2,6 +2,7 @@ package counter
 
 import (
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -28,8 +29,10 @@ type Store struct {
 	touches   *touchStamps
 	groups    *groupCommitter // nil: one commit per request
 	changes   *groupCommitter // nil: changes commit as increments do
-	plans     planStore
-	life      gate.Gate // admits increments until Close
+	// ledgerPart is the part of a collection counter's ledger seconds this Store writes.
+	ledgerPart int
+	plans      planStore
+	life       gate.Gate // admits increments until Close
 	// raises coalesces concurrent raiseFences of one counter and epoch.
 	raises singleflight.Group
 }
@@ -76,6 +79,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		pickShard:       newShardDealer().pick,
 		touches:         newTouchStamps(clock),
 		plans:           &firestorePlans{documents: docs},
+		ledgerPart:      rand.IntN(ledgerParts),
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.commitBatch)

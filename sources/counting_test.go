@@ -128,7 +128,7 @@ func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Countin
 		wg.Go(func() {
 			for i := g; i < len(events); i += 4 {
 				for attempt := 1; ; attempt++ {
-					tally, err := instances[(i+g)%len(instances)].Apply(context.Background(), events[i])
+					tally, err := instances[i%len(instances)].Apply(context.Background(), events[i])
 					if err == nil {
 						mu.Lock()
 						total.Counted += tally.Counted
