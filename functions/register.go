@@ -3,12 +3,13 @@ package functions
 import (
 	"context"
 	"fmt"
-	"github.com/shardcount/counters/sources"
 	"log/slog"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/shardcount/counters/sources"
 
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
