@@ -48,7 +48,7 @@ type AppliedIncrement struct {
 // Result is what Apply did. For a duplicate it is what the first application did.
 type Result struct {
 	// Applied lists each distinct counter of the request with its delta and shard, in the order the
-	// counters first appear.
+	// counters first appear (none for a change not counted now).
 	Applied []AppliedIncrement
 	// Counted is false when a limit refused the increment, a member was not new all time, or a
 	// change was a duplicate or in its counter's base: nothing was added to the value.
