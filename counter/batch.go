@@ -65,7 +65,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 		if res.applied {
 			s.remember(plan.shards)
 			for _, i := range live {
-				replies[i] = reply{outcome: Outcome{Applied: appliedOf(plan, i, batch[i]), PlannedAt: plan.now}, fingerprint: batch[i].fingerprint}
+				replies[i] = reply{outcome: Result{Applied: appliedOf(plan, i, batch[i]), PlannedAt: plan.now}, fingerprint: batch[i].fingerprint}
 			}
 			return
 		}
@@ -137,14 +137,14 @@ func followerReply(req request, first reply) reply {
 	if first.err != nil && !errors.Is(first.err, ErrKeyReused) {
 		return first // not applied, or unknown: the same holds for the repeat
 	}
-	r := reply{outcome: Outcome{Applied: first.outcome.Applied, Duplicate: true, PlannedAt: first.outcome.PlannedAt}, fingerprint: first.fingerprint}
+	r := reply{outcome: Result{Applied: first.outcome.Applied, Duplicate: true, PlannedAt: first.outcome.PlannedAt}, fingerprint: first.fingerprint}
 	if req.fingerprint != first.fingerprint {
 		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
 	}
 	return r
 }
 
-// splitChanges returns the indexes of the change requests of batch (ApplyChange) and of the others.
+// splitChanges returns the indexes of the change requests of batch and of the others.
 func splitChanges(batch []request) (changes, others []int) {
 	for i, req := range batch {
 		if req.change != nil {

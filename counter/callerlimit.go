@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -14,40 +13,23 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// LimitedOutcome is what IncrementLimited did.
-type LimitedOutcome struct {
-	// Counted is false when the increment would have taken the caller's total on the counter out of
-	// [0, limit]: nothing was added ("one like per user": a second like is not counted).
-	Counted bool
-	// Shard is the shard that received the delta, -1 when nothing was counted.
-	Shard int
-	// Duplicate is true when key had been used before: this is the first request's outcome and
-	// nothing was written this time.
-	Duplicate bool
-	// PlannedAt is when the transaction that wrote was run, before its commit: with key, the key's
-	// dedupe record's created_at, the same for every call with the key (see Outcome.PlannedAt).
-	PlannedAt time.Time
-}
-
-// IncrementLimited adds inc to the counter for one verified caller, only while that caller's total on
-// the counter (kept in {counters}/{id}/callers/{hash of caller}) stays within [0, limit]: with limit
-// 1, a user's +1 counts once, a second +1 does not, and a -1 takes it back. One transaction reads the
-// caller's total (and key's dedupe record, when key is not nil) and writes the shard, the total and
-// the record, so concurrent requests of one caller never pass the limit. It bypasses group commit.
-//
-// An error wraps ErrNotApplied when nothing was applied, ErrOutcomeUnknown when the commit may have
-// applied; a retry stays within the limit, and a retry with the same key is answered as a duplicate.
-func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64, inc shared.Increment, key *Key) (LimitedOutcome, error) {
+// incrementLimited adds r's increment for r.Caller only while the caller's total on the counter
+// (kept in {counters}/{id}/callers/{hash of caller}) stays within [0, r.Limit]: with limit 1, a
+// user's +1 counts once, a second +1 does not, and a -1 takes it back. One transaction reads the
+// total (and the key's dedupe record) and writes the shard, the total and the record, so concurrent
+// requests of one caller never pass the limit. It bypasses group commit.
+func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error) {
+	inc, caller, limit, key := shared.Increment{Counter: r.Counter, Delta: r.Delta}, r.Caller, r.Limit, r.Key
 	if caller == "" || limit < 1 {
-		return LimitedOutcome{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
+		return Result{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
 	}
 	if !s.life.Enter() {
-		return LimitedOutcome{}, notApplied(ErrClosed)
+		return Result{}, notApplied(ErrClosed)
 	}
 	defer s.life.Leave()
 	fingerprint, err := fingerprintOf([]shared.Increment{inc})
 	if err != nil {
-		return LimitedOutcome{}, err
+		return Result{}, err
 	}
 	callerRef := s.schema.CallerRef(s.client, inc.Counter, callerDocID(caller))
 	// A second attempt follows a commit refused because the counter this call meant to create exists,
@@ -55,9 +37,9 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 	for attempt := 0; ; attempt++ {
 		w, err := s.planShard(ctx, inc.Counter, inc.Delta, s.clock.Now(), attempt > 0, false)
 		if err != nil {
-			return LimitedOutcome{}, notApplied(fmt.Errorf("limited increment of %q: %w", inc.Counter, err))
+			return Result{}, notApplied(fmt.Errorf("limited increment of %q: %w", inc.Counter, err))
 		}
-		var out LimitedOutcome
+		var out Result
 		var inTx error // the last attempt's error before its commit
 		sent := false  // some attempt reached its commit
 		err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
@@ -82,25 +64,25 @@ func (s *Store) IncrementLimited(ctx context.Context, caller string, limit int64
 	}
 }
 
-// limitedInTransaction is one attempt of IncrementLimited's transaction: reads first, then writes.
+// limitedInTransaction is one attempt of incrementLimited's transaction: reads first, then writes.
 func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
-	inc shared.Increment, key *Key, fingerprint string, w shardWrite) (LimitedOutcome, error) {
+	inc shared.Increment, key *Key, fingerprint string, w shardWrite) (Result, error) {
 	if key != nil {
 		snap, err := tx.Get(s.dedupeRecordRef(*key))
 		if err == nil {
 			rec, err := decodeDedupeRecord(snap, *key)
 			if err != nil {
-				return LimitedOutcome{}, err
+				return Result{}, err
 			}
 			first, err := duplicateOutcome(rec, *key, fingerprint)
 			if len(first.Applied) != 1 {
-				return LimitedOutcome{}, err
+				return Result{}, err
 			}
-			counted := first.Applied[0].Delta != 0
-			return LimitedOutcome{Counted: counted, Shard: first.Applied[0].Shard, Duplicate: true, PlannedAt: first.PlannedAt}, err
+			first.Counted = first.Applied[0].Delta != 0
+			return first, err
 		}
 		if status.Code(err) != codes.NotFound {
-			return LimitedOutcome{}, err
+			return Result{}, err
 		}
 	}
 	var total int64
@@ -108,26 +90,25 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 	switch {
 	case err == nil:
 		if total, err = callerTotal(snap); err != nil {
-			return LimitedOutcome{}, err
+			return Result{}, err
 		}
 	case status.Code(err) != codes.NotFound:
-		return LimitedOutcome{}, err
+		return Result{}, err
 	}
-	out := LimitedOutcome{Shard: -1, PlannedAt: recordNow(s.clock)}
 	// A dedupe record of an uncounted request says delta 0, which no counted request has.
-	applied := []AppliedIncrement{{Counter: inc.Counter, Shard: -1}}
+	out := Result{Applied: []AppliedIncrement{{Counter: inc.Counter, Shard: -1}}, PlannedAt: recordNow(s.clock)}
 	var ops []op
 	if next := total + inc.Delta; next >= 0 && next <= limit {
-		out.Counted, out.Shard = true, w.shard
-		applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
+		out.Counted = true
+		out.Applied[0] = AppliedIncrement{Counter: inc.Counter, Delta: inc.Delta, Shard: w.shard}
 		ops = append(s.shardWriteOps(w), op{kind: opSet, ref: callerRef, data: callerTotalFields(next)})
 	}
 	if key != nil {
 		// No write ID: a transaction's commit is never applied twice.
-		ops = append(ops, s.dedupeRecordOp(dedupeWrite{key: *key, fingerprint: fingerprint, applied: applied}, "", out.PlannedAt))
+		ops = append(ops, s.dedupeRecordOp(dedupeWrite{key: *key, fingerprint: fingerprint, applied: out.Applied}, "", out.PlannedAt))
 	}
 	if err := addToTransaction(tx, ops); err != nil {
-		return LimitedOutcome{}, err
+		return Result{}, err
 	}
 	return out, nil
 }

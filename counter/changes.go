@@ -19,15 +19,13 @@ import (
 type Change struct {
 	// Key names the change whatever delivers it: the same for every delivery of one change.
 	Key string
-	// Delta is the change's effect on the counter (its contribution after minus before); not 0.
-	Delta int64
-	// At is the change's commit time: it counts in the window buckets holding At.
-	At time.Time
 	// Bucket is a time of the change that every delivery agrees on: its key is kept in the ledger
 	// document of Bucket's second.
 	Bucket time.Time
 	// InBase reports whether the counter's base, read at time base, already holds the change.
 	InBase func(ctx context.Context, base time.Time) (bool, error)
+	// Baseline is what the counter starts from when it has no base yet.
+	Baseline Baseline
 }
 
 // Baseline is what a collection counter starts from: the settings it is created with and the exact
@@ -44,40 +42,23 @@ type Baseline struct {
 	MirrorDocument, MirrorField string
 }
 
-// ChangeOutcome is what ApplyChange did with a change.
-type ChangeOutcome int
-
-// The outcomes of ApplyChange.
-const (
-	ChangeCounted   ChangeOutcome = iota // added to a shard now
-	ChangeDuplicate                      // counted before (its key is in the ledger)
-	ChangeInBase                         // already held by the counter's base
-)
-
 // ErrSourceCounter refuses a plain increment of a collection counter: only its documents change it.
 var ErrSourceCounter = errors.New("the counter counts documents (a collection counter): write or delete its documents instead")
 
-// ApplyChange counts ch on collection counter id exactly once: a change whose key is in the
-// counter's ledger, or that its base holds, is not counted again. A counter without a base gets
-// one first (EstablishBase). With group commit on, the changes of a counter share one transaction
-// per interval; each transaction writes one shard, and one ledger document per second of Bucket.
-//
-// An error means the change may not be counted yet: send it again (the ledger makes that safe).
-func (s *Store) ApplyChange(ctx context.Context, id string, ch Change, base Baseline) (ChangeOutcome, error) {
-	if ch.Delta == 0 || ch.Key == "" || ch.InBase == nil {
-		return 0, fmt.Errorf("change of counter %q: a key, a delta other than 0 and InBase are required", id)
+// applyChange counts r's change exactly once: a change whose key is in the counter's ledger, or that
+// its base holds, is not counted again. A counter without a base gets one first (EstablishBase).
+// With group commit on, the changes of a counter share one transaction per interval; each
+// transaction writes one shard, and one ledger document per second of Bucket.
+func (s *Store) applyChange(ctx context.Context, r Request) (Result, error) {
+	ch := r.Change
+	if r.Delta == 0 || ch.Key == "" || ch.InBase == nil || r.Key != nil {
+		return Result{}, fmt.Errorf("change of counter %q: a delta other than 0, a change key, InBase and no request Key are required", r.Counter)
 	}
-	r := s.submit(ctx, request{incs: []shared.Increment{{Counter: id, Delta: ch.Delta}}, change: &changeRequest{change: ch, base: base}})
-	if r.err != nil {
-		return 0, fmt.Errorf("change %s of counter %q: %w", ch.Key, id, r.err)
+	rep := s.submit(ctx, request{incs: r.increments(), at: r.At, change: ch})
+	if rep.err != nil {
+		return Result{}, fmt.Errorf("change %s of counter %q: %w", ch.Key, r.Counter, rep.err)
 	}
-	return r.changeOutcome, nil
-}
-
-// changeRequest is the part of a request that makes it a change of a collection counter.
-type changeRequest struct {
-	change Change
-	base   Baseline
+	return rep.outcome, nil
 }
 
 // maxChangeAttempts bounds the transactions of one batch of changes.
@@ -89,11 +70,11 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 	id := batch[0].incs[0].Counter
 	var err error
 	for attempt := 1; attempt <= maxChangeAttempts; attempt++ {
-		var outcomes []ChangeOutcome
+		var outcomes []Result
 		var w *shardWrite
 		outcomes, w, err = s.changesInTransaction(ctx, id, batch, attempt > 1)
 		if errors.Is(err, errNoBase) {
-			if berr := s.EstablishBase(ctx, id, batch[0].change.base); berr != nil {
+			if berr := s.EstablishBase(ctx, id, batch[0].change.Baseline); berr != nil {
 				err = berr
 				break
 			}
@@ -104,7 +85,7 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 				s.remember([]shardWrite{*w})
 			}
 			for i := range batch {
-				replies[i] = reply{changeOutcome: outcomes[i]}
+				replies[i] = reply{outcome: outcomes[i]}
 			}
 			return replies
 		}
@@ -125,12 +106,12 @@ var errNoBase = errors.New("the collection counter has no base yet")
 // changesInTransaction runs the transaction of a batch of changes of counter id: it reads the
 // counter's base and the ledger documents of the changes, then writes the fresh changes' sum to one
 // shard and their keys to the ledger.
-func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, verify bool) ([]ChangeOutcome, *shardWrite, error) {
-	var outcomes []ChangeOutcome
+func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, verify bool) ([]Result, *shardWrite, error) {
+	var outcomes []Result
 	var written *shardWrite
 	outer := ctx // InBase may run transactions of its own
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		outcomes, written = make([]ChangeOutcome, len(batch)), nil
+		outcomes, written = make([]Result, len(batch)), nil
 		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
 		if status.Code(err) == codes.NotFound {
 			return errNoBase
@@ -149,9 +130,9 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		var fresh []int
 		seen := map[string]bool{}
 		for i, req := range batch {
-			ch := req.change.change
+			ch := req.change
 			if ledgers[bucketID(ch.Bucket)].keys[ch.Key] || seen[ch.Key] {
-				outcomes[i] = ChangeDuplicate
+				outcomes[i] = Result{Duplicate: true}
 				continue
 			}
 			seen[ch.Key] = true
@@ -160,7 +141,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 				return fmt.Errorf("is change %s in the base: %w", ch.Key, err)
 			}
 			if inBase {
-				outcomes[i] = ChangeInBase
+				outcomes[i] = Result{InBase: true}
 				continue
 			}
 			fresh = append(fresh, i)
@@ -173,8 +154,9 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 			return err
 		}
 		for _, i := range fresh {
-			ch := batch[i].change.change
-			ledgers[bucketID(ch.Bucket)].add[ch.Key] = ch.Delta
+			inc := batch[i].incs[0]
+			ledgers[bucketID(batch[i].change.Bucket)].add[batch[i].change.Key] = inc.Delta
+			outcomes[i] = Result{Applied: []AppliedIncrement{{Counter: id, Delta: inc.Delta, Shard: w.shard}}, Counted: true}
 		}
 		ops := s.shardWriteOps(w)
 		for _, l := range ledgers {
@@ -190,14 +172,13 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 
 // planChanges plans the shard write of the fresh changes of batch.
 func (s *Store) planChanges(ctx context.Context, id string, batch []request, fresh []int, verify bool) (shardWrite, error) {
-	first := batch[fresh[0]].change.change
-	w, err := s.planShard(ctx, id, first.Delta, first.At, verify, true)
+	first := batch[fresh[0]]
+	w, err := s.planShard(ctx, id, first.incs[0].Delta, first.at, verify, true)
 	if err != nil {
 		return shardWrite{}, err
 	}
 	for _, i := range fresh[1:] {
-		ch := batch[i].change.change
-		if err := w.add(ch.Delta, ch.At); err != nil {
+		if err := w.add(batch[i].incs[0].Delta, batch[i].at); err != nil {
 			return shardWrite{}, err
 		}
 	}
@@ -226,7 +207,7 @@ func (s *Store) readLedgers(ctx context.Context, tx *firestore.Transaction, id s
 	coll := s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection)
 	mine := s.ledgerDocID
 	for _, req := range batch {
-		second := bucketID(req.change.change.Bucket)
+		second := bucketID(req.change.Bucket)
 		if ledgers[second] != nil {
 			continue
 		}
@@ -304,7 +285,7 @@ func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) err
 
 // Rebase makes collection counter id exact (and stamps base's mirror on it): it stamps a new base read time B (the commit time of the
 // stamp), then adds the difference between base.ValueAt(B) and the counter's value at B. Changes
-// committed at or before B count in the base from then on, later ones through ApplyChange, so
+// committed at or before B count in the base from then on, later ones as changes (Apply), so
 // nothing is counted twice or missed, whatever is in flight. It is safe to repeat.
 func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 	var mirrorDoc, mirrorField any = firestore.Delete, firestore.Delete

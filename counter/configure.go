@@ -20,7 +20,7 @@ import (
 //   - Windows, when not nil, replaces the windows the counter counts in (empty: none); they apply to
 //     increments planned after the change (at once on this Store, within ShardCountCacheTTL on
 //     others). Buckets already counted stay.
-//   - Distinct, when not nil, makes the counter count distinct members (IncrementDistinct) from now
+//   - Distinct, when not nil, makes the counter count distinct members (Request.Member) from now
 //     on, or deltas again; what was counted stays.
 //   - Group, when not nil, puts the counter in that group's top lists ("": in none), and stamps its
 //     touched_minute, so that the next sweep moves its roll-up (and it) between the groups' lists.

@@ -17,29 +17,35 @@ import (
 )
 
 // ErrMemberRequired refuses, before anything is written, a plain increment of a counter that counts
-// distinct members (and a member increment of one that does not): see IncrementDistinct.
+// distinct members (and a member increment of one that does not): see Request.Member.
 var ErrMemberRequired = errors.New("the counter counts distinct members: send a member, or configure the counter")
 
 // ErrNotDistinct refuses a member increment of a counter that does not count distinct members.
 var ErrNotDistinct = errors.New("the counter does not count distinct members")
 
-// DistinctOutcome is what IncrementDistinct did.
-type DistinctOutcome struct {
-	// Counted is true when the member was new to the counter (all time) and was added.
-	Counted bool
-	// Shard received the member's count, -1 when nothing was written.
-	Shard int
-	// Windows lists the windows in whose current bucket the member was new and counted.
-	Windows []string
-	// Duplicate is true when the key had been applied before: this is the first application's
-	// outcome, and nothing was written this time.
-	Duplicate bool
-	// PlannedAt is the call's time, before its commit: with key, the key's dedupe record's
-	// created_at, the same for every call with the key (see Outcome.PlannedAt).
-	PlannedAt time.Time
+// memberOutcome is what a member increment did.
+type memberOutcome struct {
+	// counted: the member was new to the counter (all time) and was added.
+	counted bool
+	// shard received the member's count, -1 when nothing was written.
+	shard int
+	// windows lists the windows in whose current bucket the member was new and counted.
+	windows   []string
+	duplicate bool
+	plannedAt time.Time
 }
 
-// IncrementDistinct counts member once in counter id (which must be configured distinct), all time
+// result is out as Apply's Result for counter id.
+func (out memberOutcome) result(id string) Result {
+	var delta int64
+	if out.shard >= 0 { // the member was new all time or in a bucket
+		delta = 1
+	}
+	return Result{Applied: []AppliedIncrement{{Counter: id, Delta: delta, Shard: out.shard}}, Counted: out.counted,
+		Duplicate: out.duplicate, Windows: out.windows, PlannedAt: out.plannedAt}
+}
+
+// incrementDistinct counts r.Member once in its counter (which must be configured distinct), all time
 // and in the current bucket of each of its windows. It reads the member's documents
 // (counters/{id}/counter_members/{hash}, and {window}_{label}_{hash} per window; of a counter without
 // shared.FieldMemberCollection, also their twins in the legacy members collection, a member found in
@@ -48,25 +54,34 @@ type DistinctOutcome struct {
 // update of the fence. The creations are the commit's preconditions, so of commits racing for a
 // member document one applies and the others are planned again from a new read; no transaction holds
 // a lock while others wait. A member sent any number of times, by any number of instances, counts
-// once per bucket. It bypasses group commit. A missing counter is ErrNotFound (a distinct counter is
-// configured first), also on an instance whose cache still holds it: Delete removes the fences.
+// once per bucket. It bypasses group commit. A missing counter is ErrNotFound, also on an instance
+// whose cache still holds it: Delete removes the fences.
 //
 // Members are counted within the counter's member epoch (shared.FieldMembersEpoch): after a Reset,
 // or a Delete and a new counter, every member counts again. The fence ties a commit to the epoch it
 // was planned in: Reset removes the old epoch's fences, so a plan made from a stale cached
 // configuration fails, and is planned again from a fresh one.
 //
-// With key, the call applies once per key: the key's dedupe record is created with the first
-// application (also when it counted nothing) and holds its outcome, which a later call with the key
-// answers with Duplicate set, whatever the time (ErrKeyReused with another counter or member).
-// The call's time and write ID are fixed for all its attempts, so they count in one bucket.
-//
-// An error wraps ErrNotApplied or ErrOutcomeUnknown as Increment's do; resending is always safe.
-func (s *Store) IncrementDistinct(ctx context.Context, id, member string, key *Key) (DistinctOutcome, error) {
+// With a key, the key's dedupe record is created with the first application (also when it counted
+// nothing) and holds its outcome (ErrKeyReused with another counter or member). The call's time and
+// write ID are fixed for all its attempts, so they count in one bucket.
+func (s *Store) incrementDistinct(ctx context.Context, r Request) (Result, error) {
+	if r.Delta != 0 && r.Delta != 1 {
+		return Result{}, fmt.Errorf("count member of %q: delta %d, want 0 or 1", r.Counter, r.Delta)
+	}
 	if !s.life.Enter() {
-		return DistinctOutcome{}, notApplied(ErrClosed)
+		return Result{}, notApplied(ErrClosed)
 	}
 	defer s.life.Leave()
+	out, err := s.countMember(ctx, r.Counter, r.Member, r.Key)
+	if err != nil && !errors.Is(err, ErrKeyReused) {
+		return Result{}, err
+	}
+	return out.result(r.Counter), err
+}
+
+// countMember is incrementDistinct's plans of member's count in counter id.
+func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (memberOutcome, error) {
 	call := memberCall{counter: id, member: member, key: key, now: recordNow(s.clock), writeID: newWriteID()}
 	if key != nil {
 		call.fingerprint = memberFingerprint(id, member)
@@ -82,7 +97,7 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string, key *K
 		m := s.planMember(call, cfg)
 		out, err := s.commitMember(ctx, m)
 		if !errors.Is(err, errFenceDown) {
-			if err == nil && out.Shard >= 0 && !out.Duplicate {
+			if err == nil && out.shard >= 0 && !out.duplicate {
 				s.remember([]shardWrite{m.shard})
 			}
 			return out, err
@@ -102,7 +117,7 @@ func (s *Store) IncrementDistinct(ctx context.Context, id, member string, key *K
 	}
 }
 
-// maxMemberPlans bounds IncrementDistinct's plans: a fence down is followed by one plan in the new
+// maxMemberPlans bounds countMember's plans: a fence down is followed by one plan in the new
 // epoch, or one more once the fences are raised; the rest allow for Resets in between.
 const maxMemberPlans = 4
 
@@ -113,13 +128,13 @@ var errFenceDown = errors.New("the member epoch's fence is down")
 // errEpochMoved: raiseFences found another member epoch, or a counter that is not distinct.
 var errEpochMoved = errors.New("the member epoch moved")
 
-// failMember is IncrementDistinct's failure of counter id: err, wrapped with wrap (notApplied or
+// failMember is countMember's failure of counter id: err, wrapped with wrap (notApplied or
 // outcomeUnknown).
-func failMember(id string, wrap func(error) error, err error) (DistinctOutcome, error) {
-	return DistinctOutcome{}, wrap(fmt.Errorf("count member of %q: %w", id, err))
+func failMember(id string, wrap func(error) error, err error) (memberOutcome, error) {
+	return memberOutcome{}, wrap(fmt.Errorf("count member of %q: %w", id, err))
 }
 
-// memberCall is what one IncrementDistinct call counts, fixed for all its plans and attempts.
+// memberCall is what one member increment counts, fixed for all its plans and attempts.
 type memberCall struct {
 	counter, member string
 	key             *Key
@@ -189,7 +204,7 @@ const extraMemberAttempts = 3
 // read finds m's fence missing and no commit of m applied (its member documents, which Reset and
 // Delete leave, do not carry its write ID): m can never apply (a fence that was deleted never comes
 // back for its epoch), and only a new plan can tell what to do.
-func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcome, error) {
+func (s *Store) commitMember(ctx context.Context, m memberWrite) (memberOutcome, error) {
 	var unknown error  // why a commit of m may have applied, or may still apply
 	var noAnswer error // the first commit of m that got no answer: one more may be sent
 	refused := false   // the last commit failed AlreadyExists: a read tells by whom
@@ -250,7 +265,7 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (DistinctOutcom
 
 // memberCommit is what one attempt of a memberWrite does, given what it read.
 type memberCommit struct {
-	out DistinctOutcome
+	out memberOutcome
 	// done: out is the answer, nothing (more) to write: an earlier commit of the call applied, the
 	// key was applied before, or the member is known in every bucket.
 	done bool
@@ -283,7 +298,7 @@ func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) m
 		return memberCommit{fenceDown: true}
 	}
 	counts := func(snap *firestore.DocumentSnapshot) bool { return ours(snap) || !applied && !snap.Exists() }
-	out, w := DistinctOutcome{Shard: -1, PlannedAt: m.now}, m.shard
+	out, w := memberOutcome{shard: -1, plannedAt: m.now}, m.shard
 	var creates []op
 	for i, snap := range members {
 		if !counts(snap) {
@@ -291,10 +306,10 @@ func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) m
 		}
 		doc := map[string]any{shared.FieldCreatedAt: m.now, shared.FieldMemberWrite: m.writeID}
 		if i == 0 {
-			out.Counted, w.delta = true, 1
+			out.counted, w.delta = true, 1
 		} else {
 			window := m.windows[i-1]
-			out.Windows = append(out.Windows, window)
+			out.windows = append(out.windows, window)
 			w.windows = append(w.windows, window)
 			doc[shared.FieldExpiresAt] = bucketEnd(window, m.now).Add(memberGrace)
 		}
@@ -304,7 +319,7 @@ func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) m
 		}
 	}
 	if len(creates) > 0 {
-		out.Shard = w.shard
+		out.shard = w.shard
 	}
 	if applied || len(creates) == 0 && m.key == nil {
 		return memberCommit{out: out, done: true}
@@ -312,11 +327,11 @@ func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) m
 	ops := creates
 	if m.key != nil {
 		var delta int64
-		if out.Counted {
+		if out.counted {
 			delta = 1
 		}
-		dw := dedupeWrite{key: *m.key, fingerprint: m.fingerprint, windows: slices.Concat([]string{}, out.Windows),
-			applied: []AppliedIncrement{{Counter: m.counter, Delta: delta, Shard: out.Shard}}}
+		dw := dedupeWrite{key: *m.key, fingerprint: m.fingerprint, windows: slices.Concat([]string{}, out.windows),
+			applied: []AppliedIncrement{{Counter: m.counter, Delta: delta, Shard: out.shard}}}
 		ops = append(ops, s.dedupeRecordOp(dw, m.writeID, m.now))
 	}
 	ops = append(ops, op{kind: opUpdate, ref: m.fence, updates: []firestore.Update{{Path: shared.FieldMembersEpoch, Value: m.epoch}}})
@@ -334,9 +349,9 @@ func keyedMemberOutcome(rec *firestore.DocumentSnapshot, m memberWrite) memberCo
 		return memberCommit{err: err}
 	}
 	first, err := duplicateOutcome(data, *m.key, m.fingerprint)
-	out := DistinctOutcome{Shard: -1, Duplicate: data.Write != m.writeID, Windows: data.Windows, PlannedAt: data.CreatedAt}
+	out := memberOutcome{shard: -1, duplicate: data.Write != m.writeID, windows: data.Windows, plannedAt: data.CreatedAt}
 	if len(first.Applied) == 1 {
-		out.Counted, out.Shard = first.Applied[0].Delta == 1, first.Applied[0].Shard
+		out.counted, out.shard = first.Applied[0].Delta == 1, first.Applied[0].Shard
 	}
 	return memberCommit{out: out, done: true, err: err}
 }

@@ -216,7 +216,7 @@ func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time)
 }
 
 // recordNow is the time c says now as a record's created_at stores it: UTC, in whole microseconds
-// (Firestore's precision), so the time an Outcome gives first equals the one read back later.
+// (Firestore's precision), so the time a Result gives first equals the one read back later.
 func recordNow(c shared.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // dedupeRecordData is a dedupe record as read back.
@@ -241,10 +241,10 @@ func decodeDedupeRecord(snap *firestore.DocumentSnapshot, key Key) (dedupeRecord
 	return rec, nil
 }
 
-// duplicateOutcome is the Outcome of key, whose dedupe record rec exists: the first application, and
+// duplicateOutcome is the Result of key, whose dedupe record rec exists: the first application, and
 // ErrKeyReused when fingerprint is not the first application's.
-func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Outcome, error) {
-	outcome := Outcome{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied)), PlannedAt: rec.CreatedAt}
+func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Result, error) {
+	outcome := Result{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied)), PlannedAt: rec.CreatedAt}
 	for i, a := range rec.Applied {
 		outcome.Applied[i] = AppliedIncrement{Counter: a.Counter, Delta: a.Delta, Shard: a.Shard}
 	}

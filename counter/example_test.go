@@ -34,10 +34,10 @@ func ExampleNewStore() {
 	defer store.Close(ctx)
 }
 
-func ExampleStore_Increment() {
+func ExampleStore_Apply() {
 	ctx := context.Background()
 	var store *counter.Store // from counter.NewStore
-	shard, err := store.Increment(ctx, "likes-post-42", 1)
+	res, err := store.Apply(ctx, counter.Request{Counter: "likes-post-42", Delta: 1})
 	switch {
 	case errors.Is(err, counter.ErrNotApplied):
 		fmt.Println("not applied: safe to send again")
@@ -46,17 +46,17 @@ func ExampleStore_Increment() {
 	case err != nil:
 		log.Fatal(err)
 	default:
-		fmt.Println("added to shard", shard)
+		fmt.Println("added to shard", res.Applied[0].Shard)
 	}
 }
 
-func ExampleStore_ApplyOnce() {
+func ExampleStore_Apply_keyed() {
 	ctx := context.Background()
 	var store *counter.Store // from counter.NewStore
 	key := counter.Key{Source: counter.SourceHTTP, ID: "request-7f3a"}
 	incs := []shared.Increment{{Counter: "likes-post-42", Delta: 1}, {Counter: "likes-total", Delta: 1}}
 	// Sending the same key again, however often, applies the increments once.
-	out, err := store.ApplyOnce(ctx, key, incs)
+	out, err := store.Apply(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil {
 		log.Fatal(err)
 	}

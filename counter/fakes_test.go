@@ -124,7 +124,7 @@ func (c writeCall) answer(err error) {
 			replies[i] = reply{err: err}
 			continue
 		}
-		replies[i] = reply{outcome: Outcome{Applied: []AppliedIncrement{{Counter: req.incs[0].Counter, Delta: req.incs[0].Delta, Shard: 3}}}}
+		replies[i] = reply{outcome: Result{Applied: []AppliedIncrement{{Counter: req.incs[0].Counter, Delta: req.incs[0].Delta, Shard: 3}}}}
 	}
 	c.replies <- replies
 }

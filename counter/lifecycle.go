@@ -14,7 +14,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// MaxLockedCallers bounds the per-caller totals (IncrementLimited) that Reset and Delete remove in
+// MaxLockedCallers bounds the per-caller totals (limited increments) that Reset and Delete remove in
 // their one transaction; a counter with more is refused with ErrTooManyCallers, changing nothing.
 const MaxLockedCallers = 10_000
 

@@ -37,7 +37,7 @@ func TestWriteWhoseSumWouldOverflowIsRefusedBeforeAnythingIsWritten(t *testing.T
 		t.Errorf("batch summing past int64: %v; want ErrDeltaOverflow, not applied", r.err)
 	}
 	incs := []shared.Increment{{Counter: "c", Delta: math.MinInt64}, {Counter: "c", Delta: -1}}
-	if _, err := s.ApplyOnce(context.Background(), Key{Source: SourceHTTP, ID: "k"}, incs); !errors.Is(err, ErrDeltaOverflow) || !errors.Is(err, ErrNotApplied) {
+	if _, err := s.Apply(context.Background(), Request{Key: &Key{Source: SourceHTTP, ID: "k"}, Batch: incs}); !errors.Is(err, ErrDeltaOverflow) || !errors.Is(err, ErrNotApplied) {
 		t.Errorf("keyed request summing past int64: %v; want ErrDeltaOverflow, not applied", err)
 	}
 	if len(plans.committed) != 0 {

@@ -39,7 +39,7 @@ type shardWrite struct {
 	delta   int64
 	shard   int
 	// windows are the counter's windows: the write also adds each of parts to their buckets holding
-	// its time. A distinct member's write (IncrementDistinct) has delta 1 when the member is new to
+	// its time. A distinct member's write has delta 1 when the member is new to
 	// the counter, else 0, one part of 1, and the windows in whose bucket it is new.
 	windows []string
 	parts   []timedDelta

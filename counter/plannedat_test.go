@@ -14,8 +14,8 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// TestKeyedOutcomesCarryTheFirstApplicationsTime: every way of applying a key (ApplyOnce,
-// IncrementLimited, IncrementDistinct) answers with PlannedAt, taken after the call began and before
+// TestKeyedOutcomesCarryTheFirstApplicationsTime: every kind of keyed request (deltas, limited,
+// member) answers with PlannedAt, taken after the call began and before
 // the commit that applied the key (its dedupe record's create time), stored as the record's
 // created_at; every later call with the key, from another Store too, answers the same PlannedAt.
 func TestKeyedOutcomesCarryTheFirstApplicationsTime(t *testing.T) {
@@ -31,16 +31,16 @@ func TestKeyedOutcomesCarryTheFirstApplicationsTime(t *testing.T) {
 		key  counter.Key
 		call func(*counter.Store, counter.Key) (time.Time, bool, error)
 	}{
-		{"ApplyOnce", counter.Key{Source: counter.SourceHTTP, ID: "k-apply"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
-			out, err := s.ApplyOnce(ctx, k, []shared.Increment{{Counter: "likes", Delta: 2}})
+		{"deltas", counter.Key{Source: counter.SourceHTTP, ID: "k-apply"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
+			out, err := s.Apply(ctx, counter.Request{Key: &k, Counter: "likes", Delta: 2})
 			return out.PlannedAt, out.Duplicate, err
 		}},
-		{"IncrementLimited", counter.Key{Source: counter.SourceHTTP, Caller: "user:ann", ID: "k-limited"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
-			out, err := s.IncrementLimited(ctx, "user:ann", 1, shared.Increment{Counter: "photo", Delta: 1}, &k)
+		{"limited", counter.Key{Source: counter.SourceHTTP, Caller: "user:ann", ID: "k-limited"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
+			out, err := s.Apply(ctx, counter.Request{Counter: "photo", Delta: 1, Caller: "user:ann", Limit: 1, Key: &k})
 			return out.PlannedAt, out.Duplicate, err
 		}},
-		{"IncrementDistinct", counter.Key{Source: counter.SourceHTTP, ID: "k-member"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
-			out, err := s.IncrementDistinct(ctx, "visitors", "ann", &k)
+		{"member", counter.Key{Source: counter.SourceHTTP, ID: "k-member"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
+			out, err := s.Apply(ctx, counter.Request{Counter: "visitors", Member: "ann", Key: &k})
 			return out.PlannedAt, out.Duplicate, err
 		}},
 	}
@@ -76,12 +76,12 @@ func TestConcurrentCallsOfOneKeyAnswerOnePlannedAt(t *testing.T) {
 	stores := []*counter.Store{newStoreOn(client, 50*time.Millisecond), newStoreOn(client, 50*time.Millisecond)}
 	for round := range 3 {
 		key := counter.Key{Source: counter.SourcePubSub, ID: fmt.Sprint("burst-", round)}
-		outs := make([]counter.Outcome, 16)
+		outs := make([]counter.Result, 16)
 		errs := make([]error, len(outs))
 		var wg sync.WaitGroup
 		for i := range outs {
 			wg.Go(func() {
-				outs[i], errs[i] = stores[i%2].ApplyOnce(context.Background(), key, []shared.Increment{{Counter: "burst", Delta: 1}})
+				outs[i], errs[i] = stores[i%2].Apply(context.Background(), counter.Request{Key: &key, Counter: "burst", Delta: 1})
 			})
 		}
 		wg.Wait()

@@ -42,14 +42,14 @@ type writeConfig struct {
 	numShards int
 	// windows are the windows (WindowHour, ...) the counter counts in besides all time.
 	windows []string
-	// distinct: the counter counts distinct members (IncrementDistinct), not deltas.
+	// distinct: the counter counts distinct members (Request.Member), not deltas.
 	distinct bool
 	// membersEpoch is the counter's member epoch (membersEpoch).
 	membersEpoch string
 	// legacyMembers: the counter has no shared.FieldMemberCollection, so its members may also be in
 	// shared.LegacyMembersCollection (memberRefs).
 	legacyMembers bool
-	// source: the counter counts documents (ApplyChange), not increments.
+	// source: the counter counts documents (changes), not increments.
 	source bool
 }
 

@@ -7,11 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/shardcount/counters/callerauth"
-	"github.com/shardcount/counters/counter"
-	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/shared/wire"
 )
 
@@ -128,25 +125,4 @@ func bearerToken(r *http.Request) (string, error) {
 			message: `send one "Authorization: Bearer <Firebase Auth ID token>" header`}
 	}
 	return strings.TrimSpace(token), nil
-}
-
-// incrementLimited applies inc, received at received, for caller within PER_CALLER_LIMIT, once per key
-// when keyed.
-func (s *Service) incrementLimited(w http.ResponseWriter, r *http.Request, caller string, key *counter.Key, inc shared.Increment,
-	received time.Time) (int, any, error) {
-	out, err := s.counters.IncrementLimited(r.Context(), caller, s.cfg.PerCallerLimit, inc, key)
-	if errors.Is(err, counter.ErrKeyReused) {
-		return 0, nil, keyReusedError("for another increment")
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	if out.Duplicate {
-		w.Header().Set(headerReplayed, "true")
-	}
-	resp := incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}
-	if key != nil {
-		resp.ReceivedAt = &out.PlannedAt
-	}
-	return http.StatusOK, resp, nil
 }

@@ -39,50 +39,58 @@ func (s *Service) Increment(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, s.countedIncrement)
 }
 
-func (s *Service) increment(w http.ResponseWriter, r *http.Request) (int, any, error) {
+// incrementResult is what Increment did: its answer, and the domain's Result, which the metrics count.
+type incrementResult struct {
+	answer  incrementResponse
+	applied counter.Result
+}
+
+func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementResult, error) {
 	received := time.Now().UTC()
 	if err := checkMethod(r, incrementMethods...); err != nil {
-		return 0, nil, err
+		return incrementResult{}, err
 	}
 	caller, err := s.verifiedCaller(w, r)
 	if err != nil {
-		return 0, nil, err
+		return incrementResult{}, err
 	}
-	var req incrementRequest
-	if err := decodeJSONBody(w, r, &req); err != nil {
-		return 0, nil, err
+	var body incrementRequest
+	if err := decodeJSONBody(w, r, &body); err != nil {
+		return incrementResult{}, err
 	}
-	delta := int64(1)
-	if req.Delta != nil {
-		delta = *req.Delta
+	req := counter.Request{Counter: body.Counter, Delta: 1}
+	if body.Delta != nil {
+		req.Delta = *body.Delta
 	}
 	if err := s.checkCounterID(req.Counter); err != nil {
-		return 0, nil, err
+		return incrementResult{}, err
 	}
-	if err := shared.ValidateDelta(delta, s.cfg.MaxDelta); err != nil {
-		return 0, nil, err
+	if err := shared.ValidateDelta(req.Delta, s.cfg.MaxDelta); err != nil {
+		return incrementResult{}, err
 	}
 	key, keyed, err := idempotencyKey(r)
 	if err != nil {
-		return 0, nil, err
+		return incrementResult{}, err
 	}
-	scoped := counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
-	if !keyed {
-		scoped = counter.Key{}
+	if keyed {
+		req.Key = &counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
 	}
-	if req.Member != nil {
-		member, err := memberOf(*req.Member, caller, req.Delta, s.cfg.MaxMemberBytes)
-		if err != nil {
-			return 0, nil, err
+	if body.Member != nil {
+		if req.Member, err = memberOf(*body.Member, caller, body.Delta, s.cfg.MaxMemberBytes); err != nil {
+			return incrementResult{}, err
 		}
-		return s.incrementDistinct(w, r, scoped, req.Counter, member, received)
+		return s.apply(r, req, received)
 	}
-	status, body, err := s.incrementDelta(w, r, caller, key, keyed, shared.Increment{Counter: req.Counter, Delta: delta}, received)
-	if errors.Is(err, counter.ErrMemberRequired) && callerauth.IsUser(caller) && req.Delta == nil {
+	if s.cfg.PerCallerLimit > 0 {
+		req.Caller, req.Limit = caller, s.cfg.PerCallerLimit
+	}
+	res, err := s.apply(r, req, received)
+	if errors.Is(err, counter.ErrMemberRequired) && callerauth.IsUser(caller) && body.Delta == nil {
 		// A distinct counter with verified users counts the user.
-		return s.incrementDistinct(w, r, scoped, req.Counter, caller, received)
+		req.Caller, req.Limit, req.Member = "", 0, caller
+		return s.apply(r, req, received)
 	}
-	return status, body, err
+	return res, err
 }
 
 // memberOf is the member a member increment counts: the verified user when there is one (member
@@ -100,51 +108,33 @@ func memberOf(member, caller string, delta *int64, maxBytes int) (string, error)
 	return caller, nil
 }
 
-// incrementDistinct counts member once in distinct counter id, once per key unless key.ID is empty.
-func (s *Service) incrementDistinct(w http.ResponseWriter, r *http.Request, key counter.Key, id, member string, received time.Time) (int, any, error) {
-	var keyed *counter.Key
-	if key.ID != "" {
-		keyed = &key
-	}
-	out, err := s.counters.IncrementDistinct(r.Context(), id, member, keyed)
+// apply applies req, received at received, and answers: received_at is the key's first planning
+// time when keyed; a member's delta is what it counted, and a member or limited increment says
+// whether it counted.
+func (s *Service) apply(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
+	res, err := s.counters.Apply(r.Context(), req)
 	if errors.Is(err, counter.ErrKeyReused) {
-		return 0, nil, keyReusedError("for another increment")
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	var delta int64
-	if out.Shard >= 0 { // the member was new all time or in a bucket
-		delta = 1
-	}
-	resp := incrementResponse{Counter: id, Delta: delta, Shard: out.Shard, Counted: &out.Counted, ReceivedAt: &received}
-	if keyed != nil {
-		resp.ReceivedAt = &out.PlannedAt
-	}
-	if out.Duplicate {
-		w.Header().Set(headerReplayed, "true")
-	}
-	return http.StatusOK, resp, nil
-}
-
-// incrementDelta adds inc: within PER_CALLER_LIMIT, once per key, or plainly.
-func (s *Service) incrementDelta(w http.ResponseWriter, r *http.Request, caller, key string, keyed bool, inc shared.Increment, received time.Time) (int, any, error) {
-	scoped := counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
-	if s.cfg.PerCallerLimit > 0 {
-		var limitedKey *counter.Key
-		if keyed {
-			limitedKey = &scoped
+		// Only the verified caller who spent the key learns what for: an unscoped key is anyone's to guess.
+		if first := res.Applied; req.Member == "" && req.Limit == 0 && req.Key.Caller != "" && len(first) == 1 {
+			return incrementResult{}, keyReusedError(fmt.Sprintf("to add %d to counter %q", first[0].Delta, first[0].Counter))
 		}
-		return s.incrementLimited(w, r, caller, limitedKey, inc, received)
+		return incrementResult{}, keyReusedError("for another increment")
 	}
-	if keyed {
-		return s.incrementOnce(w, r, scoped, inc)
-	}
-	shard, err := s.counters.Increment(r.Context(), inc.Counter, inc.Delta)
 	if err != nil {
-		return 0, nil, err
+		return incrementResult{}, err
 	}
-	return http.StatusOK, incrementResponse{Counter: inc.Counter, Delta: inc.Delta, Shard: shard, ReceivedAt: &received}, nil
+	applied := res.Applied[0]
+	answer := incrementResponse{Counter: req.Counter, Delta: req.Delta, Shard: applied.Shard, ReceivedAt: &received}
+	if req.Key != nil {
+		answer.ReceivedAt = &res.PlannedAt
+	}
+	switch {
+	case req.Member != "":
+		answer.Delta, answer.Counted = applied.Delta, &res.Counted
+	case req.Limit > 0:
+		answer.Counted = &res.Counted
+	}
+	return incrementResult{answer: answer, applied: res}, nil
 }
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
@@ -158,27 +148,6 @@ func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
 	}
 	return "", false, &shared.FieldError{Field: shared.HeaderIdempotencyKey,
 		Message: fmt.Sprintf("send one %s header, got %d", shared.HeaderIdempotencyKey, len(values))}
-}
-
-// incrementOnce applies inc once for key (scoped to its verified caller, if any) and answers as the
-// key's first request was answered, received_at included.
-func (s *Service) incrementOnce(w http.ResponseWriter, r *http.Request, key counter.Key, inc shared.Increment) (int, any, error) {
-	out, err := s.counters.ApplyOnce(r.Context(), key, []shared.Increment{inc})
-	if errors.Is(err, counter.ErrKeyReused) {
-		// Only the verified caller who spent the key learns what for: an unscoped key is anyone's to guess.
-		if first := out.Applied; key.Caller != "" && len(first) == 1 {
-			return 0, nil, keyReusedError(fmt.Sprintf("to add %d to counter %q", first[0].Delta, first[0].Counter))
-		}
-		return 0, nil, keyReusedError("for another increment")
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	if out.Duplicate {
-		w.Header().Set(headerReplayed, "true")
-	}
-	first := out.Applied[0]
-	return http.StatusOK, incrementResponse{Counter: first.Counter, Delta: first.Delta, Shard: first.Shard, ReceivedAt: &out.PlannedAt}, nil
 }
 
 // keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on

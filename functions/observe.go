@@ -72,16 +72,17 @@ func (s *Service) logRollupWritten(w rollup.Written) {
 		slog.String("counter", w.Counter), slog.String("source", w.Source), slog.Float64("age_seconds", w.Age.Seconds()))
 }
 
-// countedIncrement runs increment and counts its result: an applied increment, or a refusal by its
-// reason. Failures (503, 504, 500) are logged where they are answered, not counted here.
+// countedIncrement runs increment, counts what the domain applied or the refusal by its reason,
+// and marks a replayed answer. Failures (503, 504, 500) are logged where they are answered.
 func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	status, body, err := s.increment(w, r)
+	res, err := s.increment(w, r)
 	ctx := context.WithoutCancel(r.Context())
 	if err == nil {
-		if resp, ok := body.(incrementResponse); ok && resp.Shard >= 0 && w.Header().Get(headerReplayed) == "" {
-			s.applied.Add(ctx, sourceHTTP, resp.Delta, slog.LevelInfo)
+		if res.applied.Duplicate {
+			w.Header().Set(headerReplayed, "true")
 		}
-		return status, body, nil
+		s.countApplied(ctx, sourceHTTP, res.applied)
+		return http.StatusOK, res.answer, nil
 	}
 	if reason, ok := refusalReason(err); ok {
 		var details []slog.Attr
@@ -91,7 +92,19 @@ func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int,
 		}
 		s.refused.Add(ctx, reason, 1, slog.LevelInfo, details...)
 	}
-	return status, body, err
+	return 0, nil, err
+}
+
+// countApplied counts each shard write of res, unless res repeats an earlier application.
+func (s *Service) countApplied(ctx context.Context, source string, res counter.Result) {
+	if res.Duplicate {
+		return
+	}
+	for _, a := range res.Applied {
+		if a.Shard >= 0 {
+			s.applied.Add(ctx, source, a.Delta, slog.LevelInfo)
+		}
+	}
 }
 
 // refusalReason names why an increment was refused with a 4xx (the "reason" of

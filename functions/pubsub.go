@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/grpc/codes"
@@ -41,7 +40,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	if err != nil {
 		return s.acknowledgePoison(ctx, msgID, err)
 	}
-	out, err := s.counters.ApplyOnceAt(ctx, key, cmp.Or(data.Message.PublishTime, e.Time()), incs)
+	out, err := s.counters.Apply(ctx, counter.Request{Key: &key, At: cmp.Or(data.Message.PublishTime, e.Time()), Batch: incs})
 	switch {
 	case errors.Is(err, counter.ErrKeyReused):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: shared.AttributeIdempotencyKey,
@@ -67,9 +66,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 		s.log.InfoContext(ctx, "duplicate delivery acknowledged; already applied", "message_id", msgID, "key", key.ID)
 	default:
 		s.log.DebugContext(ctx, "increments applied", "message_id", msgID, "key", key.ID, "counters", len(out.Applied))
-		for _, inc := range out.Applied {
-			s.applied.Add(context.WithoutCancel(ctx), sourcePubSub, inc.Delta, slog.LevelInfo)
-		}
+		s.countApplied(context.WithoutCancel(ctx), sourcePubSub, out)
 	}
 	return nil
 }

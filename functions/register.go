@@ -9,14 +9,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/shardcount/counters/extshards"
-	"github.com/shardcount/counters/sources"
-
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/api/option"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/sources"
 	"github.com/shardcount/counters/version"
 )
 

@@ -63,7 +63,7 @@ func newRaceFixture(t *testing.T) *raceFixture {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := counters.Increment(ctx, f.id, 5); err != nil {
+		if _, err := counters.Apply(ctx, counter.Request{Counter: f.id, Delta: 5}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,12 +75,12 @@ func newRaceFixture(t *testing.T) *raceFixture {
 // incrementOnOther commits +100 through the other instance and returns the shard write's commit time.
 func (f *raceFixture) incrementOnOther(t *testing.T) time.Time {
 	ctx := context.Background()
-	shard, err := f.other.Increment(ctx, f.id, 100)
+	res, err := f.other.Apply(ctx, counter.Request{Counter: f.id, Delta: 100})
 	if err != nil {
 		t.Errorf("the other instance's increment: %v", err)
 		return time.Time{}
 	}
-	snap, err := f.backend.schema.ShardRef(f.backend.client, f.id, shard).Get(ctx)
+	snap, err := f.backend.schema.ShardRef(f.backend.client, f.id, res.Applied[0].Shard).Get(ctx)
 	if err != nil {
 		t.Errorf("read the other instance's shard: %v", err)
 		return time.Time{}

@@ -71,44 +71,45 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 			t.Unchanged++
 			continue
 		}
-		out, err := c.store.ApplyChange(ctx, id, c.change(w, after-before), c.baseline(d, w.Path))
+		res, err := c.store.Apply(ctx, c.change(w, id, after-before, c.baseline(d, w.Path)))
 		if err != nil {
 			return t, fmt.Errorf("count %s on %q: %w", w.Path, id, err)
 		}
-		switch out {
-		case counter.ChangeCounted:
+		switch {
+		case res.Counted:
 			t.Counted++
-		case counter.ChangeDuplicate:
+		case res.Duplicate:
 			t.Duplicate++
-		case counter.ChangeInBase:
+		case res.InBase:
 			t.InBase++
 		}
 	}
 	return t, nil
 }
 
-// change is w as a change of delta: keyed by the document's name and its update times before and
-// after, in the ledger second of its commit (a delete: of its event's time).
-func (c *Counting) change(w Write, delta int64) counter.Change {
+// change is w as a change of delta on counter id: keyed by the document's name and its update
+// times before and after, in the ledger second of its commit (a delete: of its event's time).
+func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline) counter.Request {
 	oldAt, newAt := updateTime(w.Old), updateTime(w.New)
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano()))
-	ch := counter.Change{Key: hex.EncodeToString(sum[:16]), Delta: delta, At: newAt, Bucket: newAt}
+	at := newAt
 	if w.New == nil {
 		// A delete's time is the event's: Firestore's events carry the commit time of the change.
-		ch.At, ch.Bucket = cmp.Or(w.Time, oldAt), cmp.Or(w.Time, oldAt)
+		at = cmp.Or(w.Time, oldAt)
 	}
-	ch.InBase = func(ctx context.Context, base time.Time) (bool, error) {
+	inBase := func(ctx context.Context, base time.Time) (bool, error) {
 		switch {
 		case w.New != nil:
-			return !ch.At.After(base), nil
+			return !at.After(base), nil
 		case oldAt.After(base):
 			return false, nil
 		}
 		// A delete of a version at or before the base: in the base unless that version was there at it.
-		held, err := c.heldAt(ctx, w.Path, base, oldAt, ch.At)
+		held, err := c.heldAt(ctx, w.Path, base, oldAt, at)
 		return !held, err
 	}
-	return ch
+	return counter.Request{Counter: id, Delta: delta, At: at,
+		Change: &counter.Change{Key: hex.EncodeToString(sum[:16]), Bucket: at, InBase: inBase, Baseline: base}}
 }
 
 // heldAt reports whether the document at path was at its version of update time version at read

@@ -1,0 +1,48 @@
+package counter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardcount/counters/shared"
+)
+
+// TestApplyRefusesARequestOfNoOneKindBeforeWriting: a request that mixes kinds, or gives a kind a
+// field it does not take, is refused before anything is planned or committed.
+func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
+	key := &Key{Source: SourceHTTP, ID: "k"}
+	change := &Change{Key: "ch", InBase: func(context.Context, time.Time) (bool, error) { return false, nil }}
+	for name, r := range map[string]Request{
+		"member and limit":     {Counter: "c", Delta: 1, Member: "ann", Caller: "user:ann", Limit: 1},
+		"change and member":    {Counter: "c", Delta: 1, Member: "ann", Change: change},
+		"change and limit":     {Counter: "c", Delta: 1, Caller: "user:ann", Limit: 1, Change: change},
+		"member with At":       {Counter: "c", Member: "ann", At: time.Unix(1, 0)},
+		"limited with At":      {Counter: "c", Delta: 1, Caller: "user:ann", Limit: 1, At: time.Unix(1, 0)},
+		"batch without a key":  {Batch: []shared.Increment{{Counter: "c", Delta: 1}}},
+		"batch and a counter":  {Counter: "c", Key: key, Batch: []shared.Increment{{Counter: "c", Delta: 1}}},
+		"batch of a member":    {Key: key, Member: "ann", Batch: []shared.Increment{{Counter: "c", Delta: 1}}},
+		"empty batch":          {Key: key, Batch: []shared.Increment{}},
+		"caller without limit": {Counter: "c", Delta: 1, Caller: "user:ann"},
+		"member of delta 2":    {Counter: "c", Delta: 2, Member: "ann"},
+		"keyed change":         {Counter: "c", Delta: 1, Key: key, Change: change},
+		"change of delta 0":    {Counter: "c", Change: change},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plans := &fakePlans{}
+			s := newFakeStore(plans)
+			if res, err := s.Apply(context.Background(), r); err == nil || len(res.Applied) > 0 || len(plans.committed) > 0 {
+				t.Errorf("Apply: %+v, %v, %d commits; want an error and no commit", res, err, len(plans.committed))
+			}
+		})
+	}
+}
+
+// TestApplyAnswersADeltaWithItsShard: a plain delta's Result is the shard it landed on, counted.
+func TestApplyAnswersADeltaWithItsShard(t *testing.T) {
+	res, err := newFakeStore(&fakePlans{}).Apply(context.Background(), Request{Counter: "c", Delta: 3})
+	want := AppliedIncrement{Counter: "c", Delta: 3, Shard: 7}
+	if err != nil || len(res.Applied) != 1 || res.Applied[0] != want || !res.Counted || res.Duplicate {
+		t.Errorf("Apply: %+v, %v; want counted %+v", res, err, want)
+	}
+}
