@@ -109,7 +109,8 @@ type Folder struct {
 	betweenReads func(doc string)
 }
 
-// NewFolder returns a Folder of the documents targets declare, writing each at most once per interval.
+// NewFolder returns a Folder of the documents targets declare, writing each at most once per
+// interval.
 func NewFolder(client *firestore.Client, interval time.Duration, targets Targets) *Folder {
 	clock := shared.SystemClock{}
 	return &Folder{client: client, interval: interval, targets: targets, maxWait: MaxWait, clock: clock, carry: &shared.Carrier{Clock: clock},
@@ -166,8 +167,9 @@ func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	}
 }
 
-// Notify starts a fold of doc, retried on transient failures, and calls done with its outcome,
-// possibly after returning; only the carrier waits for folds (see shared.Carrier).
+// Notify ensures a fold of doc that reads its shards after the call, retried on transient failures,
+// and calls done with its outcome, possibly after returning. carried: this call waited for the
+// Folder's folds (see shared.Carrier).
 func (f *Folder) Notify(ctx context.Context, doc string, done func(Result, error)) (carried bool, err error) {
 	return f.carry.Carry(ctx, func(ctx context.Context) {
 		done(f.foldRetrying(ctx, doc))
