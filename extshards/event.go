@@ -7,10 +7,8 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 )
 
-// NeedsFold says whether a shard or partial document, as a write event carries it (nil after a
-// delete), holds anything to fold: a non-zero number, nested maps included, or a partial's
-// _updates_ entries. The events of a fold's own writes (shards emptied to zeros, then deleted) need
-// none, so they cost an invocation and no read.
+// NeedsFold says whether a shard or partial from a write event (nil after a delete) holds anything
+// to fold: a non-zero number, nested included, or a partial's _updates_ entries.
 func NeedsFold(doc *firestorepb.Document) bool {
 	if doc == nil {
 		return false

@@ -20,67 +20,55 @@ import (
 
 // The extension's format.
 const (
-	// ShardsCollection is the subcollection of <doc> the clients write their shards in.
+	// ShardsCollection is the subcollection of <doc> holding the shards.
 	ShardsCollection = "_counter_shards_"
-	// partialPrefix starts the IDs of the partial shards the extension's workers wrote.
+	// partialPrefix starts the IDs of the extension workers' partials.
 	partialPrefix = "\t"
 	// updatesField holds a partial's list of {_id_, _data_}; dataField is an entry's numbers.
 	updatesField = "_updates_"
 	dataField    = "_data_"
 )
 
-// MaxShardsPerFold bounds the shards one fold reads, empties or deletes; a document with
-// more is folded in rounds, an interval apart.
+// MaxShardsPerFold bounds the shards one fold round reads.
 const MaxShardsPerFold = 400
 
-// cleanUpParallel bounds the deletes of folded shards in flight at once.
+// cleanUpParallel bounds concurrent deletes of folded shards.
 const cleanUpParallel = 16
 
-// contentionBackoff is the wait before a fold whose commit contention aborted is tried again.
+// contentionBackoff is the wait after a commit aborted by contention.
 const contentionBackoff = 100 * time.Millisecond
 
-// foldTimeout bounds one run of a Folder, its wait for the previous run, rounds and waits included.
+// foldTimeout bounds one run, waits included.
 const foldTimeout = time.Minute
 
-// maxRemembered bounds the per-instance maps of main documents' last write times and existence.
+// maxRemembered bounds the per-document maps of a Folder.
 const maxRemembered = 10_000
 
-// MaxWait is how long shards under a missing main document wait for the app to create it (by the
-// shard's update time): a fold deletes older ones uncounted. It is Eventarc's redelivery window.
+// MaxWait is how long shards under a missing main document wait before a fold drops them.
 const MaxWait = 24 * time.Hour
 
-// existsFor is how long a Folder trusts that a main document it saw exists (Exists).
+// existsFor is how long Exists trusts a main document seen to exist.
 const existsFor = 10 * time.Minute
 
-// retryBackoff is the first wait before a fold that failed for a transient reason is tried again.
+// retryBackoff is the first wait before retrying a transient failure.
 const retryBackoff = 250 * time.Millisecond
 
 // Result says what a Fold did.
 type Result struct {
-	// Shards is how many shard and partial documents its folds read.
-	Shards int
-	// Writes is how many times it wrote the main document.
-	Writes int
-	// Skipped says, for each partial left unfolded because it holds fields its target does not
-	// count, why (a *UncountedFieldsError).
-	Skipped []error
-	// Waiting is how many shards and partials it left, uncounted, because the main document does not
-	// exist (a fold creates no document): they are folded once the app creates it.
-	Waiting int
-	// Dropped is how many shards and partials it deleted uncounted because the main document had
-	// not existed for MaxWait since they were written.
-	Dropped int
-	// Ignored is how many documents it read that have no shard ID of the extension's form: never
-	// folded, never deleted.
-	Ignored int
+	Shards  int     // shards and partials read
+	Writes  int     // writes of the main document
+	Skipped []error // partials left unfolded (*UncountedFieldsError)
+	Waiting int     // shards under a missing main document
+	Dropped int     // shards deleted uncounted after MaxWait
+	Ignored int     // documents without an extension-form ID
 }
 
-// FieldConflictError reports a shard left unfolded because Field (a dotted path) is a number in
-// some shards or partials and a map in this one, or the other way round: no sum can hold both.
+// FieldConflictError reports a shard left unfolded because Field (dotted) is a number in one shard
+// and a map in another.
 //
-// Deprecated: folds count only the declared fields, each of one shape, so none reports it.
+// Deprecated: folds count only declared fields, so none reports it.
 type FieldConflictError struct {
-	Shard string // the shard's document path
+	Shard string // document path
 	Field string
 }
 
@@ -88,44 +76,41 @@ func (e *FieldConflictError) Error() string {
 	return fmt.Sprintf("shard %s left unfolded: field %q is a number in one shard and a map in another", e.Shard, e.Field)
 }
 
-// UncountedFieldsError reports a partial left unfolded because its entries hold fields that its
-// main document's target does not count: taking only the counted ones out would lose the others.
+// UncountedFieldsError reports a partial left unfolded because it holds fields its target does not
+// count.
 type UncountedFieldsError struct {
-	Shard string // the partial's document path
+	Shard string // document path
 }
 
 func (e *UncountedFieldsError) Error() string {
 	return fmt.Sprintf("partial %s left unfolded: it holds fields that EXTENSION_FOLDS does not count for its document", e.Shard)
 }
 
-// Folder folds shards into their main documents, writing each main document at most once per
-// interval across every Folder that shares its database (see Fold), one run per main document at
-// a time.
+// Folder folds shards into their main documents, one run per document at a time, writing each at
+// most once per interval (see Fold).
 type Folder struct {
 	client   *firestore.Client
 	interval time.Duration
 	targets  Targets
 	clock    shared.Clock
-	carry    *shared.Carrier // Notify's folds and the event that waits for them
+	carry    *shared.Carrier
 
 	mu        sync.Mutex
-	pending   map[string]*run         // per main document: the run that has not yet read its shards
-	latest    map[string]*run         // per main document: the newest run started, which the next one waits for
-	lastWrite map[string]time.Time    // per main document: when this Folder last wrote it (local clock)
-	seen      map[string]time.Time    // per main document: when this Folder last saw it exist (local clock)
-	checking  map[string]*existsCheck // per main document: the read of Exists in flight
+	pending   map[string]*run // run not yet reading shards
+	latest    map[string]*run // newest run; the next waits for it
+	lastWrite map[string]time.Time
+	seen      map[string]time.Time // last seen to exist
+	checking  map[string]*existsCheck
 
-	maxWait time.Duration // MaxWait; shorter in tests
+	maxWait time.Duration
 
-	// beforeRead, when set (by tests), runs before each fold's reads; an error fails the reads.
-	beforeRead func(doc string) error
-	// betweenReads, when set (by tests), runs between a fold's read of the main document and of
-	// its shards.
+	// Test hooks.
+	beforeRead   func(doc string) error
 	betweenReads func(doc string)
 }
 
-// NewFolder returns a Folder over client that folds the shards of the main documents targets
-// declare, each at most once per interval.
+// NewFolder returns a Folder of the documents targets declare, writing each at most once per
+// interval.
 func NewFolder(client *firestore.Client, interval time.Duration, targets Targets) *Folder {
 	clock := shared.SystemClock{}
 	return &Folder{client: client, interval: interval, targets: targets, maxWait: MaxWait, clock: clock, carry: &shared.Carrier{Clock: clock},
@@ -133,16 +118,16 @@ func NewFolder(client *firestore.Client, interval time.Duration, targets Targets
 		checking: map[string]*existsCheck{}}
 }
 
-// run is one fold of a main document, shared by every caller that came before it read the shards.
+// run is one fold of a main document, shared by callers until it reads the shards.
 type run struct {
-	decided bool // guarded by Folder.mu: the run is reading the shards; later callers need a new run
+	decided bool // guarded by Folder.mu: reading shards, later callers need a new run
 	done    chan struct{}
 	res     Result
 	err     error
 }
 
-// MainDocument returns the main document's path of a shard or partial document's path
-// ("a/b/_counter_shards_/x" gives "a/b"); ok is false for any other path.
+// MainDocument returns the main document of a shard path ("a/b/_counter_shards_/x" gives "a/b");
+// ok is false for any other path.
 func MainDocument(shardPath string) (doc string, ok bool) {
 	i := strings.LastIndex(shardPath, "/"+ShardsCollection+"/")
 	if i <= 0 {
@@ -157,20 +142,9 @@ func MainDocument(shardPath string) (doc string, ok bool) {
 	return doc, true
 }
 
-// Fold folds every shard and partial of the main document doc (a document path such as
-// "posts/p1") that was committed before the call, and returns once that is done. Only a doc that a
-// target's pattern matches is folded (else ErrNotDeclared), only shards and partials whose IDs have
-// the extension's form (ExtensionShardID), and only the target's fields: their numbers are added
-// to doc's fields of the same paths and taken out of the shards in one commit, conditional on doc
-// being unchanged since it was read (doc and the shards are read in one read-only transaction,
-// so at one time), so no fold counts anything twice, whatever is retried or resent. Emptied shards
-// that hold nothing but counted fields are then deleted; anything else stays in the shards. Other
-// fields of doc are untouched. A fold creates no document: while doc does not exist, its shards
-// wait (Result.Waiting), up to MaxWait (then Result.Dropped). Concurrent callers in one Folder
-// share one run; runs of one doc follow each other, each waiting until an interval after the
-// previous write of doc by this Folder (its clock) and by anyone (doc's update time on Firestore's
-// clock), unless doc was written twice within an interval (the app writes doc itself: waiting
-// would starve the folds).
+// Fold folds every shard of doc ("posts/p1") committed before the call into doc, exactly once,
+// and deletes emptied shards; ErrNotDeclared when no target matches doc. Shards under a missing doc
+// wait up to MaxWait. See docs/migrate-from-firestore-counter.md, "How the fold works".
 func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	if _, ok := f.targets.Match(doc); !ok {
 		return Result{}, fmt.Errorf("fold shards of %q: %w", doc, ErrNotDeclared)
@@ -181,7 +155,7 @@ func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 		previous := f.latest[doc]
 		r = &run{done: make(chan struct{})}
 		f.pending[doc], f.latest[doc] = r, r
-		// The run outlives any one caller's cancellation: others may be waiting on it.
+		// Other callers may wait on the run.
 		go f.run(context.WithoutCancel(ctx), doc, r, previous)
 	}
 	f.mu.Unlock()
@@ -193,21 +167,16 @@ func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 	}
 }
 
-// Notify makes sure a fold of doc that reads its shards after the call follows, without making the
-// caller wait for it: the fold runs in this Folder, and only one caller at a time, the carrier,
-// waits for every fold of the Folder to finish (see shared.Carrier). carried says whether this call
-// was the carrier; err is only its context's end. A fold that fails for a transient reason
-// (shared.IsRetryable) is tried again, with backoff, for up to a minute. done is called with the
-// outcome, possibly after Notify returned. The folds live as long as the process: when it dies, the
-// carrier's event is redelivered, and the shards of the others wait for their next write.
+// Notify ensures a fold of doc that reads its shards after the call, retried on transient failures,
+// and calls done with its outcome, possibly after returning. carried: this call waited for the
+// Folder's folds (see shared.Carrier).
 func (f *Folder) Notify(ctx context.Context, doc string, done func(Result, error)) (carried bool, err error) {
 	return f.carry.Carry(ctx, func(ctx context.Context) {
 		done(f.foldRetrying(ctx, doc))
 	})
 }
 
-// foldRetrying runs Fold, again after transient failures, for up to foldTimeout; its Result sums
-// every attempt's.
+// foldRetrying runs Fold, retrying transient failures for up to foldTimeout; the Result sums attempts.
 func (f *Folder) foldRetrying(ctx context.Context, doc string) (Result, error) {
 	deadline := f.clock.Now().Add(foldTimeout)
 	backoff := retryBackoff
@@ -229,19 +198,18 @@ func (r *Result) add(o Result) {
 	r.Shards += o.Shards
 	r.Writes += o.Writes
 	r.Skipped = append(r.Skipped, o.Skipped...)
-	r.Waiting = o.Waiting // the latest attempt's: the same shards wait in each
+	r.Waiting = o.Waiting
 	r.Dropped += o.Dropped
 	r.Ignored = o.Ignored
 }
 
-// Declares says whether a target's pattern matches the main document doc: Fold folds only those.
+// Declares says whether a target matches the main document doc.
 func (f *Folder) Declares(doc string) bool {
 	_, ok := f.targets.Match(doc)
 	return ok
 }
 
-// Exists says whether the main document doc exists: from this Folder's memory when a fold or a
-// previous call saw it within the last 10 minutes, else read (concurrent calls share one read).
+// Exists says whether the main document doc exists, trusting a sighting within existsFor.
 func (f *Folder) Exists(ctx context.Context, doc string) (bool, error) {
 	f.mu.Lock()
 	seen, ok := f.seen[doc]
@@ -264,7 +232,7 @@ func (f *Folder) Exists(ctx context.Context, doc string) (bool, error) {
 	}
 }
 
-// existsCheck is one read of a main document shared by the callers of Exists.
+// existsCheck is one read shared by Exists callers.
 type existsCheck struct {
 	done   chan struct{}
 	exists bool
@@ -293,7 +261,7 @@ func (f *Folder) check(ctx context.Context, doc string, c *existsCheck) {
 	}
 }
 
-// saw records whether doc was found to exist now.
+// saw records whether doc exists now.
 func (f *Folder) saw(doc string, exists bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -305,18 +273,17 @@ func (f *Folder) saw(doc string, exists bool) {
 	f.seen[doc] = f.clock.Now()
 }
 
-// forgetOne deletes a random entry of m when it holds maxRemembered.
+// forgetOne deletes a random entry of m when it is full.
 func forgetOne(m map[string]time.Time) {
 	if len(m) >= maxRemembered {
-		for k := range m { // Go's map order is random
+		for k := range m {
 			delete(m, k)
 			break
 		}
 	}
 }
 
-// run performs r once the previous run of doc (if any) has finished: rounds of folds, each reading
-// the shards after the previous round's, until one finds fewer than MaxShardsPerFold.
+// run performs r after previous: rounds of folds until one reads fewer than MaxShardsPerFold shards.
 func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 	defer func() {
 		f.mu.Lock()
@@ -340,8 +307,8 @@ func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 		}
 	}
 	target, _ := f.targets.Match(doc)
-	after := ""             // the last shard ID a finished round read
-	var waitedFor time.Time // the update time of doc that this run last waited to age
+	after := ""
+	var waitedFor time.Time
 	for {
 		f.mu.Lock()
 		next := f.lastWrite[doc].Add(f.interval)
@@ -352,7 +319,7 @@ func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 		}
 		round, wait, err := f.foldOnce(ctx, doc, target, r, after, waitedFor)
 		if errors.Is(err, errConflict) {
-			continue // whoever wrote doc makes the next round wait
+			continue
 		}
 		if err != nil {
 			r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
@@ -395,22 +362,16 @@ func (f *Folder) remember(doc string) {
 // round is what one fold of a page of shards did.
 type round struct {
 	Result
-	last  string    // the ID of the page's last shard
-	young time.Time // when waiting for doc to age: its update time
+	last  string
+	young time.Time // doc's update time, when waiting
 }
 
-// foldOnce runs one fold of doc's shards whose IDs follow after (all when after is ""), at most
-// MaxShardsPerFold of them, reading doc and the shards in one read-only transaction. It returns
-// wait > 0, having written nothing, when the commit was aborted by contention, or when doc was
-// written less than an interval before it was read (then round.young is that update time), unless
-// waitedFor, a previous young version, was less than an interval before it: two writes within an
-// interval are not both folds (which keep the interval), so the app writes doc more often than
-// that, and waiting would starve the folds. It returns errConflict when doc changed between its
-// read and the fold's commit (another fold, a write of the app, or a resend of this one whose
-// first attempt applied).
+// foldOnce folds up to MaxShardsPerFold of doc's shards after ID after. Having written nothing, it
+// returns wait > 0 on contention or while doc is younger than an interval, unless waitedFor shows
+// the app writes doc often; errConflict when doc changed between read and commit.
 func (f *Folder) foldOnce(ctx context.Context, doc string, target Target, r *run, after string, waitedFor time.Time) (res round, wait time.Duration, err error) {
 	ref := f.client.Doc(doc)
-	// From here on the shards read include every write committed before now.
+	// The shards read include every write committed before now.
 	f.mu.Lock()
 	r.decided = true
 	f.mu.Unlock()
@@ -451,7 +412,7 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, target Target, r *run
 		return res, 0, err
 	}
 	if wait > 0 {
-		// Nothing read yet: callers that come while this run waits may join it again.
+		// Nothing read yet: new callers may join.
 		f.mu.Lock()
 		if f.pending[doc] == r {
 			r.decided = false
@@ -465,7 +426,7 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, target Target, r *run
 		res.last = shards[len(shards)-1].Ref.ID
 	}
 	if !main.Exists() {
-		// A fold creates no document: the shards wait for the app to create it, up to MaxWait.
+		// A fold creates no document: shards wait, up to MaxWait.
 		f.saw(doc, false)
 		var expired []version
 		for _, s := range shards {
@@ -502,15 +463,14 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, target Target, r *run
 		case codes.FailedPrecondition, codes.AlreadyExists, codes.NotFound:
 			return res, 0, errConflict
 		case codes.Aborted:
-			// Contention with the clients' shard writes: nothing was applied; try again soon.
+			// Contention with shard writes: nothing applied.
 			return res, contentionBackoff, nil
 		}
 		if err != nil {
 			return res, 0, fmt.Errorf("commit fold: %w", err)
 		}
 		res.Writes = 1
-		// A client may have written a shard between the read and the commit: only those now
-		// holding zeros are deleted, each as of the version read.
+		// Only shards now at zero are deleted: clients may have written since.
 		emptied, err := f.zeros(ctx, p.subtract, target)
 		if err != nil {
 			return res, 0, err
@@ -521,7 +481,7 @@ func (f *Folder) foldOnce(ctx context.Context, doc string, target Target, r *run
 	return res, 0, nil
 }
 
-// errConflict: the main document changed between a fold's read and its commit; nothing was written.
+// errConflict: the main document changed between a fold's read and commit; nothing was written.
 var errConflict = errors.New("main document changed during the fold")
 
 // version is a document as of an update time.
@@ -534,12 +494,11 @@ type version struct {
 type subtraction struct {
 	ref         *firestore.DocumentRef
 	updates     []firestore.Update
-	onlyNumbers bool // the shard holds nothing else: delete it once it is zero
+	onlyNumbers bool
 }
 
-// foldPlan is what one fold writes: increments of the main document, and what takes the same
-// amounts out of the shards in the same commit (subtractions; partials deleted), and the shards of
-// numbers only found at zero, deleted afterwards; skipped says which shards it leaves, and why.
+// foldPlan is one fold's writes: toMain, with subtract and remove in the same commit; zero is
+// deleted afterwards; skipped are shards left unfolded.
 type foldPlan struct {
 	toMain   []firestore.Update
 	subtract []subtraction
@@ -549,12 +508,8 @@ type foldPlan struct {
 	ignored  int
 }
 
-// plan sums target's fields of shards (partials: of their _updates_ entries' _data_), those whose
-// IDs have the extension's form, and says how to fold them. A partial holding anything else is
-// left (its entries cannot be taken apart). When the
-// sums are zero in every field yet shards are to be emptied or partials deleted, toMain holds an
-// increment by zero of each field: the commit still carries the main document's precondition, so
-// that a partial is never deleted without its amounts being taken out of the shards with it.
+// plan sums target's fields of the extension-form shards and partials. If sums are zero but shards
+// change, toMain holds zero increments so the commit keeps the main document's precondition.
 func plan(shards []*firestore.DocumentSnapshot, target Target) (foldPlan, error) {
 	var p foldPlan
 	total := sum{}
@@ -620,15 +575,14 @@ func plan(shards []*firestore.DocumentSnapshot, target Target) (foldPlan, error)
 		p.toMain = total.increments(nil, false, true)
 	}
 	if len(p.toMain) == 0 {
-		// Partials without a number: nothing to count, deleted as zero shards are.
+		// Partials without a number are deleted as zero shards.
 		p.zero = append(p.zero, p.remove...)
 		p.remove = nil
 	}
 	return p, nil
 }
 
-// zeros reads the shards of counted fields only among subtracted and returns those holding only
-// zeros.
+// zeros returns the number-only shards among subtracted that now hold only zeros.
 func (f *Folder) zeros(ctx context.Context, subtracted []subtraction, target Target) ([]version, error) {
 	var refs []*firestore.DocumentRef
 	for _, s := range subtracted {
@@ -657,11 +611,8 @@ func (f *Folder) zeros(ctx context.Context, subtracted []subtraction, target Tar
 	return zero, nil
 }
 
-// cleanUp deletes shards that hold only zeros (or whose main document is missing), each unless it
-// was written since (then a later fold takes it), and returns how many it deleted. A failed delete
-// leaves the shard, which costs a read later and never a wrong count. Each delete is a commit of its
-// own (BulkWriter's BatchWrite did not hold its precondition against concurrent writes in the
-// emulator).
+// cleanUp deletes each shard unless written since, and returns how many it deleted. One commit per
+// delete: BatchWrite ignored preconditions in the emulator.
 func (f *Folder) cleanUp(ctx context.Context, shards []version) int {
 	var wg sync.WaitGroup
 	var deleted atomic.Int64
@@ -679,10 +630,7 @@ func (f *Folder) cleanUp(ctx context.Context, shards []version) int {
 	return int(deleted.Load())
 }
 
-// Sweep folds every declared main document that has shards or partials, for the cut-over from the
-// extension (whose shards and partials may be left mid-aggregation). It lists the shards with one
-// collection group query (one read per shard document) and folds each main document once (those
-// no target declares are passed over); it returns how many it folded.
+// Sweep folds once each declared main document that has shards, and returns how many it folded.
 func (f *Folder) Sweep(ctx context.Context) (docs int, err error) {
 	refs, err := f.client.CollectionGroup(ShardsCollection).Select().Documents(ctx).GetAll()
 	if err != nil {

@@ -9,16 +9,14 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// ErrOverflow reports integer fields whose sum does not fit int64: no retry can fold them exactly.
+// ErrOverflow reports integer fields whose sum does not fit int64.
 var ErrOverflow = errors.New("sum of integer fields overflows int64")
 
-// sum is a tree of numeric totals: leaves are int64 or float64, inner nodes sums of nested maps.
+// sum is a tree of totals: int64 or float64 leaves, sum inner nodes.
 type sum map[string]any
 
-// add adds every numeric leaf of data (nested maps and sums included) into s, and reports whether
-// data held nothing but numbers and maps of them. An integer leaf added to a double one makes a
-// double, as Firestore's increment does. A field that is a number in s and a map in data, or the
-// other way round, is a *FieldConflictError (its Shard empty), and s is then partly added to.
+// add adds data's numeric leaves into s (int plus double makes double, as Firestore does) and says
+// whether data held only numbers. A number/map clash is a *FieldConflictError, s then partly added.
 func (s sum) add(data map[string]any) (onlyNumbers bool, err error) {
 	onlyNumbers = true
 	for k, v := range data {
@@ -63,8 +61,7 @@ func (s sum) add(data map[string]any) (onlyNumbers bool, err error) {
 	return onlyNumbers, nil
 }
 
-// conflict returns a *FieldConflictError (its Shard empty) for the first field that is a number in
-// s and a map in other, or the other way round; nil when other can be added to s.
+// conflict returns a *FieldConflictError for the first number/map clash of s and other, else nil.
 func (s sum) conflict(other sum) error {
 	for k, v := range other {
 		cur, exists := s[k]
@@ -88,7 +85,7 @@ func (s sum) conflict(other sum) error {
 	return nil
 }
 
-// asMap returns v as a map of fields when it is one (a document's nested map, or a sum).
+// asMap returns v as a map when it is a nested map or a sum.
 func asMap(v any) (map[string]any, bool) {
 	switch v := v.(type) {
 	case map[string]any:
@@ -125,8 +122,8 @@ func (s sum) addFloat(k string, v float64) {
 	}
 }
 
-// increments lists, in a stable order, one firestore.Increment per leaf of s (negated when negate)
-// at the leaf's field path below prefix: per non-zero leaf, or per leaf when keepZeros.
+// increments lists, sorted, an Increment per non-zero leaf of s (every leaf when keepZeros) below
+// prefix, negated when negate.
 func (s sum) increments(prefix []string, negate, keepZeros bool) []firestore.Update {
 	var out []firestore.Update
 	for _, k := range slices.Sorted(mapKeys(s)) {

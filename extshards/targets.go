@@ -8,26 +8,21 @@ import (
 	"strings"
 )
 
-// Target is one kind of main document the fold serves, as the operator declares it: the documents
-// whose path matches Pattern, and the Fields their clients count. Nothing else is ever folded.
+// Target declares the main documents matching Pattern and the Fields folded into them.
 type Target struct {
-	// Pattern is a document path of collection and document IDs and {name} wildcards (one segment
-	// each), e.g. "posts/{post}" or "users/{uid}/posts/{post}".
-	Pattern string
-	// Fields are the counted fields, dotted paths of nested maps ("likes", "stats.views").
-	Fields []string
+	Pattern string   // document path of IDs and {name} wildcards, e.g. "users/{uid}/posts/{post}"
+	Fields  []string // dotted field paths, e.g. "stats.views"
 }
 
-// Targets are every kind of main document the fold serves (the setting EXTENSION_FOLDS).
+// Targets are the setting EXTENSION_FOLDS.
 type Targets []Target
 
-// ErrNotDeclared reports a main document that no Target's pattern matches: its shards are not folded.
+// ErrNotDeclared reports a main document that no Target matches.
 var ErrNotDeclared = errors.New("document matches no declared pattern (EXTENSION_FOLDS)")
 
-// ParseTargets reads targets written as EXTENSION_FOLDS is: entries separated by blanks, each
-// PATTERN:FIELD[,FIELD...], e.g. "pages/{page}:visits posts/{post}:likes,stats.views". A pattern
-// must name documents (an even number of segments) and not end in a wildcard collection; a field
-// may not be a prefix of another; two patterns may not match one document.
+// ParseTargets parses blank-separated PATTERN:FIELD[,FIELD...] entries ("posts/{post}:likes,stats.views").
+// It refuses patterns naming no documents or with wildcard collections, a field that is a prefix
+// of another, and two patterns matching one document.
 func ParseTargets(s string) (Targets, error) {
 	var ts Targets
 	for entry := range strings.FieldsSeq(s) {
@@ -120,7 +115,7 @@ func segmentsOf(pattern string) []string {
 	return strings.Split(pattern, "/")
 }
 
-// patternsOverlap says whether some path matches both a and b (segments: IDs or {name} wildcards).
+// patternsOverlap says whether some path matches both patterns a and b.
 func patternsOverlap(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
@@ -154,8 +149,7 @@ func (t Target) tree() fieldTree {
 	return root
 }
 
-// pick returns the numbers of data at the counted fields of tree, and whether data holds nothing
-// else (maps holding only counted fields aside).
+// pick returns the numbers of data at tree's fields, and whether data holds nothing else.
 func (tree fieldTree) pick(data map[string]any) (picked map[string]any, onlyCounted bool) {
 	picked, onlyCounted = map[string]any{}, true
 	for k, v := range data {
@@ -186,14 +180,13 @@ func (tree fieldTree) pick(data map[string]any) (picked map[string]any, onlyCoun
 	return picked, onlyCounted
 }
 
-// The extension's shard IDs: a client's UUID (lower case on the web, upper case on iOS), and the
-// partials its workers wrote, tabs and the first characters of a UUID.
+// The extension's shard IDs: a client's UUID (either case), and partials: tabs and UUID characters.
 var (
 	clientShardID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 	partialID     = regexp.MustCompile("^(\t[0-9a-fA-F]{4}|\t\t[0-9a-fA-F]{3}|\t\t\t[0-9a-fA-F]{2}|\t\t\t\t[0-9a-fA-F])$")
 )
 
-// ExtensionShardID says whether id has the form of a shard or partial of the extension's.
+// ExtensionShardID says whether id has the form of an extension shard or partial.
 func ExtensionShardID(id string) bool {
 	return clientShardID.MatchString(id) || partialID.MatchString(id)
 }

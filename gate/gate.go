@@ -1,6 +1,6 @@
-// Package gate admits work until it is closed and waits for what it admitted.
+// Package gate admits work until closed.
 //
-// Not a supported import: see package counters for what users may import.
+// Not a supported import: see package counters.
 package gate
 
 import (
@@ -8,14 +8,12 @@ import (
 	"sync"
 )
 
-// Gate admits work until it is closed and tells when the work it admitted has ended: what stops (a
-// functions process on SIGTERM, a counter store) refuses new work and sees through what it accepted.
-// Its zero value is open.
+// Gate admits work until closed; its zero value is open.
 type Gate struct {
 	mu     sync.Mutex
 	closed bool
 	active int
-	done   chan struct{} // made when first needed; closed once closed and no work is under way
+	done   chan struct{}
 }
 
 // Enter admits work, unless the gate is closed.
@@ -37,7 +35,7 @@ func (g *Gate) Leave() {
 	g.signal()
 }
 
-// Close makes Enter refuse every later work.
+// Close makes Enter refuse later work.
 func (g *Gate) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -48,8 +46,7 @@ func (g *Gate) Close() {
 	}
 }
 
-// Wait returns nil once the gate is closed and all the work it admitted has ended, or ctx's error if
-// ctx ends first (the work goes on).
+// Wait returns nil once the gate is closed and idle, or ctx's error.
 func (g *Gate) Wait(ctx context.Context) error {
 	g.mu.Lock()
 	done := g.drained()
@@ -62,7 +59,7 @@ func (g *Gate) Wait(ctx context.Context) error {
 	}
 }
 
-// drained returns the channel closed once the gate is closed and idle; g.mu is held.
+// drained returns the channel closed when closed and idle; hold g.mu.
 func (g *Gate) drained() chan struct{} {
 	if g.done == nil {
 		g.done = make(chan struct{})
@@ -70,7 +67,7 @@ func (g *Gate) drained() chan struct{} {
 	return g.done
 }
 
-// signal closes the drained channel when the gate is closed and idle; g.mu is held.
+// signal closes it if due; hold g.mu.
 func (g *Gate) signal() {
 	if g.closed && g.active == 0 {
 		select {

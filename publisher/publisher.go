@@ -1,14 +1,5 @@
-// Package publisher publishes counter increments to the counter-increments topic, where
-// IncrementFromPubSub applies each message exactly once. A publisher that retries a failed publish
-// sends the same idempotency key again, so the retry counts once even though Pub/Sub gives it a new
-// message ID:
-//
-//	p, err := publisher.New(ctx, "my-project", "")
-//	key := publisher.NewKey()
-//	id, err := p.Publish(ctx, key, shared.Increment{Counter: "likes", Delta: 1})
-//	// on error: Publish again with the same key
-//
-// With PUBSUB_EMULATOR_HOST set it talks to the Pub/Sub emulator.
+// Package publisher publishes counter increments for IncrementFromPubSub; a retry with the same
+// key counts once.
 package publisher
 
 import (
@@ -30,7 +21,7 @@ type Publisher struct {
 	pub    *pubsub.Publisher
 }
 
-// New connects to Pub/Sub for project and publishes to topic (shared.TopicIncrements when empty).
+// New publishes to topic of project (shared.TopicIncrements when empty).
 func New(ctx context.Context, project, topic string, opts ...option.ClientOption) (*Publisher, error) {
 	client, err := pubsub.NewClient(ctx, project, opts...)
 	if err != nil {
@@ -42,9 +33,8 @@ func New(ctx context.Context, project, topic string, opts ...option.ClientOption
 	return &Publisher{client: client, pub: client.Publisher(topic)}, nil
 }
 
-// Publish publishes incs (1 to shared.MaxBatchIncrements; several make one all-or-nothing batch) as
-// one message, with key as its idempotency key unless key is empty, and returns the message ID once
-// Pub/Sub has it. When it fails, publishing again with the same key is safe: the increments count once.
+// Publish publishes incs (up to shared.MaxBatchIncrements, all or nothing) with key (optional) and
+// returns the message ID. Retry failures with the same key.
 func (p *Publisher) Publish(ctx context.Context, key string, incs ...shared.Increment) (messageID string, err error) {
 	msg, err := Message(key, incs...)
 	if err != nil {
@@ -57,14 +47,13 @@ func (p *Publisher) Publish(ctx context.Context, key string, incs ...shared.Incr
 	return id, nil
 }
 
-// Close flushes what is being published and closes the connection.
+// Close flushes and closes.
 func (p *Publisher) Close() error {
 	p.pub.Stop()
 	return p.client.Close()
 }
 
-// Message is the Pub/Sub message that carries incs with idempotency key key (none when empty). The
-// increments are validated as IncrementFromPubSub will, except against the server's MAX_DELTA.
+// Message is the validated message carrying incs and key.
 func Message(key string, incs ...shared.Increment) (*pubsub.Message, error) {
 	for _, inc := range incs {
 		if err := shared.ValidateIncrement(inc, shared.MaxDeltaLimit); err != nil {
@@ -85,14 +74,12 @@ func Message(key string, incs ...shared.Increment) (*pubsub.Message, error) {
 	return msg, nil
 }
 
-// NewKey returns a random idempotency key. Make one per logical increment, before the first attempt
-// to publish it, and reuse it for every retry.
+// NewKey returns a random idempotency key, one per logical increment.
 func NewKey() string {
 	return rand.Text()
 }
 
-// EmulatorOptions are the client options that reach the Pub/Sub emulator at hostPort without
-// credentials, for programs that do not have PUBSUB_EMULATOR_HOST in their own environment.
+// EmulatorOptions are client options for the Pub/Sub emulator at hostPort.
 func EmulatorOptions(hostPort string) []option.ClientOption {
 	return []option.ClientOption{
 		option.WithEndpoint(hostPort),

@@ -1,10 +1,7 @@
-// Package rules composes the distributed counters' Firestore security rules with an app's own. A
-// database has one ruleset, and deploying ours alone would replace the app's; so the counters ship
-// their rules as a block (a `match /databases/{database}/documents` statement per variant, embedded
-// here) that Compose adds to an app's ruleset, after checking that the app's rules do not already
-// open the paths the block covers. docs/api.md, "Security rules", says how to use it.
+// Package rules adds the counters' rules block to an app's Firestore ruleset; see docs/api.md,
+// "Security rules".
 //
-// Not a supported import: see package counters for what users may import.
+// Not a supported import: see package counters.
 package rules
 
 import (
@@ -21,9 +18,7 @@ import (
 
 //go:generate go run ../cmd/rules -standalone ..
 
-// Variants of the counters' block, each in <variant>.rules of this folder: the counters' own rules,
-// the opt-in for apps that increment shards as the Firebase guide does, and the opt-in for apps
-// that ship the firestore-counter extension's clients (an example to edit).
+// Variants of the counters' block, each in <variant>.rules of this folder.
 var Variants = []string{"counters", "guide-clients", "extension-clients"}
 
 //go:embed counters.rules guide-clients.rules extension-clients.rules
@@ -37,13 +32,10 @@ func Block(variant string) ([]byte, error) {
 	return blocks.ReadFile(variant + ".rules")
 }
 
-// topLevel matches a path of a block that starts at one of the collections named by default: a match
-// statement's (match /counters/...) or a document path's (/documents/counters/...).
+// topLevel matches a block path's top-level collection.
 var topLevel = regexp.MustCompile(`(match /|/documents/)([A-Za-z0-9_.-]+)/`)
 
-// Named returns block with the collections named as in names (the functions' settings
-// COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION, DEDUPE_COLLECTION; the sweep's state is
-// named after the counters) instead of the defaults that the blocks in this folder name.
+// Named returns block with its default collection names replaced by names.
 func Named(block []byte, names shared.Schema) []byte {
 	defaults := config.Default().Schema()
 	renamed := map[string]string{defaults.Counters: names.Counters, defaults.Sweep(): names.Sweep(),
@@ -57,20 +49,18 @@ func Named(block []byte, names shared.Schema) []byte {
 	})
 }
 
-// Marker begins the first line of a block as Compose writes it, and endMarker its last. Compose
-// replaces what lies between them (included), so that composing a composed file again updates the
-// block and leaves the rest. A ruleset that holds Marker holds the counters' rules.
+// Marker and endMarker begin a composed block's first and last lines.
 const (
 	Marker    = "// BEGIN distributed-counters rules"
 	endMarker = "// END distributed-counters rules"
 )
 
-// RefusedError says why an app's ruleset cannot take the block, one problem per line of it.
+// RefusedError says why an app's ruleset cannot take the block.
 type RefusedError struct {
 	Problems []Problem
 }
 
-// Problem is one reason for a refusal, at a line of the app's file (0: the file as a whole).
+// Problem is one reason for a refusal at Line (0: the whole file).
 type Problem struct {
 	Line    int
 	Message string
@@ -84,8 +74,7 @@ func (e *RefusedError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// ExampleFolds is EXTENSION_FOLDS for the example documents of the extension-clients block (and
-// of the example app that make run serves).
+// ExampleFolds is EXTENSION_FOLDS for the extension-clients block's example documents.
 const ExampleFolds = "pages/{page}:visits posts/{post}:likes,stats.views"
 
 // ExampleFoldPatterns are ExampleFolds' document patterns.
@@ -97,15 +86,9 @@ func ExampleFoldPatterns() []string {
 	return ts.Patterns()
 }
 
-// Compose returns app (a Firestore ruleset) with block, named name, added at the end of its
-// `service cloud.firestore` block, or in place of the block a previous Compose added. The rest of
-// app is unchanged, byte for byte. It refuses (*RefusedError) an app that is not rules_version 2
-// (what the block is written in), and one with an allow whose condition is not literally false on
-// a path the block matches: rules are OR-ed, so such an allow would let clients past the block.
-// folded are the document patterns FoldExtensionShards folds (EXTENSION_FOLDS); when there are
-// any, or the block opens extension shards (<doc>/_counter_shards_/<id>), it also refuses an app
-// allow that lets clients write (or delete) such a shard anywhere, and a block allow that opens
-// one under a document the fold does not fold (its increments would never be counted).
+// Compose returns app with block (named name) added to its service block, or replacing a previous
+// one; the rest is unchanged. It refuses (*RefusedError) an app without rules_version 2, an app
+// allow on the block's paths, and (see shardProblems) extension shard writes outside folded.
 func Compose(app, block []byte, name string, folded []string) ([]byte, error) {
 	text, at, err := removeBlock(string(app))
 	if err != nil {
@@ -170,9 +153,7 @@ func indent(s string) string {
 	return strings.Join(lines, "")
 }
 
-// Remove returns app without the block Compose added, and whether it held one: the app's rules as
-// they were before Compose, byte for byte when the closing brace of their service block stood on a
-// line of its own (otherwise Compose added one line break before it, which stays).
+// Remove returns app without the block Compose added, and whether it held one.
 func Remove(app []byte) ([]byte, bool, error) {
 	text, at, err := removeBlock(string(app))
 	if err != nil {
@@ -181,7 +162,7 @@ func Remove(app []byte) ([]byte, bool, error) {
 	return []byte(text), at >= 0, nil
 }
 
-// removeBlock returns app without the block a previous Compose added, and where it was (-1: none).
+// removeBlock returns app without a composed block, and where it was (-1: none).
 func removeBlock(app string) (string, int, error) {
 	begin := lineIndex(app, Marker)
 	if begin < 0 {
@@ -200,8 +181,7 @@ func removeBlock(app string) (string, int, error) {
 	return app[:begin] + app[end:], begin, nil
 }
 
-// lineIndex is the offset of the start of the first line of s whose text, blanks aside, begins
-// with prefix, or -1.
+// lineIndex is the offset of the first line of s beginning with prefix (blanks aside), or -1.
 func lineIndex(s, prefix string) int {
 	off := 0
 	for line := range strings.SplitAfterSeq(s, "\n") {
@@ -213,8 +193,7 @@ func lineIndex(s, prefix string) int {
 	return -1
 }
 
-// standaloneBase is the rest of a ruleset for a database of its own: nothing else is open.
-// Extra holds the matches of an example app (the extension variant's counter documents).
+// standaloneBase is a ruleset for a database of its own.
 const standaloneBase = `rules_version = '2';
 
 // Security rules for a database of its own, written by go generate ./rules (do not edit): the
@@ -232,8 +211,7 @@ service cloud.firestore {
 }
 `
 
-// extensionExampleApp is what an app's rules would say of the extension variant's example counter
-// documents: who reads pages/{page} and posts/{post} is the app's choice, not the block's.
+// extensionExampleApp opens reads of the extension variant's example documents.
 const extensionExampleApp = `    // The example counter documents: anyone may read them; only FoldExtensionShards writes them.
     match /pages/{page} {
       allow get: if true;
@@ -244,9 +222,7 @@ const extensionExampleApp = `    // The example counter documents: anyone may re
 
 `
 
-// Standalone returns the ruleset of a database that holds nothing but the counters: the block of
-// variant composed with rules that open nothing else (and, for the extension variant, reads of its
-// example counter documents). The repository's StandaloneFile(variant) holds it.
+// Standalone returns the ruleset of a database holding only the counters' block of variant.
 func Standalone(variant string) ([]byte, error) {
 	block, err := Block(variant)
 	if err != nil {
@@ -259,17 +235,13 @@ func Standalone(variant string) ([]byte, error) {
 	return Compose([]byte(fmt.Sprintf(standaloneBase, variant, what, extra)), block, variant, folded)
 }
 
-// The example app (web/) keeps likes as documents of its own: ExampleAppSource, in the repository,
-// is its own ruleset (one like per user), and ExampleAppFile, at the repository's root, that ruleset
-// with the counters' block added (ExampleApp): the rules the local stack loads, as an app's project
-// has one ruleset with both (go generate ./rules writes it).
+// The example app's ruleset, and it composed with the counters' block (the local stack's).
 const (
 	ExampleAppSource = "web/example-app.rules"
 	ExampleAppFile   = "firestore.example-app.rules"
 )
 
-// ExampleApp returns app, the example app's own ruleset, with the counters' block added, as make
-// rules APP_RULES=web/example-app.rules writes it.
+// ExampleApp returns the example app's ruleset app with the counters' block added.
 func ExampleApp(app []byte) ([]byte, error) {
 	block, err := Block("counters")
 	if err != nil {
@@ -278,7 +250,7 @@ func ExampleApp(app []byte) ([]byte, error) {
 	return Compose(app, block, "counters", nil)
 }
 
-// StandaloneFile is the file of the repository's root that holds Standalone(variant).
+// StandaloneFile is the repository root's file holding Standalone(variant).
 func StandaloneFile(variant string) string {
 	if variant == "counters" {
 		return "firestore.rules"
@@ -286,15 +258,14 @@ func StandaloneFile(variant string) string {
 	return "firestore." + variant + ".rules"
 }
 
-// extensionShards is the collection ID of the extension's shards (extshards.ShardsCollection).
+// extensionShards is the collection ID of the extension's shards.
 const extensionShards = extshards.ShardsCollection
 
 // anyExtensionShard is the path of every extension shard document.
 var anyExtensionShard = parsePath("/databases/{database}/documents/{document=**}/" + extensionShards + "/{shard}")
 
-// shardProblems are the problems of outcome "the fold folds only what the operator names" (see
-// Compose): app allows that let clients write extension shards, and block allows that open shards
-// the fold would not fold. An app allow already refused for reaching the block is not named again.
+// shardProblems refuses app allows writing extension shards and block allows opening shards that
+// folded does not name.
 func shardProblems(app, block ruleset, name string, folded []string) []Problem {
 	blockOpens := slices.ContainsFunc(block.allows, func(a allowStatement) bool {
 		return !a.closed() && a.writes() && overlap(a.path, anyExtensionShard)

@@ -5,8 +5,7 @@ import (
 	"strings"
 )
 
-// token is one lexical element of a rules file: a word (identifiers and dotted names), a string
-// literal, a match path, or a single punctuation character. Comments and blanks are not tokens.
+// token is a word (dotted names included), string literal, match path or punctuation character.
 type token struct {
 	kind tokenKind
 	text string
@@ -23,8 +22,7 @@ const (
 	punct
 )
 
-// lex splits a rules file into tokens. A path is read after the word `match`: slash-separated
-// segments, a segment in braces ({name} or {name=**}) being one segment.
+// lex splits a rules file into tokens; a path token follows the word `match`.
 func lex(src string) ([]token, error) {
 	var toks []token
 	line := 1
@@ -96,8 +94,7 @@ func isWordByte(c byte) bool {
 	return c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// segment is one segment of a match path: a literal ID, a {name} wildcard (one segment) or a
-// {name=**} wildcard (any number of segments, none included, as in rules_version 2).
+// segment is a match path's literal ID, {name} wildcard or {name=**} wildcard (zero or more segments).
 type segment struct {
 	text      string
 	wildcard  bool
@@ -146,7 +143,7 @@ func within(a, b []segment) bool {
 	return false
 }
 
-// showPath writes a path as the rules would, below /databases/{database}/documents when it is there.
+// showPath writes a path as the rules would, relative to the documents when below them.
 func showPath(segs []segment) string {
 	if len(segs) >= 3 && segs[0].text == "databases" && segs[1].wildcard && !segs[1].recursive && segs[2].text == "documents" {
 		segs = segs[3:]
@@ -190,8 +187,7 @@ type ruleset struct {
 	serviceClose int // byte offset of the `}` that closes `service cloud.firestore`
 }
 
-// parse reads the structure of a rules file: its rules_version, the allow statements of its
-// `service cloud.firestore` block, and where that block ends.
+// parse reads a rules file's rules_version, its firestore allow statements, and where the service ends.
 func parse(src string) (ruleset, error) {
 	toks, err := lex(src)
 	if err != nil {
@@ -225,8 +221,7 @@ type parser struct {
 	rs   *ruleset
 }
 
-// body reads statements from toks[i] up to the `}` that closes the block they are in, and returns
-// that brace's index.
+// body reads statements from toks[i] and returns the index of the `}` closing their block.
 func (p *parser) body(i int, prefix []segment) (int, error) {
 	for i < len(p.toks) {
 		t := p.toks[i]
@@ -276,8 +271,7 @@ func (p *parser) skipBlock(i int) int {
 	return i
 }
 
-// allow records the allow statement at toks[i] and returns the index after it. It ends at a `;`
-// outside brackets, or before the `}` or next statement that follows it.
+// allow records the allow statement at toks[i] and returns the index after it.
 func (p *parser) allow(i int, prefix []segment) int {
 	start, depth, colon := i, 0, -1
 	for i++; i < len(p.toks); i++ {
@@ -308,7 +302,7 @@ func (p *parser) allow(i int, prefix []segment) int {
 	return end
 }
 
-// source is the text of toks[from:to], blanks and line breaks between tokens made one space.
+// source is the text of toks[from:to], tokens separated by one space.
 func (p *parser) source(from, to int) string {
 	if from >= to {
 		return ""

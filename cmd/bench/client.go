@@ -19,16 +19,12 @@ import (
 type outcome int
 
 const (
-	// applied: answered 200, counted once.
-	applied outcome = iota
-	// unknown: the request may or may not have been applied (a 5xx other than 503, or the connection
-	// was lost after the request was sent) and was not, or could not be, resolved by a keyed retry.
-	unknown
-	// notApplied: certainly not applied (the client gave up after 503s, or the request was refused).
-	notApplied
+	applied    outcome = iota // 200: counted once
+	unknown                   // maybe applied, unresolved by a keyed retry
+	notApplied                // certainly not applied
 )
 
-// Retry policy of the clients, as a careful real client would have one.
+// Retry policy of the clients.
 const (
 	maxAttempts     = 8
 	maxRetryAfter   = 5 * time.Second
@@ -39,26 +35,22 @@ const (
 
 // attempt is one request's result.
 type attempt struct {
-	// kind names the answer for the report: "200", "503", "sent, connection lost", ...
-	kind string
-	// result is what it says about the increment; retryAfter is the server's Retry-After.
+	kind       string // the answer for the report: "200", "503", "sent, connection lost", ...
 	result     outcome
-	safe       bool // retrying cannot double it: the request was certainly not applied
+	safe       bool // certainly not applied: a retry cannot double it
 	retryAfter time.Duration
 }
 
-// incrementClient is one client of Increment that behaves as a real client should: a 503 (certainly
-// not applied) or a request that never left is retried after Retry-After or a backoff; an unknown
-// outcome is retried only by a keyed client, with the same Idempotency-Key, so that it counts once.
+// incrementClient is a client of Increment that retries what was certainly not applied, and unknown
+// outcomes only when keyed (same Idempotency-Key).
 type incrementClient struct {
-	url   string
-	keyed bool
-	// answer records every attempt's kind.
-	answer func(kind string)
+	url    string
+	keyed  bool
+	answer func(kind string) // records every attempt's kind
 }
 
-// increment applies delta 1 to counter, retrying until it knows the outcome, the attempts run out, or
-// giveUp passes. It returns the outcome and the number of retries.
+// increment adds 1 to counter, retrying until the outcome is known, attempts run out or giveUp
+// passes; it returns the outcome and the number of retries.
 func (c *incrementClient) increment(ctx context.Context, counter string, giveUp time.Time) (outcome, int) {
 	body, _ := json.Marshal(map[string]any{"counter": counter})
 	key := ""

@@ -26,21 +26,9 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Runs of document changes (-via documents): clients create and delete like documents
-// posts/{post}/likes/{uid} straight in the Firestore emulator, as apps do through the Firebase SDKs,
-// and the likes of each post are counted one of two ways:
-//
-//   - "collection": our collection counters (counter likes-{post}, declared for the stack in a
-//     declaration file of the run's own), CountDocumentWrite fed by the stack's event bridge;
-//   - "write-time": the write-time aggregation of Firebase's page
-//     (firebase.google.com/docs/firestore/solutions/aggregation): per event, a transaction that reads
-//     the parent posts/{post} and writes its likes field incremented. It is no deployed function: the
-//     harness serves it (writeTimeAggregation) and feeds it with an event bridge of its own
-//     (localstack.WatchDocuments), the same code that feeds CountDocumentWrite, so both get the
-//     same events, in the same format, with the same retries and the same duplicates.
-//
-// Each way runs on a stack of its own, so neither takes the emulator's time from the other. With
-// -copies 2, every event is delivered twice, as Eventarc's at-least-once delivery may.
+// Runs of document changes (-via documents): clients create and delete likes in the emulator,
+// counted by collection counters or by write-time aggregation, each on a stack of its own. See
+// docs/performance.md, "Collection counters vs write-time aggregation".
 
 // likesPattern is the documents the runs write and count.
 const likesPattern = "posts/{post}/likes/{uid}"
@@ -55,27 +43,22 @@ var documentModes = map[string]string{"collection": "collection counters", "writ
 func parentID(i int) string        { return fmt.Sprintf("bench-%d", i) }
 func counterOfParent(i int) string { return "likes-" + parentID(i) }
 
-// likeState is the harness's knowledge of the like documents: which exist (so a client knows
-// whether its next change creates or deletes one), which a client is changing now, and per parent
-// the count and the time of the last committed change.
+// likeState is which likes exist or are being changed, and per parent the count and last change.
 type likeState struct {
 	mu         sync.Mutex
 	exists     map[[2]int]bool
 	busy       map[[2]int]bool
 	count      []int64
 	lastChange []time.Time
-	// created is the update time of each existing like's version; keys the key of every change
-	// committed, as a collection counter names it (sources.Counting), per parent.
+	// created is each existing like's update time; keys, per parent, each committed change's key.
 	created map[[2]int]time.Time
 	keys    []map[string]int64
-	// at is when each change's version was made (a create) or removed (a delete: the time the
-	// harness was answered), by key.
+	// at is when each change's version was made or removed, by key.
 	at   map[string]time.Time
 	path map[string]string
 }
 
-// changeKey is the key a collection counter gives the change of the document at path from the
-// version of update time oldAt to that of newAt (zero: none), as sources.Counting.change makes it.
+// changeKey is the key a collection counter gives a change of path from oldAt to newAt (zero: none).
 func changeKey(path string, oldAt, newAt time.Time) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, oldAt.UnixNano(), newAt.UnixNano()))
 	return hex.EncodeToString(sum[:16])
@@ -103,11 +86,8 @@ func newLikeState(o options) *likeState {
 // likePath is the like document of liker u of parent p.
 func likePath(p, u int) string { return fmt.Sprintf("posts/%s/likes/u%d", parentID(p), u) }
 
-// warmUp creates every like document (o.likers per parent) before the load. The local stack's
-// event bridge sees a document's changes only once a names query has found it (docs/development.md):
-// a like created and deleted before that makes no event, which a counter whose base was read in
-// between would miss. Created first, every like is watched before the load starts, as every
-// document is in production.
+// warmUp creates every like document before the load, so the stack's bridge watches each of them
+// (docs/development.md).
 func warmUp(ctx context.Context, o options, client *firestore.Client, st *likeState) error {
 	bw := client.BulkWriter(ctx)
 	jobs := map[[2]int]*firestore.BulkWriterJob{}
@@ -134,9 +114,8 @@ func warmUp(ctx context.Context, o options, client *firestore.Client, st *likeSt
 	return nil
 }
 
-// documentsLoad runs o.clients clients for o.duration that together offer o.rate changes a second
-// (as fast as they can when 0): each picks a parent and a liker at random, and creates the like
-// document if it does not exist, else deletes it.
+// documentsLoad runs o.clients clients offering o.rate changes a second for o.duration, each
+// creating a random like if missing, else deleting it.
 func documentsLoad(ctx context.Context, o options, client *firestore.Client, st *likeState) *documentsObserved {
 	obs := &documentsObserved{state: st, start: time.Now()}
 	stop := obs.start.Add(o.duration)
@@ -216,13 +195,11 @@ func documentsLoad(ctx context.Context, o options, client *firestore.Client, st 
 	return obs
 }
 
-// writeTimeAggregation is Firebase's write-time aggregation as a CloudEvent handler: per event of a
-// like document, a transaction reads the parent post and writes its likes field incremented (a
-// create) or decremented (a delete). It has no way to tell a redelivered event from a new one.
+// writeTimeAggregation is Firebase's write-time aggregation as a CloudEvent handler: a transaction
+// per event adjusts the parent's likes; redeliveries count again.
 type writeTimeAggregation struct {
 	client *firestore.Client
-	// since is when the trigger was "deployed": events of earlier changes (the harness's warm-up)
-	// are acknowledged without work, as a trigger deployed at since would never see them.
+	// since is when the trigger was "deployed": earlier changes are ignored.
 	since atomic.Pointer[time.Time]
 
 	mu              sync.Mutex
@@ -270,9 +247,7 @@ func (g *writeTimeAggregation) handle(ctx context.Context, id string, at time.Ti
 	return nil
 }
 
-// documentKind names the kind of a document the counting wrote, for the writes-per-change split:
-// the app's (posts/...) as "app: <collection>", a counter's subcollection by its name, any other
-// of ours by its collection.
+// documentKind names a written document's kind for the writes-per-change split.
 func documentKind(schema shared.Schema) func(doc string) string {
 	return func(doc string) string {
 		segs := strings.Split(doc, "/")
@@ -299,8 +274,7 @@ func documentKind(schema shared.Schema) func(doc string) string {
 // settleTimeout bounds the wait for the counters to be exact after the load.
 const settleTimeout = 90 * time.Second
 
-// runDocumentsPlan starts a stack for a documents plan, runs the load of document changes, and
-// measures how the mode counts them.
+// runDocumentsPlan runs a documents plan on a stack of its own and measures its counting.
 func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	run := loadreport.Run{Name: p.name(), Mode: p.mode, Via: p.via, Instances: p.instances, Settings: map[string]string{
 		"clients": fmt.Sprint(o.clients), "duration": o.duration.String(), "parents": fmt.Sprint(o.parents),
@@ -431,8 +405,7 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		obs.state.count[i] = want
 	}
 
-	// value reads every counter's value as the mode keeps it: the roll-up (Count is asked once the
-	// roll-up shows the target), or the parent's likes field.
+	// value reads each counter as the mode keeps it: the roll-up, or the parent's likes field.
 	refs := make([]*firestore.DocumentRef, o.parents)
 	for i := range refs {
 		if p.mode == "collection" {
@@ -465,8 +438,7 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		return ok && st.Delivered+st.Failed == st.Received, time.Time{}
 	}
 
-	// Each counter's time from its parent's last change until it showed count(): the harness's
-	// count of the likes, which the final check compares with count() itself.
+	// Each counter's lag from its parent's last change until it showed the harness's count.
 	exactAfter := make([]time.Duration, o.parents)
 	pending := map[int]bool{}
 	for i := range o.parents {
@@ -617,9 +589,8 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	return run, nil
 }
 
-// startWriteTimeAggregation serves writeTimeAggregation on a loopback port, its Firestore client's
-// commits recorded to logDir/write-time-commits.jsonl, and feeds it the likes' events with a bridge of
-// its own, each event copies times, inFlight at once.
+// startWriteTimeAggregation serves writeTimeAggregation on loopback, recording its commits in
+// logDir, and feeds it the likes' events, each copies times, inFlight at once.
 func startWriteTimeAggregation(ctx context.Context, s *stack, logDir string, copies, inFlight int) (*writeTimeAggregation, *localstack.EventBridge, string, error) {
 	commitFile := filepath.Join(logDir, "write-time-commits.jsonl")
 	f, err := os.Create(commitFile)
@@ -667,10 +638,8 @@ func (s *stack) deliveries(prefix string) ([]localstack.DeliveryRecord, error) {
 	return records, json.NewDecoder(resp.Body).Decode(&records)
 }
 
-// auditLedgers compares, for each counter that is not exact, the changes the harness committed with
-// the keys the counter's ledger holds, and prints what differs: changes never counted (missing
-// events, or held by the base) and keys of changes the harness never made. With BENCH_AUDIT_DETAIL
-// set it lists each change made after the base that is not in the ledger.
+// auditLedgers prints, per inexact counter, committed changes missing from its ledger and ledger
+// keys of changes never made; BENCH_AUDIT_DETAIL lists each missing change.
 func auditLedgers(ctx context.Context, client *firestore.Client, schema shared.Schema, o options, st *likeState, wrong map[int]int64) error {
 	for i := range o.parents {
 		if _, ok := wrong[i]; !ok {

@@ -1,10 +1,5 @@
-// Command bench is the load harness: it starts the local stack (bin/localstack) once per run, drives
-// it with C concurrent clients for D seconds on N counters (over HTTP, or by publishing to Pub/Sub),
-// shows live progress, and writes a JSON and a Markdown report with the runs side by side:
-// throughput, latency, Firestore commits and documents written per 1,000 increments (from the commits
-// the functions really made), the hottest document's writes per second over 1 s and 10 s windows,
-// roll-up staleness and write rate, a per-second timeline with an SVG plot per run, and whether the
-// exact count is what the clients were told.
+// Command bench is the load harness: it runs the local stack once per run, drives it, and reports
+// the runs side by side. See docs/performance.md, "The load harness".
 //
 //	go run ./cmd/bench -clients 64 -duration 60s -counters 1 -shards 10
 //	go run ./cmd/bench -modes group-commit -instances 1,4,8,16 -rate 2000 -clients 400
@@ -12,17 +7,7 @@
 //	go run ./cmd/bench -via pubsub -messages 3000
 //	go run ./cmd/bench -kill-at 10s   # crash check: SIGKILL a functions process mid-run
 //
-// Runs are every combination of -via, -modes, -instances, -faults, -counters and -zipf (one counter
-// is never run with Zipf: it would be the same run again). Modes: "guide" writes every
-// increment to a random shard (GROUP_COMMIT_INTERVAL=0), as the Firebase guide's sample does;
-// "group-commit" is the project's default, on counters pinned at -shards shards; "adaptive" is group
-// commit on counters that start at -shards and whose shard count the roll-up sizes for the load.
-//
-// Clients behave as real clients should: a 503 (certainly not applied) is retried after Retry-After;
-// an unknown outcome (any other 5xx, or the connection lost after the request was sent) is retried
-// only by keyed clients (-keyed-fraction), with the same Idempotency-Key. The exact check then
-// requires acknowledged <= exact <= acknowledged + unknown for every counter, and exact ==
-// acknowledged when no fault or crash was injected; the command exits 2 when a run fails it.
+// It exits 2 when a run fails the exact count check.
 package main
 
 import (
@@ -107,8 +92,7 @@ func main() {
 	}
 }
 
-// loadsOf is every combination of -counters and -zipf, in the order given, with one counter only
-// once (a Zipf distribution over one counter is the even spread).
+// loadsOf is every combination of -counters and -zipf, one counter only once.
 func loadsOf(counters, zipfs string) ([]spread, error) {
 	var exponents []float64
 	for _, s := range strings.Split(zipfs, ",") {
@@ -231,8 +215,7 @@ func parseRate(s string) (float64, error) {
 	return r, nil
 }
 
-// writeReport writes report.json, report.md and a plot per run (SVG, and PNG when rsvg-convert is
-// installed) to dir.
+// writeReport writes report.json, report.md and a plot per run to dir.
 func writeReport(dir string, rep *loadreport.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report directory: %w", err)
@@ -258,7 +241,7 @@ func writeReport(dir string, rep *loadreport.Report) error {
 	return rep.WriteMarkdown(md, plotName)
 }
 
-// writePlot writes run's plot as SVG at path and, if rsvg-convert is on the PATH, as PNG beside it.
+// writePlot writes run's plot as SVG at path, and as PNG beside it if rsvg-convert is installed.
 func writePlot(path string, run loadreport.Run) error {
 	f, err := os.Create(path)
 	if err != nil {

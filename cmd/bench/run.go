@@ -21,53 +21,38 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// options are the harness's flags that apply to every run.
+// options are the flags that apply to every run (see their help in main).
 type options struct {
-	clients  int
-	duration time.Duration
-	// counters and zipf are the run's spread (a plan's, when it has one).
-	spread
-	shards int
-	// windows, when not empty, are the windows every counter counts in (ConfigureCounter's windows).
-	windows       []string
-	rate          float64
-	groupInterval string
-	killAt        time.Duration
-	localstack    string
-	// keyedFraction of the HTTP clients send an Idempotency-Key and retry unknown outcomes with it.
-	keyedFraction float64
-	// messages is the Pub/Sub burst: how many increments are published.
-	messages int
-	// republishFraction of published messages are published once more with the same key, as a
-	// publisher whose acknowledgement was lost does.
-	republishFraction float64
-	// drainTimeout bounds the wait for Pub/Sub increments to be counted.
-	drainTimeout time.Duration
-	// parents, likers and copies shape runs of document changes (-via documents): the posts whose
-	// likes change, the possible likers of each, and how many times each event is delivered.
+	clients                 int
+	duration                time.Duration
+	spread                  // a plan's, when it has one
+	shards                  int
+	windows                 []string
+	rate                    float64
+	groupInterval           string
+	killAt                  time.Duration
+	localstack              string
+	keyedFraction           float64
+	messages                int
+	republishFraction       float64
+	drainTimeout            time.Duration
 	parents, likers, copies int
-	// writeTimeInFlight is how many events the write-time aggregation's bridge delivers at once.
-	writeTimeInFlight int
+	writeTimeInFlight       int
 }
 
 // spread is how a run's increments spread over its counters.
 type spread struct {
 	counters int
-	// zipf, when more than 1, is the exponent of the Zipf distribution of increments over counters;
-	// 0 spreads them evenly.
-	zipf float64
+	zipf     float64 // Zipf exponent (> 1); 0 spreads evenly
 }
 
-// plan is one run: how increments arrive, the functions' mode, how many instances, which faults,
-// over how many counters.
+// plan is one run of the combinations of the list flags.
 type plan struct {
 	via       string
 	mode      string
 	instances int
-	// faults is nil for no fault proxy; "none" is a proxy that injects nothing.
-	faults *faultSpec
-	// spread replaces the options' when its counters is not 0.
-	spread spread
+	faults    *faultSpec // nil: no proxy
+	spread    spread     // replaces the options' when counters is not 0
 }
 
 // name is the run's column title in the report.
@@ -99,9 +84,8 @@ func modeEnv(o options, mode string) ([]string, error) {
 	return nil, fmt.Errorf("unknown mode %q: use guide, group-commit or adaptive", mode)
 }
 
-// counterSettings is the ConfigureCounter request that sets up a counter for mode: pinned at shards
-// shards, or in the adaptive mode starting at shards (num_shards with a bound is only the start) and
-// left for the roll-up to size, never below shards; counting in windows, if any.
+// counterSettings is the ConfigureCounter request for mode: pinned at shards, or (adaptive) at
+// least shards, sized by the roll-up.
 func counterSettings(mode, id string, shards int, windows []string) map[string]any {
 	settings := map[string]any{"counter": id, "num_shards": shards}
 	if mode == "adaptive" {
@@ -113,7 +97,7 @@ func counterSettings(mode, id string, shards int, windows []string) map[string]a
 	return settings
 }
 
-// requestTimeout is how long a client waits for an answer before it takes the outcome as unknown.
+// requestTimeout is how long a client waits before taking the outcome as unknown.
 const requestTimeout = 30 * time.Second
 
 var httpClient = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
@@ -125,7 +109,7 @@ type observed struct {
 	retries    int64
 	answers    map[string]int64
 	latencies  []time.Duration
-	start, end time.Time // when the load started and when the last increment was answered
+	start, end time.Time // end: the last answer
 	drain      time.Duration
 }
 
@@ -159,7 +143,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	var proxy *faultproxy.Proxy
 	if p.faults != nil {
 		cfg.functionsFirestore = func(emulator string) (string, error) {
-			// No faults until the counters are configured: the harness's own set-up must not fail.
+			// No faults during the harness's own set-up.
 			proxy, err = faultproxy.Start(emulator, faultproxy.Faults{})
 			if err != nil {
 				return "", err
@@ -175,7 +159,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 		return run, err
 	}
 	defer s.stop()
-	os.Setenv("FIRESTORE_EMULATOR_HOST", s.firestore) // the harness reads the emulator directly, never through the proxy
+	os.Setenv("FIRESTORE_EMULATOR_HOST", s.firestore) // never through the proxy
 	client, err := firestore.NewClient(ctx, s.project)
 	if err != nil {
 		return run, err
@@ -208,12 +192,8 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 		return run, err
 	}
 
-	// How long after the last answer the roll-ups showed every count: the count the clients were
-	// told where nothing was in doubt (exact must equal it, which the check below holds), the exact
-	// count, read first, where something was. The exact counts for the check are read after: one
-	// aggregation per counter, they would otherwise take the emulator's time from the roll-ups
-	// being measured. Reading them after also catches an increment whose client gave up that was
-	// applied meanwhile.
+	// Roll-up lag targets the told count (exact, where in doubt); the check's exact counts are read
+	// after, so their aggregations do not slow the roll-ups measured.
 	readExact := func() error {
 		for i, id := range ids {
 			if obs.outcomes[i].Exact, err = exactCount(s.functionsURL, id); err != nil {
@@ -237,7 +217,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 		return run, err
 	}
 	w.stop(settled)
-	run.Killed = w.killed // read once the watcher, which sets it, has stopped
+	run.Killed = w.killed // the watcher has stopped
 	run.End, run.Settings["logs"] = settled, logDir
 
 	fill(&run, obs, w, p.faults != nil || o.killAt > 0)
@@ -260,9 +240,8 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	return run, nil
 }
 
-// waitRollups waits (up to a minute) until the roll-up of every counter ids[i] shows targets[i],
-// reading every roll-up not there yet in one batch every 20 ms, and returns how long after end the
-// last of them first showed it, or -1 if one never did.
+// waitRollups waits up to a minute until each roll-up ids[i] shows targets[i], and returns how long
+// after end the last did, or -1 if one never did.
 func waitRollups(ctx context.Context, client *firestore.Client, ids []string, targets []int64, end time.Time) time.Duration {
 	schema := config.Default().Schema()
 	waiting := make(map[string]int64, len(ids))
@@ -280,7 +259,7 @@ func waitRollups(ctx context.Context, client *firestore.Client, ids []string, ta
 		}
 		snaps, err := client.GetAll(ctx, refs)
 		if err != nil {
-			continue // the next round reads them again
+			continue
 		}
 		seen := time.Since(end)
 		for i, snap := range snaps {
@@ -333,8 +312,7 @@ func post(url string, v any) error {
 // countRetries bounds exactCount's attempts, one a second.
 const countRetries = 60
 
-// exactCount reads a counter's exact value through Count, asking again after a 503 (the emulator
-// busy after a heavy run) for up to countRetries seconds.
+// exactCount reads a counter's exact value through Count, retrying 503s countRetries times.
 func exactCount(functionsURL, id string) (int64, error) {
 	resp, err := httpClient.Get(functionsURL + "/Count?counter=" + id)
 	for try := 1; err == nil && resp.StatusCode == http.StatusServiceUnavailable && try < countRetries; try++ {
@@ -405,7 +383,7 @@ func (t *tally) recentLatencies(n int) []time.Duration {
 	return append([]time.Duration(nil), t.obs.latencies[max(0, len(t.obs.latencies)-n):]...)
 }
 
-// httpLoad drives Increment with o.clients clients for o.duration and waits for their last answers.
+// httpLoad drives Increment with o.clients clients for o.duration.
 func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher) *observed {
 	obs := &observed{outcomes: make([]loadreport.Outcomes, len(ids)), answers: map[string]int64{}, start: time.Now()}
 	t := newTally(obs, w)
@@ -435,8 +413,7 @@ func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher
 	return obs
 }
 
-// pacer spaces one client's increments so that all clients together offer o.rate per second (no
-// spacing when o.rate is 0).
+// pacer spaces a client's increments so all together offer o.rate per second (0: no spacing).
 type pacer struct {
 	every time.Duration
 	next  time.Time
@@ -458,8 +435,7 @@ func (p *pacer) wait() {
 	}
 }
 
-// counterPicker returns client c's choice of counter for its i-th increment: in turn over the
-// counters, or from a Zipf distribution over them (counter 0 the most written) when o.zipf is set.
+// counterPicker returns client c's counter for its i-th increment: in turn, or by o.zipf.
 func counterPicker(o options, c int) func(i int) int {
 	if o.zipf <= 1 {
 		return func(i int) int { return i % o.counters }

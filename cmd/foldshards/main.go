@@ -1,11 +1,7 @@
-// Command foldshards folds, once, every shard and partial that the firestore-counter extension's
-// clients and workers left in a database, into their main documents: the cut-over sweep of
-// docs/migrate-from-firestore-counter.md. It is safe to run at any time and any number of times,
-// also while FoldExtensionShards runs. It talks to the emulator when FIRESTORE_EMULATOR_HOST is set.
+// Command foldshards folds every extension shard left in a database once: the cut-over sweep of
+// docs/migrate-from-firestore-counter.md. Safe to rerun, also alongside FoldExtensionShards.
 //
-//	go run ./cmd/foldshards -project P [-database D] -folds 'pages/{page}:visits ...'
-//
-// -folds is what EXTENSION_FOLDS says (and defaults to it): only those documents and fields are folded.
+//	go run ./cmd/foldshards -project P [-database D] -folds "$EXTENSION_FOLDS"
 package main
 
 import (

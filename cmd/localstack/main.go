@@ -1,22 +1,10 @@
-// Command localstack runs the whole counters system on one machine, against the real Google
-// emulators: the Firestore and Pub/Sub emulators, and every function served by the Functions
-// Framework at http://127.0.0.1:$PORT/<EntryPoint>.
+// Command localstack runs the counters on the Firestore and Pub/Sub emulators, every function at
+// http://127.0.0.1:$PORT/<EntryPoint>.
 //
-//	localstack                 run the stack until Ctrl-C or SIGTERM (what `make run` does)
-//	localstack exec -- CMD...  start the emulators on free ports, run CMD with their addresses in
-//	                           FIRESTORE_EMULATOR_HOST and PUBSUB_EMULATOR_HOST, stop them, exit as CMD did
-//	                           (what `make test` does)
+//	localstack                 run until Ctrl-C or SIGTERM (make run)
+//	localstack exec -- CMD...  run CMD against fresh emulators, exit as CMD did (make test)
 //
-// Environment: PORT (8080), GOOGLE_CLOUD_PROJECT (demo-counters), FIRESTORE_PORT (8081),
-// PUBSUB_PORT (8085), AUTH_PORT (the Firebase Auth emulator, 9099; LOCALSTACK_AUTH=false leaves it
-// out), APP_PORT (the live example app, 8000), FIRESTORE_RULES (security rules loaded into the
-// Firestore emulator, the repository's firestore.example-app.rules: the example app's own rules with
-// the counters' block), LOCALSTACK_WEB (the npm project with
-// firebase-tools and the example app, the repository's web/), LOCALSTACK_LOGS (directory for emulator
-// logs, .localstack), LOCALSTACK_TICK (how often the stand-in for Cloud Scheduler ticks
-// RollupScheduled, 1m), LOCALSTACK_INSTANCES (how many functions processes serve behind a
-// least-outstanding-requests balancer on PORT, 1), LOCALSTACK_FUNCTIONS_FIRESTORE (the Firestore
-// address the functions use, if not the emulator's).
+// Settings: docs/development.md and localstack.OptionsFromEnv.
 package main
 
 import (
@@ -29,18 +17,17 @@ import (
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
-	_ "github.com/shardcount/counters" // registers every function, as the deployed root package does
+	_ "github.com/shardcount/counters" // registers every function
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/localstack"
 )
 
 func main() {
-	// If whatever started us (make, a shell) dies, stop as on SIGTERM rather than orphan the emulators.
+	// Stop with our parent rather than orphan the emulators.
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0)
 	if len(os.Args) > 1 && os.Args[1] == localstack.ServeFunctionsCommand {
-		// SIGTERM is the functions' own, as in production: a graceful stop once they serve (see
-		// package functions), the default exit before.
+		// SIGTERM is left to package functions, as in production.
 		if err := serveFunctions(); err != nil {
 			fmt.Fprintln(os.Stderr, "localstack:", err)
 			os.Exit(1)
@@ -78,11 +65,8 @@ func main() {
 	}
 }
 
-// serveFunctions is the child process that serves every registered function, as Cloud Functions
-// does, bound to loopback (LOCAL_ONLY=true) on $PORT. Pub/Sub-triggered functions are also served
-// below /<EntryPoint>/, where the emulator's push subscriptions deliver with the topic in the path
-// (see localstack.RegisterPushPaths). With COMMIT_LOG set (the load harness), the functions' Firestore
-// client records every commit to that file.
+// serveFunctions serves every registered function on 127.0.0.1:$PORT, with the push paths of
+// localstack.RegisterPushPaths; COMMIT_LOG set records every commit to that file.
 func serveFunctions() error {
 	recordCommits, err := commitlog.OptionFromEnv()
 	if err != nil {

@@ -1,11 +1,6 @@
-// Command movemembers moves the member documents of distinct counters from the collection that
-// releases before counter_members used (counters/{id}/members) to counters/{id}/counter_members,
-// and marks each counter so that the functions stop reading the old one: the upgrade step of
-// docs/operations.md ("Upgrading"). Run it once every function runs this release. It reads
-// COUNTERS_COLLECTION and SHARD_COUNT_CACHE_TTL as the functions do (functions/config), passes over
-// every counter, waits until every instance has seen the marks, and passes again until a pass finds
-// nothing to move. It is safe to run any number of times, also while the functions serve. It talks
-// to the emulator when FIRESTORE_EMULATOR_HOST is set.
+// Command movemembers moves distinct counters' members from counters/{id}/members to
+// counters/{id}/counter_members (docs/operations.md, "Upgrading"). Run it once every function runs
+// this release; it is safe to rerun, also while the functions serve.
 //
 //	COUNTERS_COLLECTION=counters go run ./cmd/movemembers -project P [-database D]
 package main
@@ -30,8 +25,7 @@ func main() {
 	}
 }
 
-// maxPasses bounds the passes: the second finds only what instances created before they saw the
-// marks, the third nothing.
+// maxPasses bounds the passes; the third should find nothing.
 const maxPasses = 4
 
 func run(ctx context.Context, args []string, out io.Writer) error {

@@ -1,17 +1,7 @@
-// Command publish publishes counter increments to the counter-increments topic, for
-// IncrementFromPubSub: to the Pub/Sub emulator when PUBSUB_EMULATOR_HOST is set (`make publish` sets it
-// for the local stack), otherwise to the real project.
+// Command publish publishes one message of increments for IncrementFromPubSub, to the emulator when
+// PUBSUB_EMULATOR_HOST is set. See docs/api.md.
 //
 //	publish [-project P] [-topic T] [-key K] [-times N] COUNTER[:DELTA]...
-//
-// Every COUNTER[:DELTA] (DELTA defaults to 1) goes into one message; several make an all-or-nothing
-// batch. -key sets the idempotency_key attribute; -times N publishes the same message N times, as a
-// publisher retrying it would: with a key it counts once.
-//
-//	go run ./cmd/publish -key order-42 -times 3 likes:5   # likes grows by 5, once
-//
-// It gives up, naming the address it tried, when the emulator does not accept a connection within
-// dialTimeout or a publish gets no answer within publishTimeout.
 package main
 
 import (
@@ -30,10 +20,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// localProject is the local stack's default project, used with the emulator when none is given.
+// localProject is the emulator's default project.
 const localProject = "demo-counters"
 
-// Bounds of talking to Pub/Sub: reaching the emulator's port, and each publish (variables for tests).
+// Timeouts of reaching the emulator and of each publish (variables for tests).
 var (
 	dialTimeout    = 3 * time.Second
 	publishTimeout = 30 * time.Second
@@ -73,7 +63,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := publisher.Message(*key, incs...); err != nil { // refuse bad input before connecting
+	if _, err := publisher.Message(*key, incs...); err != nil { // validate before connecting
 		return err
 	}
 	if emulator != "" {
@@ -101,11 +91,10 @@ func run(ctx context.Context, args []string) error {
 	return p.Close()
 }
 
-// emulatorHint says how to point publish at the local stack's Pub/Sub emulator.
+// emulatorHint says how to reach the local stack's emulator.
 const emulatorHint = "Is the local stack running (make run)? Set PUBSUB_PORT (make publish) or PUBSUB_EMULATOR_HOST (go run ./cmd/publish) to the port of its Pub/Sub emulator; the stack prints it at start-up (pubsub=HOST:PORT)."
 
-// checkEmulator returns an error naming host, and how to fix it, unless host accepts a TCP
-// connection within dialTimeout.
+// checkEmulator returns an error unless host accepts a TCP connection within dialTimeout.
 func checkEmulator(host string) error {
 	c, err := net.DialTimeout("tcp", host, dialTimeout)
 	if err != nil {
@@ -114,8 +103,7 @@ func checkEmulator(host string) error {
 	return c.Close()
 }
 
-// parseIncrements reads COUNTER[:DELTA] arguments. The delta follows the last colon, so counter IDs
-// may contain colons when a delta is given.
+// parseIncrements reads COUNTER[:DELTA] arguments; the delta follows the last colon.
 func parseIncrements(args []string) ([]shared.Increment, error) {
 	if len(args) == 0 {
 		return nil, errors.New("give at least one COUNTER[:DELTA]")

@@ -1,9 +1,5 @@
-// Command removedata deletes the distributed counters' documents from a database: every document of
-// the collections the functions write (COUNTERS_COLLECTION with everything below it: shards,
-// members, per-caller totals; its _sweep state; ROLLUPS_COLLECTION; TOPS_COLLECTION;
-// DEDUPE_COLLECTION), named as the functions' settings name them (functions/config), and nothing
-// else: the last step of removing the counters from an app's project (docs/existing-app.md). With
-// -dry-run it counts what it would delete. It talks to the emulator when FIRESTORE_EMULATOR_HOST is set.
+// Command removedata deletes every document of the collections the functions write, named by their
+// settings, and nothing else (docs/existing-app.md); -dry-run counts them.
 //
 //	GOOGLE_CLOUD_PROJECT=P go run ./cmd/removedata [-database D] [-dry-run]
 package main
@@ -63,9 +59,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// deleteTree deletes, through bw, every document of coll after every document below it (the
-// subcollections at any depth, also those of documents that do not exist), unless dryRun; it
-// returns how many documents there were.
+// deleteTree deletes every document of coll after all below it (missing parents included), unless
+// dryRun, and returns how many there were.
 func deleteTree(ctx context.Context, coll *firestore.CollectionRef, bw *firestore.BulkWriter, dryRun bool) (int, error) {
 	n := 0
 	refs := coll.DocumentRefs(ctx)
@@ -109,5 +104,5 @@ func deleteTree(ctx context.Context, coll *firestore.CollectionRef, bw *firestor
 	}
 }
 
-// isNotFound says whether a failed Get found no document (its snapshot is then non-nil and empty).
+// isNotFound says whether a failed Get found no document.
 func isNotFound(snap *firestore.DocumentSnapshot) bool { return snap != nil && !snap.Exists() }

@@ -5,16 +5,10 @@
 //	rules -app FILE -remove [-o FILE]
 //	rules -standalone DIR
 //
-// With -app, it writes FILE with the block added (to -o, else standard output); it refuses, naming
-// each line, an app ruleset whose allows already reach the block's paths (rules.Compose). With
-// -remove, it writes FILE without the block (rules.Remove): the app's rules as they were. The block
-// names the collections as COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and
-// DEDUPE_COLLECTION in the environment do (the functions' settings), else the defaults; the
-// documents FoldExtensionShards folds are EXTENSION_FOLDS's (the example's, rules.ExampleFolds, for
-// -variant extension-clients when it is unset), and app rules that let clients write extension
-// shards, or a block that opens shards the fold does not fold, are refused. With
-// -standalone, it writes the repository's firestore*.rules into DIR: those of a database of its
-// own, and the example app's rules (DIR/web/example-app.rules) with the block. docs/api.md, "Security rules".
+// -app writes FILE with the block added (rules.Compose) to -o, else stdout; -remove writes it
+// without (rules.Remove). Collections and EXTENSION_FOLDS come from the functions' settings in the
+// environment. -standalone writes the repository's firestore*.rules into DIR. See docs/api.md,
+// "Security rules".
 package main
 
 import (
@@ -36,7 +30,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is the command with its arguments and outputs; it returns the exit status.
+// run runs the command and returns its exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -82,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// removeBlock writes appFile without the counters' block to out (else standard output).
+// removeBlock writes appFile without the counters' block to out (else stdout).
 func removeBlock(appFile, out string, stdout, stderr io.Writer) error {
 	app, err := os.ReadFile(appFile)
 	if err != nil {
@@ -149,8 +143,7 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// collectionNames are the counters' collections as the *_COLLECTION settings in the environment name
-// them, checked as the functions check them; the defaults for those not set.
+// collectionNames are the collections the *_COLLECTION settings name, checked as the functions do.
 func collectionNames(lookup func(string) (string, bool)) (shared.Schema, error) {
 	c, err := config.Parse(func(name string) (string, bool) {
 		if !strings.HasSuffix(name, "_COLLECTION") {
@@ -164,8 +157,7 @@ func collectionNames(lookup func(string) (string, bool)) (shared.Schema, error) 
 	return c.Schema(), nil
 }
 
-// foldedPatterns are the document patterns of EXTENSION_FOLDS in the environment, checked as the
-// functions check it; when it is unset and example holds, the example's.
+// foldedPatterns are EXTENSION_FOLDS's patterns, checked; when unset and example holds, the example's.
 func foldedPatterns(lookup func(string) (string, bool), example bool) ([]string, error) {
 	v, set := lookup("EXTENSION_FOLDS")
 	if !set && example {

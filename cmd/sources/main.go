@@ -1,22 +1,16 @@
-// Command sources checks the counter sources declaration file for the deploy paths and lists what
-// they deploy from it. Run it from the repository root (both deploy paths do). Usage:
+// Command sources checks the counter sources file (COUNTER_SOURCES, else sources.DefaultFile) and
+// lists what the deploy paths deploy from it. Run it from the repository root. Usage:
 //
 //	sources check      check the file; print nothing
-//	sources deploy     check it, then print the functions' COUNTER_SOURCES on the first line and one
-//	                   line per function of a counter source: name, entry point, document pattern
-//	                   (tab-separated; scripts/deploy.sh reads them)
-//	sources terraform  the same for Terraform's external data source: a JSON object of strings in
-//	                   on standard input, one out on standard output (terraform/sources.tf)
+//	sources deploy     print COUNTER_SOURCES, then per source function: name, entry point, document
+//	                   pattern, tab-separated (scripts/deploy.sh)
+//	sources terraform  the same as JSON, settings read from a JSON object on stdin (terraform/sources.tf)
 //	sources verify [-project P] [-database D] [-wait 30s] COUNTER...
 //	                   compare collection counters with count()/sum() of their documents
 //	sources repair [-project P] [-database D] COUNTER...
-//	                   make collection counters exact again (safe while events are in flight)
+//	                   make collection counters exact again
 //
-// The file is COUNTER_SOURCES (relative to the repository root), else sources.DefaultFile; the
-// collections are COUNTERS_COLLECTION, ROLLUPS_COLLECTION, TOPS_COLLECTION and DEDUPE_COLLECTION,
-// else the defaults: from the environment, or for terraform from the input object (its variables
-// override the environment's). A file that cannot work fails with sources.Load's message, naming
-// the entry and the rule, and exit status 2.
+// A file that cannot work exits 2 with sources.Load's message.
 package main
 
 import (
@@ -37,10 +31,10 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv))
 }
 
-// settingNames are the variables the command reads: the file and the collections the check needs.
+// settingNames are the variables the command reads.
 var settingNames = []string{"COUNTER_SOURCES", "COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"}
 
-// run is the command with its arguments, streams and environment; it returns the exit status.
+// run runs the command and returns its exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) (string, bool)) int {
 	if len(args) > 0 && (args[0] == "verify" || args[0] == "repair") {
 		return verifyOrRepair(args, stdout, stderr)
@@ -88,15 +82,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(stri
 
 // deployment is what the deploy paths take from the declaration file.
 type deployment struct {
-	// CounterSources is COUNTER_SOURCES for the deployed functions: the declarations themselves
-	// (sources.Inline), so the file may be anywhere and the upload need not hold it.
-	CounterSources string
-	// Functions are the per-source functions (manifest.SourceFunctions), one per pattern.
-	Functions []manifest.Function
+	CounterSources string              // the declarations inline (sources.Inline)
+	Functions      []manifest.Function // manifest.SourceFunctions
 }
 
-// load checks the declaration file that the variables of lookup name, as the functions will read
-// it, and lists what the deploy paths deploy from it.
+// load checks the file lookup's variables name, as the functions will, and lists what to deploy.
 func load(lookup func(string) (string, bool)) (deployment, error) {
 	cfg, err := config.Parse(func(name string) (string, bool) {
 		if !slices.Contains(settingNames, name) {

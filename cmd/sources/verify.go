@@ -15,10 +15,8 @@ import (
 	"github.com/shardcount/counters/sources"
 )
 
-// verifyOrRepair runs `sources verify|repair [flags] COUNTER...` against the database the flags
-// name: verify compares each collection counter with count() or sum() of its documents until they
-// agree or -wait passes (exit status 1 when one still differs); repair makes each exact again
-// (counter.Store.Rebase), safe while events are in flight.
+// verifyOrRepair runs `sources verify|repair [flags] COUNTER...`: verify exits 1 when a counter
+// still differs from its documents after -wait; repair rebases each (counter.Store.Rebase).
 func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("sources "+args[0], flag.ContinueOnError)
 	flags.SetOutput(stderr)
@@ -74,7 +72,7 @@ func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-// verify compares counter id with its documents now, again each second while they differ, until wait.
+// verify compares counter id with its documents each second until they agree or wait passes.
 func verify(ctx context.Context, counting *sources.Counting, id string, wait time.Duration) (sources.Drift, error) {
 	deadline := time.Now().Add(wait)
 	for {
