@@ -30,10 +30,11 @@ type LimitedOutcome struct {
 }
 
 // IncrementLimited adds inc to the counter for one verified caller, only while that caller's total on
-// the counter (kept in {counters}/{id}/callers/{hash of caller}) stays within [0, limit]: with limit
-// 1, a user's +1 counts once, a second +1 does not, and a -1 takes it back. One transaction reads the
-// caller's total (and key's dedupe record, when key is not nil) and writes the shard, the total and
-// the record, so concurrent requests of one caller never pass the limit. It bypasses group commit.
+// the counter (kept in {counters}/{id}/callers/{hash of caller}; one written before the counter's
+// current epoch is 0, see PurgeMembers) stays within [0, limit]: with limit 1, a user's +1 counts
+// once, a second +1 does not, and a -1 takes it back. One transaction reads the counter document,
+// the caller's total (and key's dedupe record, when key is not nil) and writes the shard, the total
+// and the record, so concurrent requests of one caller never pass the limit. It bypasses group commit.
 //
 // An error wraps ErrNotApplied when nothing was applied, ErrOutcomeUnknown when the commit may have
 // applied; a retry stays within the limit, and a retry with the same key is answered as a duplicate.
@@ -103,14 +104,20 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 			return LimitedOutcome{}, err
 		}
 	}
+	// A total written before the counter's current epoch began (a Reset, or a Delete and a new
+	// counter) is 0: the counter document's read orders this against both.
+	counterSnap, err := tx.Get(s.schema.CounterRef(s.client, inc.Counter))
+	if err != nil && status.Code(err) != codes.NotFound {
+		return LimitedOutcome{}, err
+	}
 	var total int64
 	snap, err := tx.Get(callerRef)
 	switch {
-	case err == nil:
+	case err == nil && counterSnap.Exists() && !snap.UpdateTime.Before(epochStart(counterSnap)):
 		if total, err = callerTotal(snap); err != nil {
 			return LimitedOutcome{}, err
 		}
-	case status.Code(err) != codes.NotFound:
+	case err != nil && status.Code(err) != codes.NotFound:
 		return LimitedOutcome{}, err
 	}
 	out := LimitedOutcome{Shard: -1, PlannedAt: recordNow(s.clock)}

@@ -150,9 +150,6 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 			how = "with ConfigureCounter (CREATE_ON_INCREMENT is off: increments do not create counters)"
 		}
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it " + how, Field: "counter"})
-	case errors.Is(err, counter.ErrTooManyCallers):
-		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("the counter holds more than %d per-user totals "+
-			"(PER_CALLER_LIMIT), too many to reset or delete with its value in one transaction; nothing was changed", counter.MaxLockedCallers)})
 	case errors.Is(err, counter.ErrOutcomeUnknown):
 		// Cloud Run answers 504 to a request that timed out, also an unknown outcome.
 		s.log.ErrorContext(r.Context(), "increment outcome unknown", "event", EventIncrementOutcomeUnknown, "error", err.Error(), "path", r.URL.Path)
