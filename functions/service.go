@@ -26,18 +26,19 @@ import (
 // Service is every entry point over one set of dependencies. Production builds one lazily per
 // instance (see register.go); tests build their own over an emulator.
 type Service struct {
-	cfg      config.Config
-	counters *counter.Store
-	rollups  *rollup.Store
-	engine   *rollup.Engine
-	folder   *extshards.Folder
-	counting *sources.Counting
-	log      *slog.Logger
-	applied  *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
-	refused  *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
-	callers  *callerauth.Verifier // nil: callers are not verified
-	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
-	origins  map[string]bool      // ALLOWED_ORIGINS
+	cfg        config.Config
+	counters   *counter.Store
+	rollups    *rollup.Store
+	engine     *rollup.Engine
+	folder     *extshards.Folder
+	counting   *sources.Counting
+	log        *slog.Logger
+	applied    *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
+	refused    *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
+	unverified *logtally.Tally      // tokens the platform could not verify, per kind (EventTokensUnverified)
+	callers    *callerauth.Verifier // nil: callers are not verified
+	ids        *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
+	origins    map[string]bool      // ALLOWED_ORIGINS
 
 	betweenCountReads func(id string) // tests: runs between Count's read of the roll-up and of the exact value
 }
@@ -57,18 +58,19 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 	for _, o := range cfg.Origins() {
 		origins[o] = true
 	}
-	applied, refused := newTallies(log)
+	applied, refused, unverified := newTallies(log)
 	s := &Service{
-		origins:  origins,
-		cfg:      cfg,
-		counters: counters,
-		rollups:  rollup.NewStore(client, cfg.Schema()),
-		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
-		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
-		log:      log,
-		applied:  applied,
-		refused:  refused,
-		ids:      cfg.CounterIDs(),
+		origins:    origins,
+		cfg:        cfg,
+		counters:   counters,
+		rollups:    rollup.NewStore(client, cfg.Schema()),
+		engine:     rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
+		folder:     extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
+		log:        log,
+		applied:    applied,
+		refused:    refused,
+		unverified: unverified,
+		ids:        cfg.CounterIDs(),
 	}
 	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log)
 	s.engine.OnWrite(s.logRollupWritten)
