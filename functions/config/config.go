@@ -90,7 +90,8 @@ type Config struct {
 	// (Authorization: Bearer): the user it names is the verified caller.
 	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`
 	// RequireAppCheck makes Increment accept only requests with a valid Firebase App Check token
-	// (X-Firebase-AppCheck): they come from the project's genuine apps.
+	// (X-Firebase-AppCheck), which the project's genuine apps get. A token is not consumed: whoever
+	// captures one may replay it, as the app, until it expires (its TTL: 1 hour by default, up to 7 days).
 	RequireAppCheck bool `env:"REQUIRE_APP_CHECK, default=false" usedBy:"Increment"`
 	// PerCallerLimit, when positive, holds each verified user's total on each counter within
 	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
