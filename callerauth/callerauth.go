@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/appcheck"
@@ -26,12 +27,22 @@ type Requirements struct {
 	// RefuseAnonymous refuses ID tokens of anonymous sign-in (sign-in provider "anonymous"), which
 	// anyone can get without limit; it matters only with IDToken.
 	RefuseAnonymous bool
+	// VerifiedEmail refuses ID tokens without a verified email address (claim email_verified), so
+	// that a user is an address someone controls, not an account made at will by email sign-up (nor
+	// an anonymous one); it matters only with IDToken.
+	VerifiedEmail bool
 	// CheckRevoked also refuses ID tokens issued before the user's sessions were revoked (the
 	// user's tokensValidAfterTime: a revocation, a password change) and those of disabled users,
 	// which are otherwise accepted until they expire (up to an hour). It costs one Identity Toolkit
-	// accounts:lookup per verified token; it matters only with IDToken.
+	// accounts:lookup per user and RevokedCacheTTL; it matters only with IDToken.
 	CheckRevoked bool
+	// RevokedCacheTTL is how long CheckRevoked reuses a user's lookup (0: none is reused), for at
+	// most MaxCachedUsers users: a revocation takes effect within it.
+	RevokedCacheTTL time.Duration
 }
+
+// MaxCachedUsers bounds the users whose lookups a Verifier keeps (Requirements.RevokedCacheTTL).
+const MaxCachedUsers = 10_000
 
 // Caller is who a request comes from, as verified.
 type Caller struct {
@@ -84,6 +95,9 @@ const (
 	// Revoked: an ID token issued before the user's sessions were revoked, or of a disabled user,
 	// refused by Requirements.CheckRevoked.
 	Revoked
+	// Unverified: a valid ID token without a verified email address, refused by
+	// Requirements.VerifiedEmail.
+	Unverified
 )
 
 // TokenError is a required token that is missing, failed verification or is refused: the caller's
@@ -93,7 +107,7 @@ type TokenError struct {
 	Kind Kind
 	// Reason says why it was refused.
 	Reason Reason
-	// Err is why verification failed or the token was revoked (nil when Reason is Missing or Anonymous).
+	// Err is why verification failed or the token was revoked (nil when Reason is Missing, Anonymous or Unverified).
 	Err error
 }
 
@@ -104,6 +118,8 @@ func (e *TokenError) Error() string {
 		return "a " + name + " is required"
 	case Anonymous:
 		return "the " + name + " is of an anonymous user, which is not accepted"
+	case Unverified:
+		return "the " + name + " has no verified email address, which is required"
 	case Revoked:
 		return "the " + name + " is revoked: " + e.Err.Error()
 	}
@@ -132,7 +148,9 @@ type Verifier struct {
 	idTokens        *auth.Client
 	appCheck        *appcheck.Client
 	refuseAnonymous bool
+	verifiedEmail   bool
 	checkRevoked    bool
+	users           *userCache
 }
 
 // New returns a Verifier for project (empty: the project of the runtime's credentials). With
@@ -143,7 +161,8 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	if err != nil {
 		return nil, fmt.Errorf("firebase app: %w", err)
 	}
-	v := &Verifier{refuseAnonymous: req.RefuseAnonymous, checkRevoked: req.CheckRevoked}
+	v := &Verifier{refuseAnonymous: req.RefuseAnonymous, verifiedEmail: req.VerifiedEmail, checkRevoked: req.CheckRevoked,
+		users: newUserCache(req.RevokedCacheTTL, MaxCachedUsers)}
 	if req.IDToken {
 		if v.idTokens, err = app.Auth(ctx); err != nil {
 			return nil, fmt.Errorf("firebase auth client: %w", err)
@@ -188,6 +207,9 @@ func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (C
 		if v.refuseAnonymous && tok.Firebase.SignInProvider == "anonymous" {
 			return Caller{}, &TokenError{Kind: IDToken, Reason: Anonymous}
 		}
+		if verified, _ := tok.Claims["email_verified"].(bool); v.verifiedEmail && !verified {
+			return Caller{}, &TokenError{Kind: IDToken, Reason: Unverified}
+		}
 		if v.checkRevoked {
 			if err := v.checkNotRevoked(ctx, tok); err != nil {
 				return Caller{}, err
@@ -198,20 +220,29 @@ func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (C
 	return c, nil
 }
 
-// checkNotRevoked looks the token's user up (Identity Toolkit accounts:lookup), as the Admin SDK's
-// VerifyIDTokenAndCheckRevoked does, and refuses a token issued before the user's
+// checkNotRevoked looks the token's user up (Identity Toolkit accounts:lookup, or the cache), as the
+// Admin SDK's VerifyIDTokenAndCheckRevoked does, and refuses a token issued before the user's
 // tokensValidAfterTime or of a disabled user. A user that no longer exists is an invalid token; any
 // other failure of the lookup is the platform's.
 func (v *Verifier) checkNotRevoked(ctx context.Context, tok *auth.Token) error {
-	user, err := v.idTokens.GetUser(ctx, tok.UID)
+	user, ok := v.users.get(tok.UID)
+	if !ok {
+		record, err := v.idTokens.GetUser(ctx, tok.UID)
+		switch {
+		case auth.IsUserNotFound(err):
+		case err != nil:
+			return &UnavailableError{Kind: IDToken, Err: fmt.Errorf("look the user up: %w", err)}
+		default:
+			user = userState{exists: true, disabled: record.Disabled, validAfterMillis: record.TokensValidAfterMillis}
+		}
+		v.users.put(tok.UID, user)
+	}
 	switch {
-	case auth.IsUserNotFound(err):
+	case !user.exists:
 		return &TokenError{Kind: IDToken, Reason: Invalid, Err: errors.New("the user no longer exists")}
-	case err != nil:
-		return &UnavailableError{Kind: IDToken, Err: fmt.Errorf("look the user up: %w", err)}
-	case user.Disabled:
+	case user.disabled:
 		return &TokenError{Kind: IDToken, Reason: Revoked, Err: errors.New("the user is disabled")}
-	case tok.IssuedAt*1000 < user.TokensValidAfterMillis:
+	case tok.IssuedAt*1000 < user.validAfterMillis:
 		return &TokenError{Kind: IDToken, Reason: Revoked, Err: errors.New("issued before the user's sessions were revoked")}
 	}
 	return nil

@@ -240,7 +240,8 @@ func (g *googleEndpoints) idToken(t *testing.T, project, uid string) string {
 
 // TestRevokedIDTokensAreRefusedWhenAsked: outside emulator mode, with CheckRevoked a signed ID token
 // issued before the user's sessions were revoked, or of a disabled user, is refused (Reason
-// Revoked), each verification costing one Identity Toolkit lookup, and a lookup the platform fails
+// Revoked), each verification costing one Identity Toolkit lookup (one per user within
+// RevokedCacheTTL when set), and a lookup the platform fails
 // is an *UnavailableError; without it the same token is accepted until it expires, and nothing is
 // looked up. The accounts are the Auth emulator's, revoked and disabled with the Admin SDK.
 func TestRevokedIDTokensAreRefusedWhenAsked(t *testing.T) {
@@ -305,6 +306,16 @@ func TestRevokedIDTokensAreRefusedWhenAsked(t *testing.T) {
 	}
 	if n := g.lookups.Load(); n != 0 {
 		t.Errorf("without CheckRevoked: %d Identity Toolkit requests, want none", n)
+	}
+	caching := g.verifier(t, project, callerauth.Requirements{IDToken: true, CheckRevoked: true, RevokedCacheTTL: time.Hour})
+	g.lookups.Store(0)
+	for range 5 {
+		if _, err := caching.Verify(ctx, tokens[revoked.UID], ""); err == nil {
+			t.Error("a revoked token accepted with a cache")
+		}
+	}
+	if n := g.lookups.Load(); n != 1 {
+		t.Errorf("with RevokedCacheTTL: %d Identity Toolkit requests for 5 verifications of one user, want 1", n)
 	}
 
 	g.down.Store(true)

@@ -14,7 +14,8 @@ import (
 )
 
 // incrementLimited adds r's increment for r.Caller only while the caller's total on the counter
-// (kept in {counters}/{id}/callers/{hash of caller}) stays within [0, r.Limit]: with limit 1, a
+// (kept in {counters}/{id}/callers/{hash of caller}; one written before the counter's current
+// epoch is 0, see PurgeMembers) stays within [0, r.Limit]: with limit 1, a
 // user's +1 counts once, a second +1 does not, and a -1 takes it back. One transaction reads the
 // total (and the key's dedupe record) and writes the shard, the total and the record, so concurrent
 // requests of one caller never pass the limit. It bypasses group commit.
@@ -85,14 +86,20 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 			return Result{}, err
 		}
 	}
+	// A total written before the counter's current epoch began (a Reset, or a Delete and a new
+	// counter) is 0: the counter document's read orders this against both.
+	counterSnap, err := tx.Get(s.schema.CounterRef(s.client, inc.Counter))
+	if err != nil && status.Code(err) != codes.NotFound {
+		return Result{}, err
+	}
 	var total int64
 	snap, err := tx.Get(callerRef)
 	switch {
-	case err == nil:
+	case err == nil && counterSnap.Exists() && !snap.UpdateTime.Before(epochStart(counterSnap)):
 		if total, err = callerTotal(snap); err != nil {
 			return Result{}, err
 		}
-	case status.Code(err) != codes.NotFound:
+	case err != nil && status.Code(err) != codes.NotFound:
 		return Result{}, err
 	}
 	// A dedupe record of an uncounted request says delta 0, which no counted request has.

@@ -3,9 +3,7 @@ package counter
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"slices"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -14,18 +12,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// MaxLockedCallers bounds the per-caller totals (limited increments) that Reset and Delete remove in
-// their one transaction; a counter with more is refused with ErrTooManyCallers, changing nothing.
-const MaxLockedCallers = 10_000
-
-// ErrTooManyCallers is returned by Reset and Delete for a counter holding more than MaxLockedCallers
-// per-caller totals: they could not be removed in the same transaction as the value.
-var ErrTooManyCallers = errors.New("too many per-caller totals to reset or delete in one transaction")
-
-// Delete removes counter id's counter document, every shard document, every per-caller total, its
-// member fences (so no member increment planned before can apply) and its roll-up in one transaction
-// (its member documents are left to PurgeMembers); it fails with ErrNotFound when there is no counter document, and with
-// ErrTooManyCallers (deleting nothing) beyond MaxLockedCallers totals. An increment racing it is
+// Delete removes counter id's counter document, every shard document, its member fences (so no
+// member increment planned before can apply) and its roll-up in one transaction; its member
+// documents and per-caller totals no longer count and are left to PurgeMembers. It fails with
+// ErrNotFound when there is no counter document. An increment racing it is
 // ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly the
 // increments acknowledged after the delete (see Restore), and callers' totals start from 0.
 func (s *Store) Delete(ctx context.Context, id string) error {
@@ -34,7 +24,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		for _, doc := range slices.Concat(locked.shards, locked.callers) {
+		for _, doc := range locked.shards {
 			if err := tx.Delete(doc.Ref); err != nil {
 				return err
 			}
@@ -56,12 +46,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes
-// stay), removes every per-caller total and starts a new member epoch (distinct members count
-// again; the old epoch's fences are replaced by the new one's; shared.FieldMembersSince says when
-// it began, for PurgeMembers) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
+// stay) and starts a new member epoch (distinct members and per-caller totals count afresh; the old
+// epoch's fences are replaced by the new one's; shared.FieldMembersSince says when it began, for
+// PurgeMembers) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
 // sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
-// document, and with ErrTooManyCallers (changing nothing) beyond MaxLockedCallers totals. An
-// increment racing it is ordered wholly before it (discarded) or after it (counted).
+// document. An increment racing it is ordered wholly before it (discarded) or after it (counted).
 func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err error) {
 	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		discarded = 0
@@ -86,11 +75,6 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 				updates = append(updates, firestore.Update{Path: shared.FieldBuckets, Value: firestore.Delete})
 			}
 			if err := tx.Update(shard.Ref, updates); err != nil {
-				return err
-			}
-		}
-		for _, caller := range locked.callers {
-			if err := tx.Delete(caller.Ref); err != nil {
 				return err
 			}
 		}
@@ -122,15 +106,15 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 	return discarded, nil
 }
 
-// lockedCounter is what lockCounter read: every document of a counter that holds part of its state.
+// lockedCounter is what lockCounter read: every document of a counter that holds part of its value.
 type lockedCounter struct {
-	counter         *firestore.DocumentSnapshot
-	shards, callers []*firestore.DocumentSnapshot
+	counter *firestore.DocumentSnapshot
+	shards  []*firestore.DocumentSnapshot
 }
 
-// lockCounter reads counter id's document, every shard document and every per-caller total within
-// tx, so the transaction's writes are ordered against every increment, limited or not; ErrNotFound
-// when the counter document is missing, ErrTooManyCallers beyond MaxLockedCallers totals.
+// lockCounter reads counter id's document and every shard document within tx, so the transaction's
+// writes are ordered against every increment (a limited one reads the counter document too);
+// ErrNotFound when the counter document is missing.
 func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var locked lockedCounter
@@ -142,13 +126,6 @@ func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter
 	}
 	if locked.shards, err = tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll(); err != nil {
 		return lockedCounter{}, err
-	}
-	callers := counterRef.Collection(shared.CallersCollection).Limit(MaxLockedCallers + 1)
-	if locked.callers, err = tx.Documents(callers).GetAll(); err != nil {
-		return lockedCounter{}, err
-	}
-	if len(locked.callers) > MaxLockedCallers {
-		return lockedCounter{}, fmt.Errorf("%w: more than %d", ErrTooManyCallers, MaxLockedCallers)
 	}
 	return locked, nil
 }

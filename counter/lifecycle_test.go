@@ -2,6 +2,7 @@ package counter_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,17 +34,30 @@ func callerDocs(t *testing.T, client *firestore.Client, id string) []*firestore.
 	return docs
 }
 
+// purgeAll calls PurgeMembers on counter id until it says nothing is left, and returns the calls.
+func purgeAll(t *testing.T, s *counter.Store, id string) (calls int) {
+	t.Helper()
+	for more := true; more; calls++ {
+		if calls > 100 {
+			t.Fatal("PurgeMembers still says more after 100 calls")
+		}
+		var err error
+		if _, more, err = s.PurgeMembers(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return calls
+}
+
 // TestResetStartsPerCallerTotalsAfresh: like → Reset → unlike leaves 0 (the unlike has nothing to take
-// back), and a like after the reset counts.
+// back), a like after the reset counts, and the purge removes the old total only.
 func TestResetStartsPerCallerTotalsAfresh(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
 	like(t, s, "post", "alice", 1, true)
-	if discarded, err := s.Reset(ctx, "post"); err != nil || discarded != 1 {
-		t.Fatalf("reset = %d, %v; want 1 discarded", discarded, err)
-	}
-	if docs := callerDocs(t, client, "post"); len(docs) != 0 {
-		t.Errorf("%d per-caller totals left after the reset, want none", len(docs))
+	like(t, s, "post", "bob", 1, true)
+	if discarded, err := s.Reset(ctx, "post"); err != nil || discarded != 2 {
+		t.Fatalf("reset = %d, %v; want 2 discarded", discarded, err)
 	}
 	like(t, s, "post", "alice", -1, false)
 	if got := sum(t, s, "post"); got != 0 {
@@ -53,10 +67,16 @@ func TestResetStartsPerCallerTotalsAfresh(t *testing.T) {
 	if got := sum(t, s, "post"); got != 1 {
 		t.Errorf("post = %d after a like following the reset, want 1", got)
 	}
+	purgeAll(t, s, "post")
+	if docs := callerDocs(t, client, "post"); len(docs) != 1 {
+		t.Errorf("%d per-caller totals after the purge, want 1 (alice's, of the new epoch)", len(docs))
+	}
+	like(t, s, "post", "alice", 1, false)
+	like(t, s, "post", "bob", 1, true)
 }
 
-// TestDeleteRemovesPerCallerTotals: no per-caller total outlives its counter, and a like on the new
-// counter of the same ID counts.
+// TestDeleteRemovesPerCallerTotals: a like on the new counter of the same ID counts, also before
+// the purge, which then leaves no total of the deleted counter and keeps the new one's.
 func TestDeleteRemovesPerCallerTotals(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
@@ -65,12 +85,62 @@ func TestDeleteRemovesPerCallerTotals(t *testing.T) {
 	if err := s.Delete(ctx, "post"); err != nil {
 		t.Fatal(err)
 	}
-	if docs := callerDocs(t, client, "post"); len(docs) != 0 {
-		t.Errorf("%d per-caller totals outlived their counter", len(docs))
-	}
 	like(t, s, "post", "alice", 1, true)
 	if got := sum(t, s, "post"); got != 1 {
 		t.Errorf("post = %d after a like on the new counter, want 1", got)
+	}
+	purgeAll(t, s, "post")
+	if docs := callerDocs(t, client, "post"); len(docs) != 1 {
+		t.Errorf("%d per-caller totals after the purge, want 1 (alice's on the new counter)", len(docs))
+	}
+	like(t, s, "post", "alice", 1, false)
+}
+
+// TestResetAndDeleteWithMoreThan10000PerCallerTotals: a counter holding 10,001 per-user totals (a
+// single transaction once refused it with 409 forever) is reset and deleted; the old totals no
+// longer count at once and are purged in bounded calls.
+func TestResetAndDeleteWithMoreThan10000PerCallerTotals(t *testing.T) {
+	s, client := newStore(t)
+	ctx := context.Background()
+	const totals = 10_001
+	seed := func(prefix string) { // alice's total and 10,000 more
+		t.Helper()
+		batch := client.BulkWriter(ctx)
+		callers := schema.CounterRef(client, "post").Collection(shared.CallersCollection)
+		for i := range totals - 1 {
+			if _, err := batch.Set(callers.Doc(fmt.Sprintf("%s-%05d", prefix, i)),
+				map[string]any{shared.FieldNet: int64(1), shared.FieldUpdatedAt: firestore.ServerTimestamp}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch.End()
+		if n := len(callerDocs(t, client, "post")); n != totals {
+			t.Fatalf("%d per-caller totals seeded, want %d", n, totals)
+		}
+	}
+	like(t, s, "post", "alice", 1, true)
+	seed("before-reset")
+	if discarded, err := s.Reset(ctx, "post"); err != nil || discarded != 1 {
+		t.Fatalf("reset of a counter with %d per-user totals = %d, %v; want 1 discarded", totals, discarded, err)
+	}
+	like(t, s, "post", "alice", 1, true)
+	if calls := purgeAll(t, s, "post"); calls < totals/counter.MaxMembersPerPurge {
+		t.Errorf("purged %d totals in %d calls, want bounded calls of at most %d", totals, calls, counter.MaxMembersPerPurge)
+	}
+	if n := len(callerDocs(t, client, "post")); n != 1 {
+		t.Fatalf("%d per-caller totals after the reset's purge, want 1 (alice's of the new epoch)", n)
+	}
+	like(t, s, "post", "alice", 1, false)
+	if got := sum(t, s, "post"); got != 1 {
+		t.Fatalf("post = %d after the reset and one like, want 1", got)
+	}
+	seed("before-delete")
+	if err := s.Delete(ctx, "post"); err != nil {
+		t.Fatalf("delete of a counter with %d per-user totals: %v", totals, err)
+	}
+	purgeAll(t, s, "post")
+	if n := len(callerDocs(t, client, "post")); n != 0 {
+		t.Errorf("%d per-caller totals outlived their counter", n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -29,7 +30,8 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 	}
 	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{
 		IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck, RefuseAnonymous: s.cfg.RefuseAnonymousUsers,
-		CheckRevoked: s.cfg.CheckRevokedTokens})
+		VerifiedEmail: s.cfg.RequireVerifiedEmail,
+		CheckRevoked:  s.cfg.CheckRevokedTokens, RevokedCacheTTL: s.cfg.RevokedCheckCacheTTL})
 	if err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	)
 	switch {
 	case errors.As(err, &unavailable):
-		s.log.WarnContext(r.Context(), "caller's token could not be verified", "error", err.Error())
+		s.unverified.Add(context.WithoutCancel(r.Context()), tokenKind(unavailable.Kind), 1, slog.LevelWarn, slog.String("error", err.Error()))
 		retryAfter := setRetryAfter(w)
 		return "", &requestError{status: http.StatusServiceUnavailable, outcome: outcomeNotApplied,
 			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfter + " s"}
@@ -83,6 +85,9 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	case tokenErr.Reason == callerauth.Anonymous:
 		return "", &requestError{status: http.StatusForbidden, field: headerAuthorization, reason: reason, cause: err,
 			message: "anonymous users may not do this; sign in with an account, then send its ID token"}
+	case tokenErr.Reason == callerauth.Unverified:
+		return "", &requestError{status: http.StatusForbidden, field: headerAuthorization, reason: reason, cause: err,
+			message: "only users with a verified email address may do this; verify the account's email address (sendEmailVerification), then send a new ID token"}
 	}
 	message := `a valid Firebase Auth ID token is required (this one is missing, malformed, expired or for another project); send "Authorization: Bearer <ID token>" with a current token from the Firebase Auth SDK (getIdToken)`
 	switch {

@@ -20,6 +20,7 @@ import (
 
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/appcheck"
+	"firebase.google.com/go/v4/auth"
 	"github.com/golang-jwt/jwt/v4"
 
 	"github.com/shardcount/counters/callerauth"
@@ -46,20 +47,27 @@ func authEmulatorAnonymous(t *testing.T) (idToken, uid string) {
 // authEmulatorSignUp calls the Auth emulator's accounts:signUp with request.
 func authEmulatorSignUp(t *testing.T, request map[string]any) (idToken, uid string) {
 	t.Helper()
+	return authEmulatorAuth(t, "accounts:signUp", request)
+}
+
+// authEmulatorAuth calls the Auth emulator's method (accounts:signUp, accounts:signInWithPassword)
+// with request and returns the ID token and user ID it answers.
+func authEmulatorAuth(t *testing.T, method string, request map[string]any) (idToken, uid string) {
+	t.Helper()
 	testenv.SkipIfShort(t, "the Auth emulator")
 	host := os.Getenv(emulators.AuthHostEnv)
 	if host == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, which starts the Auth emulator", emulators.AuthHostEnv)
 	}
 	body, _ := json.Marshal(request)
-	resp, err := http.Post("http://"+host+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key=local", "application/json", bytes.NewReader(body))
+	resp, err := http.Post("http://"+host+"/identitytoolkit.googleapis.com/v1/"+method+"?key=local", "application/json", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("sign up %v: %v", request, err)
+		t.Fatalf("%s %v: %v", method, request, err)
 	}
 	defer resp.Body.Close()
 	var out struct{ IDToken, LocalID string }
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
-		t.Fatalf("sign up %v: HTTP %d, %v", request, resp.StatusCode, err)
+		t.Fatalf("%s %v: HTTP %d, %v", method, request, resp.StatusCode, err)
 	}
 	return out.IDToken, out.LocalID
 }
@@ -350,7 +358,7 @@ func TestUnsignedIDTokensAreRefusedInProduction(t *testing.T) {
 
 // TestTokenVerificationFailuresOfThePlatformAre503: when Google's public keys cannot be fetched, a
 // well-formed ID token gets 503 with Retry-After, outcome not_applied and a fixed text (no transport
-// details), and nothing is counted.
+// details), and nothing is counted; the failures are logged sampled, not one line each.
 func TestTokenVerificationFailuresOfThePlatformAre503(t *testing.T) {
 	srv := productionCallerServer(t, true)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -366,7 +374,20 @@ func TestTokenVerificationFailuresOfThePlatformAre503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + signed}, `{"counter":"unverified"}`)
+	const requests = 20
+	var a answer
+	for range requests {
+		a = srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + signed}, `{"counter":"unverified"}`)
+	}
+	warnings := 0
+	for _, line := range testenv.JSONLines(t, srv.logs.String()) {
+		if line["message"] == "caller's token could not be verified" {
+			warnings++
+		}
+	}
+	if warnings == 0 || warnings > 5 {
+		t.Errorf("%d requests logged %d lines of their own, want 1 to 5 (sampled)", requests, warnings)
+	}
 	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || a.body["outcome"] != "not_applied" {
 		t.Errorf("%d %s (Retry-After %q); want 503, Retry-After, outcome not_applied", a.status, a.raw, a.header.Get("Retry-After"))
 	}
@@ -398,6 +419,40 @@ func TestAnonymousUsersRefusedWhenAsked(t *testing.T) {
 	lenient := newCallerServer(t, callerauth.Requirements{IDToken: true}, 1)
 	if a := lenient.incrementAs(t, map[string]string{"Authorization": "Bearer " + anonymous}, `{"counter":"photo"}`); a.status != http.StatusOK {
 		t.Errorf("anonymous user, not refused: %d %s, want 200", a.status, a.raw)
+	}
+}
+
+// TestUnverifiedEmailsRefusedWhenAsked: with REQUIRE_VERIFIED_EMAIL, an email sign-up's ID token
+// (made at will, address unverified) and an anonymous one get 403 (field Authorization) and count
+// nothing; once the address is verified, the user's new token counts.
+func TestUnverifiedEmailsRefusedWhenAsked(t *testing.T) {
+	email := "new+" + strings.ToLower(rand.Text()[:12]) + "@example.com"
+	unverified, uid := authEmulatorSignUp(t, map[string]any{"email": email, "password": "secret-123", "returnSecureToken": true})
+	anonymous, _ := authEmulatorAnonymous(t)
+	srv := newCallerServer(t, callerauth.Requirements{IDToken: true, VerifiedEmail: true}, 1)
+	for name, token := range map[string]string{"unverified address": unverified, "anonymous": anonymous} {
+		a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + token}, `{"counter":"photo"}`)
+		if a.status != http.StatusForbidden || a.body["field"] != "Authorization" || !strings.Contains(a.raw, "verified email") {
+			t.Errorf("%s: %d %s, want 403 with field Authorization asking for a verified email address", name, a.status, a.raw)
+		}
+	}
+	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
+		t.Errorf("refused tokens wrote %v", paths)
+	}
+	app, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: os.Getenv("GOOGLE_CLOUD_PROJECT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := app.Auth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UpdateUser(context.Background(), uid, (&auth.UserToUpdate{}).EmailVerified(true)); err != nil {
+		t.Fatal(err)
+	}
+	verified, _ := authEmulatorAuth(t, "accounts:signInWithPassword", map[string]any{"email": email, "password": "secret-123", "returnSecureToken": true})
+	if a := srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + verified}, `{"counter":"photo"}`); a.status != http.StatusOK {
+		t.Errorf("verified address: %d %s, want 200", a.status, a.raw)
 	}
 }
 

@@ -25,6 +25,10 @@ const (
 	// refused with a 4xx); the first few refusals of a token per reason and minute also get a line
 	// of their own ("increment refused", with the error), which no metric counts.
 	EventIncrementsRefused = "increments_refused"
+	// EventTokensUnverified: one line per kind of token (id_token, app_check) and minute per
+	// instance, with count (tokens the platform could not verify: 503); the first few per minute
+	// also get a WARN line of their own, with the error.
+	EventTokensUnverified = "tokens_unverified"
 	// EventIncrementOutcomeUnknown: one ERROR line per 504.
 	EventIncrementOutcomeUnknown = "increment_outcome_unknown"
 	// EventRollupWritten: one line per roll-up written, with age_seconds (rollup.Written.Age) and source.
@@ -51,19 +55,22 @@ const (
 // refusalsInFull is how many token refusals per reason and minute an instance logs in full.
 const refusalsInFull = 5
 
-// newTallies returns the per-instance tallies of applied and refused increments.
-func newTallies(log *slog.Logger) (applied, refused *logtally.Tally) {
+// newTallies returns the per-instance tallies of applied and refused increments and of tokens not verified.
+func newTallies(log *slog.Logger) (applied, refused, unverified *logtally.Tally) {
 	applied = logtally.New(log, logtally.Options{Event: EventIncrementsApplied, LabelKey: "source", SumKey: "delta",
 		Summary: "increments applied"})
 	refused = logtally.New(log, logtally.Options{Event: EventIncrementsRefused, LabelKey: "reason",
 		Message: "increment refused", Summary: "increments refused", Full: refusalsInFull})
-	return applied, refused
+	unverified = logtally.New(log, logtally.Options{Event: EventTokensUnverified, LabelKey: "kind",
+		Message: "caller's token could not be verified", Summary: "caller tokens not verified", Full: refusalsInFull})
+	return applied, refused, unverified
 }
 
 // flushTallies writes the tallies' summaries now (at shutdown).
 func (s *Service) flushTallies(ctx context.Context) {
 	s.applied.Flush(ctx)
 	s.refused.Flush(ctx)
+	s.unverified.Flush(ctx)
 }
 
 // logRollupWritten logs a roll-up the engine wrote, for the roll-up age metric.
@@ -129,17 +136,24 @@ func refusalReason(err error) (string, bool) {
 	return "", false
 }
 
+// tokenKind names a kind of token in log lines.
+func tokenKind(k callerauth.Kind) string {
+	if k == callerauth.AppCheckToken {
+		return "app_check"
+	}
+	return "id_token"
+}
+
 // tokenRefusal is the reason of a refused token (the "reason" of EventIncrementsRefused).
 func tokenRefusal(e *callerauth.TokenError) string {
-	kind := "id_token"
-	if e.Kind == callerauth.AppCheckToken {
-		kind = "app_check"
-	}
+	kind := tokenKind(e.Kind)
 	switch e.Reason {
 	case callerauth.Missing:
 		return kind + "_missing"
 	case callerauth.Anonymous:
 		return kind + "_anonymous"
+	case callerauth.Unverified:
+		return kind + "_unverified"
 	}
 	return kind + "_invalid"
 }

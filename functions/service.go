@@ -26,18 +26,19 @@ import (
 // Service is every entry point over one set of dependencies. Production builds one lazily per
 // instance (see register.go); tests build their own over an emulator.
 type Service struct {
-	cfg      config.Config
-	counters *counter.Store
-	rollups  *rollup.Store
-	engine   *rollup.Engine
-	folder   *extshards.Folder
-	counting *sources.Counting
-	log      *slog.Logger
-	applied  *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
-	refused  *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
-	callers  *callerauth.Verifier // nil: callers are not verified
-	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
-	origins  map[string]bool      // ALLOWED_ORIGINS
+	cfg        config.Config
+	counters   *counter.Store
+	rollups    *rollup.Store
+	engine     *rollup.Engine
+	folder     *extshards.Folder
+	counting   *sources.Counting
+	log        *slog.Logger
+	applied    *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
+	refused    *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
+	unverified *logtally.Tally      // tokens the platform could not verify, per kind (EventTokensUnverified)
+	callers    *callerauth.Verifier // nil: callers are not verified
+	ids        *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
+	origins    map[string]bool      // ALLOWED_ORIGINS
 
 	betweenCountReads func(id string) // tests: runs between Count's read of the roll-up and of the exact value
 }
@@ -58,18 +59,19 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 	for _, o := range cfg.Origins() {
 		origins[o] = true
 	}
-	applied, refused := newTallies(log)
+	applied, refused, unverified := newTallies(log)
 	s := &Service{
-		origins:  origins,
-		cfg:      cfg,
-		counters: counters,
-		rollups:  rollup.NewStore(client, cfg.Schema()),
-		engine:   rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
-		folder:   extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
-		log:      log,
-		applied:  applied,
-		refused:  refused,
-		ids:      cfg.CounterIDs(),
+		origins:    origins,
+		cfg:        cfg,
+		counters:   counters,
+		rollups:    rollup.NewStore(client, cfg.Schema()),
+		engine:     rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
+		folder:     extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
+		log:        log,
+		applied:    applied,
+		refused:    refused,
+		unverified: unverified,
+		ids:        cfg.CounterIDs(),
 	}
 	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log)
 	s.engine.OnWrite(s.logRollupWritten)
@@ -151,9 +153,6 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 			how = "with ConfigureCounter (CREATE_ON_INCREMENT is off: increments do not create counters)"
 		}
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it " + how, Field: "counter"})
-	case errors.Is(err, counter.ErrTooManyCallers):
-		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("the counter holds more than %d per-user totals "+
-			"(PER_CALLER_LIMIT), too many to reset or delete with its value in one transaction; nothing was changed", counter.MaxLockedCallers)})
 	case errors.Is(err, counter.ErrOutcomeUnknown):
 		// Cloud Run answers 504 to a request that timed out, also an unknown outcome.
 		s.log.ErrorContext(r.Context(), "increment outcome unknown", "event", EventIncrementOutcomeUnknown, "error", err.Error(), "path", r.URL.Path)

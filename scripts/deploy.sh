@@ -353,6 +353,8 @@ each_project_role() {
   local db="projects/$PROJECT/databases/$DATABASE" role PROJECT_NUMBER bucket
   "$1" "$RUNTIME_SA" roles/datastore.user \
     "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
+  # CHECK_REVOKED_TOKENS looks users up (firebaseauth.users.get); --remove revokes it whatever the setting.
+  if $REMOVE || is_true "$(setting CHECK_REVOKED_TOKENS)"; then "$1" "$RUNTIME_SA" roles/firebaseauth.viewer; fi
   # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
   "$1" "$TRIGGER_SA" roles/eventarc.eventReceiver
   for role in "${BUILD_ROLES[@]}"; do "$1" "$BUILD_SA" "$role"; done
@@ -534,23 +536,19 @@ deploy_function() {
     "${limits[@]}" --quiet "${trigger[@]}"
 }
 
-# grant_trigger_invoker lets the trigger account invoke an event function: Pub/Sub push and
-# Eventarc call it as that account, and only it.
-grant_trigger_invoker() {
-  [[ $3 != - ]] || return 0
-  run gcloud functions add-invoker-policy-binding "$1" --project="$PROJECT" --region="$REGION" \
-    --member="serviceAccount:$TRIGGER_SA"
-}
-
-# sync_invokers makes the invokers of an HTTP function exactly its list: --admin-invoker members for
-# an admin function, --invoker members for the others, plus allUsers for a function that is public on
-# request when --allow-unauthenticated-increments is given. It grants the listed members, then reads
-# the service's policy and revokes roles/run.invoker from every other member.
+# sync_invokers makes the invokers of a function exactly its list: the trigger account for an event
+# function (Pub/Sub push and Eventarc call it as that account, and only it), --admin-invoker members
+# for an admin function, --invoker members for the other HTTP ones, plus allUsers for a function that
+# is public on request when --allow-unauthenticated-increments is given. It grants the listed members,
+# then reads the service's policy and revokes roles/run.invoker from every other member.
 sync_invokers() {
   local name=$1 event_type=$3 public_on_request=${13} admin=${14} member CURRENT_INVOKERS
-  [[ $event_type == - ]] || return 0
   local wanted=("${INVOKERS[@]}")
-  if $admin; then wanted=("${ADMIN_INVOKERS[@]}"); fi
+  if [[ $event_type != - ]]; then
+    wanted=("serviceAccount:$TRIGGER_SA")
+  elif $admin; then
+    wanted=("${ADMIN_INVOKERS[@]}")
+  fi
   if $public_on_request && $PUBLIC_INCREMENTS; then wanted+=(allUsers); fi
   for member in "${wanted[@]}"; do
     run gcloud functions add-invoker-policy-binding "$name" --project="$PROJECT" --region="$REGION" \
@@ -578,14 +576,16 @@ is_true() {
 }
 
 # warn_public_increments says what a public Increment lets callers do that the settings do not
-# bound: calls without an account (none required, App Check alone, or anonymous sign-in accepted),
+# bound: calls without an account (none required, App Check alone, anonymous sign-in accepted, or
+# email sign-up without a verified address),
 # counters created by increment under any name, and distinct counters fed members the client makes
 # up. terraform/functions.tf's check says the same, in the same words.
 warn_public_increments() {
   $PUBLIC_INCREMENTS || return 0
-  local id_token=false app_check=false anonymous=true creates=false risks=() adds
+  local id_token=false app_check=false anonymous=true unverified=true creates=false risks=() adds
   is_true "$(setting REQUIRE_ID_TOKEN)" && id_token=true
   is_true "$(setting REQUIRE_APP_CHECK)" && app_check=true
+  is_true "$(setting REQUIRE_VERIFIED_EMAIL)" && anonymous=false unverified=false
   is_true "$(setting REFUSE_ANONYMOUS_USERS)" && anonymous=false
   is_true "$(setting CREATE_ON_INCREMENT)" && [[ -z $(setting COUNTER_ID_PATTERN) ]] && creates=true
   adds="may call it and add up to MAX_DELTA=$(setting MAX_DELTA) per request"
@@ -595,6 +595,8 @@ warn_public_increments() {
     risks+=("Anyone with your app $adds, with no bound per person (App Check alone attests the app, not who uses it).")
   elif $anonymous; then
     risks+=("Anyone who signs in anonymously, as often as they like, $adds: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them).")
+  elif $unverified; then
+    risks+=("Anyone who signs up with an email address, as often as they like (email sign-up makes accounts at will), $adds: each account is a new user to PER_CALLER_LIMIT and to distinct counters (REQUIRE_VERIFIED_EMAIL=true refuses accounts without a verified address).")
   fi
   if $creates; then
     risks+=("Callers may create any number of counters with any name (CREATE_ON_INCREMENT without COUNTER_ID_PATTERN): each stays, costs writes and shows in roll-up lists.")
@@ -1015,7 +1017,6 @@ main() {
   each_function deploy_function
   remove_undeclared_sources
   each_function attach_dead_letter
-  each_function grant_trigger_invoker
   each_function sync_invokers
   ensure_scheduler_jobs
   ensure_monitoring

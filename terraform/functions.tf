@@ -1,14 +1,26 @@
-# The source: the repository zipped without what the build does not need (as .gcloudignore), stored
-# under a name that is its content hash, so that the same commit always yields the same object.
+# The source: an allow-list, as .gcloudignore: go.mod, go.sum, counter-sources.json and the non-test
+# Go files of the root package and the packages it imports, zipped under a name that is its content
+# hash, so that the same commit always yields the same object.
+locals {
+  source_root     = "${path.module}/.."
+  source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "rollup", "shared", "shared/wire", "sources", "version"]
+  source_files = sort([for f in concat(
+    ["go.mod", "go.sum", "counters.go", "counter-sources.json"],
+    flatten([for dir in local.source_packages : tolist(fileset(local.source_root, "${dir}/*.go"))]),
+  ) : f if length(regexall("_test\\.go$|(^|/)testdata/", f)) == 0])
+}
+
 data "archive_file" "source" {
   type        = "zip"
-  source_dir  = "${path.module}/.."
   output_path = "${path.module}/.build/source.zip"
-  excludes = [
-    ".git", ".git/**", ".ci/**", ".localstack/**", "bin/**", "cmd/**", "internal/**", "scripts/**",
-    "terraform/**", "publisher/**", "client/**", "rules/**", "**/*_test.go", "**/testdata/**", "**/*.md", "*.md", ".gcloudignore", ".gitignore",
-    "*.rules", "Makefile", "web/**", "docs/**",
-  ]
+
+  dynamic "source" {
+    for_each = local.source_files
+    content {
+      content  = file("${local.source_root}/${source.value}")
+      filename = source.value
+    }
+  }
 }
 
 resource "google_storage_bucket" "source" {
@@ -115,19 +127,21 @@ resource "google_cloud_run_service_iam_binding" "invoker" {
 }
 
 # What a public Increment lets callers do that the settings do not bound: calls without an account
-# (none required, App Check alone, or anonymous sign-in accepted), counters created by increment
+# (none required, App Check alone, anonymous sign-in accepted, or email sign-up without a verified
+# address), counters created by increment
 # under any name, and distinct counters fed members the client makes up. `terraform plan` and `apply`
 # warn (a check does not stop them) in the words scripts/deploy.sh uses.
 locals {
   # The functions' settings as they read them: var.environment's, an empty one unset, else the default.
   settings = merge(local.deployment.env_defaults, { for name, value in var.environment : name => value if value != "" })
-  increment_guards = { for name in ["REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "REFUSE_ANONYMOUS_USERS", "CREATE_ON_INCREMENT"] :
+  increment_guards = { for name in ["REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "REFUSE_ANONYMOUS_USERS", "CREATE_ON_INCREMENT", "CHECK_REVOKED_TOKENS", "REQUIRE_VERIFIED_EMAIL"] :
     name => contains(["1", "t", "T", "TRUE", "true", "True"], local.settings[name])
   }
   public_increment_risks = var.public_increments ? compact([
     !local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REQUIRE_APP_CHECK ? "Anyone may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request, with no bound per person." : "",
     !local.increment_guards.REQUIRE_ID_TOKEN && local.increment_guards.REQUIRE_APP_CHECK ? "Anyone with your app may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request, with no bound per person (App Check alone attests the app, not who uses it)." : "",
-    local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REFUSE_ANONYMOUS_USERS ? "Anyone who signs in anonymously, as often as they like, may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them)." : "",
+    local.increment_guards.REQUIRE_ID_TOKEN && !local.increment_guards.REFUSE_ANONYMOUS_USERS && !local.increment_guards.REQUIRE_VERIFIED_EMAIL ? "Anyone who signs in anonymously, as often as they like, may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request: each sign-in is a new user to PER_CALLER_LIMIT and to distinct counters (REFUSE_ANONYMOUS_USERS=true refuses them)." : "",
+    local.increment_guards.REQUIRE_ID_TOKEN && local.increment_guards.REFUSE_ANONYMOUS_USERS && !local.increment_guards.REQUIRE_VERIFIED_EMAIL ? "Anyone who signs up with an email address, as often as they like (email sign-up makes accounts at will), may call it and add up to MAX_DELTA=${local.settings.MAX_DELTA} per request: each account is a new user to PER_CALLER_LIMIT and to distinct counters (REQUIRE_VERIFIED_EMAIL=true refuses accounts without a verified address)." : "",
     local.increment_guards.CREATE_ON_INCREMENT && local.settings.COUNTER_ID_PATTERN == "" ? "Callers may create any number of counters with any name (CREATE_ON_INCREMENT without COUNTER_ID_PATTERN): each stays, costs writes and shows in roll-up lists." : "",
     !local.increment_guards.REQUIRE_ID_TOKEN ? "A distinct counter, if you configure one, counts whatever member a caller sends: its count can be inflated at will, each made-up member costs documents, and counted:false tells anyone whether a given member (say an email address) was counted (REQUIRE_ID_TOKEN=true makes the member the signed-in user)." : "",
   ]) : []

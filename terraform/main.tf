@@ -65,7 +65,7 @@ locals {
   # Cloud Functions copies the source object into its source bucket of the region, which it creates
   # on the first deploy, and the build reads it there: the build's storage role holds on that bucket alone.
   sources_bucket = "projects/_/buckets/gcf-v2-sources-${data.google_project.project.number}-${var.region}"
-  identity_roles = {
+  identity_roles = merge({
     "runtime roles/datastore.user" = {
       identity = "runtime", role = "roles/datastore.user", condition = {
         title      = "counters-database-only"
@@ -81,7 +81,10 @@ locals {
         expression = "resource.name == \"${local.sources_bucket}\" || resource.name.startsWith(\"${local.sources_bucket}/\")"
       }
     }
-  }
+    # CHECK_REVOKED_TOKENS looks users up (firebaseauth.users.get).
+    }, local.increment_guards.CHECK_REVOKED_TOKENS ? {
+    "runtime roles/firebaseauth.viewer" = { identity = "runtime", role = "roles/firebaseauth.viewer", condition = null }
+  } : {})
 }
 
 data "google_project" "project" {

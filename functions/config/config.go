@@ -93,7 +93,8 @@ type Config struct {
 	// (Authorization: Bearer): the user it names is the verified caller.
 	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`
 	// RequireAppCheck makes Increment accept only requests with a valid Firebase App Check token
-	// (X-Firebase-AppCheck): they come from the project's genuine apps.
+	// (X-Firebase-AppCheck), which the project's genuine apps get. A token is not consumed: whoever
+	// captures one may replay it, as the app, until it expires (its TTL: 1 hour by default, up to 7 days).
 	RequireAppCheck bool `env:"REQUIRE_APP_CHECK, default=false" usedBy:"Increment"`
 	// PerCallerLimit, when positive, holds each verified user's total on each counter within
 	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
@@ -110,12 +111,21 @@ type Config struct {
 	// client gets at will: it keeps PER_CALLER_LIMIT's "one per user" to users with an account. It
 	// needs REQUIRE_ID_TOKEN.
 	RefuseAnonymousUsers bool `env:"REFUSE_ANONYMOUS_USERS, default=false" usedBy:"Increment"`
+	// RequireVerifiedEmail makes Increment refuse (403) ID tokens without a verified email address
+	// (claim email_verified): email sign-up, like anonymous sign-in, makes accounts at will, so
+	// PER_CALLER_LIMIT's "one per user" and distinct counters hold per address only with it. It
+	// needs REQUIRE_ID_TOKEN.
+	RequireVerifiedEmail bool `env:"REQUIRE_VERIFIED_EMAIL, default=false" usedBy:"Increment"`
 	// CheckRevokedTokens makes Increment refuse (401) an ID token issued before the user's sessions
 	// were revoked (a revocation, a password change) or of a disabled user; otherwise such a token
-	// counts until it expires, up to an hour. It costs one Identity Toolkit API call (accounts:lookup)
-	// per request: its latency is added to every increment, and the project's Identity Toolkit quota
-	// then bounds Increment's rate. It needs REQUIRE_ID_TOKEN.
+	// counts until it expires, up to an hour. Each instance looks a user up (Identity Toolkit
+	// accounts:lookup, on the project's Identity Toolkit quota) once per REVOKED_CHECK_CACHE_TTL,
+	// so a revocation takes effect within it. The deploy grants the runtime account
+	// roles/firebaseauth.viewer for it. It needs REQUIRE_ID_TOKEN.
 	CheckRevokedTokens bool `env:"CHECK_REVOKED_TOKENS, default=false" usedBy:"Increment"`
+	// RevokedCheckCacheTTL is how long an instance reuses a user's lookup for CHECK_REVOKED_TOKENS
+	// (for up to 10,000 users).
+	RevokedCheckCacheTTL time.Duration `env:"REVOKED_CHECK_CACHE_TTL, default=30s" min:"1s" max:"5m" usedBy:"Increment"`
 }
 
 // namedBounds are the constants a min or max tag may name.

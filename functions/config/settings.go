@@ -116,6 +116,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	if c.RefuseAnonymousUsers && !c.RequireIDToken {
 		errs = append(errs, errors.New("REFUSE_ANONYMOUS_USERS=true needs REQUIRE_ID_TOKEN=true: it is about the ID tokens of anonymous users"))
 	}
+	if c.RequireVerifiedEmail && !c.RequireIDToken {
+		errs = append(errs, errors.New("REQUIRE_VERIFIED_EMAIL=true needs REQUIRE_ID_TOKEN=true: it is about the ID tokens' email addresses"))
+	}
 	if c.CheckRevokedTokens && !c.RequireIDToken {
 		errs = append(errs, errors.New("CHECK_REVOKED_TOKENS=true needs REQUIRE_ID_TOKEN=true: it checks the users of ID tokens"))
 	}

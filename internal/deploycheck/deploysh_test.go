@@ -84,10 +84,11 @@ func removed(commands []string, name string) []string {
 	return members
 }
 
-// TestInvokerListsAreAuthoritative: each HTTP function ends up with exactly its list: members the
-// service has but the list lacks are revoked (allUsers too, once public increments are off), admin
-// invokers reach ConfigureCounter only and HTTP invokers the others, and a failed revoke stops the
-// deploy instead of being hidden.
+// TestInvokerListsAreAuthoritative: each function ends up with exactly its list: members the
+// service has but the list lacks are revoked (allUsers too, once public increments are off, and from
+// the event functions, which the trigger account alone invokes), admin invokers reach
+// ConfigureCounter only and HTTP invokers the others, and a failed revoke stops the deploy instead
+// of being hidden.
 func TestInvokerListsAreAuthoritative(t *testing.T) {
 	requireBash(t)
 	g := newFakeGcloud(t, "FAKE_INVOKERS=user:gone@x.com user:app@x.com user:ops@x.com allUsers")
@@ -99,6 +100,8 @@ func TestInvokerListsAreAuthoritative(t *testing.T) {
 		"increment":         "user:gone@x.com user:ops@x.com allUsers",
 		"count":             "user:gone@x.com user:ops@x.com allUsers",
 		"configure-counter": "user:gone@x.com user:app@x.com allUsers",
+		// An allUsers here would let anyone POST push envelopes with any publishTime.
+		"increment-from-pubsub": "user:gone@x.com user:app@x.com user:ops@x.com allUsers",
 	} {
 		if got := strings.Join(removed(commands, name), " "); got != want {
 			t.Errorf("%s: revoked %q, want %q", name, got, want)
@@ -331,7 +334,8 @@ func TestBuildAccountReachesOnlyTheSourceBucket(t *testing.T) {
 		"data": cty.ObjectVal(map[string]cty.Value{"google_project": cty.ObjectVal(map[string]cty.Value{
 			"project": cty.ObjectVal(map[string]cty.Value{"number": cty.StringVal("123")})})}),
 	}}
-	locals := evalLocals(t, ctx, map[string]cty.Value{}, "database_name", "sources_bucket", "identity_roles")
+	locals := evalLocals(t, ctx, map[string]cty.Value{"increment_guards": cty.ObjectVal(map[string]cty.Value{"CHECK_REVOKED_TOKENS": cty.False})},
+		"database_name", "sources_bucket", "identity_roles")
 	granted = 0
 	for key, r := range locals["identity_roles"].AsValueMap() {
 		if !strings.HasPrefix(r.GetAttr("role").AsString(), "roles/storage.") {
@@ -345,5 +349,50 @@ func TestBuildAccountReachesOnlyTheSourceBucket(t *testing.T) {
 	}
 	if granted == 0 {
 		t.Error("terraform grants the build account no storage role: it cannot read the source")
+	}
+}
+
+// TestRevocationCheckIsGrantedItsRole: CHECK_REVOKED_TOKENS looks users up, which the runtime
+// account may do only with roles/firebaseauth.viewer: both paths grant it when the setting is on, and
+// only then (--remove revokes it either way).
+func TestRevocationCheckIsGrantedItsRole(t *testing.T) {
+	requireBash(t)
+	const grant = "--member=serviceAccount:counters-runtime@p.iam.gserviceaccount.com --role=roles/firebaseauth.viewer"
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--env", "REQUIRE_ID_TOKEN=true", "--env", "CHECK_REVOKED_TOKENS=true"}, true},
+		{[]string{"--env", "REQUIRE_ID_TOKEN=true"}, false},
+		{[]string{"--remove"}, true},
+	} {
+		commands, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, c.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		granted := false
+		for _, words := range commands {
+			line := strings.Join(words, " ")
+			granted = granted || strings.Contains(line, "-iam-policy-binding p ") && strings.Contains(line, grant)
+		}
+		if granted != c.want {
+			t.Errorf("deploy.sh %q: firebaseauth.viewer granted (or revoked) %t, want %t", c.args, granted, c.want)
+		}
+	}
+	for _, on := range []bool{true, false} {
+		ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
+			"var": cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("(default)"), "region": cty.StringVal("r")}),
+			"data": cty.ObjectVal(map[string]cty.Value{"google_project": cty.ObjectVal(map[string]cty.Value{
+				"project": cty.ObjectVal(map[string]cty.Value{"number": cty.StringVal("123")})})}),
+		}}
+		locals := evalLocals(t, ctx, map[string]cty.Value{"increment_guards": cty.ObjectVal(map[string]cty.Value{"CHECK_REVOKED_TOKENS": cty.BoolVal(on)})},
+			"database_name", "sources_bucket", "identity_roles")
+		granted := false
+		for _, r := range locals["identity_roles"].AsValueMap() {
+			granted = granted || r.GetAttr("role").AsString() == "roles/firebaseauth.viewer" && r.GetAttr("identity").AsString() == "runtime"
+		}
+		if granted != on {
+			t.Errorf("terraform, CHECK_REVOKED_TOKENS %t: firebaseauth.viewer granted %t", on, granted)
+		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // publicIncrementCases are settings of a public Increment, each with what its warning must say
-// (empty: no warning): who may call it without an account ("anyone", "App Check alone", "anonymous"),
+// (empty: no warning): who may call it without an account ("anyone", "App Check alone", "anonymous",
+// an email sign-up),
 // that callers may create counters ("create any number of counters"), and what a distinct counter
 // then tells anyone ("counted:false"). The settings are written as the functions read them.
 var publicIncrementCases = []struct {
@@ -26,11 +27,12 @@ var publicIncrementCases = []struct {
 	{[]string{"COUNTER_ID_PATTERN=post-[0-9]+"}, []string{"Anyone may call it", "counted:false"}, []string{"create any number"}},
 	{[]string{"REQUIRE_APP_CHECK=true", "COUNTER_ID_PATTERN=post-[0-9]+", "CREATE_ON_INCREMENT=false"}, []string{"App Check alone", "counted:false"}, []string{"create any number"}},
 	{[]string{"REQUIRE_ID_TOKEN=true", "REQUIRE_APP_CHECK=true", "CREATE_ON_INCREMENT=false"}, []string{"signs in anonymously"}, []string{"create any number", "counted:false"}},
-	{[]string{"REQUIRE_ID_TOKEN=true", "REFUSE_ANONYMOUS_USERS=true"}, []string{"create any number"}, []string{"Anyone", "anonymously", "counted:false"}},
+	{[]string{"REQUIRE_ID_TOKEN=true", "REFUSE_ANONYMOUS_USERS=true"}, []string{"signs up with an email address", "create any number"}, []string{"anonymously", "counted:false"}},
+	{[]string{"REQUIRE_ID_TOKEN=true", "REQUIRE_VERIFIED_EMAIL=true"}, []string{"create any number"}, []string{"Anyone", "anonymously", "counted:false"}},
 	{[]string{"CREATE_ON_INCREMENT=0"}, []string{"Anyone may call it", "counted:false"}, []string{"create any number"}},
 	// nobody without an account, and no counter created by increment: nothing to warn of
-	{[]string{"REQUIRE_ID_TOKEN=true", "REFUSE_ANONYMOUS_USERS=true", "COUNTER_ID_PATTERN=post-[0-9]+"}, nil, nil},
-	{[]string{"REQUIRE_ID_TOKEN=1", "REFUSE_ANONYMOUS_USERS=T", "CREATE_ON_INCREMENT=false"}, nil, nil},
+	{[]string{"REQUIRE_ID_TOKEN=true", "REFUSE_ANONYMOUS_USERS=true", "REQUIRE_VERIFIED_EMAIL=true", "COUNTER_ID_PATTERN=post-[0-9]+"}, nil, nil},
+	{[]string{"REQUIRE_ID_TOKEN=1", "REQUIRE_VERIFIED_EMAIL=T", "CREATE_ON_INCREMENT=false"}, nil, nil},
 }
 
 // deployWarning runs deploy.sh's dry run with the settings and returns its public-increments

@@ -108,7 +108,9 @@ func TestRemoveUndoesTheDeploy(t *testing.T) {
 			for _, name := range slices.Sorted(maps.Keys(names)) {
 				args = append(args, "--env", name+"="+names[name])
 			}
-			deploy, err := deploycheck.DryRun(script, append(args, "--opt-in", "fold-extension-shards")...)
+			// With every role: --remove revokes CHECK_REVOKED_TOKENS' whatever the setting.
+			deploy, err := deploycheck.DryRun(script, append(args, "--opt-in", "fold-extension-shards",
+				"--env", "REQUIRE_ID_TOKEN=true", "--env", "CHECK_REVOKED_TOKENS=true")...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
 // GcloudUpload lists the files `gcloud functions deploy --source=root` uploads, as gcloud itself
@@ -26,77 +29,93 @@ func GcloudUpload(ctx context.Context, root string) ([]string, error) {
 	return strings.Fields(string(out)), nil
 }
 
-// ArchiveUpload lists the files the hashicorp/archive provider zips from dir with these excludes, as
-// its zip archiver (v2.8.0) decides: every path relative to dir is matched against every pattern
-// with doublestar.PathMatch, and a matching directory is skipped whole.
-func ArchiveUpload(dir string, excludes []string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(path string, entry fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		excluded := false
-		for _, pattern := range excludes {
-			if pattern == "" {
-				continue
-			}
-			match, err := doublestar.PathMatch(filepath.FromSlash(pattern), rel)
-			if err != nil {
-				return fmt.Errorf("exclude %q: %w", pattern, err)
-			}
-			excluded = excluded || match
-		}
-		switch {
-		case entry.IsDir() && excluded:
-			return filepath.SkipDir
-		case !entry.IsDir() && !excluded:
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", dir, err)
-	}
-	return files, nil
-}
-
-// ArchiveExcludes returns the excludes of the module's archive_file data source named name: a
-// literal list of strings (one that cannot be evaluated without the module is an error, not an
-// archive of everything).
-func ArchiveExcludes(dir, name string) ([]string, error) {
+// ArchiveFiles lists the files the module in dir zips into data.archive_file.name: its local
+// source_files, evaluated as Terraform does (fileset over the repository), which the archive's one
+// dynamic "source" block must take, with no source_dir, source_file or excludes beside it.
+func ArchiveFiles(dir, name string) ([]string, error) {
 	blocks, err := parseFiles(dir)
 	if err != nil {
 		return nil, err
 	}
+	where := fmt.Sprintf("data.archive_file.%s in %s", name, dir)
+	locals := map[string]hcl.Expression{}
+	archived := false
 	for _, b := range blocks {
-		if b.Type != "data" || b.Labels[0] != "archive_file" || b.Labels[1] != name {
-			continue
-		}
-		where := fmt.Sprintf("data.archive_file.%s in %s", name, dir)
-		a, ok := b.Body.Attributes["excludes"]
-		if !ok {
-			return nil, fmt.Errorf("%s: no excludes", where)
-		}
-		v, diags := a.Expr.Value(nil)
-		if diags.HasErrors() || !v.CanIterateElements() {
-			return nil, fmt.Errorf("%s: excludes is not a literal list: %v", where, diags)
-		}
-		var excludes []string
-		for it := v.ElementIterator(); it.Next(); {
-			_, e := it.Element()
-			if e.Type() != cty.String {
-				return nil, fmt.Errorf("%s: an exclude is not a string", where)
+		switch {
+		case b.Type == "locals":
+			for n, a := range b.Body.Attributes {
+				locals[n] = a.Expr
 			}
-			excludes = append(excludes, e.AsString())
+		case b.Type == "data" && b.Labels[0] == "archive_file" && b.Labels[1] == name:
+			for _, a := range []string{"source_dir", "source_file", "source_content", "excludes"} {
+				if b.Body.Attributes[a] != nil {
+					return nil, fmt.Errorf("%s: %s zips more than local.source_files", where, a)
+				}
+			}
+			for _, d := range b.Body.Blocks {
+				forEach := d.Body.Attributes["for_each"]
+				archived = archived || d.Type == "dynamic" && d.Labels[0] == "source" && forEach != nil && isLocal(forEach.Expr, "source_files")
+			}
 		}
-		return excludes, nil
 	}
-	return nil, fmt.Errorf("no data.archive_file.%s in %s", name, dir)
+	if !archived {
+		return nil, fmt.Errorf("%s: no dynamic \"source\" over local.source_files", where)
+	}
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(dir)})},
+		Functions: map[string]function.Function{"sort": stdlib.SortFunc, "concat": stdlib.ConcatFunc, "flatten": stdlib.FlattenFunc,
+			"tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)), "length": stdlib.LengthFunc, "regexall": stdlib.RegexAllFunc,
+			"fileset": filesetFunc},
+	}
+	values := map[string]cty.Value{}
+	for _, n := range []string{"source_root", "source_packages", "source_files"} {
+		if locals[n] == nil {
+			return nil, fmt.Errorf("%s: no local.%s", where, n)
+		}
+		ctx.Variables["local"] = cty.ObjectVal(values)
+		v, diags := locals[n].Value(ctx)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("%s: local.%s: %w", where, n, diags)
+		}
+		values[n] = v
+	}
+	var files []string
+	for it := values["source_files"].ElementIterator(); it.Next(); {
+		_, f := it.Element()
+		files = append(files, f.AsString())
+	}
+	return files, nil
 }
+
+// isLocal says whether expr is local.name.
+func isLocal(expr hclsyntax.Expression, name string) bool {
+	t, ok := expr.(*hclsyntax.ScopeTraversalExpr)
+	if !ok || len(t.Traversal) != 2 || t.Traversal.RootName() != "local" {
+		return false
+	}
+	attr, ok := t.Traversal[1].(hcl.TraverseAttr)
+	return ok && attr.Name == name
+}
+
+// filesetFunc is Terraform's fileset(path, pattern): the files under path matching pattern.
+var filesetFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "path", Type: cty.String}, {Name: "pattern", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.Set(cty.String)),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		matches, err := doublestar.Glob(os.DirFS(args[0].AsString()), args[1].AsString(), doublestar.WithFilesOnly())
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("fileset %q: %w", args[1].AsString(), err)
+		}
+		if len(matches) == 0 {
+			return cty.SetValEmpty(cty.String), nil
+		}
+		vals := make([]cty.Value, len(matches))
+		for i, m := range matches {
+			vals[i] = cty.StringVal(m)
+		}
+		return cty.SetVal(vals), nil
+	},
+})
 
 // BuildUpload copies files (relative to root) into a new directory and builds its root package
 // there with the go command, as the Go buildpack does with an upload: only what was uploaded is
