@@ -19,6 +19,45 @@ func TestReadmeIsShort(t *testing.T) {
 	}
 }
 
+// maxDocWords bounds README.md plus docs/*.md (words as wc -w counts them): a newcomer reads them once.
+const maxDocWords = 25000
+
+// docWordBudgets is each page's share of maxDocWords; a new page takes a share of its own.
+var docWordBudgets = map[string]int{
+	"README.md": 1300, "docs/api.md": 3300, "docs/collection-counters.md": 1100, "docs/design.md": 3600,
+	"docs/development.md": 1500, "docs/existing-app.md": 2200, "docs/migrate-from-firestore-counter.md": 1800,
+	"docs/operations.md": 4500, "docs/performance.md": 2200, "docs/settings.md": 1700, "docs/web-client.md": 1300,
+}
+
+func TestDocsStayWithinTheirWords(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, shares := 0, 0
+	for _, budget := range docWordBudgets {
+		shares += budget
+	}
+	if shares > maxDocWords {
+		t.Errorf("the pages' budgets add up to %d words, more than %d", shares, maxDocWords)
+	}
+	for _, page := range append(pages, filepath.Join(repoRoot, "README.md")) {
+		name, _ := filepath.Rel(repoRoot, page)
+		words := len(strings.Fields(readRepoFile(t, name)))
+		total += words
+		budget, ok := docWordBudgets[name]
+		switch {
+		case !ok:
+			t.Errorf("%s has no word budget: give it a share of %d in docWordBudgets", name, maxDocWords)
+		case words > budget:
+			t.Errorf("%s has %d words, want at most %d: say each fact once, tersely, and link to it", name, words, budget)
+		}
+	}
+	if total > maxDocWords {
+		t.Errorf("README.md and docs/*.md hold %d words, want at most %d", total, maxDocWords)
+	}
+}
+
 // TestRelativeLinksResolve checks every relative link of README.md and docs/*.md: the file it names
 // exists and, for a Markdown file, so does the heading its anchor names.
 func TestRelativeLinksResolve(t *testing.T) {
