@@ -19,6 +19,72 @@ func TestReadmeIsShort(t *testing.T) {
 	}
 }
 
+// maxDocWords bounds README.md plus docs/*.md (words as wc -w counts them): a newcomer reads them once.
+const maxDocWords = 25000
+
+// maxExistingAppWords bounds the path "add counters to my existing app": README.md, existing-app.md
+// and what it links to (a section when the link names one, else the page).
+const maxExistingAppWords = 5000
+
+func TestDocsStayWithinTheirWords(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, page := range append(pages, filepath.Join(repoRoot, "README.md")) {
+		name, _ := filepath.Rel(repoRoot, page)
+		total += len(strings.Fields(readRepoFile(t, name)))
+	}
+	if total > maxDocWords {
+		t.Errorf("README.md and docs/*.md hold %d words, want at most %d: say each fact once, tersely, and link to it", total, maxDocWords)
+	}
+	path := len(strings.Fields(readRepoFile(t, "README.md")))
+	guide := readRepoFile(t, "docs/existing-app.md")
+	path += len(strings.Fields(guide))
+	read := map[string]bool{}
+	for _, l := range relativeLinks(guide) {
+		if l.path == "" || !strings.HasSuffix(l.path, ".md") || read[l.path+"#"+l.anchor] || read[l.path+"#"] {
+			continue
+		}
+		read[l.path+"#"+l.anchor] = true
+		page := readRepoFile(t, filepath.ToSlash(filepath.Join("docs", l.path)))
+		if l.anchor != "" {
+			page = section(page, l.anchor)
+		}
+		path += len(strings.Fields(page))
+	}
+	t.Logf("%d words in all; the existing-app path %d", total, path)
+	if path > maxExistingAppWords {
+		t.Errorf("README.md, docs/existing-app.md and the sections it links to hold %d words, want at most %d", path, maxExistingAppWords)
+	}
+}
+
+// section is the text of md's heading with anchor, up to the next heading of its level or above.
+func section(md, anchor string) string {
+	lines := strings.Split(md, "\n")
+	start, level, fenced := -1, 0, false
+	for i, line := range lines {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		hashes := len(line) - len(strings.TrimLeft(line, "#"))
+		if fenced || hashes == 0 || hashes > 6 || !strings.HasPrefix(line[hashes:], " ") {
+			continue
+		}
+		if start >= 0 && hashes <= level {
+			return strings.Join(lines[start:i], "\n")
+		}
+		if start < 0 && headingAnchors(line)[anchor] {
+			start, level = i, hashes
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	return strings.Join(lines[start:], "\n")
+}
+
 // TestRelativeLinksResolve checks every relative link of README.md and docs/*.md: the file it names
 // exists and, for a Markdown file, so does the heading its anchor names.
 func TestRelativeLinksResolve(t *testing.T) {
