@@ -14,41 +14,31 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Change is one change of a counted document, as it affects one counter (a collection counter,
-// docs/collection-counters.md).
+// Change is one change of a counted document as it affects one collection counter.
 type Change struct {
-	// Key names the change whatever delivers it: the same for every delivery of one change.
-	Key string
-	// Bucket is a time of the change that every delivery agrees on: its key is kept in the ledger
-	// document of Bucket's second.
+	Key string // the same for every delivery of the change
+	// Bucket is a time of the change every delivery agrees on: its key's ledger second.
 	Bucket time.Time
 	// InBase reports whether the counter's base, read at time base, already holds the change.
-	InBase func(ctx context.Context, base time.Time) (bool, error)
-	// Baseline is what the counter starts from when it has no base yet.
-	Baseline Baseline
+	InBase   func(ctx context.Context, base time.Time) (bool, error)
+	Baseline Baseline // for a counter without a base yet
 }
 
-// Baseline is what a collection counter starts from: the settings it is created with and the exact
-// value of its documents at a read time.
+// Baseline is what a collection counter starts from.
 type Baseline struct {
-	// Source names the declaration, stored on the counter document.
-	Source string
-	// Settings configure a counter that does not exist yet.
-	Settings Settings
+	Source   string   // the declaration's name, stored on the counter document
+	Settings Settings // for a counter that does not exist yet
 	// ValueAt is the exact count or sum of the counter's documents at read time at.
 	ValueAt func(ctx context.Context, at time.Time) (int64, error)
-	// MirrorDocument and MirrorField, optional, name the app document field that the counter's
-	// roll-ups copy the count into (MirrorField: a dotted field path).
+	// MirrorDocument and MirrorField (a dotted path), optional, receive the count on roll-ups.
 	MirrorDocument, MirrorField string
 }
 
 // ErrSourceCounter refuses a plain increment of a collection counter: only its documents change it.
 var ErrSourceCounter = errors.New("the counter counts documents (a collection counter): write or delete its documents instead")
 
-// applyChange counts r's change exactly once: a change whose key is in the counter's ledger, or that
-// its base holds, is not counted again. A counter without a base gets one first (EstablishBase).
-// With group commit on, the changes of a counter share one transaction per interval; each
-// transaction writes one shard, and one ledger document per second of Bucket.
+// applyChange counts r's change exactly once: not when its key is in the ledger or its base holds
+// it. See docs/collection-counters.md, "How it stays exact".
 func (s *Store) applyChange(ctx context.Context, r Request) (Result, error) {
 	ch := r.Change
 	if r.Delta == 0 || ch.Key == "" || ch.InBase == nil || r.Key != nil {
@@ -103,9 +93,8 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 // errNoBase says that a collection counter has no complete base yet.
 var errNoBase = errors.New("the collection counter has no base yet")
 
-// changesInTransaction runs the transaction of a batch of changes of counter id: it reads the
-// counter's base and the ledger documents of the changes, then writes the fresh changes' sum to one
-// shard and their keys to the ledger.
+// changesInTransaction reads counter id's base and the batch's ledgers, then writes the fresh
+// changes' sum to one shard and their keys to the ledger, in one transaction.
 func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, verify bool) ([]Result, *shardWrite, error) {
 	var outcomes []Result
 	var written *shardWrite
@@ -185,17 +174,15 @@ func (s *Store) planChanges(ctx context.Context, id string, batch []request, fre
 	return w, nil
 }
 
-// ledger is the ledger of one second of a collection counter: the keys of the changes counted whose
-// Bucket falls in it (over every part), and those this transaction adds to this Store's part.
+// ledger is one second of a collection counter's ledger.
 type ledger struct {
 	second string
-	exists bool // this Store's part exists
-	keys   map[string]bool
-	add    map[string]int64
+	exists bool             // this Store's part exists
+	keys   map[string]bool  // counted, over every part
+	add    map[string]int64 // this transaction adds to this Store's part
 }
 
-// ledgerParts is how many documents may hold one second of a counter's ledger: each Store writes
-// one of them (ledgerPart), so the instances serving a counter do not share a document.
+// ledgerParts is how many documents may hold one ledger second; each Store writes its own.
 const ledgerParts = 16
 
 // bucketID is the ledger second of bucket: its Unix second.
@@ -213,7 +200,7 @@ func (s *Store) readLedgers(ctx context.Context, tx *firestore.Transaction, id s
 		}
 		l := &ledger{second: second, keys: map[string]bool{}, add: map[string]int64{}}
 		ledgers[second] = l
-		// The parts of a second are the IDs from "<second>" (before parts) up to "<second>.".
+		// A second's parts have IDs in ["<second>", "<second>.").
 		q := coll.Where(firestore.DocumentID, ">=", coll.Doc(second)).Where(firestore.DocumentID, "<", coll.Doc(second+"."))
 		snaps, err := tx.Documents(q).GetAll()
 		if err != nil {
@@ -235,7 +222,7 @@ func (s *Store) ledgerDocID(second string) string {
 	return fmt.Sprintf("%s-%02d", second, s.ledgerPart)
 }
 
-// ledgerOp adds l's new keys to its document (created when missing), which expires after DedupeTTL.
+// ledgerOp adds l's new keys to its document (created when missing), expiring after DedupeTTL.
 func (s *Store) ledgerOp(id string, l *ledger) op {
 	expires := s.clock.Now().Add(s.dedupeTTL)
 	ref := s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(s.ledgerDocID(l.second))
@@ -253,16 +240,16 @@ func (s *Store) ledgerOp(id string, l *ledger) op {
 	return op{kind: opUpdate, ref: ref, updates: updates}
 }
 
-// baseOf reads a collection counter's base from its document: the read time its value was made
-// exact at, and whether the correction to that value is applied.
+// baseOf is a collection counter's base: the read time it is exact at, and whether its correction
+// is applied.
 func baseOf(snap *firestore.DocumentSnapshot) (at time.Time, done bool) {
 	at, _ = snap.Data()[shared.FieldBaseAt].(time.Time)
 	done, _ = snap.Data()[shared.FieldBaseDone].(bool)
 	return at, done && !at.IsZero()
 }
 
-// EstablishBase makes collection counter id exact from now on, unless it already has a base:
-// Rebase then completes it. A counter that does not exist is configured with base.Settings first.
+// EstablishBase makes collection counter id exact unless it has a base, completing an unfinished
+// one; a missing counter is configured with base.Settings first.
 func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) error {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	switch {
@@ -283,10 +270,8 @@ func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) err
 	return s.Rebase(ctx, id, base)
 }
 
-// Rebase makes collection counter id exact (and stamps base's mirror on it): it stamps a new base read time B (the commit time of the
-// stamp), then adds the difference between base.ValueAt(B) and the counter's value at B. Changes
-// committed at or before B count in the base from then on, later ones as changes (Apply), so
-// nothing is counted twice or missed, whatever is in flight. It is safe to repeat.
+// Rebase makes collection counter id exact at a new base time B, stamping base's mirror: it adds
+// base.ValueAt(B) minus the counter's value at B. Safe to repeat and with changes in flight.
 func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 	var mirrorDoc, mirrorField any = firestore.Delete, firestore.Delete
 	if base.MirrorDocument != "" {
@@ -306,8 +291,8 @@ func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 	return s.completeBase(ctx, id, res.UpdateTime, base)
 }
 
-// completeBase adds to counter id the difference, at read time at, between its documents' value
-// and its own, once: only while its base is at and not done.
+// completeBase adds base.ValueAt(at) minus counter id's value at at, once, while its base is at and
+// not done.
 func (s *Store) completeBase(ctx context.Context, id string, at time.Time, base Baseline) error {
 	want, err := base.ValueAt(ctx, at)
 	if err != nil {
@@ -326,7 +311,7 @@ func (s *Store) completeBase(ctx context.Context, id string, at time.Time, base 
 		}
 		stamped, _ := snap.Data()[shared.FieldBaseAt].(time.Time)
 		if _, done := baseOf(snap); done || !stamped.Equal(at) {
-			return nil // completed, or stamped again: the newer stamp completes
+			return nil // done, or a newer stamp completes
 		}
 		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}}}}
 		if correction != 0 {
