@@ -14,7 +14,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// errShapeUnchanged ends a reshape that has nothing to do; it is never returned to callers.
+// errShapeUnchanged ends a reshape with nothing to do; callers never see it.
 var errShapeUnchanged = errors.New("shape unchanged")
 
 // reshapeResult is what a reshape found and left.
@@ -217,8 +217,7 @@ func kept(shardID string, numShards int) bool {
 	return err == nil && n >= 0 && n < numShards && strconv.Itoa(n) == shardID
 }
 
-// int64Field reads an integer field of a shard; an absent field is 0 (shards written by the guide's
-// own clients have no writes field).
+// int64Field reads an integer field of a shard; absent is 0 (the guide's clients write no writes).
 func int64Field(snap *firestore.DocumentSnapshot, field string) (int64, bool) {
 	v, ok := snap.Data()[field]
 	if !ok {
@@ -233,12 +232,9 @@ func zeroShard() map[string]any {
 	return map[string]any{shared.FieldCount: firestore.Increment(0), shared.FieldWrites: firestore.Increment(0)}
 }
 
-// Adapt changes counter id's shard count from `from` to `to`, clamped to the counter's bounds, and
-// creates no shards. It does nothing and reports false when the count is no longer `from`, the
-// counter is pinned or gone, or the clamped count is `from`. Adapt(id, n, n) folds the shard
-// documents outside 0..n-1 (shards recreated by instances with a stale cached count) while the count
-// is still n, and reports whether there were any: a counter at min_shards never shrinks, so no
-// shrink would ever fold them.
+// Adapt changes counter id's shard count from `from` to `to`, clamped to its bounds, creating no
+// shards; false when the count is no longer `from`, the counter is pinned or gone, or nothing
+// changes. Adapt(id, n, n) folds stray shards outside 0..n-1 and reports whether there were any.
 func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
 	if from == to {
 		changed, err := s.foldStrays(ctx, id, from)

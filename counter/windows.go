@@ -13,8 +13,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Windows a counter can count in besides all time: every increment also counts in the current UTC
-// bucket of each window its counter is configured with.
+// Windows a counter can count in besides all time, in UTC buckets.
 const (
 	WindowHour  = "hour"
 	WindowDay   = "day"
@@ -51,8 +50,8 @@ func bucketPath(w, label string) firestore.FieldPath {
 	return firestore.FieldPath{shared.FieldBuckets, w, label}
 }
 
-// bucketIncrements is the nested map that adds each part's delta to the buckets of windows holding
-// its time, as it stands in a shard write ({w: {label: Increment(sum)}}); nil without windows.
+// bucketIncrements is {w: {label: Increment(sum)}} adding each part to its buckets; nil without
+// windows.
 func bucketIncrements(windows []string, parts []timedDelta) map[string]any {
 	if len(windows) == 0 {
 		return nil
@@ -91,8 +90,7 @@ func GroupOf(snap *firestore.DocumentSnapshot) string {
 	return g
 }
 
-// windowsOf reads a counter document's windows (see canonicalWindows). Unknown names are ignored: a
-// console edit must not stop increments.
+// windowsOf reads a counter document's windows (canonicalWindows), ignoring unknown names.
 func windowsOf(data map[string]any) []string {
 	list, _ := data[shared.FieldWindows].([]any)
 	names := make([]string, 0, len(list))
@@ -115,9 +113,8 @@ func canonicalWindows(ws []string) []string {
 	return out
 }
 
-// WindowCount is the count of counter id in bucket label of window w: the sum of that bucket's field
-// over every shard document, in one aggregation query (one read per 1,000 shards). A bucket nobody
-// counted in is 0.
+// WindowCount is counter id's count in bucket label of window w, in one aggregation query; 0 when
+// never counted in.
 func (s *Store) WindowCount(ctx context.Context, id, w, label string) (int64, error) {
 	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSumPath(bucketPath(w, label), sumAlias).Get(ctx)
 	if err != nil {
@@ -133,15 +130,12 @@ func (s *Store) WindowCount(ctx context.Context, id, w, label string) (int64, er
 // WindowValue is a counter's count in one bucket of a window.
 type WindowValue struct {
 	BucketCount
-	// Windows are the windows the counter counts in now.
-	Windows []string
+	Windows []string // the counter's windows now
 }
 
-// WindowValue reads counter id's configuration and its count in bucket label of window w: one
-// document read and one aggregation query. An empty label is the current bucket (on the Store's
-// clock), which needs w to be one of the counter's windows; a past bucket of a window since removed
-// is still answered. ErrNotFound when the counter does not exist; a *shared.FieldError for a window
-// the counter does not count in.
+// WindowValue reads counter id's configuration and its count in bucket label of window w. An empty
+// label is the current bucket, which needs w among the counter's windows (else *shared.FieldError).
+// ErrNotFound when the counter does not exist.
 func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -166,8 +160,6 @@ func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowVal
 
 // BucketCount is a counter's count in one bucket of a window.
 type BucketCount struct {
-	// Bucket is the bucket's label, such as 2026-11-23 for a day.
-	Bucket string
-	// Count is the sum of the increments counted in it.
-	Count int64
+	Bucket string // label, such as 2026-11-23 for a day
+	Count  int64
 }
