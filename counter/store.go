@@ -20,47 +20,35 @@ type Store struct {
 	documents
 	clock       shared.Clock
 	shardCounts *shardCountCache
-	// requireExisting: Options.RequireExisting.
+	// requireExisting and hourBucketsKept are Options'.
 	requireExisting bool
-	// hourBucketsKept: Options.HourBucketsKept.
 	hourBucketsKept time.Duration
-	// pickShard chooses the shard of every write of a counter (a shardDealer's pick in production).
-	pickShard func(id string, numShards int) int
-	touches   *touchStamps
-	groups    *groupCommitter // nil: one commit per request
-	changes   *groupCommitter // nil: changes commit as increments do
-	// ledgerPart is the part of a collection counter's ledger seconds this Store writes.
-	ledgerPart int
-	plans      planStore
-	life       gate.Gate // admits increments until Close
-	// raises coalesces concurrent raiseFences of one counter and epoch.
-	raises singleflight.Group
+	pickShard       func(id string, numShards int) int // a shardDealer's pick in production
+	touches         *touchStamps
+	groups          *groupCommitter // nil: one commit per request
+	changes         *groupCommitter // nil: changes commit as increments do
+	ledgerPart      int             // this Store's part of ledger seconds
+	plans           planStore
+	life            gate.Gate          // admits increments until Close
+	raises          singleflight.Group // coalesces raiseFences per counter and epoch
 }
 
 // Options tune a Store.
 type Options struct {
-	// DefaultNumShards is the shard count of a counter created by its first increment.
-	DefaultNumShards int
-	// ShardCountCacheTTL is how long a counter's shard count is trusted without reading it again.
-	ShardCountCacheTTL time.Duration
-	// GroupCommitInterval, when positive, merges the concurrent increments of a counter in this Store
-	// into one shard write at most once per interval, which is also the most an increment waits.
-	// Zero writes every increment on its own.
+	DefaultNumShards   int           // of a counter created by its first increment
+	ShardCountCacheTTL time.Duration // how long a cached configuration is trusted
+	// GroupCommitInterval, when positive, merges a counter's concurrent increments into one shard
+	// write at most once per interval, the most an increment waits; zero writes each alone.
 	GroupCommitInterval time.Duration
-	// ChangeCommitInterval, when positive, commits a collection counter's changes in this Store in
-	// one transaction at most once per interval (zero: as increments are).
+	// ChangeCommitInterval, when positive, commits a collection counter's changes in one transaction
+	// at most once per interval.
 	ChangeCommitInterval time.Duration
-	// DedupeTTL is how long a key is remembered: its dedupe record expires after it.
-	DedupeTTL time.Duration
-	// RequireExisting makes increments of a counter without a counter document fail with ErrNotFound
-	// and write nothing, also when racing its Delete: only Configure creates counters.
+	DedupeTTL            time.Duration // how long a key is remembered
+	// RequireExisting makes increments of a missing counter fail with ErrNotFound and write nothing,
+	// also when racing its Delete: only Configure creates counters.
 	RequireExisting bool
-	// HourBucketsKept is how long hourly buckets are kept: PruneHourBuckets deletes older ones. Zero
-	// keeps them forever.
-	HourBucketsKept time.Duration
-	// Clock is the Store's time source (nil: the system clock): it labels the window buckets an
-	// increment counts in, and Count's current bucket.
-	Clock shared.Clock
+	HourBucketsKept time.Duration // PruneHourBuckets deletes older hour buckets; zero keeps them
+	Clock           shared.Clock  // labels window buckets; nil: the system clock
 }
 
 // NewStore returns a Store over client with the collections named by schema.
