@@ -16,18 +16,17 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// ErrMemberRequired refuses, before any write, a plain increment of a counter that counts distinct
-// members.
+// ErrMemberRequired refuses a plain increment of a distinct counter, before any write.
 var ErrMemberRequired = errors.New("the counter counts distinct members: send a member, or configure the counter")
 
-// ErrNotDistinct refuses a member increment of a counter that does not count distinct members.
+// ErrNotDistinct refuses a member increment of a counter that is not distinct.
 var ErrNotDistinct = errors.New("the counter does not count distinct members")
 
 // memberOutcome is what a member increment did.
 type memberOutcome struct {
 	counted   bool     // new all time
-	shard     int      // got the count; -1 when nothing was written
-	windows   []string // those in whose current bucket the member was new
+	shard     int      // -1 when nothing was written
+	windows   []string // where the member was new
 	duplicate bool
 	plannedAt time.Time
 }
@@ -42,10 +41,8 @@ func (out memberOutcome) result(id string) Result {
 		Duplicate: out.duplicate, Windows: out.windows, PlannedAt: out.plannedAt}
 }
 
-// incrementDistinct counts r.Member once per member epoch in distinct counter r.Counter, all time and
-// in each window's current bucket, from any number of sends and instances; it bypasses group commit.
-// A missing counter is ErrNotFound. A key records the first outcome (ErrKeyReused for another counter
-// or member). See docs/design.md, "Distinct members".
+// incrementDistinct counts r.Member once per member epoch in r.Counter, all time and per window
+// bucket, however often sent; ErrNotFound for a missing counter. See docs/design.md, "Distinct members".
 func (s *Store) incrementDistinct(ctx context.Context, r Request) (Result, error) {
 	if r.Delta != 0 && r.Delta != 1 {
 		return Result{}, fmt.Errorf("count member of %q: delta %d, want 0 or 1", r.Counter, r.Delta)
@@ -61,7 +58,7 @@ func (s *Store) incrementDistinct(ctx context.Context, r Request) (Result, error
 	return out.result(r.Counter), err
 }
 
-// countMember plans and commits member's count in counter id, planning again while a fence is down.
+// countMember counts member in counter id, planning again while a fence is down.
 func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (memberOutcome, error) {
 	call := memberCall{counter: id, member: member, key: key, now: recordNow(s.clock), writeID: newWriteID()}
 	if key != nil {
@@ -83,7 +80,7 @@ func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (m
 			}
 			return out, err
 		}
-		// No commit of m applied or will; only a fence yet to be raised needs raiseFences.
+		// Nothing of m applied; only an unraised fence needs raiseFences.
 		s.shardCounts.forget(id)
 		if plans == maxMemberPlans {
 			return failMember(id, notApplied, fmt.Errorf("gave up after %d plans: %w", plans, err))
@@ -97,38 +94,37 @@ func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (m
 	}
 }
 
-// maxMemberPlans bounds countMember's plans, allowing for Resets in between.
+// maxMemberPlans bounds countMember's plans.
 const maxMemberPlans = 4
 
-// errFenceDown: the plan's shard fence is missing: its epoch is over, the counter was deleted, or the
-// fence is yet to be raised.
+// errFenceDown: the plan's shard fence is missing (epoch over, counter deleted, or not yet raised).
 var errFenceDown = errors.New("the member epoch's fence is down")
 
-// errEpochMoved: raiseFences found another member epoch, or a counter that is not distinct.
+// errEpochMoved: raiseFences found another epoch or a counter not distinct.
 var errEpochMoved = errors.New("the member epoch moved")
 
-// failMember is err for counter id, wrapped with wrap (notApplied or outcomeUnknown).
+// failMember wraps err for counter id with wrap.
 func failMember(id string, wrap func(error) error, err error) (memberOutcome, error) {
 	return memberOutcome{}, wrap(fmt.Errorf("count member of %q: %w", id, err))
 }
 
-// memberCall is one member increment, fixed for all its plans and attempts.
+// memberCall is one member increment, fixed across plans and attempts.
 type memberCall struct {
 	counter, member string
 	key             *Key
 	fingerprint     string    // memberFingerprint
 	now             time.Time // picks the buckets
-	writeID         string    // on every document a commit creates: a read finds what applied
+	writeID         string    // on every document a commit creates
 }
 
-// memberWrite is one plan of a memberCall under the counter's configuration.
+// memberWrite is one plan of a memberCall.
 type memberWrite struct {
 	memberCall
 	refs []*firestore.DocumentRef // memberRefs
-	// legacy: nil, or refs' twins in shared.LegacyMembersCollection; either counts, both are created.
+	// legacy: nil, or refs' twins in shared.LegacyMembersCollection (either counts).
 	legacy  []*firestore.DocumentRef
 	windows []string
-	epoch   string                 // the member epoch the plan counts in
+	epoch   string
 	fence   *firestore.DocumentRef // the shard's fence in epoch
 	shard   shardWrite             // without the member's deltas
 }
@@ -153,7 +149,7 @@ func (s *Store) planMember(call memberCall, cfg writeConfig) memberWrite {
 	return m
 }
 
-// memberReads are what a commit of m reads: refs, legacy, fence, then the key's record.
+// memberReads are refs, legacy, fence, then the key's record.
 func (s *Store) memberReads(m memberWrite) []*firestore.DocumentRef {
 	refs := slices.Concat(m.refs, m.legacy, []*firestore.DocumentRef{m.fence})
 	if m.key != nil {
@@ -162,16 +158,14 @@ func (s *Store) memberReads(m memberWrite) []*firestore.DocumentRef {
 	return refs
 }
 
-// extraMemberAttempts is commitMember's margin, for contention and one resend, beyond len(refs)+2
-// attempts (each refusal leaves one document fewer to create).
+// extraMemberAttempts is commitMember's margin beyond len(refs)+2 attempts.
 const extraMemberAttempts = 3
 
-// commitMember reads m's documents and commits the creation of the missing ones, until one commit
-// applies or nothing is left. Errors wrap ErrNotApplied only when no commit of m applied or will,
-// else ErrOutcomeUnknown; errFenceDown (not applied) when m's fence is gone and nothing applied.
+// commitMember creates m's missing documents until a commit applies or none are missing. Errors wrap
+// ErrNotApplied only when nothing of m applied or will (errFenceDown included), else ErrOutcomeUnknown.
 func (s *Store) commitMember(ctx context.Context, m memberWrite) (memberOutcome, error) {
 	var unknown error  // why a commit of m may have applied
-	var noAnswer error // the first unanswered commit: one resend allowed
+	var noAnswer error // the first unanswered commit
 	refused := false   // the last commit failed AlreadyExists
 	settled := func() func(error) error {
 		if unknown != nil {
@@ -201,7 +195,7 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (memberOutcome,
 			return failMember(m.counter, notApplied, errFenceDown)
 		}
 		if refused {
-			// Every earlier commit of m meant to create what another commit created: none applies.
+			// Another commit created what every earlier commit of m meant to: none applies.
 			unknown, refused = nil, false
 		}
 		err = s.commitOps(ctx, p.ops)
@@ -213,8 +207,8 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (memberOutcome,
 		case err == nil:
 			return p.out, nil
 		case code == codes.AlreadyExists:
-			refused = true // by another commit, or by a resend of this one
-		case code == codes.Aborted || code == codes.NotFound: // the next read tells
+			refused = true // by another commit or a resend of this one
+		case code == codes.Aborted || code == codes.NotFound:
 		case noAnswer != nil:
 			return failMember(m.counter, outcomeUnknown, fmt.Errorf("%w; sending it again failed: %w", noAnswer, err))
 		default:
@@ -226,18 +220,18 @@ func (s *Store) commitMember(ctx context.Context, m memberWrite) (memberOutcome,
 	return failMember(m.counter, outcomeUnknown, fmt.Errorf("gave up after %d attempts: %w", attempts, unknown))
 }
 
-// memberCommit is one attempt of a memberWrite, given what it read.
+// memberCommit is one attempt of a memberWrite.
 type memberCommit struct {
 	out       memberOutcome
-	done      bool // out is final: nothing (more) to write
-	fenceDown bool // errFenceDown
+	done      bool // out is final
+	fenceDown bool
 	ops       []op
-	// err: the key's record is unreadable, or ErrKeyReused (out is the first application).
+	// err: an unreadable key record, or ErrKeyReused (out is the first application).
 	err error
 }
 
-// planCommit is m's commit given snaps (memberReads, twins folded). Documents carrying m.writeID
-// mean an earlier commit of m applied; out is then what it counted.
+// planCommit is m's commit given snaps (memberReads, twins folded); documents carrying m.writeID
+// mean an earlier commit of m applied.
 func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) memberCommit {
 	if m.key != nil {
 		if rec := snaps[len(snaps)-1]; rec.Exists() {
@@ -297,7 +291,7 @@ func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) m
 	return memberCommit{out: out, ops: ops}
 }
 
-// keyedMemberOutcome answers m from its key's record rec: a duplicate unless rec carries m.writeID.
+// keyedMemberOutcome answers m from its key's record rec.
 func keyedMemberOutcome(rec *firestore.DocumentSnapshot, m memberWrite) memberCommit {
 	data, err := decodeDedupeRecord(rec, *m.key)
 	if err != nil {
@@ -311,7 +305,7 @@ func keyedMemberOutcome(rec *firestore.DocumentSnapshot, m memberWrite) memberCo
 	return memberCommit{out: out, done: true, err: err}
 }
 
-// memberFingerprint is a keyed member increment's fingerprint, unlike any delta increment's.
+// memberFingerprint is unlike any delta increment's fingerprint.
 func memberFingerprint(id, member string) string {
 	sum := sha256.Sum256([]byte("member\x00" + id + "\x00" + member))
 	return hex.EncodeToString(sum[:])
@@ -331,7 +325,7 @@ func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, 
 	return snaps, nil
 }
 
-// eitherTwin folds each twin pair in snaps to the existing one (the current when both or neither).
+// eitherTwin folds each twin pair in snaps to the existing one.
 func (m memberWrite) eitherTwin(snaps []*firestore.DocumentSnapshot) []*firestore.DocumentSnapshot {
 	if m.legacy == nil {
 		return snaps
@@ -346,22 +340,21 @@ func (m memberWrite) eitherTwin(snaps []*firestore.DocumentSnapshot) []*firestor
 	return slices.Concat(current, rest)
 }
 
-// memberGrace is how long window member documents outlive their bucket before TTL deletion.
+// memberGrace is how long window member documents outlive their bucket.
 const memberGrace = 24 * time.Hour
 
-// membersEpoch is the member epoch of counter document snap: its creation time and FieldMembersEpoch.
+// membersEpoch is counter document snap's member epoch.
 func membersEpoch(snap *firestore.DocumentSnapshot) string {
 	epoch, _ := snap.Data()[shared.FieldMembersEpoch].(string)
 	return epochOf(snap, epoch)
 }
 
-// epochOf is the member epoch of counter document snap once its FieldMembersEpoch is random.
+// epochOf is snap's member epoch once its FieldMembersEpoch is random.
 func epochOf(snap *firestore.DocumentSnapshot, random string) string {
 	return fmt.Sprintf("%d/%s", snap.CreateTime.UnixNano(), random)
 }
 
-// memberRefs are epoch-prefixed member's documents in collection of counter id: all time, then one
-// per window for the bucket holding now.
+// memberRefs are member's documents in collection: all time, then now's bucket per window.
 func (s *Store) memberRefs(id, collection, member string, windows []string, now time.Time) []*firestore.DocumentRef {
 	sum := sha256.Sum256([]byte(member))
 	hash := hex.EncodeToString(sum[:])

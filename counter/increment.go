@@ -9,50 +9,41 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Request is one increment for Apply: a change of a collection counter when Change is set, a
-// distinct member when Member is, a per-caller limited increment when Limit or Caller is, else deltas.
+// Request is one increment for Apply: a change, a member, a limited increment, or deltas.
 type Request struct {
 	Counter string
 	Delta   int64 // 0 or 1 for a member
-	// Batch, with Key and no Counter or Delta, holds 1 to shared.MaxBatchIncrements deltas applied
-	// all or nothing.
+	// Batch, with Key instead of Counter and Delta, is applied all or nothing.
 	Batch []shared.Increment
-	Key   *Key // applies the request at most once; not with Change
-	// At is when deltas or a change were made, picking their window buckets (zero: commit time).
+	Key   *Key // at most once; not with Change
+	// At picks the window buckets of deltas or a change (zero: commit time).
 	At     time.Time
 	Caller string
-	Limit  int64 // keeps Caller's total on the counter within [0, Limit]; at least 1
+	Limit  int64 // keeps Caller's total within [0, Limit]
 	Member string
-	Change *Change // Delta is its effect (not 0), At its commit time
+	Change *Change // Delta is its effect, At its commit time
 }
 
 // AppliedIncrement is one counter's share of a write.
 type AppliedIncrement struct {
 	Counter string
-	// Delta is the counter's summed deltas (a member: 1 when it counted anywhere, else 0).
-	Delta int64
-	Shard int // -1 when nothing was written
+	Delta   int64 // summed; a member's: 1 when counted anywhere
+	Shard   int   // -1 when nothing was written
 }
 
 // Result is what Apply did; for a duplicate, what the first application did.
 type Result struct {
-	// Applied lists each distinct counter in first-appearance order (none for a change not counted).
-	Applied []AppliedIncrement
-	// Counted is false when nothing was added to the value: a limit refused, a member was not new all
-	// time, or a change was a duplicate or in the base.
-	Counted   bool
-	Duplicate bool // the key had been applied before: nothing was written now
-	InBase    bool // the counter's base already held the change
+	Applied   []AppliedIncrement // per counter, in first-appearance order
+	Counted   bool               // something was added to the value
+	Duplicate bool               // the key had been applied before
+	InBase    bool               // the counter's base already held the change
 	Windows   []string
-	// PlannedAt is when the applying write was planned: with a key, its dedupe record's created_at
-	// (UTC, microseconds), the same for every call. Zero for a change.
+	// PlannedAt is when the applying write was planned; with a key, the same for every call.
 	PlannedAt time.Time
 }
 
-// Apply applies r once it has committed, creating a missing counter with the default shard count
-// (Options.RequireExisting: ErrNotFound). Errors wrap ErrNotApplied (certainly not applied),
-// ErrOutcomeUnknown (a keyed request is safe to resend) or ErrKeyReused (Result is the first
-// application); after any error, send a change again.
+// Apply applies r, creating a missing counter unless Options.RequireExisting (ErrNotFound). Errors
+// wrap ErrNotApplied, ErrOutcomeUnknown or ErrKeyReused (Result is the first application).
 func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
 	limited, member := r.Limit != 0 || r.Caller != "", r.Member != ""
 	switch {
@@ -86,8 +77,7 @@ func (r Request) increments() []shared.Increment {
 	return []shared.Increment{{Counter: r.Counter, Delta: r.Delta}}
 }
 
-// applyOnce applies incs at most once per key, with the key's dedupe record in the same commit;
-// ErrDeltaOverflow (not applied) when a counter's sum overflows.
+// applyOnce applies incs at most once per key; ErrDeltaOverflow when a sum overflows.
 func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []shared.Increment) (Result, error) {
 	if len(incs) == 0 || len(incs) > shared.MaxBatchIncrements {
 		return Result{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), shared.MaxBatchIncrements)
@@ -108,25 +98,23 @@ func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []sha
 	return r.outcome, r.err
 }
 
-// request is one caller's increments, one per counter, on their way to a commit.
+// request is one caller's increments, one per counter.
 type request struct {
 	incs        []shared.Increment
 	key         *Key // nil: unkeyed
 	fingerprint string
-	at          time.Time // Request.At
+	at          time.Time
 	change      *Change
 }
 
-// reply is what became of a request: its Result, or an error wrapping ErrNotApplied,
-// ErrOutcomeUnknown or ErrKeyReused (with the first application as Result).
+// reply is a request's Result or error, as Apply returns them.
 type reply struct {
 	outcome     Result
-	fingerprint string // of the application outcome describes: tells a retry from a reused key
+	fingerprint string // of the application outcome describes
 	err         error
 }
 
-// submit commits req through its counter's group when one applies, else in a batch of its own;
-// ErrClosed once Close has begun.
+// submit commits req through its counter's group, or alone; ErrClosed once Close began.
 func (s *Store) submit(ctx context.Context, req request) reply {
 	if !s.life.Enter() {
 		return reply{err: notApplied(ErrClosed)}
@@ -141,7 +129,7 @@ func (s *Store) submit(ctx context.Context, req request) reply {
 	return s.commitBatch(ctx, []request{req})[0]
 }
 
-// mergeByCounter sums each counter's deltas in first-appearance order; ErrDeltaOverflow on overflow.
+// mergeByCounter sums each counter's deltas in first-appearance order; ErrDeltaOverflow.
 func mergeByCounter(incs []shared.Increment) ([]shared.Increment, error) {
 	index := make(map[string]int, len(incs))
 	var merged []shared.Increment
