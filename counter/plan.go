@@ -14,17 +14,17 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// writeRecordPrefix starts every write ID, unlike any dedupe record ID (a hex hash).
+// writeRecordPrefix starts every write ID, unlike any dedupe record ID.
 const writeRecordPrefix = "write-"
 
 // commitPlan is the content of one atomic commit.
 type commitPlan struct {
 	writeID     string    // on every document the commit creates
-	writeRecord bool      // create write record writeID: the commit holds an unkeyed request
-	now         time.Time // recordNow: records' created_at, and the buckets of requests without at
+	writeRecord bool      // for unkeyed requests
+	now         time.Time // records' created_at; buckets of requests without at
 	shards      []shardWrite
 	dedupes     []dedupeWrite
-	dedupeOf    map[int]int // a keyed request's index in batch → its index in dedupes
+	dedupeOf    map[int]int // index in batch → index in dedupes
 }
 
 // shardWrite is one counter's part of a commit.
@@ -32,14 +32,14 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
-	// windows' buckets holding each part's time get that part (a member: only where it is new).
+	// windows' buckets holding each part's time get that part.
 	windows []string
 	parts   []timedDelta
-	create  bool // create the counter with the default shard count
-	// stamp sets touched_minute to minute; it fails when the counter document is missing.
+	create  bool
+	// stamp sets touched_minute to minute, failing on a missing counter.
 	stamp  bool
 	minute int64
-	// shardMustExist fails the write on a missing shard, so it cannot revive a deleted counter.
+	// shardMustExist fails the write on a missing shard.
 	shardMustExist bool
 }
 
@@ -48,23 +48,22 @@ type dedupeWrite struct {
 	key         Key
 	fingerprint string
 	applied     []AppliedIncrement
-	windows     []string // a member's: where it counted
+	windows     []string // a member's
 }
 
-// ErrDeltaOverflow refuses, before any write, deltas of one counter that sum past int64.
+// ErrDeltaOverflow refuses, before any write, deltas that sum past int64.
 var ErrDeltaOverflow = errors.New("the sum of the deltas of one write overflows int64")
 
-// addDeltas is a+b, and false when that overflows int64.
+// addDeltas is a+b; false on overflow.
 func addDeltas(a, b int64) (int64, bool) {
 	sum := a + b
 	return sum, (sum > a) == (b > 0)
 }
 
-// newWriteID is a fresh write ID: 128 random bits.
+// newWriteID is a fresh random write ID.
 func newWriteID() string { return writeRecordPrefix + rand.Text() }
 
-// plan makes the commit of batch's live requests: one shard write per counter, one dedupe record
-// per keyed request; ErrDeltaOverflow on overflow. verify: see planShard.
+// plan makes the commit of batch's live requests; ErrDeltaOverflow. verify: see planShard.
 func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bool) (*commitPlan, error) {
 	plan := &commitPlan{writeID: newWriteID(), now: recordNow(s.clock), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
@@ -99,10 +98,8 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 	return plan, nil
 }
 
-// planShard plans a write of delta to counter id at now: a shard, the counter's creation when
-// missing, its touched stamp when due. ErrMemberRequired for a distinct counter; with
-// RequireExisting, ErrNotFound, and the shard must exist unless verify (a commit found a document
-// missing), which stamps instead.
+// planShard plans a write of delta to counter id at now; ErrMemberRequired for a distinct counter.
+// With RequireExisting: ErrNotFound, and the shard must exist unless verify, which stamps instead.
 func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify, change bool) (shardWrite, error) {
 	cfg, err := s.writeConfig(ctx, id)
 	create := errors.Is(err, ErrNotFound)
@@ -134,13 +131,13 @@ func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.
 	return w, nil
 }
 
-// timedDelta is a part of a shard write's delta that counts in the buckets holding at.
+// timedDelta is a part of a shard write's delta, counting in the buckets holding at.
 type timedDelta struct {
 	at    time.Time
 	delta int64
 }
 
-// add merges delta at time at into w, as a new part when its buckets differ; ErrDeltaOverflow.
+// add merges delta at time at into w; ErrDeltaOverflow.
 func (w *shardWrite) add(delta int64, at time.Time) error {
 	sum, ok := addDeltas(w.delta, delta)
 	if !ok {
@@ -160,7 +157,7 @@ func (w *shardWrite) add(delta int64, at time.Time) error {
 	return nil
 }
 
-// writeConfig is counter id's configuration for a write, cached; ErrNotFound when missing.
+// writeConfig is counter id's cached configuration; ErrNotFound.
 func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error) {
 	if cfg, ok := s.shardCounts.get(id); ok {
 		return cfg, nil
@@ -183,7 +180,7 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 	return cfg, nil
 }
 
-// remember records what committed shard writes ws created and stamped.
+// remember caches what committed writes ws created and stamped.
 func (s *Store) remember(ws []shardWrite) {
 	for _, w := range ws {
 		if w.create {

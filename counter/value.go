@@ -18,19 +18,19 @@ import (
 
 // Value is a counter's exact value and shape.
 type Value struct {
-	Count     int64 // the exact sum over every shard document
-	NumShards int   // the configured shard count
+	Count     int64
+	NumShards int
 }
 
-// ErrUncountable marks a counter whose documents hold what no counter writes (a non-integer count,
-// a sum past int64, num_shards 0): no retry helps until an operator fixes the document.
+// ErrUncountable marks a counter whose documents hold what no counter writes: no retry helps until
+// an operator fixes them.
 var ErrUncountable = errors.New("the counter's value cannot be computed")
 
 // UncountableError is Value's ErrUncountable, naming the shard to blame.
 type UncountableError struct {
 	Counter string
-	Shard   string // the first shard whose count is not an integer; "" when the sum overflows
-	Count   any    // that shard's count, as stored
+	Shard   string // the first shard not an integer; "" when the sum overflows
+	Count   any    // that shard's count
 }
 
 func (e *UncountableError) Error() string {
@@ -44,8 +44,7 @@ func (e *UncountableError) Error() string {
 // Is makes an UncountableError match ErrUncountable.
 func (e *UncountableError) Is(target error) bool { return target == ErrUncountable }
 
-// Value reads counter id's configuration and exact value: one document read and one aggregation
-// query. A counter that cannot be summed fails with an *UncountableError (one read per shard more).
+// Value reads counter id's exact value and shape; an *UncountableError when it cannot be summed.
 func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -68,7 +67,7 @@ func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	return Value{Count: sum, NumShards: shape.NumShards}, nil
 }
 
-// blameShard is why counter id cannot be summed, reading every shard's count.
+// blameShard reads every shard to say why counter id cannot be summed.
 func (s *Store) blameShard(ctx context.Context, id string) error {
 	shards, err := s.schema.ShardsRef(s.client, id).Select(shared.FieldCount).Documents(ctx).GetAll()
 	if err != nil {
@@ -93,18 +92,18 @@ const (
 
 // Totals are sums over every shard document of a counter.
 type Totals struct {
-	Count  int64 // the exact value
-	Writes int64 // shard writes so far, retired shards' included
-	Shards int64 // shard documents
+	Count  int64
+	Writes int64 // retired shards' included
+	Shards int64
 }
 
-// Sums are a counter's Totals and its window buckets' counts, at one read time.
+// Sums are a counter's Totals and window buckets at one read time.
 type Sums struct {
 	Totals
-	Windows map[string]BucketCount // by window: the bucket holding the read time
+	Windows map[string]BucketCount
 }
 
-// Sum is the exact value of counter id, in one aggregation query; 0 without shards.
+// Sum is counter id's exact value; 0 without shards.
 func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).Get(ctx)
 	if err != nil {
@@ -117,9 +116,9 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// SumsAt sums counter id's shards as of read time at (Firestore's clock, within the last hour): its
-// Totals and, per window, the bucket holding at. Every sum counts exactly the writes committed at
-// or before at. Count and Writes are separate queries: a multi-sum query skips shards lacking a field.
+// SumsAt sums counter id's shards as of read time at (within the last hour): Totals and, per
+// window, the bucket holding at. Count and Writes are separate queries: a multi-sum query skips
+// shards lacking a field.
 func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []string) (Sums, error) {
 	type result struct {
 		alias string
