@@ -9,21 +9,21 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Bounds of one commit, held whatever the caller's context says, so a sent commit is settled.
+// Bounds of a commit and of settling it, whatever the caller's context says.
 const (
-	commitTimeout  = 10 * time.Second // one commit, with the client library's retries
-	resolveTimeout = 5 * time.Second  // reading back, fencing
+	commitTimeout  = 10 * time.Second
+	resolveTimeout = 5 * time.Second
 )
 
-// planStore sends plans to the database: Firestore (firestorePlans), or a fake in unit tests.
+// planStore sends plans to Firestore (firestorePlans) or a unit tests' fake.
 type planStore interface {
 	commit(ctx context.Context, plan *commitPlan) error                // atomically
 	inspect(ctx context.Context, plan *commitPlan) (inspection, error) // reads back what it creates
-	// fence creates the plan's write record alone, marked as a fence: the plan never applies.
+	// fence makes the plan never apply.
 	fence(ctx context.Context, plan *commitPlan) error
 }
 
-// writeState is what the database says about a plan's commit.
+// writeState is a plan's commit as read back.
 type writeState int
 
 const (
@@ -32,21 +32,21 @@ const (
 	writeFenced // never will apply
 )
 
-// inspection is what reading back a plan's documents found.
+// inspection is what reading back a plan found.
 type inspection struct {
 	write      writeState
-	duplicates map[int]dedupeRecordData // others' records of the plan's keys, by index in plan.dedupes
-	existing   []string                 // counters the plan meant to create that exist
+	duplicates map[int]dedupeRecordData // others' records of the plan's keys, by dedupes index
+	existing   []string                 // counters it meant to create
 }
 
 // commitResult is what became of one plan.
 type commitResult struct {
 	applied   bool
 	conflicts inspection // after someone else's AlreadyExists
-	err       error      // wraps ErrNotApplied or ErrOutcomeUnknown
+	err       error
 }
 
-// apply commits plan and settles its outcome: "not applied" only when it certainly never will apply.
+// apply commits plan and settles its outcome: "not applied" only when it never will apply.
 func (s *Store) apply(ctx context.Context, plan *commitPlan) commitResult {
 	err := s.plans.commit(ctx, plan)
 	if err == nil {
@@ -58,8 +58,7 @@ func (s *Store) apply(ctx context.Context, plan *commitPlan) commitResult {
 	return s.settle(ctx, plan, err)
 }
 
-// readBack decides a commit that failed with AlreadyExists from what it creates: applied by an
-// earlier attempt, or not applied (others' documents in the way); ok is false when it cannot tell.
+// readBack settles a commit refused with AlreadyExists from what it creates; false when it cannot.
 func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ commitResult, ok bool) {
 	if status.Code(err) != codes.AlreadyExists {
 		return commitResult{}, false
@@ -76,8 +75,8 @@ func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ co
 	return commitResult{}, false
 }
 
-// settle finds out whether a commit that failed with cause applied: by fencing its write record;
-// without one, by reading back after NotFound, else by resending once.
+// settle finds out whether a failed commit applied: by fencing its write record, or, without one,
+// by reading back after NotFound, else by resending once.
 func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	if !plan.writeRecord {
 		if status.Code(cause) == codes.NotFound {
@@ -103,7 +102,7 @@ func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commi
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; settling it failed: %w", cause, ferr))}
 }
 
-// resend sends a keyed-only plan once more; its dedupe records let at most one attempt apply.
+// resend sends a keyed-only plan once more; its dedupe records let one attempt apply.
 func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	err := s.plans.commit(ctx, plan)
 	if err == nil {
@@ -115,8 +114,8 @@ func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commi
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; sending it again failed: %w", cause, err))}
 }
 
-// refusedKeyed settles a keyed-only plan refused with NotFound: applied if its dedupe records carry
-// its write ID, else certainly not (every attempt carries the same failing precondition).
+// refusedKeyed settles a keyed-only plan refused with NotFound: applied only if its dedupe records
+// carry its write ID.
 func (s *Store) refusedKeyed(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	in, err := s.plans.inspect(ctx, plan)
 	switch {

@@ -16,11 +16,10 @@ const maxGroupSize = 512
 // maxKeyedPerGroup keeps a batch's commit within 500 writes.
 const maxKeyedPerGroup = 450
 
-// commitFunc commits a batch of requests and returns one reply per request, in order.
+// commitFunc commits batch and returns one reply per request, in order.
 type commitFunc func(ctx context.Context, batch []request) []reply
 
-// groupCommitter commits each counter's concurrent requests as one batch at most once per interval
-// (at once when idle); each request is answered with its commit's outcome.
+// groupCommitter commits each counter's concurrent requests as one batch at most once per interval.
 type groupCommitter struct {
 	interval time.Duration
 	clock    shared.Clock
@@ -33,13 +32,13 @@ type groupCommitter struct {
 	flushOnce sync.Once
 }
 
-// counterGroup is one counter's queue of requests waiting for their commit.
+// counterGroup is one counter's queue.
 type counterGroup struct {
 	queue      []*queued
 	lastCommit time.Time
 }
 
-// queued is one request in a group's queue and where its reply goes.
+// queued is one request and where its reply goes.
 type queued struct {
 	req  request
 	done chan reply
@@ -49,8 +48,7 @@ func newGroupCommitter(interval time.Duration, c shared.Clock, commit commitFunc
 	return &groupCommitter{interval: interval, clock: c, commit: commit, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
 }
 
-// add queues req for counter id and returns its commit's reply, or "not applied" when ctx ends
-// before the commit was sent.
+// add queues req for counter id and returns its reply; "not applied" when ctx ends before sending.
 func (g *groupCommitter) add(ctx context.Context, id string, req request) reply {
 	q := &queued{req: req, done: make(chan reply, 1)}
 	g.mu.Lock()
@@ -71,11 +69,11 @@ func (g *groupCommitter) add(ctx context.Context, id string, req request) reply 
 		if g.takeOut(group, q) {
 			return reply{err: notApplied(fmt.Errorf("gave up waiting for the group write of counter %q: %w", id, ctx.Err()))}
 		}
-		return <-q.done // in flight: the outcome comes within the commit's bounds
+		return <-q.done // in flight: bounded by the commit's timeouts
 	}
 }
 
-// takeOut removes q from its group unless its commit was sent, reporting whether it did.
+// takeOut removes q unless its commit was sent, reporting whether it did.
 func (g *groupCommitter) takeOut(group *counterGroup, q *queued) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -87,12 +85,12 @@ func (g *groupCommitter) takeOut(group *counterGroup, q *queued) bool {
 	return true
 }
 
-// flush makes every group commit what it holds now, and every later commit go out at once.
+// flush makes every group, now and later, commit at once.
 func (g *groupCommitter) flush() {
 	g.flushOnce.Do(func() { close(g.flushing) })
 }
 
-// commitLoop commits counter id's queued requests, one batch per interval, until none are left.
+// commitLoop commits counter id's queue, one batch per interval, until it is empty.
 func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 	for {
 		g.mu.Lock()
@@ -108,7 +106,7 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		g.mu.Lock()
 		taken := takeBatch(group)
 		if len(taken) == 0 {
-			delete(g.groups, id) // an interval has passed: a new loop may commit at once
+			delete(g.groups, id)
 			g.mu.Unlock()
 			return
 		}
@@ -119,7 +117,7 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		for i, q := range taken {
 			batch[i] = q.req
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout) // the reads before it
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		replies := g.commit(ctx, batch)
 		cancel()
 		for i, q := range taken {
@@ -128,8 +126,7 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 	}
 }
 
-// takeBatch takes the next batch off group's queue: at most maxGroupSize requests, maxKeyedPerGroup
-// keyed ones, and a delta sum within int64.
+// takeBatch takes the next batch off group's queue, within the bounds above and int64.
 func takeBatch(group *counterGroup) []*queued {
 	n, keyed := 0, 0
 	var sum int64

@@ -12,43 +12,41 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// ErrNotFound is returned for a counter that has never been configured or incremented.
+// ErrNotFound: the counter was never configured or incremented.
 var ErrNotFound = errors.New("counter not found")
 
-// Store reads and writes sharded counters in one Firestore database. It is safe for concurrent use.
+// Store reads and writes sharded counters in one database; safe for concurrent use.
 type Store struct {
 	documents
-	clock       shared.Clock
-	shardCounts *shardCountCache
-	// requireExisting and hourBucketsKept are Options'.
+	clock           shared.Clock
+	shardCounts     *shardCountCache
 	requireExisting bool
 	hourBucketsKept time.Duration
-	pickShard       func(id string, numShards int) int // a shardDealer's pick in production
+	pickShard       func(id string, numShards int) int
 	touches         *touchStamps
 	groups          *groupCommitter // nil: one commit per request
-	changes         *groupCommitter // nil: changes commit as increments do
-	ledgerPart      int             // this Store's part of ledger seconds
+	changes         *groupCommitter // nil: as increments
+	ledgerPart      int
 	plans           planStore
 	life            gate.Gate          // admits increments until Close
-	raises          singleflight.Group // coalesces raiseFences per counter and epoch
+	raises          singleflight.Group // raiseFences per counter and epoch
 }
 
 // Options tune a Store.
 type Options struct {
-	DefaultNumShards   int           // of a counter created by its first increment
+	DefaultNumShards   int
 	ShardCountCacheTTL time.Duration // how long a cached configuration is trusted
-	// GroupCommitInterval, when positive, merges a counter's concurrent increments into one shard
-	// write at most once per interval, the most an increment waits; zero writes each alone.
+	// GroupCommitInterval, when positive, merges a counter's concurrent increments into one write
+	// per interval, the most an increment waits.
 	GroupCommitInterval time.Duration
-	// ChangeCommitInterval, when positive, commits a collection counter's changes in one transaction
-	// at most once per interval.
+	// ChangeCommitInterval does the same for a collection counter's changes.
 	ChangeCommitInterval time.Duration
 	DedupeTTL            time.Duration // how long a key is remembered
-	// RequireExisting makes increments of a missing counter fail with ErrNotFound and write nothing,
-	// also when racing its Delete: only Configure creates counters.
+	// RequireExisting: only Configure creates counters; increments of a missing one, also racing its
+	// Delete, fail with ErrNotFound.
 	RequireExisting bool
-	HourBucketsKept time.Duration // PruneHourBuckets deletes older hour buckets; zero keeps them
-	Clock           shared.Clock  // labels window buckets; nil: the system clock
+	HourBucketsKept time.Duration // zero keeps hour buckets forever
+	Clock           shared.Clock  // nil: the system clock
 }
 
 // NewStore returns a Store over client with the collections named by schema.
