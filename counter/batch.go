@@ -9,11 +9,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// maxCommitAttempts bounds the commits of one batch; each retry follows a certain "not applied".
+// maxCommitAttempts bounds the commits of one batch.
 const maxCommitAttempts = 4
 
-// commitBatch commits batch, taking out keys applied before, and returns one reply per request. A
-// repeated key is answered as its first request's duplicate; a duplicate never fails the others.
+// commitBatch commits batch and returns one reply per request; duplicates never fail the others.
 func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
 	if changes, others := splitChanges(batch); len(changes) > 0 {
 		return mergeReplies(batch, changes, s.commitChanges(ctx, pick(batch, changes)), others, s.commitBatch(ctx, pick(batch, others)))
@@ -43,7 +42,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
 	return replies
 }
 
-// commitLive commits batch's live requests, taking out duplicates, and fills in their replies.
+// commitLive commits batch's live requests and fills in their replies.
 func (s *Store) commitLive(ctx context.Context, batch []request, live []int, replies []reply) {
 	fail := func(err error) {
 		for _, i := range live {
@@ -80,7 +79,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 	}
 }
 
-// canRetry reports whether a commit that certainly did not apply may be sent again at once.
+// canRetry reports whether a failed commit may be sent again at once.
 func canRetry(res commitResult) bool {
 	if !errors.Is(res.err, ErrNotApplied) {
 		return false
@@ -92,7 +91,7 @@ func canRetry(res commitResult) bool {
 	return false
 }
 
-// takeOutDuplicates answers live requests whose keys were applied before, returning the others.
+// takeOutDuplicates answers live requests with keys applied before, returning the others.
 func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspection, replies []reply) []int {
 	var rest []int
 	for _, i := range live {
@@ -124,7 +123,7 @@ func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
 	return applied
 }
 
-// followerReply answers req, repeating an earlier request's key in its batch, from that reply first.
+// followerReply answers req, which repeats the key of the request answered first.
 func followerReply(req request, first reply) reply {
 	if first.err != nil && !errors.Is(first.err, ErrKeyReused) {
 		return first
@@ -136,7 +135,7 @@ func followerReply(req request, first reply) reply {
 	return r
 }
 
-// splitChanges returns the indexes of the change requests of batch and of the others.
+// splitChanges is the indexes of batch's changes and of the others.
 func splitChanges(batch []request) (changes, others []int) {
 	for i, req := range batch {
 		if req.change != nil {
@@ -157,7 +156,7 @@ func pick(batch []request, indexes []int) []request {
 	return out
 }
 
-// mergeReplies puts the replies to the parts of batch back in its order.
+// mergeReplies puts the parts' replies back in batch's order.
 func mergeReplies(batch []request, a []int, ra []reply, b []int, rb []reply) []reply {
 	replies := make([]reply, len(batch))
 	for n, i := range a {

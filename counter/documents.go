@@ -10,13 +10,13 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// writeRecordTTL is how long a write record lives: only settling its commit reads it.
+// writeRecordTTL is how long a write record lives.
 const writeRecordTTL = time.Hour
 
-// writeRecordSource is a write record's source; it lives among the dedupe records, under their TTL.
+// writeRecordSource is a write record's source, among the dedupe records.
 const writeRecordSource = "write"
 
-// documents names a Store's documents and maps its writes to Firestore operations.
+// documents names a Store's documents and maps its writes to operations.
 type documents struct {
 	client           *firestore.Client
 	schema           shared.Schema
@@ -35,7 +35,7 @@ const (
 	opDelete
 )
 
-// op is one document write of a commit, sent in a WriteBatch or a Transaction alike.
+// op is one document write, for a WriteBatch or a Transaction.
 type op struct {
 	kind    opKind
 	ref     *firestore.DocumentRef
@@ -43,8 +43,7 @@ type op struct {
 	updates []firestore.Update // opUpdate
 }
 
-// shardWriteOps maps shard write w to operations: the counter's creation or stamp, then the shard's
-// server-side increment (creating the shard unless w.shardMustExist).
+// shardWriteOps maps shard write w to operations.
 func (d documents) shardWriteOps(w shardWrite) []op {
 	var ops []op
 	counterRef := d.schema.CounterRef(d.client, w.counter)
@@ -123,12 +122,12 @@ func newCounterFields(numShards int, minute int64) map[string]any {
 		shared.FieldMemberCollection: shared.MembersCollection}
 }
 
-// touchUpdate raises touched_minute to minute (server-side maximum); it fails on a missing counter.
+// touchUpdate raises touched_minute to minute; it fails on a missing counter.
 func touchUpdate(minute int64) []firestore.Update {
 	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
 }
 
-// shardIncrement adds, server-side, w's delta to count, its parts to their buckets and 1 to writes.
+// shardIncrement is w's server-side increment of a shard.
 func shardIncrement(w shardWrite) map[string]any {
 	m := map[string]any{
 		shared.FieldCount:  firestore.Increment(w.delta),
@@ -140,8 +139,7 @@ func shardIncrement(w shardWrite) map[string]any {
 	return m
 }
 
-// shardIncrementUpdates is shardIncrement as updates of an existing shard, one per leaf field path
-// so buckets merge.
+// shardIncrementUpdates is shardIncrement as updates, one per leaf so buckets merge.
 func shardIncrementUpdates(w shardWrite) []firestore.Update {
 	var updates []firestore.Update
 	var add func(path firestore.FieldPath, m map[string]any)
@@ -177,7 +175,7 @@ func (d documents) dedupeRecordRef(key Key) *firestore.DocumentRef {
 	return d.schema.DedupeRef(d.client, key.recordID())
 }
 
-// dedupeRecordOp creates dw's dedupe record: applied by writeID at now, expiring after dedupeTTL.
+// dedupeRecordOp creates dw's dedupe record, applied by writeID at now.
 func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time) op {
 	applied := make([]map[string]any, len(dw.applied))
 	for i, a := range dw.applied {
@@ -205,7 +203,7 @@ func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time)
 	return op{kind: opCreate, ref: d.dedupeRecordRef(dw.key), data: rec}
 }
 
-// recordNow is c's now as created_at stores it (UTC, microseconds), so Results match reads.
+// recordNow is c's now as created_at stores it (UTC, microseconds).
 func recordNow(c shared.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // dedupeRecordData is a dedupe record as read back.
@@ -230,8 +228,7 @@ func decodeDedupeRecord(snap *firestore.DocumentSnapshot, key Key) (dedupeRecord
 	return rec, nil
 }
 
-// duplicateOutcome is key's first application from its record rec; ErrKeyReused when fingerprint
-// differs.
+// duplicateOutcome is key's first application; ErrKeyReused when fingerprint differs.
 func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Result, error) {
 	outcome := Result{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied)), PlannedAt: rec.CreatedAt}
 	for i, a := range rec.Applied {

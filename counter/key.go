@@ -10,7 +10,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Source is where an idempotency key comes from; keys of different sources never collide.
+// Source scopes idempotency keys.
 type Source string
 
 // The sources of keyed increments.
@@ -19,18 +19,18 @@ const (
 	SourceHTTP   Source = "http"   // Idempotency-Key headers
 )
 
-// Key identifies one keyed set of increments, applied at most once while its dedupe record lives.
+// Key identifies increments applied at most once while its dedupe record lives.
 type Key struct {
 	Source Source
-	// Caller, the verified sender ("" when none), scopes ID: no caller can use another's key.
+	// Caller, the verified sender or "", scopes ID too.
 	Caller string
-	ID     string // any string
+	ID     string
 }
 
-// ErrKeyReused refuses a key already applied with different increments; the new ones are not applied.
+// ErrKeyReused refuses a key already applied with different increments.
 var ErrKeyReused = errors.New("idempotency key already used with different increments")
 
-// recordID is the key's dedupe record ID; no key without a caller can name a caller's record.
+// recordID is the key's dedupe record ID, distinct per caller.
 func (k Key) recordID() string {
 	material := string(k.Source) + "\x00" + k.ID
 	if k.Caller != "" {
@@ -40,7 +40,7 @@ func (k Key) recordID() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fingerprintOf is a hash of incs, in order: it tells a retry from a reused key.
+// fingerprintOf is a hash of incs, telling a retry from a reused key.
 func fingerprintOf(incs []shared.Increment) (string, error) {
 	b, err := json.Marshal(incs)
 	if err != nil {

@@ -25,8 +25,7 @@ func (s *Store) fences(id string) *firestore.CollectionRef {
 	return s.schema.CounterRef(s.client, id).Collection(shared.MemberFencesCollection)
 }
 
-// dropFences deletes, in tx, every possible fence of counter document snap's member epoch (blind
-// deletes: no read locks), if it was ever distinct.
+// dropFences blindly deletes, in tx, every fence of snap's member epoch.
 func (s *Store) dropFences(tx *firestore.Transaction, snap *firestore.DocumentSnapshot) error {
 	if _, ever := snap.Data()[shared.FieldDistinct]; !ever {
 		return nil
@@ -40,7 +39,7 @@ func (s *Store) dropFences(tx *firestore.Transaction, snap *firestore.DocumentSn
 	return nil
 }
 
-// setFences raises, in tx, the fences of shards 0..numShards-1 of counter id in epoch.
+// setFences raises, in tx, counter id's fences of numShards shards in epoch.
 func (s *Store) setFences(tx *firestore.Transaction, id, epoch string, numShards int) error {
 	for n := range numShards {
 		if err := tx.Set(s.fenceRef(id, epoch, n), map[string]any{shared.FieldMembersEpoch: epoch}); err != nil {
@@ -50,10 +49,8 @@ func (s *Store) setFences(tx *firestore.Transaction, id, epoch string, numShards
 	return nil
 }
 
-// raiseFences raises every shard's fence of distinct counter id in its member epoch, in a
-// transaction reading the counter document. ErrNotFound for a missing counter; errEpochMoved
-// (nothing written) when it is not distinct or epoch, unless "", is not its epoch. Concurrent
-// raises of one counter and epoch share one transaction.
+// raiseFences raises distinct counter id's fences in its member epoch; ErrNotFound, or errEpochMoved
+// (nothing written) when it is not distinct or epoch, unless "", is not its epoch.
 func (s *Store) raiseFences(ctx context.Context, id, epoch string) error {
 	_, err, _ := s.raises.Do(id+"\x00"+epoch, func() (any, error) { return nil, s.raiseFencesOnce(ctx, id, epoch) })
 	return err

@@ -20,8 +20,7 @@ const (
 	maxWritesPerBatch = 400 // under Firestore's 500 per commit
 )
 
-// HourBucketsDue reports whether PruneHourBuckets is due for counter document snap at now: about
-// once a day while it holds hour buckets older than Options.HourBucketsKept.
+// HourBucketsDue reports whether PruneHourBuckets is due for counter document snap at now.
 func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) bool {
 	if s.hourBucketsKept <= 0 || !slices.Contains(windowsOf(snap.Data()), WindowHour) {
 		return false
@@ -29,9 +28,8 @@ func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) 
 	return !keptFrom(snap).After(s.keepHoursFrom(now).Add(-prunePeriod))
 }
 
-// PruneHourBuckets deletes counter id's hour buckets older than Options.HourBucketsKept before now,
-// at most maxHoursPerPass per call, recording shared.FieldHoursKeptFrom; nothing else changes. It
-// returns the hours pruned (0 for a missing counter).
+// PruneHourBuckets deletes up to maxHoursPerPass of counter id's hour buckets older than
+// Options.HourBucketsKept, and returns how many (0 for a missing counter).
 func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) (int, error) {
 	if s.hourBucketsKept <= 0 {
 		return 0, nil
@@ -73,13 +71,12 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 	return len(deletes), nil
 }
 
-// keepHoursFrom is the start of the oldest hour whose bucket is kept at now.
+// keepHoursFrom is the oldest hour kept at now.
 func (s *Store) keepHoursFrom(now time.Time) time.Time {
 	return now.Add(-s.hourBucketsKept).UTC().Truncate(time.Hour)
 }
 
-// keptFrom is the oldest hour counter document snap's shards may hold: where pruning stopped, or its
-// creation.
+// keptFrom is the oldest hour snap's shards may hold.
 func keptFrom(snap *firestore.DocumentSnapshot) time.Time {
 	if t, ok := snap.Data()[shared.FieldHoursKeptFrom].(time.Time); ok {
 		return t.UTC()

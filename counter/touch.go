@@ -8,8 +8,8 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// touchStamps remembers each counter's last touched_minute this Store stamped, so writes stamp at
-// most once a minute (at a random per-Store offset: a stamp is up to one minute early, never late).
+// touchStamps lets writes stamp touched_minute at most once a minute per counter (a random offset:
+// up to a minute early, never late).
 type touchStamps struct {
 	clock  shared.Clock
 	offset time.Duration
@@ -22,7 +22,7 @@ func newTouchStamps(clock shared.Clock) *touchStamps {
 	return &touchStamps{clock: clock, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 
-// due reports whether a write of counter id now must stamp, and the minute; record confirms it.
+// due reports whether a write of counter id must stamp, and the minute.
 func (t *touchStamps) due(id string) (minute int64, ok bool) {
 	minute = shared.UnixMinute(t.clock.Now().Add(-t.offset))
 	t.mu.Lock()
@@ -31,7 +31,7 @@ func (t *touchStamps) due(id string) (minute int64, ok bool) {
 	return minute, !seen || last < minute
 }
 
-// record notes that a committed write stamped counter id with minute.
+// record notes a committed stamp.
 func (t *touchStamps) record(id string, minute int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
