@@ -75,8 +75,8 @@ func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ co
 	return commitResult{}, false
 }
 
-// settle finds out whether a failed commit applied: by fencing its write record, or, without one,
-// by reading back after NotFound, else by resending once.
+// settle finds out whether a failed commit applied: it fences the write record, or reads back, or
+// resends once.
 func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	if !plan.writeRecord {
 		if status.Code(cause) == codes.NotFound {
@@ -114,8 +114,7 @@ func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commi
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; sending it again failed: %w", cause, err))}
 }
 
-// refusedKeyed settles a keyed-only plan refused with NotFound: applied only if its dedupe records
-// carry its write ID.
+// refusedKeyed settles a keyed-only plan refused with NotFound by reading back.
 func (s *Store) refusedKeyed(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	in, err := s.plans.inspect(ctx, plan)
 	switch {

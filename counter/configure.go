@@ -22,12 +22,12 @@ type Settings struct {
 	Group                           *string
 }
 
-// shardFieldsSet reports whether st asks anything of the counter's shards.
+// shardFieldsSet reports whether st sets shard fields.
 func (st Settings) shardFieldsSet() bool {
 	return st.NumShards != 0 || st.MinShards != 0 || st.MaxShards != 0
 }
 
-// features are the counter document fields st sets besides the shape, in minute.
+// features are the fields st sets besides the shape, in minute.
 func (st Settings) features(minute int64) map[string]any {
 	f := map[string]any{}
 	if st.Windows != nil {
@@ -49,7 +49,7 @@ func (st Settings) features(minute int64) map[string]any {
 	return f
 }
 
-// shape is the shape the settings give a counter whose shape is cur (existed false: a new counter).
+// shape is st applied to shape cur (existed false: a new counter).
 func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, error) {
 	if !st.shardFieldsSet() {
 		if existed {

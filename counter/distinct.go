@@ -16,7 +16,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// ErrMemberRequired refuses a plain increment of a distinct counter, before any write.
+// ErrMemberRequired refuses a plain increment of a distinct counter.
 var ErrMemberRequired = errors.New("the counter counts distinct members: send a member, or configure the counter")
 
 // ErrNotDistinct refuses a member increment of a counter that is not distinct.
@@ -112,7 +112,7 @@ func failMember(id string, wrap func(error) error, err error) (memberOutcome, er
 type memberCall struct {
 	counter, member string
 	key             *Key
-	fingerprint     string    // memberFingerprint
+	fingerprint     string
 	now             time.Time // picks the buckets
 	writeID         string    // on every document a commit creates
 }
@@ -120,7 +120,7 @@ type memberCall struct {
 // memberWrite is one plan of a memberCall.
 type memberWrite struct {
 	memberCall
-	refs []*firestore.DocumentRef // memberRefs
+	refs []*firestore.DocumentRef
 	// legacy: nil, or refs' twins in shared.LegacyMembersCollection (either counts).
 	legacy  []*firestore.DocumentRef
 	windows []string
@@ -158,7 +158,7 @@ func (s *Store) memberReads(m memberWrite) []*firestore.DocumentRef {
 	return refs
 }
 
-// extraMemberAttempts is commitMember's margin beyond len(refs)+2 attempts.
+// extraMemberAttempts is commitMember's margin.
 const extraMemberAttempts = 3
 
 // commitMember creates m's missing documents until a commit applies or none are missing. Errors wrap
@@ -311,7 +311,7 @@ func memberFingerprint(id, member string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// readMembers reads refs; when settling, within resolveTimeout even if ctx is done.
+// readMembers reads refs; when settling, within resolveTimeout.
 func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, settling bool) ([]*firestore.DocumentSnapshot, error) {
 	if settling {
 		var cancel context.CancelFunc
@@ -354,7 +354,7 @@ func epochOf(snap *firestore.DocumentSnapshot, random string) string {
 	return fmt.Sprintf("%d/%s", snap.CreateTime.UnixNano(), random)
 }
 
-// memberRefs are member's documents in collection: all time, then now's bucket per window.
+// memberRefs are member's documents: all time, then now's bucket per window.
 func (s *Store) memberRefs(id, collection, member string, windows []string, now time.Time) []*firestore.DocumentRef {
 	sum := sha256.Sum256([]byte(member))
 	hash := hex.EncodeToString(sum[:])

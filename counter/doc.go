@@ -1,7 +1,6 @@
 // Package counter implements distributed counters on Firestore: an increment is a server-side
-// increment of one shard, the shard count can change without changing the value, and the exact
-// value is one aggregation query. Every error says whether an increment certainly was not applied
-// (ErrNotApplied) or nobody can tell (ErrOutcomeUnknown). It never imports net/http.
+// increment of one shard, and the exact value is one aggregation query. Errors say whether an
+// increment certainly was not applied (ErrNotApplied) or nobody can tell (ErrOutcomeUnknown).
 //
 // # The path of an increment
 //
@@ -19,8 +18,6 @@
 // memberfence.go), changes.go (step 2, then a transaction per batch); windows.go buckets. Below:
 // key.go, outcome.go, shardcache.go, shardpick.go, touch.go, shape.go.
 //
-// Names: inc is a counter and a delta, req one caller's increments and key, w a shard write, dw a
-// dedupe write.
-//
+// Names: inc is a counter and delta, req a caller's increments, w a shard write, dw a dedupe write.
 // Not a supported import: see package counters.
 package counter

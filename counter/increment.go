@@ -72,7 +72,7 @@ func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
 	return rep.outcome, nil
 }
 
-// increments is r's Counter and Delta as increments.
+// increments is r's Counter and Delta.
 func (r Request) increments() []shared.Increment {
 	return []shared.Increment{{Counter: r.Counter, Delta: r.Delta}}
 }
@@ -114,7 +114,7 @@ type reply struct {
 	err         error
 }
 
-// submit commits req through its counter's group, or alone; ErrClosed once Close began.
+// submit commits req through its counter's group, or alone; ErrClosed.
 func (s *Store) submit(ctx context.Context, req request) reply {
 	if !s.life.Enter() {
 		return reply{err: notApplied(ErrClosed)}

@@ -22,7 +22,7 @@ const (
 // Key identifies increments applied at most once while its dedupe record lives.
 type Key struct {
 	Source Source
-	// Caller, the verified sender or "", scopes ID too.
+	// Caller, the verified sender or "", scopes ID: no caller can use another's key.
 	Caller string
 	ID     string
 }

@@ -21,7 +21,7 @@ func evictFor[V any](m map[string]V, id string) {
 	}
 }
 
-// shardCountCache holds counters' writeConfig for a TTL, so a warm increment reads nothing.
+// shardCountCache holds counters' writeConfig for a TTL.
 type shardCountCache struct {
 	ttl   time.Duration
 	clock shared.Clock

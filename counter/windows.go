@@ -80,7 +80,7 @@ func sameBuckets(windows []string, a, b time.Time) bool {
 	return true
 }
 
-// WindowsOf reads the windows of counter document snap, in Windows order.
+// WindowsOf reads counter document snap's windows, in Windows order.
 func WindowsOf(snap *firestore.DocumentSnapshot) []string { return windowsOf(snap.Data()) }
 
 // GroupOf reads the group of counter document snap, "" for none.
@@ -131,8 +131,8 @@ type WindowValue struct {
 	Windows []string // the counter's now
 }
 
-// WindowValue reads counter id's windows and its count in bucket label of window w; "" is the
-// current bucket, of one of its windows (else *shared.FieldError). ErrNotFound.
+// WindowValue reads counter id's count in bucket label of window w; "" is the current bucket,
+// which needs w among its windows (*shared.FieldError). ErrNotFound for a missing counter.
 func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
