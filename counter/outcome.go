@@ -7,9 +7,9 @@ import (
 
 // Every failed increment wraps ErrNotApplied or ErrOutcomeUnknown, and its original cause.
 var (
-	// ErrNotApplied: the increment certainly was not applied.
+	// ErrNotApplied marks an increment that certainly was not applied.
 	ErrNotApplied = errors.New("not applied")
-	// ErrOutcomeUnknown: it may have applied; only a keyed increment is safe to resend.
+	// ErrOutcomeUnknown marks one that may have applied; only a keyed one is safe to resend.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrClosed (with ErrNotApplied) refuses increments after Close began.
 	ErrClosed = errors.New("the counter store is closing")

@@ -12,7 +12,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// ErrNotFound: the counter was never configured or incremented.
+// ErrNotFound is a counter never configured or incremented.
 var ErrNotFound = errors.New("counter not found")
 
 // Store reads and writes sharded counters in one database; safe for concurrent use.
@@ -42,8 +42,8 @@ type Options struct {
 	// ChangeCommitInterval does the same for a collection counter's changes.
 	ChangeCommitInterval time.Duration
 	DedupeTTL            time.Duration // how long a key is remembered
-	// RequireExisting: only Configure creates counters; increments of a missing one, also racing its
-	// Delete, fail with ErrNotFound.
+	// RequireExisting makes only Configure create counters; increments of a missing one, also racing
+	// its Delete, fail with ErrNotFound.
 	RequireExisting bool
 	HourBucketsKept time.Duration // zero keeps hour buckets forever
 	Clock           shared.Clock  // nil: the system clock
