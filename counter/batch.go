@@ -9,19 +9,15 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// maxCommitAttempts bounds the commits of one batch; each new attempt follows a certain "not
-// applied" (contention, a duplicate key taken out, a counter created or deleted meanwhile).
+// maxCommitAttempts bounds the commits of one batch.
 const maxCommitAttempts = 4
 
-// commitBatch commits batch in one commit, or in a few when requests must be taken out (a key applied
-// before), and returns one reply per request. A request repeating a key earlier in the batch is
-// answered as that request's duplicate; a duplicate never fails the others.
+// commitBatch commits batch and returns one reply per request; duplicates never fail the others.
 func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
 	if changes, others := splitChanges(batch); len(changes) > 0 {
 		return mergeReplies(batch, changes, s.commitChanges(ctx, pick(batch, changes)), others, s.commitBatch(ctx, pick(batch, others)))
 	}
 	replies := make([]reply, len(batch))
-	// One commit cannot create a dedupe record twice: a repeated key follows its first request.
 	leader := make([]int, len(batch))
 	var live []int
 	seen := make(map[string]int)
@@ -46,8 +42,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
 	return replies
 }
 
-// commitLive commits the live requests of batch, taking out duplicates, until they are committed or
-// fail, and fills in their replies.
+// commitLive commits batch's live requests and fills in their replies.
 func (s *Store) commitLive(ctx context.Context, batch []request, live []int, replies []reply) {
 	fail := func(err error) {
 		for _, i := range live {
@@ -70,8 +65,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 			return
 		}
 		if status.Code(res.err) == codes.NotFound {
-			// A counter was deleted under its cached shard count (the next plan creates it again, or
-			// refuses it with RequireExisting), or a shard that must exist is yet to be created.
+			// A counter deleted under its cached count, or a shard yet to be created.
 			for _, w := range plan.shards {
 				s.shardCounts.forget(w.counter)
 			}
@@ -85,8 +79,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 	}
 }
 
-// canRetry reports whether a commit that certainly did not apply may be sent again at once:
-// contention, documents in the way, or a counter deleted under a cached count.
+// canRetry reports whether a failed commit may be sent again at once.
 func canRetry(res commitResult) bool {
 	if !errors.Is(res.err, ErrNotApplied) {
 		return false
@@ -98,8 +91,7 @@ func canRetry(res commitResult) bool {
 	return false
 }
 
-// takeOutDuplicates answers the live requests whose keys were applied before with the first
-// application, and returns the others.
+// takeOutDuplicates answers live requests with keys applied before, returning the others.
 func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspection, replies []reply) []int {
 	var rest []int
 	for _, i := range live {
@@ -115,7 +107,7 @@ func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspect
 	return rest
 }
 
-// appliedOf is what request i of the batch, req, got from plan: its increments on the shards chosen.
+// appliedOf is what request i of the batch, req, got from plan.
 func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
 	if d, ok := plan.dedupeOf[i]; ok {
 		return plan.dedupes[d].applied
@@ -131,11 +123,10 @@ func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
 	return applied
 }
 
-// followerReply answers req, which repeats the key of an earlier request of its batch, from that
-// request's reply first.
+// followerReply answers req, which repeats the key of the request answered first.
 func followerReply(req request, first reply) reply {
 	if first.err != nil && !errors.Is(first.err, ErrKeyReused) {
-		return first // not applied, or unknown: the same holds for the repeat
+		return first
 	}
 	r := reply{outcome: Result{Applied: first.outcome.Applied, Duplicate: true, PlannedAt: first.outcome.PlannedAt}, fingerprint: first.fingerprint}
 	if req.fingerprint != first.fingerprint {
@@ -144,7 +135,7 @@ func followerReply(req request, first reply) reply {
 	return r
 }
 
-// splitChanges returns the indexes of the change requests of batch and of the others.
+// splitChanges is the indexes of batch's changes and of the others.
 func splitChanges(batch []request) (changes, others []int) {
 	for i, req := range batch {
 		if req.change != nil {
@@ -165,7 +156,7 @@ func pick(batch []request, indexes []int) []request {
 	return out
 }
 
-// mergeReplies puts the replies to the parts of batch back in its order.
+// mergeReplies puts the parts' replies back in batch's order.
 func mergeReplies(batch []request, a []int, ra []reply, b []int, rb []reply) []reply {
 	replies := make([]reply, len(batch))
 	for n, i := range a {

@@ -10,20 +10,11 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Settings is what an operator asks of a counter; zero fields are not set.
-//
-//   - Without shard fields the shape is left as it is (a new counter gets DefaultNumShards, adaptive).
-//   - NumShards alone pins the count: bounds equal to it, adaptation leaves the counter alone.
-//   - MinShards and/or MaxShards make the counter adaptive between them (an unset bound is
-//     DefaultNumShards, or the count if lower, and shared.MaxNumShards); NumShards, if set too, is
-//     the count to start from and must lie within them, else the count is clamped into them.
-//   - Windows, when not nil, replaces the windows the counter counts in (empty: none); they apply to
-//     increments planned after the change (at once on this Store, within ShardCountCacheTTL on
-//     others). Buckets already counted stay.
-//   - Distinct, when not nil, makes the counter count distinct members (Request.Member) from now
-//     on, or deltas again; what was counted stays.
-//   - Group, when not nil, puts the counter in that group's top lists ("": in none), and stamps its
-//     touched_minute, so that the next sweep moves its roll-up (and it) between the groups' lists.
+// Settings is what an operator asks of a counter; zero fields are not set. No shard fields keep the
+// shape (new: DefaultNumShards, adaptive); NumShards alone pins; MinShards/MaxShards make it adaptive
+// (unset: DefaultNumShards and shared.MaxNumShards), NumShards then the start, within them. Windows,
+// Distinct and Group ("": none), when not nil, replace theirs for increments planned later (other
+// Stores: within ShardCountCacheTTL); what was counted stays.
 type Settings struct {
 	NumShards, MinShards, MaxShards int
 	Windows                         []string
@@ -31,12 +22,12 @@ type Settings struct {
 	Group                           *string
 }
 
-// shardFieldsSet reports whether st asks anything of the counter's shards.
+// shardFieldsSet reports whether st sets shard fields.
 func (st Settings) shardFieldsSet() bool {
 	return st.NumShards != 0 || st.MinShards != 0 || st.MaxShards != 0
 }
 
-// features are the counter document fields st sets besides the shape, in minute.
+// features are the fields st sets besides the shape, in minute.
 func (st Settings) features(minute int64) map[string]any {
 	f := map[string]any{}
 	if st.Windows != nil {
@@ -58,7 +49,7 @@ func (st Settings) features(minute int64) map[string]any {
 	return f
 }
 
-// shape is the shape the settings give a counter whose shape is cur (existed false: a new counter).
+// shape is st applied to shape cur (existed false: a new counter).
 func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, error) {
 	if !st.shardFieldsSet() {
 		if existed {
@@ -94,23 +85,16 @@ func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, 
 
 // Configuration is the outcome of Configure.
 type Configuration struct {
-	// Shape is the counter's shape now.
-	Shape
-	// PreviousNumShards is its shard count before, 0 when Created.
-	PreviousNumShards int
-	// Created is true when the counter did not exist.
-	Created bool
-	// Windows are the windows the counter counts in now.
-	Windows []string
-	// Distinct is true when the counter counts distinct members.
-	Distinct bool
-	// Group is the group whose top lists the counter is in, "" for none.
-	Group string
+	Shape                 // now
+	PreviousNumShards int // 0 when Created
+	Created           bool
+	Windows           []string
+	Distinct          bool
+	Group             string // "" for none
 }
 
-// Configure creates counter id, or changes its shape and windows, in one transaction, then creates
-// the shards it added with count 0. It never changes the counter's value or its buckets, even while
-// increments arrive.
+// Configure creates or changes counter id in one transaction, then creates added shards at 0. It
+// never changes the value or buckets, even while increments arrive.
 func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
 	if st.Group != nil && *st.Group != "" {
 		if err := shared.ValidateGroup(*st.Group); err != nil {
@@ -132,7 +116,7 @@ func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configur
 		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
 	}
 	if err == nil && res.distinct {
-		if err = s.raiseFences(ctx, id, ""); errors.Is(err, errEpochMoved) { // turned off meanwhile
+		if err = s.raiseFences(ctx, id, ""); errors.Is(err, errEpochMoved) {
 			err = nil
 		}
 	}

@@ -10,34 +10,32 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// writeRecordTTL is how long a write record lives: only the settling of its commit reads it.
+// writeRecordTTL is how long a write record lives.
 const writeRecordTTL = time.Hour
 
-// writeRecordSource is the source field of a write record; it lives among the dedupe records, so
-// their TTL policy deletes it too.
+// writeRecordSource is a write record's source, among the dedupe records.
 const writeRecordSource = "write"
 
-// documents names a Store's documents and maps its writes to Firestore operations.
+// documents names a Store's documents and maps its writes to operations.
 type documents struct {
 	client           *firestore.Client
 	schema           shared.Schema
 	defaultNumShards int
-	// dedupeTTL is how long a dedupe record lives.
-	dedupeTTL time.Duration
+	dedupeTTL        time.Duration
 }
 
 // opKind is how an op writes its document.
 type opKind int
 
 const (
-	opCreate opKind = iota // Create: fails with AlreadyExists when the document exists
-	opUpdate               // Update: fails with NotFound when the document is missing
-	opMerge                // Set with MergeAll: creates or merges
-	opSet                  // Set: creates or replaces
-	opDelete               // Delete: succeeds whether or not the document exists
+	opCreate opKind = iota // AlreadyExists when the document exists
+	opUpdate               // NotFound when the document is missing
+	opMerge                // Set with MergeAll
+	opSet
+	opDelete
 )
 
-// op is one document write of a commit, sent in a WriteBatch or a Transaction alike.
+// op is one document write, for a WriteBatch or a Transaction.
 type op struct {
 	kind    opKind
 	ref     *firestore.DocumentRef
@@ -45,9 +43,7 @@ type op struct {
 	updates []firestore.Update // opUpdate
 }
 
-// shardWriteOps is the mapping of shard write w to Firestore operations: the counter's creation
-// (w.create) or touched stamp (w.stamp), then the shard's server-side increment, which creates the
-// shard unless w.shardMustExist.
+// shardWriteOps maps shard write w to operations.
 func (d documents) shardWriteOps(w shardWrite) []op {
 	var ops []op
 	counterRef := d.schema.CounterRef(d.client, w.counter)
@@ -64,8 +60,7 @@ func (d documents) shardWriteOps(w shardWrite) []op {
 	return append(ops, op{kind: opMerge, ref: shardRef, data: shardIncrement(w)})
 }
 
-// planOps is every operation of plan's commit: its write record, its dedupe records and its shard
-// writes.
+// planOps is plan's commit: write record, dedupe records, shard writes.
 func (d documents) planOps(plan *commitPlan) []op {
 	var ops []op
 	if plan.writeRecord {
@@ -98,7 +93,7 @@ func addToBatch(b *firestore.WriteBatch, ops []op) {
 	}
 }
 
-// addToTransaction adds ops to tx; it returns the first error.
+// addToTransaction adds ops to tx, stopping at the first error.
 func addToTransaction(tx *firestore.Transaction, ops []op) error {
 	for _, o := range ops {
 		var err error
@@ -121,22 +116,18 @@ func addToTransaction(tx *firestore.Transaction, ops []op) error {
 	return nil
 }
 
-// newCounterFields is the counter document of a counter created by a write: numShards, stamped as
-// touched in minute, its members in shared.MembersCollection only.
+// newCounterFields is the document of a counter a write creates.
 func newCounterFields(numShards int, minute int64) map[string]any {
 	return map[string]any{shared.FieldNumShards: numShards, shared.FieldTouchedMinute: minute,
 		shared.FieldMemberCollection: shared.MembersCollection}
 }
 
-// touchUpdate raises a counter document's touched_minute to minute (a server-side maximum, never
-// lowered); it fails on a missing counter document.
+// touchUpdate raises touched_minute to minute; it fails on a missing counter.
 func touchUpdate(minute int64) []firestore.Update {
 	return []firestore.Update{{Path: shared.FieldTouchedMinute, Value: firestore.FieldTransformMaximum(minute)}}
 }
 
-// shardIncrement adds w's delta to a shard's count and each of its parts to the buckets of w's
-// windows holding the part's time, and 1 to its writes, server-side; it creates the shard document
-// if needed.
+// shardIncrement is w's server-side increment of a shard.
 func shardIncrement(w shardWrite) map[string]any {
 	m := map[string]any{
 		shared.FieldCount:  firestore.Increment(w.delta),
@@ -148,8 +139,7 @@ func shardIncrement(w shardWrite) map[string]any {
 	return m
 }
 
-// shardIncrementUpdates is shardIncrement as the updates of an existing shard document: one per
-// field path, so that buckets are merged, not replaced.
+// shardIncrementUpdates is shardIncrement as updates, one per leaf so buckets merge.
 func shardIncrementUpdates(w shardWrite) []firestore.Update {
 	var updates []firestore.Update
 	var add func(path firestore.FieldPath, m map[string]any)
@@ -171,7 +161,7 @@ func (d documents) writeRecordRef(plan *commitPlan) *firestore.DocumentRef {
 	return d.schema.DedupeRef(d.client, plan.writeID)
 }
 
-// writeRecord is the document that marks a commit holding unkeyed requests (or its fence) as written.
+// writeRecord marks a commit of unkeyed requests (or its fence) as written.
 func writeRecord(plan *commitPlan, fence bool) map[string]any {
 	return map[string]any{
 		shared.FieldDedupeSource: writeRecordSource,
@@ -185,9 +175,7 @@ func (d documents) dedupeRecordRef(key Key) *firestore.DocumentRef {
 	return d.schema.DedupeRef(d.client, key.recordID())
 }
 
-// dedupeRecordOp creates dw's dedupe record, which marks its key as applied by write writeID at now:
-// what a retry must answer, and the fingerprint that tells a retry from a reused key. It expires
-// after dedupeTTL.
+// dedupeRecordOp creates dw's dedupe record, applied by writeID at now.
 func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time) op {
 	applied := make([]map[string]any, len(dw.applied))
 	for i, a := range dw.applied {
@@ -215,8 +203,7 @@ func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time)
 	return op{kind: opCreate, ref: d.dedupeRecordRef(dw.key), data: rec}
 }
 
-// recordNow is the time c says now as a record's created_at stores it: UTC, in whole microseconds
-// (Firestore's precision), so the time a Result gives first equals the one read back later.
+// recordNow is c's now as created_at stores it (UTC, microseconds).
 func recordNow(c shared.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // dedupeRecordData is a dedupe record as read back.
@@ -241,8 +228,7 @@ func decodeDedupeRecord(snap *firestore.DocumentSnapshot, key Key) (dedupeRecord
 	return rec, nil
 }
 
-// duplicateOutcome is the Result of key, whose dedupe record rec exists: the first application, and
-// ErrKeyReused when fingerprint is not the first application's.
+// duplicateOutcome is key's first application; ErrKeyReused when fingerprint differs.
 func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Result, error) {
 	outcome := Result{Duplicate: true, Applied: make([]AppliedIncrement, len(rec.Applied)), PlannedAt: rec.CreatedAt}
 	for i, a := range rec.Applied {

@@ -15,7 +15,7 @@ type firestorePlans struct {
 	documents
 }
 
-// commitOps commits ops as one WriteBatch, seen through whatever ctx says (commitTimeout).
+// commitOps commits ops atomically, within commitTimeout whatever ctx says.
 func (d documents) commitOps(ctx context.Context, ops []op) error {
 	b := d.client.Batch()
 	addToBatch(b, ops)
@@ -30,8 +30,7 @@ func detached(ctx context.Context, timeout time.Duration) (context.Context, cont
 	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
 }
 
-// commit sends the plan's operations as one WriteBatch commit: one RPC that applies all of them or
-// none.
+// commit sends the plan's operations as one atomic WriteBatch.
 func (f *firestorePlans) commit(ctx context.Context, plan *commitPlan) error {
 	if err := f.commitOps(ctx, f.planOps(plan)); err != nil {
 		return fmt.Errorf("commit write %s: %w", plan.writeID, err)
@@ -49,9 +48,8 @@ func (f *firestorePlans) fence(ctx context.Context, plan *commitPlan) error {
 	return nil
 }
 
-// inspect reads, in one request, the plan's write record, its dedupe records and the counters it
-// creates. A dedupe record carrying the plan's write ID means the plan applied; one carrying another
-// is a duplicate.
+// inspect reads the plan's write record, dedupe records and created counters in one request; a
+// dedupe record with another write ID is a duplicate.
 func (f *firestorePlans) inspect(ctx context.Context, plan *commitPlan) (inspection, error) {
 	refs := []*firestore.DocumentRef{f.writeRecordRef(plan)}
 	for _, dw := range plan.dedupes {
@@ -97,7 +95,7 @@ func (f *firestorePlans) inspect(ctx context.Context, plan *commitPlan) (inspect
 			in.existing = append(in.existing, id)
 		}
 	}
-	if in.write == writeApplied { // the plan's own documents are not in its way
+	if in.write == writeApplied { // its own documents are not in its way
 		in.duplicates, in.existing = nil, nil
 	}
 	return in, nil

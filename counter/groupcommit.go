@@ -13,16 +13,13 @@ import (
 // maxGroupSize bounds the requests in one batch.
 const maxGroupSize = 512
 
-// maxKeyedPerGroup bounds the keyed requests in one batch, so its commit stays within 500 writes.
+// maxKeyedPerGroup keeps a batch's commit within 500 writes.
 const maxKeyedPerGroup = 450
 
-// commitFunc commits a batch of requests and returns one reply per request, in order.
+// commitFunc commits batch and returns one reply per request, in order.
 type commitFunc func(ctx context.Context, batch []request) []reply
 
-// groupCommitter merges the concurrent requests of each counter into one batch, committed at most
-// once per interval per counter; a request that finds its counter idle is committed at once. Each
-// request is answered only when the commit holding it has an outcome, and a failed commit fails
-// exactly the requests it held.
+// groupCommitter commits each counter's concurrent requests as one batch at most once per interval.
 type groupCommitter struct {
 	interval time.Duration
 	clock    shared.Clock
@@ -30,18 +27,18 @@ type groupCommitter struct {
 
 	mu     sync.Mutex
 	groups map[string]*counterGroup
-	// flushing is closed by flush: every group commits what it holds without waiting.
+	// flushing is closed by flush: groups commit without waiting.
 	flushing  chan struct{}
 	flushOnce sync.Once
 }
 
-// counterGroup is one counter's queue of requests waiting for their commit.
+// counterGroup is one counter's queue.
 type counterGroup struct {
 	queue      []*queued
 	lastCommit time.Time
 }
 
-// queued is one request in a group's queue and where its reply goes.
+// queued is one request and where its reply goes.
 type queued struct {
 	req  request
 	done chan reply
@@ -51,8 +48,7 @@ func newGroupCommitter(interval time.Duration, c shared.Clock, commit commitFunc
 	return &groupCommitter{interval: interval, clock: c, commit: commit, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
 }
 
-// add queues req for counter id and returns its reply once the commit holding it has an outcome, or
-// "not applied" when ctx ends before that commit was sent.
+// add queues req for counter id and returns its reply; "not applied" when ctx ends before sending.
 func (g *groupCommitter) add(ctx context.Context, id string, req request) reply {
 	q := &queued{req: req, done: make(chan reply, 1)}
 	g.mu.Lock()
@@ -73,12 +69,11 @@ func (g *groupCommitter) add(ctx context.Context, id string, req request) reply 
 		if g.takeOut(group, q) {
 			return reply{err: notApplied(fmt.Errorf("gave up waiting for the group write of counter %q: %w", id, ctx.Err()))}
 		}
-		// The commit holding it is in flight: its outcome comes within the commit's own bounds.
-		return <-q.done
+		return <-q.done // in flight: bounded by the commit's timeouts
 	}
 }
 
-// takeOut removes q from its group if its commit has not been sent, and reports whether it did.
+// takeOut removes q unless its commit was sent, reporting whether it did.
 func (g *groupCommitter) takeOut(group *counterGroup, q *queued) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -90,12 +85,12 @@ func (g *groupCommitter) takeOut(group *counterGroup, q *queued) bool {
 	return true
 }
 
-// flush makes every group commit what it holds now, and every later commit go out at once.
+// flush makes every group, now and later, commit at once.
 func (g *groupCommitter) flush() {
 	g.flushOnce.Do(func() { close(g.flushing) })
 }
 
-// commitLoop commits counter id's queued requests, one batch per interval, until none are left.
+// commitLoop commits counter id's queue, one batch per interval, until it is empty.
 func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 	for {
 		g.mu.Lock()
@@ -111,7 +106,6 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		g.mu.Lock()
 		taken := takeBatch(group)
 		if len(taken) == 0 {
-			// An interval has passed since the last commit, so a new loop may commit at once.
 			delete(g.groups, id)
 			g.mu.Unlock()
 			return
@@ -123,7 +117,6 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		for i, q := range taken {
 			batch[i] = q.req
 		}
-		// Bounds the reads before the commit; the commit and its settling have bounds of their own.
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		replies := g.commit(ctx, batch)
 		cancel()
@@ -133,9 +126,7 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 	}
 }
 
-// takeBatch takes the next batch off the front of group's queue: at most maxGroupSize requests, at
-// most maxKeyedPerGroup keyed ones, and no more than keep their deltas' sum within int64 (a request
-// of one counter merges up to shared.MaxBatchIncrements deltas, so 512 of them could overflow).
+// takeBatch takes the next batch off group's queue, within the bounds above and int64.
 func takeBatch(group *counterGroup) []*queued {
 	n, keyed := 0, 0
 	var sum int64

@@ -10,35 +10,27 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Source is where an idempotency key comes from; keys of different sources never collide.
+// Source scopes idempotency keys.
 type Source string
 
 // The sources of keyed increments.
 const (
-	// SourcePubSub keys are Pub/Sub message IDs, or the message's idempotency_key attribute.
-	SourcePubSub Source = "pubsub"
-	// SourceHTTP keys are Increment requests' Idempotency-Key headers.
-	SourceHTTP Source = "http"
+	SourcePubSub Source = "pubsub" // message IDs or idempotency_key attributes
+	SourceHTTP   Source = "http"   // Idempotency-Key headers
 )
 
-// Key identifies one keyed set of increments: it is applied at most once while its dedupe record lives.
+// Key identifies increments applied at most once while its dedupe record lives.
 type Key struct {
-	// Source scopes ID.
 	Source Source
-	// Caller scopes ID too: the verified identity of whoever sent the key (e.g. a Firebase user ID),
-	// so one caller can neither consume nor replay another's key. Empty means nobody was verified
-	// (public increments, Pub/Sub): the key is shared by everyone who can send it.
+	// Caller, the verified sender or "", scopes ID: no caller can use another's key.
 	Caller string
-	// ID is the key as the caller gave it; any string is allowed (it is hashed into a document ID).
-	ID string
+	ID     string
 }
 
-// ErrKeyReused is returned when a key that was already applied comes back with different increments:
-// the new increments are not applied.
+// ErrKeyReused refuses a key already applied with different increments.
 var ErrKeyReused = errors.New("idempotency key already used with different increments")
 
-// recordID is the document ID of the key's dedupe record: a SHA-256 of source, caller and ID, in a
-// form where no key without a caller can name a caller's record.
+// recordID is the key's dedupe record ID, distinct per caller.
 func (k Key) recordID() string {
 	material := string(k.Source) + "\x00" + k.ID
 	if k.Caller != "" {
@@ -48,8 +40,7 @@ func (k Key) recordID() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fingerprintOf is a hash of incs, in order: a key sent again with the same increments is a retry;
-// with other increments it is a reused key.
+// fingerprintOf is a hash of incs, telling a retry from a reused key.
 func fingerprintOf(incs []shared.Increment) (string, error) {
 	b, err := json.Marshal(incs)
 	if err != nil {

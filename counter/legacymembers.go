@@ -15,21 +15,14 @@ import (
 
 // LegacyMembersPass is what one MoveLegacyMembers pass did.
 type LegacyMembersPass struct {
-	// Moved counts the member documents moved out of shared.LegacyMembersCollection.
-	Moved int
-	// Marked counts the counter documents given shared.FieldMemberCollection.
-	Marked int
+	Moved  int // member documents moved out of shared.LegacyMembersCollection
+	Marked int // counter documents given shared.FieldMemberCollection
 }
 
-// MoveLegacyMembers makes one pass over every counter of the schema (counter documents and, for
-// deleted counters, their leftover subcollections): it moves each member document from
-// shared.LegacyMembersCollection to shared.MembersCollection (a copy and the original's deletion in
-// one commit, so a member is never absent from both), then marks the counter document with
-// shared.FieldMemberCollection, after which instances read and create its members in
-// shared.MembersCollection only (within Options.ShardCountCacheTTL). Until then, instances create
-// a new member in both collections: a second pass after that TTL moves those. Nothing is counted
-// again or lost, provided no instance of a release before shared.MembersCollection still runs
-// (those read the legacy collection only). It is safe to run any number of times.
+// MoveLegacyMembers makes one pass over every counter, leftovers of deleted ones included: it moves
+// each legacy member document to shared.MembersCollection atomically, then marks the counter. Run a
+// second pass after Options.ShardCountCacheTTL; safe to repeat. See docs/operations.md, "Distinct
+// members move from `members` to `counter_members`".
 func (s *Store) MoveLegacyMembers(ctx context.Context) (LegacyMembersPass, error) {
 	var pass LegacyMembersPass
 	counters := s.client.Collection(s.schema.Counters).DocumentRefs(ctx)
@@ -50,14 +43,13 @@ func (s *Store) MoveLegacyMembers(ctx context.Context) (LegacyMembersPass, error
 		switch {
 		case err == nil:
 			pass.Marked++
-		case status.Code(err) != codes.NotFound: // NotFound: a deleted counter's leftovers
+		case status.Code(err) != codes.NotFound: // a deleted counter's leftovers
 			return pass, fmt.Errorf("move legacy members: mark counter %q: %w", ref.ID, err)
 		}
 	}
 }
 
-// moveLegacyMembersOf moves the legacy member documents of counter document ref, in commits of at
-// most maxWritesPerBatch writes, and returns how many it moved.
+// moveLegacyMembersOf moves counter ref's legacy member documents and returns how many it moved.
 func (s *Store) moveLegacyMembersOf(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
 	moved := 0
 	var batch []op

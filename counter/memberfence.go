@@ -14,8 +14,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// fenceRef is the fence of shard n of counter id in member epoch epoch:
-// counters/{id}/member_fences/{epoch key}_{n}.
+// fenceRef is the fence of shard n of counter id in member epoch epoch.
 func (s *Store) fenceRef(id, epoch string, n int) *firestore.DocumentRef {
 	sum := sha256.Sum256([]byte(epoch))
 	return s.fences(id).Doc(hex.EncodeToString(sum[:16]) + "_" + strconv.Itoa(n))
@@ -26,10 +25,7 @@ func (s *Store) fences(id string) *firestore.CollectionRef {
 	return s.schema.CounterRef(s.client, id).Collection(shared.MemberFencesCollection)
 }
 
-// dropFences deletes, in tx, the fences of every shard (up to shared.MaxNumShards) in the member
-// epoch of counter document snap, if it was ever configured distinct. Only its epoch's fences exist
-// (raiseFences and Reset raise them for the epoch they read), so this deletes them all; blind deletes
-// take no read lock, which increments writing the fences would hold up.
+// dropFences blindly deletes, in tx, every fence of snap's member epoch.
 func (s *Store) dropFences(tx *firestore.Transaction, snap *firestore.DocumentSnapshot) error {
 	if _, ever := snap.Data()[shared.FieldDistinct]; !ever {
 		return nil
@@ -43,7 +39,7 @@ func (s *Store) dropFences(tx *firestore.Transaction, snap *firestore.DocumentSn
 	return nil
 }
 
-// setFences raises, in tx, the fences of shards 0..numShards-1 of counter id in epoch.
+// setFences raises, in tx, counter id's fences of numShards shards in epoch.
 func (s *Store) setFences(tx *firestore.Transaction, id, epoch string, numShards int) error {
 	for n := range numShards {
 		if err := tx.Set(s.fenceRef(id, epoch, n), map[string]any{shared.FieldMembersEpoch: epoch}); err != nil {
@@ -53,13 +49,8 @@ func (s *Store) setFences(tx *firestore.Transaction, id, epoch string, numShards
 	return nil
 }
 
-// raiseFences raises the fences of every shard of distinct counter id in its member epoch, in a
-// transaction that reads the counter document (Reset and Delete write it and delete the same
-// fences, so they are ordered: a raise after them finds the epoch moved): ErrNotFound for a
-// missing counter, errEpochMoved (writing nothing) when the counter is not distinct or epoch, unless
-// empty, is not its member epoch. Concurrent raises of one counter and epoch in a Store share one
-// transaction: on the emulator, a score of them at once waited on each other's locks until they
-// timed out.
+// raiseFences raises distinct counter id's fences in its member epoch; ErrNotFound, or errEpochMoved
+// (nothing written) when it is not distinct or epoch, unless "", is not its epoch.
 func (s *Store) raiseFences(ctx context.Context, id, epoch string) error {
 	_, err, _ := s.raises.Do(id+"\x00"+epoch, func() (any, error) { return nil, s.raiseFencesOnce(ctx, id, epoch) })
 	return err

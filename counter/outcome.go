@@ -7,16 +7,15 @@ import (
 
 // Every failed increment wraps ErrNotApplied or ErrOutcomeUnknown, and its original cause.
 var (
-	// ErrNotApplied marks a failure after which the increment is certainly not applied.
+	// ErrNotApplied marks an increment that certainly was not applied.
 	ErrNotApplied = errors.New("not applied")
-	// ErrOutcomeUnknown marks a failure after which nobody can tell whether the increment was applied;
-	// only a keyed increment is safe to send again.
+	// ErrOutcomeUnknown marks one that may have applied; only a keyed one is safe to resend.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
-	// ErrClosed is returned (with ErrNotApplied) for increments that arrive after Close began.
+	// ErrClosed (with ErrNotApplied) refuses increments after Close began.
 	ErrClosed = errors.New("the counter store is closing")
 )
 
-// notApplied wraps cause as a failure that certainly applied nothing.
+// notApplied wraps cause with ErrNotApplied unless it is already classified.
 func notApplied(cause error) error {
 	if errors.Is(cause, ErrNotApplied) || errors.Is(cause, ErrOutcomeUnknown) {
 		return cause
@@ -24,7 +23,7 @@ func notApplied(cause error) error {
 	return fmt.Errorf("%w: %w", ErrNotApplied, cause)
 }
 
-// outcomeUnknown wraps cause as a failure whose outcome is unknown.
+// outcomeUnknown wraps cause with ErrOutcomeUnknown.
 func outcomeUnknown(cause error) error {
 	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, cause)
 }

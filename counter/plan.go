@@ -14,23 +14,17 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// writeRecordPrefix starts every write ID, so a write record's document ID never equals a dedupe
-// record's (a hex hash).
+// writeRecordPrefix starts every write ID, unlike any dedupe record ID.
 const writeRecordPrefix = "write-"
 
 // commitPlan is the content of one atomic commit.
 type commitPlan struct {
-	// writeID marks every document the commit creates, so an attempt that applied can be recognised.
-	writeID string
-	// writeRecord: the commit creates the write record writeID, because it holds an unkeyed request.
-	writeRecord bool
-	// now is the plan's time (recordNow): its records' created_at, and the time whose buckets count
-	// the increments of requests without a time of their own.
-	now     time.Time
-	shards  []shardWrite
-	dedupes []dedupeWrite
-	// dedupeOf maps a keyed request's index in its batch to its dedupe record's index in dedupes.
-	dedupeOf map[int]int
+	writeID     string    // on every document the commit creates
+	writeRecord bool      // for unkeyed requests
+	now         time.Time // records' created_at; buckets of requests without at
+	shards      []shardWrite
+	dedupes     []dedupeWrite
+	dedupeOf    map[int]int // index in batch → index in dedupes
 }
 
 // shardWrite is one counter's part of a commit.
@@ -38,19 +32,14 @@ type shardWrite struct {
 	counter string
 	delta   int64
 	shard   int
-	// windows are the counter's windows: the write also adds each of parts to their buckets holding
-	// its time. A distinct member's write has delta 1 when the member is new to
-	// the counter, else 0, one part of 1, and the windows in whose bucket it is new.
+	// windows' buckets holding each part's time get that part.
 	windows []string
 	parts   []timedDelta
-	// create makes the counter (absent when planned) with the default shard count in the same commit.
-	create bool
-	// stamp sets the counter's touched_minute to minute in the same commit; it fails when the counter
-	// document is missing.
+	create  bool
+	// stamp sets touched_minute to minute, failing on a missing counter.
 	stamp  bool
 	minute int64
-	// shardMustExist makes the shard write fail when the shard document is missing (RequireExisting):
-	// Delete removes every shard with the counter, so the write cannot bring a deleted counter back.
+	// shardMustExist fails the write on a missing shard.
 	shardMustExist bool
 }
 
@@ -59,26 +48,22 @@ type dedupeWrite struct {
 	key         Key
 	fingerprint string
 	applied     []AppliedIncrement
-	// windows, for a keyed member increment: the windows in whose bucket it counted the member.
-	windows []string
+	windows     []string // a member's
 }
 
-// ErrDeltaOverflow refuses, before anything is written, increments of one counter whose deltas in
-// one write would sum past int64.
+// ErrDeltaOverflow refuses, before any write, deltas that sum past int64.
 var ErrDeltaOverflow = errors.New("the sum of the deltas of one write overflows int64")
 
-// addDeltas is a+b, and false when that overflows int64.
+// addDeltas is a+b; false on overflow.
 func addDeltas(a, b int64) (int64, bool) {
 	sum := a + b
 	return sum, (sum > a) == (b > 0)
 }
 
-// newWriteID is a fresh write ID: 128 random bits.
+// newWriteID is a fresh random write ID.
 func newWriteID() string { return writeRecordPrefix + rand.Text() }
 
-// plan makes the commit of the live requests of batch: one shard write per counter with the sum of its
-// deltas, and one dedupe record per keyed request; ErrDeltaOverflow when a sum overflows int64.
-// verify follows a commit refused for a missing document (see planShard).
+// plan makes the commit of batch's live requests; ErrDeltaOverflow. verify: see planShard.
 func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bool) (*commitPlan, error) {
 	plan := &commitPlan{writeID: newWriteID(), now: recordNow(s.clock), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
@@ -113,14 +98,8 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 	return plan, nil
 }
 
-// planShard plans a write of delta to counter id at now (ErrMemberRequired for a distinct counter):
-// the next shard of its cached (or read) shard count, the buckets of its windows that hold now (the
-// increment's time), its
-// creation when it does not exist, and its touched stamp when one is due.
-//
-// With RequireExisting, a missing counter is ErrNotFound instead, and the shard must exist, unless
-// verify (a previous commit found a document missing): then the stamp, which fails on a deleted
-// counter, guards the shard's creation in the same commit.
+// planShard plans a write of delta to counter id at now; ErrMemberRequired for a distinct counter.
+// With RequireExisting: ErrNotFound, and the shard must exist unless verify, which stamps instead.
 func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify, change bool) (shardWrite, error) {
 	cfg, err := s.writeConfig(ctx, id)
 	create := errors.Is(err, ErrNotFound)
@@ -152,14 +131,13 @@ func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.
 	return w, nil
 }
 
-// timedDelta is a part of a shard write's delta that counts in the buckets holding at.
+// timedDelta is a part of a shard write's delta, counting in the buckets holding at.
 type timedDelta struct {
 	at    time.Time
 	delta int64
 }
 
-// add merges another increment of w's counter, of delta at time at, into w: a part of its own when
-// its buckets differ from every part's; ErrDeltaOverflow when a sum overflows int64.
+// add merges delta at time at into w; ErrDeltaOverflow.
 func (w *shardWrite) add(delta int64, at time.Time) error {
 	sum, ok := addDeltas(w.delta, delta)
 	if !ok {
@@ -179,8 +157,7 @@ func (w *shardWrite) add(delta int64, at time.Time) error {
 	return nil
 }
 
-// writeConfig returns what a write of counter id needs of its configuration, from the cache when it
-// is fresh; ErrNotFound when the counter does not exist.
+// writeConfig is counter id's cached configuration; ErrNotFound.
 func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error) {
 	if cfg, ok := s.shardCounts.get(id); ok {
 		return cfg, nil
@@ -203,8 +180,7 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 	return cfg, nil
 }
 
-// remember updates what this Store knows once shard writes ws committed: counters they created
-// exist, and counters they stamped need no stamp for a while.
+// remember caches what committed writes ws created and stamped.
 func (s *Store) remember(ws []shardWrite) {
 	for _, w := range ws {
 		if w.create {

@@ -15,18 +15,12 @@ import (
 
 // Bounds of PruneHourBuckets.
 const (
-	// prunePeriod is how much older than the kept hours the oldest bucket a shard may hold gets
-	// before a pass is due: a pass deletes about a day of buckets, once a day.
-	prunePeriod = 24 * time.Hour
-	// maxHoursPerPass bounds one pass: a counter older than the feature catches up a month per pass.
-	maxHoursPerPass = 31 * 24
-	// maxWritesPerBatch keeps a pass's batches under Firestore's 500 writes per commit.
-	maxWritesPerBatch = 400
+	prunePeriod       = 24 * time.Hour // a pass is due once a day
+	maxHoursPerPass   = 31 * 24
+	maxWritesPerBatch = 400 // under Firestore's 500 per commit
 )
 
-// HourBucketsDue reports whether counter document snap has hourly buckets older than
-// Options.HourBucketsKept before now that PruneHourBuckets would delete, about once a day: the
-// counter counts hours, and its oldest bucket that may remain is a prunePeriod older than kept.
+// HourBucketsDue reports whether PruneHourBuckets is due for counter document snap at now.
 func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) bool {
 	if s.hourBucketsKept <= 0 || !slices.Contains(windowsOf(snap.Data()), WindowHour) {
 		return false
@@ -34,11 +28,8 @@ func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) 
 	return !keptFrom(snap).After(s.keepHoursFrom(now).Add(-prunePeriod))
 }
 
-// PruneHourBuckets deletes from counter id's shards the hourly buckets of hours that began more than
-// Options.HourBucketsKept before now, at most maxHoursPerPass hours of them per call, and records on
-// the counter document the oldest hour kept (shared.FieldHoursKeptFrom). Counts all time and in the
-// other windows are untouched; increments racing it lose nothing (they write other fields). It
-// reports how many hours it pruned; 0 when there was nothing to do or the counter is gone.
+// PruneHourBuckets deletes up to maxHoursPerPass of counter id's hour buckets older than
+// Options.HourBucketsKept, and returns how many (0 for a missing counter).
 func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) (int, error) {
 	if s.hourBucketsKept <= 0 {
 		return 0, nil
@@ -70,7 +61,7 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 	for _, shard := range shards {
 		writes = append(writes, op{kind: opUpdate, ref: shard.Ref, updates: deletes})
 	}
-	// Last: the counter records the pass only once every shard is pruned.
+	// Last, once every shard is pruned.
 	writes = append(writes, op{kind: opUpdate, ref: counterRef, updates: []firestore.Update{{Path: shared.FieldHoursKeptFrom, Value: to}}})
 	for batch := range slices.Chunk(writes, maxWritesPerBatch) {
 		if err := s.commitOps(ctx, batch); err != nil {
@@ -80,13 +71,12 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 	return len(deletes), nil
 }
 
-// keepHoursFrom is the start of the oldest hour whose bucket is kept at now.
+// keepHoursFrom is the oldest hour kept at now.
 func (s *Store) keepHoursFrom(now time.Time) time.Time {
 	return now.Add(-s.hourBucketsKept).UTC().Truncate(time.Hour)
 }
 
-// keptFrom is the start of the oldest hour whose bucket counter document snap's shards may hold:
-// where the last pruning pass stopped, or the counter's creation.
+// keptFrom is the oldest hour snap's shards may hold.
 func keptFrom(snap *firestore.DocumentSnapshot) time.Time {
 	if t, ok := snap.Data()[shared.FieldHoursKeptFrom].(time.Time); ok {
 		return t.UTC()

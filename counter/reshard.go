@@ -14,7 +14,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// errShapeUnchanged ends a reshape that has nothing to do; it is never returned to callers.
+// errShapeUnchanged ends a reshape with nothing to do; callers never see it.
 var errShapeUnchanged = errors.New("shape unchanged")
 
 // reshapeResult is what a reshape found and left.
@@ -28,10 +28,8 @@ type reshapeResult struct {
 	changed  bool
 }
 
-// reshape changes counter id's shape in one transaction without changing its value, and sets the
-// counter document fields features (nil: none). change gets the current shape (existed false: there
-// is no counter) and returns the new one, or errShapeUnchanged. A shrink folds every shard document
-// outside 0..NumShards-1 into the kept shards in the same commit.
+// reshape sets counter id's shape to change(current, existed) (errShapeUnchanged: none) and its
+// fields features, in one transaction keeping the value; a shrink folds the shards it drops.
 func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error), features map[string]any) (reshapeResult, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var res reshapeResult
@@ -93,12 +91,11 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		return reshapeResult{}, err
 	}
 	res.changed = true
-	s.shardCounts.forget(id) // the next write reads the new configuration, member epoch included
+	s.shardCounts.forget(id)
 	return res, nil
 }
 
-// createZeroShards creates the missing shards among from..to-1 of counter id with count 0, outside
-// any transaction; an existing shard is left as it is.
+// createZeroShards creates counter id's missing shards among from..to-1 at 0.
 func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) error {
 	if from >= to {
 		return nil
@@ -122,8 +119,7 @@ func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) e
 	return nil
 }
 
-// fold moves the count, writes and window buckets of every shard document outside 0..numShards-1
-// onto shard (index mod numShards) and deletes it, within tx.
+// fold moves every shard outside 0..numShards-1 onto shard index mod numShards, within tx.
 func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.DocumentSnapshot, numShards int) error {
 	type moved struct {
 		count, writes int64
@@ -184,8 +180,7 @@ func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.D
 	return nil
 }
 
-// bucketsOf reads a shard's window buckets ({window: {label: count}}); false when one is not an
-// integer.
+// bucketsOf reads a shard's buckets; false when one is not an integer.
 func bucketsOf(snap *firestore.DocumentSnapshot) (map[string]map[string]int64, bool) {
 	raw, ok := snap.Data()[shared.FieldBuckets]
 	if !ok {
@@ -211,14 +206,13 @@ func bucketsOf(snap *firestore.DocumentSnapshot) (map[string]map[string]int64, b
 	return out, true
 }
 
-// kept reports whether shard document shardID is one of shards 0..numShards-1.
+// kept reports whether shardID is among 0..numShards-1.
 func kept(shardID string, numShards int) bool {
 	n, err := strconv.Atoi(shardID)
 	return err == nil && n >= 0 && n < numShards && strconv.Itoa(n) == shardID
 }
 
-// int64Field reads an integer field of a shard; an absent field is 0 (shards written by the guide's
-// own clients have no writes field).
+// int64Field reads an integer field of a shard; absent is 0.
 func int64Field(snap *firestore.DocumentSnapshot, field string) (int64, bool) {
 	v, ok := snap.Data()[field]
 	if !ok {
@@ -228,17 +222,14 @@ func int64Field(snap *firestore.DocumentSnapshot, field string) (int64, bool) {
 	return n, ok
 }
 
-// zeroShard creates a shard with count 0 and writes 0 without changing an existing one.
+// zeroShard creates a shard at 0, leaving an existing one.
 func zeroShard() map[string]any {
 	return map[string]any{shared.FieldCount: firestore.Increment(0), shared.FieldWrites: firestore.Increment(0)}
 }
 
-// Adapt changes counter id's shard count from `from` to `to`, clamped to the counter's bounds, and
-// creates no shards. It does nothing and reports false when the count is no longer `from`, the
-// counter is pinned or gone, or the clamped count is `from`. Adapt(id, n, n) folds the shard
-// documents outside 0..n-1 (shards recreated by instances with a stale cached count) while the count
-// is still n, and reports whether there were any: a counter at min_shards never shrinks, so no
-// shrink would ever fold them.
+// Adapt changes counter id's shard count from `from` to `to`, clamped to its bounds, creating no
+// shards; false when the count is no longer `from`, the counter is pinned or gone, or nothing
+// changes. Adapt(id, n, n) folds stray shards outside 0..n-1 and reports whether there were any.
 func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
 	if from == to {
 		changed, err := s.foldStrays(ctx, id, from)
@@ -261,8 +252,8 @@ func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed boo
 	return res.changed, nil
 }
 
-// foldStrays folds counter id's shard documents outside 0..numShards-1 into the kept shards in one
-// transaction, if its count is still numShards, and reports whether there were any.
+// foldStrays folds counter id's shards outside 0..numShards-1 if its count is still numShards,
+// reporting whether there were any.
 func (s *Store) foldStrays(ctx context.Context, id string, numShards int) (folded bool, _ error) {
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		folded = false

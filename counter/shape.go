@@ -8,24 +8,20 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Shape is how a counter is sharded: its shard count now and the bounds within which the roll-up
-// adapts that count to the counter's write rate.
+// Shape is how a counter is sharded: shards 0..NumShards-1, adapted within MinShards..MaxShards.
 type Shape struct {
-	// NumShards is the shard count increments spread over (shards 0..NumShards-1).
-	NumShards int
-	// MinShards and MaxShards bound NumShards; adaptation never leaves them.
+	NumShards            int
 	MinShards, MaxShards int
 }
 
-// Pinned reports whether the count is fixed: equal bounds leave adaptation nothing to choose.
+// Pinned reports whether the bounds are equal, fixing the count.
 func (sh Shape) Pinned() bool { return sh.MinShards == sh.MaxShards }
 
 // Clamp returns n within the shape's bounds.
 func (sh Shape) Clamp(n int) int { return min(max(n, sh.MinShards), sh.MaxShards) }
 
-// ShapeOf reads a counter document's shape. A missing num_shards is DefaultNumShards; missing bounds
-// are DefaultNumShards (or the count, if lower) and shared.MaxNumShards. A field out of range or not
-// an integer is ErrUncountable.
+// ShapeOf reads a counter document's shape, with Settings' defaults for missing fields; a field out
+// of range or not an integer is ErrUncountable.
 func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
 	data := snap.Data()
 	numShards, err := shardCountField(snap.Ref.ID, data, shared.FieldNumShards, s.defaultNumShards)
@@ -46,7 +42,7 @@ func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
 	return Shape{NumShards: numShards, MinShards: lo, MaxShards: hi}, nil
 }
 
-// shardCountField reads one shard count of a counter document, or def when the field is absent.
+// shardCountField reads a shard count field, def when absent.
 func shardCountField(id string, data map[string]any, field string, def int) (int, error) {
 	v, ok := data[field]
 	if !ok {

@@ -7,11 +7,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// maxCachedCounters bounds each per-counter map of a Store: shard counts, shard decks, touched stamps.
+// maxCachedCounters bounds each per-counter map of a Store.
 const maxCachedCounters = 10_000
 
-// evictFor makes room for counter id in m: when id is not in m and m holds maxCachedCounters
-// entries, it deletes one at random.
+// evictFor makes room for counter id in m, deleting a random entry when full.
 func evictFor[V any](m map[string]V, id string) {
 	if _, ok := m[id]; ok || len(m) < maxCachedCounters {
 		return
@@ -22,8 +21,7 @@ func evictFor[V any](m map[string]V, id string) {
 	}
 }
 
-// shardCountCache remembers what increments need of counters' configuration (shard count, windows)
-// for a TTL, so a warm increment reads nothing.
+// shardCountCache holds counters' writeConfig for a TTL.
 type shardCountCache struct {
 	ttl   time.Duration
 	clock shared.Clock
@@ -39,25 +37,19 @@ type shardCountEntry struct {
 
 // writeConfig is what a shard write needs of its counter's configuration.
 type writeConfig struct {
-	numShards int
-	// windows are the windows (WindowHour, ...) the counter counts in besides all time.
-	windows []string
-	// distinct: the counter counts distinct members (Request.Member), not deltas.
-	distinct bool
-	// membersEpoch is the counter's member epoch (membersEpoch).
-	membersEpoch string
-	// legacyMembers: the counter has no shared.FieldMemberCollection, so its members may also be in
-	// shared.LegacyMembersCollection (memberRefs).
-	legacyMembers bool
-	// source: the counter counts documents (changes), not increments.
-	source bool
+	numShards     int
+	windows       []string
+	distinct      bool
+	membersEpoch  string
+	legacyMembers bool // members may also be in shared.LegacyMembersCollection
+	source        bool // a collection counter
 }
 
 func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {
 	return &shardCountCache{ttl: ttl, clock: clock, entries: make(map[string]shardCountEntry)}
 }
 
-// get returns the cached configuration of a counter, or false when it is unknown or expired.
+// get is counter id's cached configuration; false when unknown or expired.
 func (c *shardCountCache) get(id string) (writeConfig, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,7 +68,7 @@ func (c *shardCountCache) put(id string, cfg writeConfig) {
 	c.entries[id] = shardCountEntry{writeConfig: cfg, expires: c.clock.Now().Add(c.ttl)}
 }
 
-// forget drops a counter's cached configuration, so the next write reads it again.
+// forget drops counter id's cached configuration.
 func (c *shardCountCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

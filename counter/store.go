@@ -12,55 +12,41 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// ErrNotFound is returned for a counter that has never been configured or incremented.
+// ErrNotFound is a counter never configured or incremented.
 var ErrNotFound = errors.New("counter not found")
 
-// Store reads and writes sharded counters in one Firestore database. It is safe for concurrent use.
+// Store reads and writes sharded counters in one database; safe for concurrent use.
 type Store struct {
 	documents
-	clock       shared.Clock
-	shardCounts *shardCountCache
-	// requireExisting: Options.RequireExisting.
+	clock           shared.Clock
+	shardCounts     *shardCountCache
 	requireExisting bool
-	// hourBucketsKept: Options.HourBucketsKept.
 	hourBucketsKept time.Duration
-	// pickShard chooses the shard of every write of a counter (a shardDealer's pick in production).
-	pickShard func(id string, numShards int) int
-	touches   *touchStamps
-	groups    *groupCommitter // nil: one commit per request
-	changes   *groupCommitter // nil: changes commit as increments do
-	// ledgerPart is the part of a collection counter's ledger seconds this Store writes.
-	ledgerPart int
-	plans      planStore
-	life       gate.Gate // admits increments until Close
-	// raises coalesces concurrent raiseFences of one counter and epoch.
-	raises singleflight.Group
+	pickShard       func(id string, numShards int) int
+	touches         *touchStamps
+	groups          *groupCommitter // nil: one commit per request
+	changes         *groupCommitter // nil: as increments
+	ledgerPart      int
+	plans           planStore
+	life            gate.Gate          // admits increments until Close
+	raises          singleflight.Group // raiseFences per counter and epoch
 }
 
 // Options tune a Store.
 type Options struct {
-	// DefaultNumShards is the shard count of a counter created by its first increment.
-	DefaultNumShards int
-	// ShardCountCacheTTL is how long a counter's shard count is trusted without reading it again.
-	ShardCountCacheTTL time.Duration
-	// GroupCommitInterval, when positive, merges the concurrent increments of a counter in this Store
-	// into one shard write at most once per interval, which is also the most an increment waits.
-	// Zero writes every increment on its own.
+	DefaultNumShards   int
+	ShardCountCacheTTL time.Duration // how long a cached configuration is trusted
+	// GroupCommitInterval, when positive, merges a counter's concurrent increments into one write
+	// per interval, the most an increment waits.
 	GroupCommitInterval time.Duration
-	// ChangeCommitInterval, when positive, commits a collection counter's changes in this Store in
-	// one transaction at most once per interval (zero: as increments are).
+	// ChangeCommitInterval does the same for a collection counter's changes.
 	ChangeCommitInterval time.Duration
-	// DedupeTTL is how long a key is remembered: its dedupe record expires after it.
-	DedupeTTL time.Duration
-	// RequireExisting makes increments of a counter without a counter document fail with ErrNotFound
-	// and write nothing, also when racing its Delete: only Configure creates counters.
+	DedupeTTL            time.Duration // how long a key is remembered
+	// RequireExisting makes only Configure create counters; increments of a missing one, also racing
+	// its Delete, fail with ErrNotFound.
 	RequireExisting bool
-	// HourBucketsKept is how long hourly buckets are kept: PruneHourBuckets deletes older ones. Zero
-	// keeps them forever.
-	HourBucketsKept time.Duration
-	// Clock is the Store's time source (nil: the system clock): it labels the window buckets an
-	// increment counts in, and Count's current bucket.
-	Clock shared.Clock
+	HourBucketsKept time.Duration // zero keeps hour buckets forever
+	Clock           shared.Clock  // nil: the system clock
 }
 
 // NewStore returns a Store over client with the collections named by schema.

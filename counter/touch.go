@@ -8,9 +8,8 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// touchStamps remembers, per counter, the last touched_minute this Store stamped on its counter
-// document, so that shard writes stamp it at most once a minute. Minutes start at a random offset of
-// this Store: a stamp is never later than its write's minute and at most one minute earlier.
+// touchStamps lets writes stamp touched_minute at most once a minute per counter (a random offset:
+// up to a minute early, never late).
 type touchStamps struct {
 	clock  shared.Clock
 	offset time.Duration
@@ -23,8 +22,7 @@ func newTouchStamps(clock shared.Clock) *touchStamps {
 	return &touchStamps{clock: clock, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 
-// due reports whether a write of counter id now must stamp the counter document, and with which
-// minute; the stamp counts once record notes that its commit applied.
+// due reports whether a write of counter id must stamp, and the minute.
 func (t *touchStamps) due(id string) (minute int64, ok bool) {
 	minute = shared.UnixMinute(t.clock.Now().Add(-t.offset))
 	t.mu.Lock()
@@ -33,7 +31,7 @@ func (t *touchStamps) due(id string) (minute int64, ok bool) {
 	return minute, !seen || last < minute
 }
 
-// record notes that a committed write stamped counter id with minute.
+// record notes a committed stamp.
 func (t *touchStamps) record(id string, minute int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -41,7 +39,7 @@ func (t *touchStamps) record(id string, minute int64) {
 	t.last[id] = max(t.last[id], minute)
 }
 
-// forget drops counter id's stamp (the counter was deleted), so its next write stamps again.
+// forget drops counter id's stamp, so its next write stamps.
 func (t *touchStamps) forget(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

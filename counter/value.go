@@ -18,26 +18,19 @@ import (
 
 // Value is a counter's exact value and shape.
 type Value struct {
-	// Count is the exact sum over every shard document.
-	Count int64
-	// NumShards is the configured shard count.
+	Count     int64
 	NumShards int
 }
 
-// ErrUncountable marks a counter whose documents hold what no counter writes, so its value cannot be
-// computed (a shard count of 1.5 from a console edit, a sum past int64, a num_shards of 0): no retry
-// helps until an operator fixes the document.
+// ErrUncountable marks a counter whose documents hold what no counter writes: no retry helps until
+// an operator fixes them.
 var ErrUncountable = errors.New("the counter's value cannot be computed")
 
-// UncountableError is Value's ErrUncountable: it names the shard to blame, when one is.
+// UncountableError is Value's ErrUncountable, naming the shard to blame.
 type UncountableError struct {
-	// Counter is the counter ID.
 	Counter string
-	// Shard is the ID of the first shard document whose count is not an integer; "" when no one
-	// shard is to blame (the sum of integers overflows int64).
-	Shard string
-	// Count is that shard's count, as stored.
-	Count any
+	Shard   string // the first shard not an integer; "" when the sum overflows
+	Count   any    // that shard's count
 }
 
 func (e *UncountableError) Error() string {
@@ -51,9 +44,7 @@ func (e *UncountableError) Error() string {
 // Is makes an UncountableError match ErrUncountable.
 func (e *UncountableError) Is(target error) bool { return target == ErrUncountable }
 
-// Value reads counter id's configuration and its exact value: one document read and one aggregation
-// query (one read per 1,000 shards), never one read per shard. A counter that cannot be summed costs
-// one read per shard more and fails with an *UncountableError naming the shard.
+// Value reads counter id's exact value and shape; an *UncountableError when it cannot be summed.
 func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -76,8 +67,7 @@ func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 	return Value{Count: sum, NumShards: shape.NumShards}, nil
 }
 
-// blameShard finds why counter id cannot be summed: the first shard whose count is not an integer,
-// or else an overflow. It reads every shard's count (one read per shard).
+// blameShard reads every shard to say why counter id cannot be summed.
 func (s *Store) blameShard(ctx context.Context, id string) error {
 	shards, err := s.schema.ShardsRef(s.client, id).Select(shared.FieldCount).Documents(ctx).GetAll()
 	if err != nil {
@@ -102,23 +92,18 @@ const (
 
 // Totals are sums over every shard document of a counter.
 type Totals struct {
-	// Count is the counter's exact value.
-	Count int64
-	// Writes is how many shard writes the counter has had (retired shards' writes are folded in).
-	Writes int64
-	// Shards is how many shard documents exist.
+	Count  int64
+	Writes int64 // retired shards' included
 	Shards int64
 }
 
-// Sums are a counter's Totals and its counts in the buckets of its windows, all at one read time.
+// Sums are a counter's Totals and window buckets at one read time.
 type Sums struct {
 	Totals
-	// Windows holds, by window, the count in the bucket holding the read time.
 	Windows map[string]BucketCount
 }
 
-// Sum is the exact value of counter id: the sum of the count field over every document of its shards
-// subcollection, in one aggregation query. A counter without shards sums to 0.
+// Sum is counter id's exact value; 0 without shards.
 func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).Get(ctx)
 	if err != nil {
@@ -131,13 +116,9 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// SumsAt sums counter id's shards as they were at read time at, a time on Firestore's clock within
-// the last hour (a snapshot's ReadTime; finer than a microsecond is truncated): its Totals and, for each of windows, its count in the bucket
-// holding at. Its aggregation queries, two plus one per window (each one read per 1,000 shards), are
-// sent together in one read-only transaction at that read time, so every sum counts exactly the
-// shard writes committed at or before at. Totals take two queries because a query with several sums
-// counts only the documents that hold every summed field, and a shard written without writes (by the
-// guide's clients, by hand) must still count.
+// SumsAt sums counter id's shards as of read time at (within the last hour): Totals and, per
+// window, the bucket holding at. Count and Writes are separate queries: a multi-sum query skips
+// shards lacking a field.
 func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []string) (Sums, error) {
 	type result struct {
 		alias string
@@ -179,7 +160,7 @@ func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []s
 			}
 		}
 		return nil
-	}, firestore.ReadOnly, firestore.TransactionReadTime(at.Truncate(time.Microsecond))) // Firestore's precision: no commit falls between
+	}, firestore.ReadOnly, firestore.TransactionReadTime(at.Truncate(time.Microsecond))) // Firestore's precision
 	if err != nil {
 		return Sums{}, fmt.Errorf("sum shards of counter %q at %s: %w", id, at.Format(time.RFC3339Nano), err)
 	}

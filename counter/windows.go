@@ -13,15 +13,14 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Windows a counter can count in besides all time: every increment also counts in the current UTC
-// bucket of each window its counter is configured with.
+// Windows a counter can count in besides all time, in UTC buckets.
 const (
 	WindowHour  = "hour"
 	WindowDay   = "day"
 	WindowMonth = "month"
 )
 
-// windowLayouts are the bucket labels' time layouts: 2026-11-23T18, 2026-11-23, 2026-11.
+// windowLayouts are the bucket labels' layouts.
 var windowLayouts = map[string]string{WindowHour: "2006-01-02T15", WindowDay: "2006-01-02", WindowMonth: "2006-01"}
 
 // Windows lists every window, shortest first.
@@ -33,7 +32,7 @@ func ValidWindow(w string) bool {
 	return ok
 }
 
-// Bucket is the label of the bucket of window w (which must be valid) that holds time t, in UTC.
+// Bucket labels the bucket of valid window w holding t.
 func Bucket(w string, t time.Time) string { return t.UTC().Format(windowLayouts[w]) }
 
 // ValidBucket reports whether label is a bucket label of window w.
@@ -46,13 +45,12 @@ func ValidBucket(w, label string) bool {
 	return err == nil && t.Format(layout) == label
 }
 
-// bucketPath is the shard field that counts window w's bucket label: buckets.{w}.{label}.
+// bucketPath is the shard field of window w's bucket label.
 func bucketPath(w, label string) firestore.FieldPath {
 	return firestore.FieldPath{shared.FieldBuckets, w, label}
 }
 
-// bucketIncrements is the nested map that adds each part's delta to the buckets of windows holding
-// its time, as it stands in a shard write ({w: {label: Increment(sum)}}); nil without windows.
+// bucketIncrements adds each part to its buckets: {w: {label: Increment}}; nil without windows.
 func bucketIncrements(windows []string, parts []timedDelta) map[string]any {
 	if len(windows) == 0 {
 		return nil
@@ -72,7 +70,7 @@ func bucketIncrements(windows []string, parts []timedDelta) map[string]any {
 	return m
 }
 
-// sameBuckets reports whether a and b fall in the same bucket of every one of windows.
+// sameBuckets reports whether a and b share every window's bucket.
 func sameBuckets(windows []string, a, b time.Time) bool {
 	for _, w := range windows {
 		if Bucket(w, a) != Bucket(w, b) {
@@ -82,7 +80,7 @@ func sameBuckets(windows []string, a, b time.Time) bool {
 	return true
 }
 
-// WindowsOf reads the windows of counter document snap, in Windows order.
+// WindowsOf reads counter document snap's windows, in Windows order.
 func WindowsOf(snap *firestore.DocumentSnapshot) []string { return windowsOf(snap.Data()) }
 
 // GroupOf reads the group of counter document snap, "" for none.
@@ -91,8 +89,7 @@ func GroupOf(snap *firestore.DocumentSnapshot) string {
 	return g
 }
 
-// windowsOf reads a counter document's windows (see canonicalWindows). Unknown names are ignored: a
-// console edit must not stop increments.
+// windowsOf reads a counter document's windows, ignoring unknown names.
 func windowsOf(data map[string]any) []string {
 	list, _ := data[shared.FieldWindows].([]any)
 	names := make([]string, 0, len(list))
@@ -104,7 +101,7 @@ func windowsOf(data map[string]any) []string {
 	return canonicalWindows(names)
 }
 
-// canonicalWindows is the valid windows among ws, once each, in Windows order; never nil.
+// canonicalWindows is ws' valid windows, once each, in Windows order; never nil.
 func canonicalWindows(ws []string) []string {
 	out := []string{}
 	for _, w := range Windows {
@@ -115,9 +112,7 @@ func canonicalWindows(ws []string) []string {
 	return out
 }
 
-// WindowCount is the count of counter id in bucket label of window w: the sum of that bucket's field
-// over every shard document, in one aggregation query (one read per 1,000 shards). A bucket nobody
-// counted in is 0.
+// WindowCount is counter id's count in bucket label of window w.
 func (s *Store) WindowCount(ctx context.Context, id, w, label string) (int64, error) {
 	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSumPath(bucketPath(w, label), sumAlias).Get(ctx)
 	if err != nil {
@@ -133,15 +128,11 @@ func (s *Store) WindowCount(ctx context.Context, id, w, label string) (int64, er
 // WindowValue is a counter's count in one bucket of a window.
 type WindowValue struct {
 	BucketCount
-	// Windows are the windows the counter counts in now.
-	Windows []string
+	Windows []string // the counter's now
 }
 
-// WindowValue reads counter id's configuration and its count in bucket label of window w: one
-// document read and one aggregation query. An empty label is the current bucket (on the Store's
-// clock), which needs w to be one of the counter's windows; a past bucket of a window since removed
-// is still answered. ErrNotFound when the counter does not exist; a *shared.FieldError for a window
-// the counter does not count in.
+// WindowValue reads counter id's count in bucket label of window w; "" is the current bucket,
+// which needs w among its windows (*shared.FieldError). ErrNotFound for a missing counter.
 func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -166,8 +157,6 @@ func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowVal
 
 // BucketCount is a counter's count in one bucket of a window.
 type BucketCount struct {
-	// Bucket is the bucket's label, such as 2026-11-23 for a day.
-	Bucket string
-	// Count is the sum of the increments counted in it.
-	Count int64
+	Bucket string // label, such as 2026-11-23
+	Count  int64
 }
