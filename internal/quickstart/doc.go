@@ -1,2 +1,2 @@
-// Package quickstart tests the README's quick start and the docs' links.
+// Package quickstart tests the README and docs.
 package quickstart

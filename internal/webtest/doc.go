@@ -1,2 +1,2 @@
-// Package webtest runs web/test (node --test) against the local stack.
+// Package webtest runs web/test against the local stack.
 package webtest
