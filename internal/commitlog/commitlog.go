@@ -1,7 +1,5 @@
-// Package commitlog records every document write a Firestore client commits, as JSON lines, so load
-// reports count what the functions really wrote (commits, documents, the hottest document's rate)
-// rather than what they meant to write. It hooks the client at the gRPC boundary and is meant for the
-// local stack and tests, against the Firestore emulator.
+// Package commitlog records, as JSON lines, every document write an emulator Firestore client
+// commits, so load reports count what was really written.
 package commitlog
 
 import (
@@ -21,12 +19,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// EnvPath names the file the functions record their commits to, when set (local stack only).
+// EnvPath names the variable holding the commit log's path (local stack only).
 const EnvPath = "COMMIT_LOG"
 
-// Commit is one successful commit: when it was committed (the database's commit time; for a
-// BatchWrite, when it returned) and the documents it wrote, as paths relative
-// to the database (counters/likes/shards/3).
+// Commit is one successful commit: its commit time (for a BatchWrite, when it returned) and the
+// paths it wrote, relative to the database (counters/likes/shards/3).
 type Commit struct {
 	Time time.Time `json:"t"`
 	Docs []string  `json:"docs"`
@@ -41,7 +38,7 @@ type Recorder struct {
 // NewRecorder records to w.
 func NewRecorder(w io.Writer) *Recorder { return &Recorder{w: w} }
 
-// intercept is a gRPC unary client interceptor that records successful writes.
+// intercept is a gRPC unary interceptor recording successful writes.
 func (r *Recorder) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err != nil {
@@ -58,9 +55,7 @@ func (r *Recorder) intercept(ctx context.Context, method string, req, reply any,
 	}
 	c := Commit{Time: time.Now()}
 	if resp, ok := reply.(*firestorepb.CommitResponse); ok && resp.GetCommitTime() != nil {
-		// The database's own commit time: exact, where the time the answer arrived carries the
-		// network's jitter (two commits a second apart could look closer).
-		c.Time = resp.GetCommitTime().AsTime()
+		c.Time = resp.GetCommitTime().AsTime() // free of network jitter
 	}
 	for _, w := range writes {
 		name := w.GetUpdate().GetName()
@@ -83,8 +78,7 @@ func (r *Recorder) intercept(ctx context.Context, method string, req, reply any,
 	return nil
 }
 
-// EmulatorOption connects a Firestore client to the emulator at host with every commit recorded. It
-// replaces the connection the client would make to the emulator by itself, with the same settings.
+// EmulatorOption connects a Firestore client to the emulator at host, recording every commit.
 func (r *Recorder) EmulatorOption(host string) (option.ClientOption, error) {
 	conn, err := grpc.NewClient(host,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -97,9 +91,8 @@ func (r *Recorder) EmulatorOption(host string) (option.ClientOption, error) {
 	return option.WithGRPCConn(conn), nil
 }
 
-// OptionFromEnv returns the Firestore client option that records every commit to the file $COMMIT_LOG
-// (EnvPath) names, appending, or nil when the variable is unset. It needs FIRESTORE_EMULATOR_HOST:
-// the commit log is for the local stack and the load harness, never for a deployment.
+// OptionFromEnv returns an option appending every commit to the file $COMMIT_LOG names, or nil if
+// unset. Without FIRESTORE_EMULATOR_HOST it is an error.
 func OptionFromEnv() (option.ClientOption, error) {
 	path := os.Getenv(EnvPath)
 	if path == "" {
@@ -116,8 +109,7 @@ func OptionFromEnv() (option.ClientOption, error) {
 	return NewRecorder(f).EmulatorOption(host)
 }
 
-// emulatorOwner authenticates as the emulator's owner, as the Firestore client does for the emulator:
-// it bypasses security rules.
+// emulatorOwner authenticates as the emulator's owner, bypassing security rules.
 type emulatorOwner struct{}
 
 func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {

@@ -5,19 +5,15 @@ import (
 	"time"
 )
 
-// DocumentWindow is one document's busiest window.
+// DocumentWindow is one document's busiest window: Writes commits wrote Doc from Start on.
 type DocumentWindow struct {
-	// Doc is the document path.
-	Doc string
-	// Writes is how many commits wrote Doc within Window after Start.
+	Doc    string
 	Writes int
-	// Start is when that window begins (a commit's time).
-	Start time.Time
+	Start  time.Time
 }
 
-// BusiestWindows returns, for every document written between from and to, the most commits that
-// wrote it within any window of the given length (half open: [t, t+window)) inside [from, to),
-// busiest first. One write per second sustained over 10 s is 10 writes in a 10 s window.
+// BusiestWindows returns, busiest first, each document's most commits within any [t, t+window)
+// inside [from, to).
 func BusiestWindows(commits []Commit, from, to time.Time, window time.Duration) []DocumentWindow {
 	times := make(map[string][]time.Time)
 	for _, c := range commits {

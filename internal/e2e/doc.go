@@ -1,4 +1,2 @@
-// Package e2e holds end-to-end tests that drive the local stack `make test` starts: real HTTP to the
-// functions served by the Functions Framework, real document events from the Firestore emulator,
-// real Pub/Sub push deliveries.
+// Package e2e tests the local stack end to end.
 package e2e

@@ -13,13 +13,11 @@ import (
 	"time"
 )
 
-// AuthHostEnv points the Firebase SDKs (the Admin SDK for Go included) at the Auth emulator.
+// AuthHostEnv points the Firebase SDKs, Go's Admin SDK included, at the Auth emulator.
 const AuthHostEnv = "FIREBASE_AUTH_EMULATOR_HOST"
 
-// StartAuth starts the Firebase Auth emulator of the firebase-tools CLI that `npm ci` installed in
-// webDir (web/node_modules), for project, on hostPort, in its own process group with its output to
-// logs; it returns once the emulator answers, or fails after timeout. The emulator hub and logging
-// ports, fixed by default, get free ports too, so several stacks can run on one machine.
+// StartAuth starts the Auth emulator of webDir's firebase-tools for project on hostPort, as Start
+// does; its hub and logging ports are free ones, so several stacks can share a machine.
 func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
 	kind := Kind{Name: "Firebase Auth", HostEnv: AuthHostEnv}
 	cli := filepath.Join(webDir, "node_modules", ".bin", "firebase")
@@ -46,14 +44,12 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 		return nil, err
 	}
 	cmd := exec.Command(cli, "emulators:start", "--only", "auth", "--project", project, "--config", config)
-	// firebase-tools writes its debug log into the working directory, and checks for updates unless told not to.
-	cmd.Dir = dir
+	cmd.Dir = dir // for firebase-tools' debug log
 	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1")
 	return launch(ctx, kind, cmd, hostPort, logs, timeout, func() { _ = os.RemoveAll(dir) })
 }
 
-// authConfig writes the firebase.json that places the Auth emulator, the hub and the logging
-// endpoint, and returns its path.
+// authConfig writes the emulator's firebase.json into dir and returns its path.
 func authConfig(dir, host, port string) (string, error) {
 	authPort, _ := strconv.Atoi(port)
 	cfg := map[string]any{"emulators": map[string]any{

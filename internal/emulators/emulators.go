@@ -1,6 +1,5 @@
-// Package emulators starts and stops the Google Cloud Firestore and Pub/Sub emulators for the local
-// stack and the tests. Each emulator runs in its own process group, because the Java process outlives
-// the shell wrapper that starts it: stopping signals the whole group, so nothing is left behind.
+// Package emulators starts and stops the Firestore, Pub/Sub and Auth emulators, each in its own
+// process group so that stopping leaves no Java child behind.
 package emulators
 
 import (
@@ -17,18 +16,14 @@ import (
 	"time"
 )
 
-// Kind is one emulator: how to launch it and the environment variable clients use to find it.
+// Kind is one emulator: its human Name, the HostEnv variable pointing clients at it, and how to
+// launch it.
 type Kind struct {
-	// Name is a human name, "Firestore" or "Pub/Sub".
-	Name string
-	// HostEnv is the variable that points client libraries at the emulator.
-	HostEnv string
-	// launcher is the path of the launch script below the Cloud SDK root.
-	launcher string
-	// debianPackage installs the emulator.
+	Name          string
+	HostEnv       string
+	launcher      string // below the Cloud SDK root
 	debianPackage string
-	// args are the launcher's arguments for a host and port.
-	args func(host, port string) []string
+	args          func(host, port string) []string
 }
 
 // Firestore is the Firestore emulator (native mode).
@@ -57,18 +52,15 @@ func PubSub() Kind {
 	}
 }
 
-// Emulator is a running emulator.
+// Emulator is a running emulator listening on HostPort.
 type Emulator struct {
-	// Kind says which emulator this is.
-	Kind Kind
-	// HostPort is where it listens, e.g. 127.0.0.1:8081.
+	Kind     Kind
 	HostPort string
 	cmd      *exec.Cmd
 	exited   chan struct{}
 }
 
-// launcherPath finds an emulator's launch script in the Cloud SDK that holds the gcloud on PATH, and
-// says what to install when something is missing.
+// launcherPath finds k's launch script beside the gcloud on PATH; its error says what to install.
 func (k Kind) launcherPath() (string, error) {
 	if _, err := exec.LookPath("java"); err != nil {
 		return "", fmt.Errorf("the %s emulator needs Java 17 or later on PATH: install it, e.g. apt-get install openjdk-17-jre-headless", k.Name)
@@ -88,8 +80,8 @@ func (k Kind) launcherPath() (string, error) {
 	return path, nil
 }
 
-// Start launches the emulator on hostPort in its own process group, with its output to logs, and
-// returns once it answers HTTP, or fails after timeout.
+// Start launches k on hostPort, its output to logs, and returns once it answers HTTP; it fails if
+// hostPort is taken or after timeout.
 func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
 	launcher, err := k.launcherPath()
 	if err != nil {
@@ -105,9 +97,7 @@ func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout
 	return launch(ctx, k, exec.Command(launcher, k.args(host, port)...), hostPort, logs, timeout, func() {})
 }
 
-// launch starts cmd, the emulator k on hostPort, in its own process group with its output to logs,
-// and returns once it answers HTTP, or stops it and fails after timeout. cleanup runs once the
-// process has exited (or could not start).
+// launch starts cmd as Start describes; cleanup runs once the process has exited or failed to start.
 func launch(ctx context.Context, k Kind, cmd *exec.Cmd, hostPort string, logs io.Writer, timeout time.Duration, cleanup func()) (*Emulator, error) {
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -124,8 +114,7 @@ func launch(ctx context.Context, k Kind, cmd *exec.Cmd, hostPort string, logs io
 	return e, nil
 }
 
-// checkPortFree fails when something already listens on hostPort: an emulator left over from an
-// earlier run would otherwise be mistaken for the new one.
+// checkPortFree fails if something listens on hostPort, such as a leftover emulator.
 func checkPortFree(hostPort string) error {
 	l, err := net.Listen("tcp", hostPort)
 	if err != nil {
@@ -157,14 +146,13 @@ func (e *Emulator) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// Stop ends the emulator's whole process group: SIGTERM, then SIGKILL for whatever is still there
-// after a grace period (the Java child may outlive the launcher script that got SIGTERM).
+// Stop ends the emulator's process group and waits for it.
 func (e *Emulator) Stop() {
 	StopGroup(e.cmd.Process.Pid, 5*time.Second)
 	<-e.exited
 }
 
-// StopGroup ends the process group led by pid: SIGTERM, up to grace for it to go, then SIGKILL.
+// StopGroup sends SIGTERM to pid's process group, then SIGKILL after grace.
 func StopGroup(pid int, grace time.Duration) {
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

@@ -9,32 +9,23 @@ import (
 	"sync"
 )
 
-// Ports for the stack's servers are chosen below the kernel's ephemeral range, where a port the
-// kernel gives to an outgoing connection can never land. A port that is free when chosen is only
-// bound later, by the process it is passed to; in the ephemeral range, the many connections a loaded
-// test run opens take such ports in between often enough to fail a run ("address already in use").
+// Ports are drawn from [lowestPort, ephemeral start): a port chosen free is bound later, and
+// outgoing connections may take an ephemeral one meanwhile.
 const (
-	// lowestPort is where the range ports are drawn from begins: above the well-known ports and
-	// the ones servers on a developer's machine commonly take.
-	lowestPort = 20000
-	// ephemeralRange is where Linux says which ports it gives to outgoing connections.
-	ephemeralRange = "/proc/sys/net/ipv4/ip_local_port_range"
-	// defaultEphemeralStart is Linux's default start of that range, used when it cannot be read.
-	defaultEphemeralStart = 32768
-	// portTries bounds the draws before falling back to a port the kernel picks.
-	portTries = 100
+	lowestPort            = 20000
+	ephemeralRange        = "/proc/sys/net/ipv4/ip_local_port_range"
+	defaultEphemeralStart = 32768 // Linux's, if ephemeralRange cannot be read
+	portTries             = 100
 )
 
-// handedOut holds every port FreePort returned in this process. A port handed out is bound later,
-// by the process it is passed to, so until then a fresh draw could return it again: a stack that
-// drew two equal ports would fail to start, or worse, run two servers' clients against one.
+// handedOut holds every port FreePort returned in this process, so none is returned twice.
 var handedOut = struct {
 	sync.Mutex
 	ports map[string]bool
 }{ports: make(map[string]bool)}
 
-// FreePort returns a loopback port that was free a moment ago and that no earlier call in this
-// process returned, outside the ports the kernel gives to outgoing connections when it can.
+// FreePort returns a loopback port that was free a moment ago, never returned before in this
+// process, below the ephemeral range when it can.
 func FreePort() (string, error) {
 	handedOut.Lock()
 	defer handedOut.Unlock()
@@ -62,7 +53,7 @@ func FreePort() (string, error) {
 	return "", fmt.Errorf("find a free port: %d ports drawn were all handed out already", portTries)
 }
 
-// FreePorts returns n ports as FreePort does, all different.
+// FreePorts returns n ports as FreePort does.
 func FreePorts(n int) ([]string, error) {
 	ports := make([]string, n)
 	for i := range ports {

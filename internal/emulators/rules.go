@@ -12,14 +12,11 @@ import (
 	"time"
 )
 
-// EnvRulesFile names the security rules file that the local stack loaded into the Firestore emulator
-// for its own project; tests load the same file into each project they create (internal/testenv).
+// EnvRulesFile names the rules file the local stack loaded; tests load it into their projects too.
 const EnvRulesFile = "LOCALSTACK_RULES_FILE"
 
-// LoadRulesFile reads the security rules at path and loads them into the Firestore emulator at
-// hostPort for project. Until a project has rules, the emulator lets every client SDK read and write
-// everything in it, unlike production; once loaded, the Firebase client SDKs are held to them (server
-// libraries bypass rules, there as in production).
+// LoadRulesFile loads the security rules at path as LoadRules does. Until then the emulator lets
+// client SDKs read and write everything, unlike production.
 func LoadRulesFile(ctx context.Context, hostPort, project, path string) error {
 	rules, err := os.ReadFile(path)
 	if err != nil {
@@ -28,8 +25,8 @@ func LoadRulesFile(ctx context.Context, hostPort, project, path string) error {
 	return LoadRules(ctx, hostPort, project, string(rules))
 }
 
-// LoadRules loads rules (the text of a firestore.rules file) into the Firestore emulator at hostPort
-// for project. The emulator refuses rules that do not compile, with the reason, which is returned.
+// LoadRules loads rules (firestore.rules text) into the Firestore emulator at hostPort for project;
+// rules that do not compile are an error giving the reason.
 func LoadRules(ctx context.Context, hostPort, project, rules string) error {
 	body, err := json.Marshal(map[string]any{
 		"rules": map[string]any{"files": []map[string]string{{"name": "firestore.rules", "content": rules}}},

@@ -1,21 +1,6 @@
-// Package faultproxy is a TCP proxy that injects the network faults a function meets between itself and
-// Firestore in production: connections reset before a request arrives, responses lost after the request
-// went through (the write may have been applied, the caller cannot know), and added delay. Tests and the
-// load harness put it between the functions and the Firestore emulator (FIRESTORE_EMULATOR_HOST points at
-// the proxy), so the real client library, with its real retries, meets the faults.
-//
-// The proxy speaks just enough HTTP/2 (the gRPC transport) to aim its faults: it follows frame boundaries
-// and stream IDs, never header contents. A fault picks a request (a stream), and it ends every call on
-// the connection, as a real network failure does. A dropped response is cut only once the server has
-// finished answering the picked request, so the request certainly went through; cutting at the first
-// bytes the server sends would race its flow-control and ping frames, and the request might not apply.
-// Faults.Match narrows the requests eligible for a fault to those whose body holds a byte string (gRPC
-// bodies are not compressed, so a document path such as "/shards/" picks the calls that touch shards).
-//
-// Faults are spread over the eligible chunks rather than drawn for each: from SetFaults on, the k-th
-// fault falls on a random one of eligible chunks k/R to (k+1)/R (R the two rates together), resets and
-// dropped responses taking turns the same way in proportion to their rates. So n eligible chunks meet
-// ⌊n·R⌋ to ⌈n·R⌉ faults, never none by chance.
+// Package faultproxy is a TCP proxy injecting network faults: resets, lost answers to requests that
+// went through, delay. A fault ends every call on its connection. See docs/performance.md, "The
+// load harness".
 package faultproxy
 
 import (
@@ -28,42 +13,31 @@ import (
 	"time"
 )
 
-// Faults says which faults the proxy injects. The zero value forwards everything untouched.
+// Faults says what to inject (zero: nothing). Rates are shares of eligible request chunks, summing
+// to at most 1.
 type Faults struct {
-	// ResetRate is the share of client chunks carrying an eligible request that are not forwarded, their
-	// connection reset instead: the request never reaches the server whole.
+	// ResetRate resets the connection instead of forwarding.
 	ResetRate float64
-	// DropResponseRate is the share of client chunks carrying an eligible request that are forwarded,
-	// their connection then closed as soon as the server has answered that request, before the answer
-	// reaches the client: the request went through, its response is lost. The two rates together count
-	// as at most 1, resets first.
+	// DropResponseRate forwards, closing once the server answers.
 	DropResponseRate float64
-	// Delay is added before every chunk is forwarded, in both directions.
+	// Delay is added to every chunk, both ways.
 	Delay time.Duration
-	// Match, when not empty, makes a request eligible for ResetRate and DropResponseRate when a DATA
-	// frame of its body contains Match; when empty, every request is eligible as its last frame passes.
+	// Match, if set, limits eligible requests to those whose DATA contains it.
 	Match []byte
 }
 
-// Counts are what the proxy did so far.
+// Counts are what the proxy did. Eligible counts chunks a fault could have picked.
 type Counts struct {
-	// Connections is how many client connections it accepted.
-	Connections int64
-	// Eligible is how many client chunks carrying an eligible request a fault could pick: while a rate
-	// was set, on connections not already losing an answer.
-	Eligible int64
-	// Resets is how many connections it reset before forwarding a request chunk.
-	Resets int64
-	// DroppedResponses is how many connections it closed after the server answered a request, without
-	// forwarding the answer.
+	Connections      int64
+	Eligible         int64
+	Resets           int64
 	DroppedResponses int64
 }
 
-// dropWait bounds how long a connection that drops a response waits for the server to finish answering
-// before it is closed anyway.
+// dropWait bounds the wait for an answer to drop.
 const dropWait = 2 * time.Second
 
-// Proxy forwards TCP connections from its address to a target, injecting faults.
+// Proxy forwards TCP connections to a target, injecting faults.
 type Proxy struct {
 	target   string
 	listener net.Listener
@@ -78,7 +52,7 @@ type Proxy struct {
 	wg                                   sync.WaitGroup
 }
 
-// Start listens on a free loopback port and forwards every connection to target with faults.
+// Start listens on a loopback port, forwarding to target.
 func Start(target string, faults Faults) (*Proxy, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -92,20 +66,19 @@ func Start(target string, faults Faults) (*Proxy, error) {
 // Addr is the proxy's host:port, for FIRESTORE_EMULATOR_HOST.
 func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 
-// SetFaults changes the faults injected from now on, for every connection, and starts their spread
-// afresh.
+// SetFaults replaces the faults and restarts their spread.
 func (p *Proxy) SetFaults(f Faults) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults, p.schedule = f, newSchedule(f)
 }
 
-// Counts reports what the proxy did so far.
+// Counts reports the counts so far.
 func (p *Proxy) Counts() Counts {
 	return Counts{Connections: p.connections.Load(), Eligible: p.eligible.Load(), Resets: p.resets.Load(), DroppedResponses: p.drops.Load()}
 }
 
-// Close stops accepting, closes every connection and waits for the proxy's goroutines to end.
+// Close stops accepting, closes every connection and waits.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
@@ -124,7 +97,7 @@ func (p *Proxy) currentFaults() Faults {
 	return p.faults
 }
 
-// nextFault is the fault the next eligible chunk meets, if any.
+// nextFault is the next eligible chunk's fault.
 func (p *Proxy) nextFault() fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -163,17 +136,15 @@ func (p *Proxy) accept() {
 // link is one proxied connection.
 type link struct {
 	client, server net.Conn
-	// dropStreams, once set, names the requests whose answer the link waits for: from then on nothing
-	// the server sends is forwarded, and the link closes when one of them is answered.
+	// dropStreams, once set: forward nothing; close when one is answered.
 	dropStreams atomic.Pointer[[]uint32]
 	closeOnce   sync.Once
 }
 
 func (l *link) close() {
 	l.closeOnce.Do(func() {
-		// An abortive close (RST), as a failed network path looks to the client.
 		if tc, ok := l.client.(*net.TCPConn); ok {
-			_ = tc.SetLinger(0)
+			_ = tc.SetLinger(0) // RST
 		}
 		l.client.Close()
 		l.server.Close()
@@ -187,8 +158,7 @@ func (p *Proxy) forget(l *link) {
 	p.mu.Unlock()
 }
 
-// forwardRequests copies client chunks to the server, resetting the connection or arming a dropped
-// response when a chunk carries an eligible request and the faults say so.
+// forwardRequests copies client chunks to the server, injecting faults.
 func (p *Proxy) forwardRequests(l *link) {
 	defer p.forget(l)
 	frames := newClientScanner()
@@ -196,16 +166,13 @@ func (p *Proxy) forwardRequests(l *link) {
 		f := p.currentFaults()
 		time.Sleep(f.Delay)
 		streams := eligibleRequests(frames, chunk, f.Match)
-		// A link already losing an answer carries the rest of the request unharmed.
 		if len(streams) > 0 && l.dropStreams.Load() == nil {
 			switch p.nextFault() {
 			case resetFault:
 				p.resets.Add(1)
 				return false
 			case dropFault:
-				// Counted before the request goes on (the link closes as soon as the server answers),
-				// so a client that sees its connection end also sees the count.
-				p.drops.Add(1)
+				p.drops.Add(1) // before the client sees the close
 				l.dropStreams.Store(&streams)
 				time.AfterFunc(dropWait, l.close) // a server that never answers
 			}
@@ -215,13 +182,12 @@ func (p *Proxy) forwardRequests(l *link) {
 	})
 }
 
-// eligibleRequests scans chunk and returns the streams of the requests in it that a fault may pick: those
-// with a DATA frame containing match, or with match empty, those whose last frame is in the chunk.
+// eligibleRequests returns chunk's streams a fault may pick.
 func eligibleRequests(frames *frameScanner, chunk, match []byte) []uint32 {
 	var streams []uint32
 	frames.feed(chunk, func(f frame) {
 		if f.stream == 0 {
-			return // connection-level frames: settings, pings, flow control
+			return // connection-level frames
 		}
 		if len(match) == 0 && f.endsStream() || len(match) > 0 && f.typ == frameData && bytes.Contains(f.payload, match) {
 			streams = append(streams, f.stream)
@@ -230,8 +196,7 @@ func eligibleRequests(frames *frameScanner, chunk, match []byte) []uint32 {
 	return streams
 }
 
-// forwardResponses copies server chunks to the client until the link starts losing an answer; from
-// then on it forwards nothing, and ends the link once the awaited request has been answered.
+// forwardResponses copies server chunks to the client until the link drops.
 func (p *Proxy) forwardResponses(l *link) {
 	defer p.forget(l)
 	frames := newServerScanner()
@@ -251,7 +216,7 @@ func (p *Proxy) forwardResponses(l *link) {
 	})
 }
 
-// eachChunk calls handle with every chunk read from conn, until conn ends or handle returns false.
+// eachChunk calls handle with each chunk read from conn until either ends.
 func eachChunk(conn net.Conn, handle func(chunk []byte) bool) {
 	buf := make([]byte, 64<<10)
 	for {

@@ -2,28 +2,24 @@ package faultproxy
 
 import "encoding/binary"
 
-// HTTP/2 framing, as far as the proxy needs it (RFC 9113 §4.1, §6): where frames begin and end, which
-// stream each belongs to, and which frame ends a stream. Header blocks are never decoded.
+// HTTP/2 framing (RFC 9113 §4.1, §6); header blocks are never decoded.
 const (
 	frameHeaderLen = 9
 	frameData      = 0x0
 	frameHeaders   = 0x1
 	frameRSTStream = 0x3
 	flagEndStream  = 0x1
-	// clientPreface opens every client side of an HTTP/2 connection, before its first frame.
-	clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	clientPreface  = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 )
 
-// frame is one whole HTTP/2 frame seen by a frameScanner.
+// frame is one HTTP/2 frame; payload is a kept DATA payload.
 type frame struct {
 	typ, flags byte
 	stream     uint32
-	// payload holds a DATA frame's payload when the scanner keeps them, nil otherwise.
-	payload []byte
+	payload    []byte
 }
 
-// endsStream reports whether the frame is its sender's last on its stream: a response is complete (or
-// refused) once the server sends one.
+// endsStream reports whether the frame ends its stream for its sender.
 func (f frame) endsStream() bool {
 	switch f.typ {
 	case frameRSTStream:
@@ -34,26 +30,25 @@ func (f frame) endsStream() bool {
 	return false
 }
 
-// frameScanner follows the frames of one direction of a connection through the arbitrary chunks TCP
-// delivers them in.
+// frameScanner follows one direction's frames across TCP chunks.
 type frameScanner struct {
-	skip     int  // preface bytes still to pass over
-	keepData bool // collect DATA payloads, to match request bodies
+	skip     int // preface bytes left
+	keepData bool
 	head     [frameHeaderLen]byte
 	headLen  int
 	cur      frame
-	left     int // payload bytes of cur not seen yet
+	left     int // payload bytes of cur unseen
 }
 
-// newClientScanner scans what a client sends: its preface, then frames whose DATA payloads are kept.
+// newClientScanner skips the client preface and keeps DATA payloads.
 func newClientScanner() *frameScanner {
 	return &frameScanner{skip: len(clientPreface), keepData: true}
 }
 
-// newServerScanner scans what a server sends: frames only.
+// newServerScanner scans server frames.
 func newServerScanner() *frameScanner { return &frameScanner{} }
 
-// feed scans the next chunk and calls emit for every frame that ends in it.
+// feed calls emit for every frame that ends in chunk.
 func (s *frameScanner) feed(chunk []byte, emit func(frame)) {
 	for len(chunk) > 0 {
 		if s.skip > 0 {

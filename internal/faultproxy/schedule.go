@@ -2,22 +2,22 @@ package faultproxy
 
 import "math/rand/v2"
 
-// fault is what the proxy does to an eligible chunk.
+// fault is what befalls an eligible chunk.
 type fault int
 
 const (
-	noFault    fault = iota
-	resetFault       // reset the connection instead of forwarding the chunk
-	dropFault        // forward the chunk, then lose the answer
+	noFault fault = iota
+	resetFault
+	dropFault
 )
 
-// schedule decides which eligible chunks meet a fault, and which fault.
+// schedule picks which eligible chunks meet which fault.
 type schedule struct {
 	faults spread // over eligible chunks
-	resets spread // over faults: the others drop a response
+	resets spread // over faults; the others drop
 }
 
-// newSchedule spreads f's rates; together they are at most 1, a reset taking precedence.
+// newSchedule spreads f's rates; resets come first.
 func newSchedule(f Faults) schedule {
 	all := min(f.ResetRate+f.DropResponseRate, 1)
 	resets := 0.0
@@ -27,7 +27,7 @@ func newSchedule(f Faults) schedule {
 	return schedule{faults: newSpread(all), resets: newSpread(resets)}
 }
 
-// next is the fault the next eligible chunk meets.
+// next is the next eligible chunk's fault.
 func (s *schedule) next() fault {
 	switch {
 	case !s.faults.pick():
@@ -39,12 +39,12 @@ func (s *schedule) next() fault {
 	}
 }
 
-// spread picks a share (0 to 1) of a sequence of events, spread out: the k-th pick falls on a random
-// event among events k/share to (k+1)/share, so the first n events hold ⌊n·share⌋ to ⌈n·share⌉ picks.
+// spread picks a share (0 to 1) of events: the k-th pick falls on a random event among k/share to
+// (k+1)/share, so n events hold ⌊n·share⌋ to ⌈n·share⌉ picks.
 type spread struct {
 	share         float64
 	events, picks int64
-	next          int64 // the event the next pick falls on, or the first after it when the pick before took it
+	next          int64 // the event the next pick falls on (or after, if taken)
 }
 
 func newSpread(share float64) spread {
@@ -53,7 +53,7 @@ func newSpread(share float64) spread {
 	return s
 }
 
-// aim places the next pick on a random event of its stretch.
+// aim places the next pick in its stretch.
 func (s *spread) aim() {
 	if s.share > 0 {
 		s.next = int64((float64(s.picks) + rand.Float64()) / s.share)

@@ -1,6 +1,4 @@
-// Package firestoreflags gives the project's command-line tools the database they work on: the
-// -project and -database flags, and a Firestore client of what they name (the emulator's when
-// FIRESTORE_EMULATOR_HOST is set).
+// Package firestoreflags adds -project and -database flags.
 package firestoreflags
 
 import (
@@ -12,13 +10,12 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// Database is the database a tool's -project and -database flags name.
+// Database is the database the flags name.
 type Database struct {
 	project, database *string
 }
 
-// Add adds -project and -database to flags, with the defaults project (GOOGLE_CLOUD_PROJECT's value,
-// as the caller read it) and database.
+// Add registers the flags with the given defaults.
 func Add(flags *flag.FlagSet, project, database string) *Database {
 	return &Database{
 		project:  flags.String("project", project, "Google Cloud project (default $GOOGLE_CLOUD_PROJECT)"),
@@ -26,7 +23,7 @@ func Add(flags *flag.FlagSet, project, database string) *Database {
 	}
 }
 
-// Client returns a client of the database the parsed flags name; naming no project is an error.
+// Client opens the named database; no project is an error.
 func (d *Database) Client(ctx context.Context) (*firestore.Client, error) {
 	if *d.project == "" {
 		return nil, errors.New("no project: pass -project or set GOOGLE_CLOUD_PROJECT")

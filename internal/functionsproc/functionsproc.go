@@ -1,6 +1,4 @@
-// Package functionsproc starts functions processes of the local stack for tests that need settings
-// of their own (the stack's shared functions process has the defaults). Functions' own tests cannot
-// use it: it imports functions.
+// Package functionsproc starts local-stack functions processes with test-specific settings.
 package functionsproc
 
 import (
@@ -17,9 +15,8 @@ import (
 	"github.com/shardcount/counters/internal/testenv"
 )
 
-// Start starts a functions process of the local stack (every entry point, on a free port of
-// 127.0.0.1) with settings (NAME=VALUE) added to the test's environment, waits until it serves, and
-// returns its URL; the process is killed when t ends, and its output logged if t failed.
+// Start serves every entry point on a free local port with settings (NAME=VALUE) added to the
+// environment, and returns its URL once it serves. The process dies with t; it logs if t failed.
 func Start(t testing.TB, settings ...string) string {
 	t.Helper()
 	port, err := emulators.FreePort()

@@ -5,8 +5,7 @@
 //	terraform/deployment.gen.tf.json locals read by the Terraform module
 //	docs/settings.md                 the settings reference
 //
-// Run it with `go generate ./...` (a go:generate line in internal/manifest/deployment.go); its test fails
-// when a committed file differs from what it would write.
+// Run it with `go generate ./...`; its test fails when a committed file is stale.
 package main
 
 import (

@@ -322,10 +322,8 @@ func indexFields(i manifest.CompositeIndex) []firebaseField {
 	return fields
 }
 
-// firebaseIndexes is firestore.indexes.json in the Firebase CLI's index file format, for collections
-// named by their settings' defaults: the composite indexes and field settings both deploy paths
-// create, for an app that deploys its indexes with the Firebase CLI to add to its own file (whose
-// deploy offers to delete, and with --force deletes, what the file does not list).
+// firebaseIndexes is firestore.indexes.json (Firebase CLI format): the indexes and field settings
+// both deploy paths create, for the settings' default collections.
 func firebaseIndexes() ([]byte, error) {
 	type index struct {
 		CollectionGroup string          `json:"collectionGroup"`
@@ -451,9 +449,8 @@ func terraformLocals() ([]byte, error) {
 	return append(out, '\n'), nil
 }
 
-// terraformCollectionVariables lists the variables of the Terraform module (its variables.tf at
-// path) that name a collection (*_collection), in their order there, so that settings.md names the
-// ones the module has.
+// terraformCollectionVariables lists the *_collection variables of the variables.tf at path, in
+// order.
 func terraformCollectionVariables(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -15,9 +15,8 @@ import (
 	"github.com/shardcount/counters/internal/manifest"
 )
 
-// appServer serves the live example app (web/app, with the Firebase JS SDK bundled into
-// web/dist/app.js by `npm run build`) and forwards /api/<EntryPoint> to the functions, as a Firebase
-// Hosting rewrite would, so the page calls Increment on its own origin.
+// appServer serves the live example app (web/app, web/dist/app.js) and forwards /api/<EntryPoint>
+// to the functions, as a Firebase Hosting rewrite would.
 type appServer struct {
 	srv  *http.Server
 	addr string

@@ -14,15 +14,11 @@ import (
 	"time"
 )
 
-// InstancesPath is where the balancer answers GET with the InstanceStats of every functions instance.
-// Function entry points are CamelCase names, so this path never hides one.
+// InstancesPath answers GET with every instance's InstanceStats; no CamelCase entry point clashes.
 const InstancesPath = "/_localstack/instances"
 
-// Balancer spreads requests over several functions processes, as Cloud Run's load balancer spreads
-// them over the instances of a service: each request goes to the instance with the fewest requests in
-// flight (ties go round robin). A request that could not be sent to its instance (the process is down
-// or restarting) is answered 503 with Retry-After, because it was certainly not applied; one whose
-// instance failed after the request was sent is answered 502: its outcome is unknown.
+// Balancer sends each request to the functions instance with the fewest in flight, as Cloud Run
+// does. A request never sent gets 503 with Retry-After; one whose instance failed after, 502.
 type Balancer struct {
 	listener net.Listener
 	server   *http.Server
@@ -37,14 +33,11 @@ type backend struct {
 	inFlight, served atomic.Int64
 }
 
-// InstanceStats are one instance's counts.
+// InstanceStats are one instance's base URL, requests finished so far and requests held now.
 type InstanceStats struct {
-	// URL is the instance's own base URL.
-	URL string `json:"url"`
-	// Served is how many requests it has answered (or failed) so far.
-	Served int64 `json:"served"`
-	// InFlight is how many requests it holds now.
-	InFlight int64 `json:"in_flight"`
+	URL      string `json:"url"`
+	Served   int64  `json:"served"`
+	InFlight int64  `json:"in_flight"`
 }
 
 // startBalancer listens on addr and forwards to the instances at instanceURLs.
@@ -53,7 +46,6 @@ func startBalancer(addr string, instanceURLs []string, logs io.Writer) (*Balance
 	if err != nil {
 		return nil, fmt.Errorf("balancer: %w", err)
 	}
-	// Many concurrent clients: keep a connection per request in flight rather than redial each time.
 	transport := &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}
 	errorLog := log.New(logs, "localstack balancer: ", 0)
 	b := &Balancer{listener: l}
@@ -92,8 +84,7 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request) {
 	be.proxy.ServeHTTP(w, r)
 }
 
-// pick returns the instance with the fewest requests in flight, starting the scan at a rotating index
-// so that ties are spread round robin.
+// pick returns the instance with the fewest requests in flight; ties go round robin.
 func (b *Balancer) pick() *backend {
 	start := int(b.next.Add(1))
 	best := b.backends[start%len(b.backends)]
@@ -105,8 +96,7 @@ func (b *Balancer) pick() *backend {
 	return best
 }
 
-// answerProxyError answers a request the instance did not answer: 503 with Retry-After when the
-// request never reached it (the connection could not be made), 502 with an unknown outcome otherwise.
+// answerProxyError answers 503 with Retry-After if the instance was never reached, else 502.
 func answerProxyError(w http.ResponseWriter, _ *http.Request, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	var op *net.OpError

@@ -8,16 +8,13 @@ import (
 	"time"
 )
 
-// maxDeliveryRecords bounds the events the bridge remembers for GET /deliveries: the latest ones.
+// maxDeliveryRecords bounds the latest events GET /deliveries remembers.
 const maxDeliveryRecords = 100_000
 
-// DeliveryRecord is what the bridge saw of one Firestore event: when its document was written (on
-// the emulator's clock, this machine's), when the emulator delivered it to the bridge, when it
-// reached the function (its first delivery attempt began; zero while it waits in the bridge), and
-// when the function answered its first attempt.
+// DeliveryRecord is one Firestore event's times: its document written, received by the bridge, its
+// first attempt begun (Reached; zero while waiting) and answered.
 type DeliveryRecord struct {
-	// Document is the written document's path, such as counters/likes/shards/3.
-	Document string    `json:"document"`
+	Document string    `json:"document"` // counters/likes/shards/3
 	Written  time.Time `json:"written"`
 	Received time.Time `json:"received"`
 	Reached  time.Time `json:"reached"`
@@ -28,11 +25,10 @@ type DeliveryRecord struct {
 type deliveryLog struct {
 	mu      sync.Mutex
 	records []DeliveryRecord
-	next    uint64 // sequence number of the next record; record n is at records[n%max]
+	next    uint64 // the next record's sequence number; record n is at records[n%max]
 }
 
-// received records an event for document, written at written, received now; it returns the
-// record's sequence number.
+// received records an event received now and returns its sequence number.
 func (l *deliveryLog) received(document string, written time.Time) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,7 +47,7 @@ func (l *deliveryLog) reached(seq uint64) {
 	l.update(seq, func(r *DeliveryRecord) { r.Reached = time.Now() })
 }
 
-// answered records that the function answered event seq's first attempt now.
+// answered records that event seq's first attempt was answered now.
 func (l *deliveryLog) answered(seq uint64) {
 	l.update(seq, func(r *DeliveryRecord) {
 		if r.Answered.IsZero() {
@@ -69,8 +65,7 @@ func (l *deliveryLog) update(seq uint64, f func(*DeliveryRecord)) {
 	}
 }
 
-// serve answers GET /deliveries?prefix=P: the remembered records whose document starts with P, oldest
-// first.
+// serve answers GET /deliveries?prefix=P with the records under P, oldest first.
 func (l *deliveryLog) serve(w http.ResponseWriter, r *http.Request) {
 	prefix := r.URL.Query().Get("prefix")
 	l.mu.Lock()

@@ -22,16 +22,9 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Delivery of Firestore document events, as Eventarc does it in production.
-//
-// The event bridge watches the documents of every Firestore trigger on the emulator's listen stream
-// (listen.go) and delivers each change to the function as the binary-mode CloudEvent Eventarc sends
-// (Content-Type application/protobuf, the DocumentEventData protobuf as body, subject
-// documents/counters/{id}/shards/{n}), with retries, and as many at once as the deployed function
-// takes: its concurrency times its max instances, as Eventarc keeps that many in flight before
-// Cloud Run answers 429 (Cloud Run scales the function out to its max instances; one local process
-// holds what they would). docs/development.md says why not the emulator's own event delivery, and
-// how these events differ from production's.
+// The event bridge delivers the changes the listen stream (listen.go) sees as Eventarc's
+// binary-mode CloudEvents, with retries, concurrency times max instances in flight. See
+// docs/development.md, "The local stack".
 const (
 	bridgeQueue       = 100_000
 	bridgeMaxAttempts = 20
@@ -48,45 +41,38 @@ type EventBridge struct {
 	client   *http.Client
 	log      io.Writer
 
-	// firestore is the watches' connection to the emulator; watching ends with stopWatching.
-	firestore    *firestoreapi.Client
+	firestore    *firestoreapi.Client // the watches' connection
 	watching     context.Context
 	stopWatching context.CancelFunc
 
-	// copies is how many times each event is delivered (at least once; more: as Eventarc's
-	// at-least-once delivery may, under the same event ID).
-	copies int
+	copies int // deliveries of each event, under one ID
 
 	mu sync.Mutex
 
 	received, delivered, failed, attempts, slow atomic.Int64
 
-	// held measures instance time: how many deliveries are in flight since heldSince, and the
-	// instance-seconds accumulated before it (guarded by mu).
+	// Guarded by mu: deliveries held since heldSince, instance-seconds before it.
 	concurrency int
 	held        int
 	heldSince   time.Time
 	instanceSec float64
-	// answerTimes and lateness are samples (guarded by mu): how long each delivery took the function
-	// to answer, and how late each event reached the bridge after its write (the emulator's delay).
+	// Guarded by mu: answer times, and events' delay after their write.
 	answerTimes, lateness durations
-	// deliveries records when each event was written, received and delivered (GET /deliveries).
+	// deliveries serves GET /deliveries.
 	deliveries deliveryLog
 }
 
-// queuedEvent is an event waiting for delivery, and its record in the delivery log.
+// queuedEvent is an event awaiting delivery and its delivery log sequence number.
 type queuedEvent struct {
 	req *http.Request
 	seq uint64
 }
 
-// SlowAnswer is the answer time beyond which a delivery counts in BridgeStats.SlowAnswers: a
-// roll-up trigger event that carries out no roll-up is answered well within it.
+// SlowAnswer is the answer time beyond which a delivery counts in BridgeStats.SlowAnswers.
 const SlowAnswer = 100 * time.Millisecond
 
-// durations counts durations in buckets that grow by a tenth, from 100 µs up: adding one is O(1)
-// and a percentile, which /stats computes on every poll, reads about 200 counters, however many
-// events a run delivers. A percentile is its bucket's upper bound (at most 10% over).
+// durations counts durations in buckets growing by a tenth from 100 µs, so a percentile (its
+// bucket's upper bound, at most 10% over) costs the same however many were added.
 type durations struct {
 	counts []int64
 	n      int64
@@ -140,31 +126,24 @@ type Percentiles struct {
 	Max time.Duration `json:"max_ns"`
 }
 
-// BridgeStats counts the bridge's events.
+// BridgeStats counts the bridge's events. Invocations counts every attempt; InstanceSeconds sums
+// ⌈deliveries in flight / concurrency⌉ over time, as request-based billing does; Lateness is how
+// long after its write an event reached the bridge.
 type BridgeStats struct {
-	Received  int64 `json:"received"`
-	Delivered int64 `json:"delivered"`
-	Failed    int64 `json:"failed"`
-	// Invocations is every delivery attempt: the function's invocations, retries included.
-	Invocations int64 `json:"invocations"`
-	// InstanceSeconds is the instance time the deliveries held, as Cloud Run bills it under
-	// request-based billing: at each moment, the deliveries in flight over the function's
-	// concurrency, rounded up (the instances it takes to hold them), summed over time.
-	InstanceSeconds float64 `json:"instance_seconds"`
-	// SlowAnswers counts the deliveries the function answered after more than SlowAnswer.
-	SlowAnswers int64 `json:"slow_answers"`
-	// AnswerTime is how long the function took to answer a delivery.
-	AnswerTime Percentiles `json:"answer_time"`
-	// Lateness is how long after its document's write (its update time) an event reached the
-	// bridge: the delay of the Firestore emulator's listen stream.
-	Lateness Percentiles `json:"lateness"`
+	Received        int64       `json:"received"`
+	Delivered       int64       `json:"delivered"`
+	Failed          int64       `json:"failed"`
+	Invocations     int64       `json:"invocations"`
+	InstanceSeconds float64     `json:"instance_seconds"`
+	SlowAnswers     int64       `json:"slow_answers"`
+	AnswerTime      Percentiles `json:"answer_time"`
+	Lateness        Percentiles `json:"lateness"`
 }
 
-// EventsInFlight is how many events the local stack's bridge delivers at once (eventsInFlight).
+// EventsInFlight is how many events the local stack's bridge delivers at once.
 func EventsInFlight() int { return eventsInFlight() }
 
-// eventsInFlight is how many events Eventarc keeps in flight to the deployed functions with a
-// Firestore trigger: each function's concurrency times its max instances.
+// eventsInFlight sums concurrency times max instances over the Firestore-triggered functions.
 func eventsInFlight() int {
 	n := 0
 	for _, f := range manifest.Deployed() {
@@ -175,8 +154,7 @@ func eventsInFlight() int {
 	return max(1, n)
 }
 
-// eventConcurrency is the concurrency of the deployed functions with a Firestore trigger (the
-// largest, if several).
+// eventConcurrency is the largest concurrency of the Firestore-triggered functions.
 func eventConcurrency() int {
 	c := 1
 	for _, f := range manifest.Deployed() {
@@ -187,7 +165,7 @@ func eventConcurrency() int {
 	return c
 }
 
-// hold counts one more (delta 1) or one fewer (delta -1) delivery in flight now.
+// hold adds delta (±1) to the deliveries in flight.
 func (b *EventBridge) hold(delta int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -204,9 +182,8 @@ func (b *EventBridge) settleHeld(now time.Time) {
 	b.heldSince = now
 }
 
-// startEventBridge listens on a free loopback port, where it answers GET /stats with BridgeStats,
-// and GET /deliveries?prefix=P with the DeliveryRecords of the latest events of documents under P.
-// It delivers inFlight events at once, each copies times; watchFirestoreTriggers gives it the events.
+// startEventBridge serves GET /stats (BridgeStats) and GET /deliveries on a loopback port and
+// delivers inFlight events at once, each copies times.
 func startEventBridge(log io.Writer, inFlight, copies int) (*EventBridge, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -251,8 +228,7 @@ func (b *EventBridge) Stats() BridgeStats {
 		Invocations: b.attempts.Load(), InstanceSeconds: held, SlowAnswers: b.slow.Load(), AnswerTime: answer, Lateness: late}
 }
 
-// enqueue queues the event req with body, of a write of the document at path (doc after it, nil for
-// a delete), for delivery: b.copies times, each copy delivered (and counted in Received) on its own.
+// enqueue queues req (with body) for a write of path, b.copies times; doc is nil for a delete.
 func (b *EventBridge) enqueue(req *http.Request, body []byte, path string, doc *firestorepb.Document) {
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	var written time.Time
@@ -269,8 +245,7 @@ func (b *EventBridge) enqueue(req *http.Request, body []byte, path string, doc *
 	}
 }
 
-// work delivers queued events, retrying failures with backoff as Eventarc does for functions
-// deployed with retry.
+// work delivers queued events, retrying failures with backoff.
 func (b *EventBridge) work() {
 	for {
 		var q queuedEvent
@@ -336,10 +311,8 @@ func (b *EventBridge) deliver(template *http.Request) error {
 	return nil
 }
 
-// watchFirestoreTriggers starts, on the Firestore emulator at firestoreAddr, a watch of the documents
-// of every deployed function with a Firestore trigger on the collections of schema (a per-source
-// function: on each pattern of counted), delivering their events to the function at functionsURL
-// until the bridge stops.
+// watchFirestoreTriggers watches every Firestore trigger's documents (per-source functions: each of
+// counted's patterns) and delivers their events to functionsURL until the bridge stops.
 func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema, counted *sources.Set) error {
 	client, err := dialFirestore(ctx, firestoreAddr)
 	if err != nil {
@@ -365,12 +338,8 @@ func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr,
 	return nil
 }
 
-// WatchDocuments starts an event bridge of its own (not the stack's) that delivers every change of
-// the documents matching the Eventarc path pattern on the Firestore emulator at firestoreAddr to
-// target, as the stack's bridge delivers a collection counter's events (binary-mode CloudEvents of
-// eventType, old values read at the time before each change, retried on failure), inFlight at once and
-// each copies times. The load harness uses it to feed handlers that are no deployed function; Stop
-// ends it.
+// WatchDocuments starts a bridge of its own delivering eventType events of the documents matching
+// pattern to target, inFlight at once, each copies times, until Stop.
 func WatchDocuments(ctx context.Context, log io.Writer, firestoreAddr, project, eventType, pattern, target string, inFlight, copies int) (*EventBridge, error) {
 	b, err := startEventBridge(log, inFlight, copies)
 	if err != nil {
@@ -387,7 +356,7 @@ func WatchDocuments(ctx context.Context, log io.Writer, firestoreAddr, project, 
 	return b, nil
 }
 
-// Stop stops a bridge started by WatchDocuments: it stops watching and abandons undelivered events.
+// Stop stops a WatchDocuments bridge, abandoning undelivered events.
 func (b *EventBridge) Stop() { b.stop() }
 
 // stop stops watching and abandons undelivered events.

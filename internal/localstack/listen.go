@@ -24,17 +24,12 @@ import (
 	"github.com/shardcount/counters/functions/eventhttp"
 )
 
-// Document events from the Firestore emulator's listen stream (docs/development.md says why not its
-// --functions_emulator webhook). The emulator answers a change to a query target with every document
-// of the target, so one target over all shards would cost each write the whole collection group:
-// each matching document gets a target of its own, found by a names-only query of the trigger's
-// collection group (repeated, see discoveryPeriod), and its changes become the events Eventarc would send,
-// computed against the previous version the watch saw.
+// Document events from the emulator's listen stream: each matching document gets a target of its
+// own (a query target resends the whole group), found by repeated names-only queries. See
+// docs/development.md, "The local stack".
 
-// discoveryPeriod is the least pause between two queries for documents the watch does not watch
-// yet, and discoveryShare the most of the emulator's time they take: the pause is at least
-// 1/discoveryShare - 1 times the query's own time. A document's first write reaches the function up
-// to a query and a pause later than the writes after it.
+// discoveryPeriod is the least pause between discovery queries; discoveryShare caps the share of
+// the emulator's time they take. A document's first write may be late by a query and a pause.
 const (
 	discoveryPeriod = 200 * time.Millisecond
 	discoveryShare  = 0.2
@@ -44,43 +39,38 @@ const (
 type documentWatch struct {
 	bridge *EventBridge
 	client *firestoreapi.Client
-	// database is projects/P/databases/(default); group the collection ID the trigger's pattern ends in.
+	// database is projects/P/databases/(default); group the pattern's last collection ID.
 	database, group string
-	// pattern is the trigger's document path pattern, split at "/"; eventType its CloudEvent type;
-	// target the function's URL.
+	// pattern is split at "/"; target is the function's URL.
 	pattern           []string
 	eventType, target string
-	// exactOld makes an event's old value the document's version just before the change, read at
-	// that time, as Eventarc's is, instead of the version the watch saw last (a collection counter's
-	// trigger: it counts what the change did).
+	// exactOld reads each event's old value just before the change, as Eventarc does, rather than
+	// using the version seen last.
 	exactOld bool
 
 	ctx context.Context
-	// mu guards groups and isWatched (every document with a target).
+	// mu guards groups and isWatched.
 	mu        sync.Mutex
 	groups    []*targetGroup
 	isWatched map[string]bool
 }
 
-// targetsPerStream bounds the targets of one listen stream: the emulator's streams with a thousand
-// targets broke now and then under load (a message the client could not parse).
+// targetsPerStream bounds a listen stream's targets: the emulator's larger streams broke under load.
 const targetsPerStream = 100
 
 // targetGroup is one listen stream and the documents it watches.
 type targetGroup struct {
 	w *documentWatch
-	// mu guards stream (the open listen stream, nil between two) and names (the documents watched,
-	// in the order they were added: target i+1 is names[i]).
+	// mu guards stream (nil between streams) and names (target i+1 is names[i]).
 	mu     sync.Mutex
 	stream firestorepb.Firestore_ListenClient
 	names  []string
-	// known is the latest version of every document the stream has shown (the stream's goroutine
-	// alone uses it).
+	// known is the latest version shown of each document; the stream's goroutine alone uses it.
 	known map[string]*firestorepb.Document
 }
 
-// watchTriggerDocuments starts a watch of the documents of the trigger pattern (its last collection
-// ID must be a literal), delivering their events to target until ctx ends.
+// watchTriggerDocuments delivers the events of the documents matching pattern (whose last
+// collection ID must be literal) to target until ctx ends.
 func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firestoreapi.Client, project, eventType, pattern, target string, exactOld bool) error {
 	segs := strings.Split(pattern, "/")
 	if len(segs) < 2 || strings.HasPrefix(segs[len(segs)-2], "{") {
@@ -102,8 +92,7 @@ func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firesto
 	return nil
 }
 
-// dialFirestore is a Firestore API client of the emulator at addr, with the emulator's admin
-// credentials (as cloud.google.com/go/firestore's own emulator connection has).
+// dialFirestore is an admin Firestore API client of the emulator at addr.
 func dialFirestore(ctx context.Context, addr string) (*firestoreapi.Client, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(emulatorOwner{}), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
@@ -140,8 +129,7 @@ func (g *targetGroup) run(ctx context.Context) {
 	}
 }
 
-// discover queries the names of the trigger's collection group, again and again (see
-// discoveryPeriod), and watches the matching documents it does not watch yet.
+// discover repeatedly queries the collection group's names and watches new matching documents.
 func (w *documentWatch) discover(ctx context.Context) {
 	query := &firestorepb.RunQueryRequest{
 		Parent: w.database + "/documents",
@@ -176,7 +164,7 @@ func (w *documentWatch) discover(ctx context.Context) {
 	}
 }
 
-// watch adds a target for each of names that matches the pattern and has none yet.
+// watch adds a target for each matching name that has none yet.
 func (w *documentWatch) watch(names []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -204,7 +192,7 @@ func (g *targetGroup) full() bool {
 	return len(g.names) >= targetsPerStream
 }
 
-// add watches the document name, at once if the stream is open, else when it opens.
+// add watches name, at once if the stream is open, else when it opens.
 func (g *targetGroup) add(name string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -232,9 +220,8 @@ func (g *targetGroup) addTargets(first int) error {
 	return nil
 }
 
-// listen runs one listen stream, with a target for each of the group's documents. A stream that starts
-// again shows each document as it is now: a version known already is no event; a delete while none
-// listened is missed (docs/development.md).
+// listen runs one listen stream with a target per document. A restarted stream shows each document
+// as it is now: a known version is no event.
 func (g *targetGroup) listen(ctx context.Context) error {
 	stream, err := g.w.client.Listen(ctx)
 	if err != nil {
@@ -252,9 +239,7 @@ func (g *targetGroup) listen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// shown and current are the targets this stream has shown a document of, and reported current:
-	// a target current without its document shows that the document is missing now, so a delete
-	// made while no stream listened becomes an event too.
+	// A target current without its document shown: the document was deleted while none listened.
 	shown, current := map[int32]bool{}, map[int32]bool{}
 	for {
 		resp, err := stream.Recv()
@@ -287,9 +272,8 @@ func (g *targetGroup) listen(ctx context.Context) error {
 	}
 }
 
-// missingAtCurrent turns each target that tc reports current for the first time on this stream
-// without having shown its document into the delete of that document, if known holds a version of
-// it: the stream started after the delete (the emulator shows only documents that exist).
+// missingAtCurrent turns each target tc first reports current, with no document shown, into a
+// delete of its known document.
 func (g *targetGroup) missingAtCurrent(tc *firestorepb.TargetChange, shown, current map[int32]bool) {
 	g.mu.Lock()
 	ids := tc.GetTargetIds()
@@ -316,8 +300,8 @@ func (g *targetGroup) missingAtCurrent(tc *firestorepb.TargetChange, shown, curr
 	}
 }
 
-// changed records in known that the document name is now doc (nil: deleted, noticed at deletedAt
-// or, when zero, now) and, unless that is the version known already, queues its event.
+// changed records doc (nil: deleted at deletedAt, or now if zero) as name's version in known and
+// queues its events, unless that version is known already.
 func (w *documentWatch) changed(known map[string]*firestorepb.Document, name string, doc *firestorepb.Document, deletedAt time.Time) {
 	old := known[name]
 	if doc == nil && old == nil || doc != nil && old != nil && proto.Equal(doc.GetUpdateTime(), old.GetUpdateTime()) {
@@ -360,10 +344,8 @@ func (w *documentWatch) send(name string, st step) {
 	w.bridge.enqueue(req, body, path, st.doc)
 }
 
-// history is every change from version prev (nil: none seen) to doc, oldest first, as Eventarc
-// delivers them, rebuilt from reads at the times before each version: the listen stream shows only
-// the latest. A delete and re-creation between two seen versions becomes a delete of prev at doc's
-// creation; a version beyond Firestore's version retention ends the walk.
+// history rebuilds every change from prev (nil: none seen) to doc, oldest first, by reading before
+// each version. A delete and re-creation becomes a delete of prev at doc's creation.
 func (w *documentWatch) history(name string, prev, doc *firestorepb.Document) []step {
 	var steps []step
 	for cur := doc; len(steps) < 100; {
@@ -406,7 +388,7 @@ func (w *documentWatch) versionBefore(name string, t time.Time) (*firestorepb.Do
 	return resp.GetFound(), nil
 }
 
-// updateMask lists the top-level fields an update changed: added, removed or with another value.
+// updateMask lists the top-level fields an update added, removed or changed.
 func updateMask(doc, old *firestorepb.Document) []string {
 	if doc == nil || old == nil {
 		return nil
@@ -426,8 +408,7 @@ func updateMask(doc, old *firestorepb.Document) []string {
 	return mask
 }
 
-// matchPattern reports whether the document path segments match an Eventarc path pattern: {x}
-// matches one segment, {x=**} any number of them, anything else itself.
+// matchPattern matches path segments to an Eventarc pattern: {x} is one segment, {x=**} any number.
 func matchPattern(pattern, path []string) bool {
 	if len(pattern) == 0 {
 		return len(path) == 0
@@ -454,8 +435,8 @@ func eventID() string {
 	return hex.EncodeToString(b)
 }
 
-// documentEventRequest is the binary-mode CloudEvent Eventarc sends for a write of the document at
-// path (doc after it, nil for a delete; old before it, nil for a create) to target.
+// documentEventRequest is Eventarc's binary-mode CloudEvent for a write of path; doc is nil for a
+// delete, old for a create.
 func documentEventRequest(eventType, target, database, path string, doc, old *firestorepb.Document, at time.Time) (*http.Request, []byte, error) {
 	body, err := eventhttp.DocumentEventData(doc, old, updateMask(doc, old))
 	if err != nil {

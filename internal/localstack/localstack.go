@@ -1,6 +1,5 @@
-// Package localstack assembles the counters system on one machine: the Firestore and Pub/Sub
-// emulators, a supervised process that serves every function, and the wiring that delivers events to
-// the functions in their production wire formats.
+// Package localstack runs the counters system on one machine: the emulators, supervised functions
+// processes, and event delivery in production's wire formats. See docs/development.md.
 package localstack
 
 import (
@@ -33,44 +32,26 @@ const ServeFunctionsCommand = "serve-functions"
 // emulatorStartTimeout bounds an emulator's start-up (about 2 s on an idle machine).
 const emulatorStartTimeout = 90 * time.Second
 
-// Options say where the stack listens.
+// Options configure the stack.
 type Options struct {
-	// Project is the Google Cloud project ID the emulators and functions use.
 	Project string
-	// FunctionsPort, FirestorePort, PubSubPort and AuthPort (the Firebase Auth emulator) are
-	// loopback ports.
+	// FunctionsPort, FirestorePort, PubSubPort and AuthPort are loopback ports.
 	FunctionsPort, FirestorePort, PubSubPort, AuthPort string
-	// AppPort is the loopback port of the live example app.
-	AppPort string
-	// NoAuth leaves the Firebase Auth emulator out (LOCALSTACK_AUTH=false), e.g. for load runs.
-	NoAuth bool
-	// WebDir is the npm project (web/) whose node_modules hold firebase-tools and the example app.
-	WebDir string
-	// LogDir receives the emulators' logs.
-	LogDir string
-	// SchedulerPeriod is how often the stand-in for Cloud Scheduler ticks RollupScheduled.
-	SchedulerPeriod time.Duration
-	// Instances is how many functions processes serve the functions. With more than one, each
-	// listens on a port of its own and a Balancer on FunctionsPort spreads requests, events and
-	// Pub/Sub pushes over them, as Cloud Run does over the instances of a service.
-	Instances int
-	// FunctionsFirestore, when set, is the Firestore address the functions processes use instead of
-	// the emulator's own (e.g. a fault-injecting proxy in front of it).
-	FunctionsFirestore string
-	// RulesFile is the Firestore security rules file loaded into the emulator, as production's
-	// rules are deployed (an absolute path). By default, the example app's ruleset with the
-	// counters' block added (firestore.example-app.rules), as an app's project has one ruleset.
-	RulesFile string
-	// EventCopies is how many times the event bridge delivers each Firestore event (1, or more to
-	// play Eventarc's at-least-once delivery: redeliveries of one event under its ID), from
-	// LOCALSTACK_EVENT_COPIES.
-	EventCopies int
+	// AppPort is the live example app's.
+	AppPort         string
+	NoAuth          bool   // no Firebase Auth emulator
+	WebDir          string // npm project with firebase-tools and the app
+	LogDir          string
+	SchedulerPeriod time.Duration // of the Cloud Scheduler stand-in
+	// Instances > 1 runs that many functions processes behind a Balancer on FunctionsPort.
+	Instances          int
+	FunctionsFirestore string // if set, the functions' Firestore address (e.g. a fault proxy)
+	RulesFile          string // absolute path of the rules loaded into the emulator
+	EventCopies        int    // deliveries of each Firestore event (>1 plays at-least-once)
 }
 
-// OptionsFromEnv reads PORT, GOOGLE_CLOUD_PROJECT, FIRESTORE_PORT, PUBSUB_PORT, AUTH_PORT, APP_PORT,
-// LOCALSTACK_LOGS, LOCALSTACK_TICK, FIRESTORE_RULES, LOCALSTACK_WEB, LOCALSTACK_AUTH,
-// LOCALSTACK_INSTANCES, LOCALSTACK_FUNCTIONS_FIRESTORE and LOCALSTACK_EVENT_COPIES, with the defaults
-// of docs/development.md.
+// OptionsFromEnv reads Options from PORT, GOOGLE_CLOUD_PROJECT, *_PORT, FIRESTORE_RULES and
+// LOCALSTACK_* variables, with the defaults of docs/development.md.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -78,7 +59,6 @@ func OptionsFromEnv() (Options, error) {
 		}
 		return def
 	}
-	// Cloud Scheduler's granularity is one minute; LOCALSTACK_TICK shortens it to watch sweeps.
 	tick, err := time.ParseDuration(env("LOCALSTACK_TICK", "1m"))
 	if err != nil || tick <= 0 {
 		return Options{}, fmt.Errorf("LOCALSTACK_TICK=%q: must be a positive Go duration such as 1m or 10s", os.Getenv("LOCALSTACK_TICK"))
@@ -91,7 +71,6 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil || copies < 1 {
 		return Options{}, fmt.Errorf("LOCALSTACK_EVENT_COPIES=%q: must be how many times each Firestore event is delivered, 1 or more", os.Getenv("LOCALSTACK_EVENT_COPIES"))
 	}
-	// The stack's project is the example app's: its own rules with the counters' block, one ruleset.
 	rules, err := repoPath(os.Getenv("FIRESTORE_RULES"), "firestore.example-app.rules")
 	if err != nil {
 		return Options{}, fmt.Errorf("FIRESTORE_RULES: %w", err)
@@ -118,9 +97,8 @@ func OptionsFromEnv() (Options, error) {
 	}, nil
 }
 
-// repoPath is the absolute path of value, or when value is empty, of name in the repository that
-// holds the working directory (the nearest parent with go.mod and name), so the stack finds its files
-// from any package directory a test runs in.
+// repoPath is value made absolute or, if empty, name in the nearest parent directory holding go.mod
+// and name.
 func repoPath(value, name string) (string, error) {
 	if value != "" {
 		return filepath.Abs(value)
@@ -157,8 +135,7 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s emulator log: %w", k.Name, err)
 		}
-		// The emulator's process holds its own copy of the file descriptor.
-		defer logs.Close()
+		defer logs.Close() // the emulator holds its own descriptor
 		return emulators.Start(ctx, k, addr, logs, emulatorStartTimeout)
 	}
 	var (
@@ -181,10 +158,7 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 			return
 		}
 		defer logs.Close()
-		// Node loads firebase-tools slowly on a busy machine: allow it twice an emulator's time.
-		// firebase-tools has exited at once now and then (twice in about 60 starts while the other
-		// emulators started beside it; cause not found): it is started once more, with fresh hub and
-		// logging ports, and auth.log keeps both attempts' output.
+		// firebase-tools is slow to load, and now and then exits at once: start it twice at most.
 		for attempt := 1; ; attempt++ {
 			e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, 2*emulatorStartTimeout)
 			if authErr == nil || attempt == 2 || ctx.Err() != nil {
@@ -230,20 +204,15 @@ func (e *Emulators) Stop() {
 	}
 }
 
-// Stack is the running local system.
+// Stack is the running local system. FunctionsURL is the functions' base URL; Balancer is nil with
+// one instance.
 type Stack struct {
-	// Options are where it listens.
-	Options Options
-	// Emulators are the running emulators.
-	Emulators *Emulators
-	// FunctionsURL is the base URL of the functions, e.g. http://127.0.0.1:8080.
+	Options      Options
+	Emulators    *Emulators
 	FunctionsURL string
-	// Events delivers the Firestore emulator's document changes to the functions as events.
-	Events *EventBridge
-	// App serves the live example app.
-	App *appServer
+	Events       *EventBridge
+	App          *appServer
 
-	// Balancer spreads requests over the functions processes when there are several (else nil).
 	Balancer *Balancer
 
 	functions     []*supervisor
@@ -251,8 +220,7 @@ type Stack struct {
 	stopPubSub    func()
 }
 
-// Start starts the emulators, the functions process and the event wiring, and returns when every
-// part answers.
+// Start starts every part and returns when all answer; on error it stops what it started.
 func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) {
 	cfg, err := config.Load()
 	if err != nil {
@@ -298,10 +266,8 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	return s, nil
 }
 
-// Env is the environment of a client of the stack: the emulators' addresses, the project,
-// LOCALSTACK_FUNCTIONS_URL (the functions' base URL), LOCALSTACK_EVENTS_STATS_URL (the event
-// bridge's counts), LOCALSTACK_RULES_FILE (the security rules the stack loaded) and
-// LOCALSTACK_APP_URL (the live example app).
+// Env is a stack client's environment: the emulators, the project and the LOCALSTACK_*_URL and
+// LOCALSTACK_RULES_FILE variables.
 func (s *Stack) Env() []string {
 	env := s.Emulators.Env()
 	if s.App != nil {
@@ -325,8 +291,7 @@ func (s *Stack) Stop() {
 	if s.stopPubSub != nil {
 		s.stopPubSub()
 	}
-	// All instances get SIGTERM at once, so stopping K of them takes one grace period, not K.
-	for _, f := range s.functions {
+	for _, f := range s.functions { // SIGTERM all first: one grace period in all
 		f.cancel()
 	}
 	for _, f := range s.functions {
@@ -339,8 +304,8 @@ func (s *Stack) Stop() {
 	s.Emulators.Stop()
 }
 
-// startFunctions starts the functions processes, and the balancer in front of them when there are
-// several, and waits until every one answers.
+// startFunctions starts the functions processes, and the balancer if several, and waits until each
+// answers.
 func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	o := s.Options
 	self, err := os.Executable()
@@ -350,7 +315,6 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	env := append(os.Environ(), s.Env()...)
 	env = append(env, "LOCAL_ONLY=true")
 	if _, set := os.LookupEnv("EXTENSION_FOLDS"); !set {
-		// The example app's extension documents, as firestore.extension-clients.rules opens them.
 		env = append(env, "EXTENSION_FOLDS="+rules.ExampleFolds)
 	}
 	if o.FunctionsFirestore != "" { // the last of duplicate variables wins
@@ -383,8 +347,7 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 // loopback is the IPv4 loopback address with port.
 func loopback(port string) string { return net.JoinHostPort("127.0.0.1", port) }
 
-// Run starts the whole stack, prints one line with "ready" and the URLs when everything answers, and
-// runs until ctx ends; then it stops everything it started.
+// Run starts the stack, prints a "ready" line with the URLs, and stops it when ctx ends.
 func Run(ctx context.Context, o Options, out io.Writer) error {
 	s, err := Start(ctx, o, out)
 	if err != nil {
@@ -403,9 +366,8 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	return nil
 }
 
-// Exec starts the whole stack on free ports, runs argv with the stack's Env (and, in
-// LOCALSTACK_FUNCTIONS_LOG, the file that receives the functions' logs), stops the stack, and returns
-// argv's exit code. Tests run this way share one stack.
+// Exec starts the stack on free ports, runs argv with its Env and LOCALSTACK_FUNCTIONS_LOG (the
+// functions' log file), stops it, and returns argv's exit code.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
 	ports, err := emulators.FreePorts(5)
 	if err != nil {

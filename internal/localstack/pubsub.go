@@ -19,9 +19,7 @@ import (
 	"github.com/shardcount/counters/publisher"
 )
 
-// Push subscription settings of the local stack. A failed delivery is retried after 1 s, then with
-// backoff up to 10 s, so a message that failed for a transient reason arrives soon without a retry
-// storm. The ack deadline is well above REQUEST_TIMEOUT: a slow answer is still an ack.
+// Push subscription settings; the ack deadline exceeds REQUEST_TIMEOUT, so a slow answer still acks.
 const (
 	pushAckDeadline = 60 * time.Second
 	pushMinBackoff  = time.Second
@@ -42,20 +40,14 @@ func pubsubFunctions() []manifest.Function {
 // TopicName is the full name of topic in project.
 func TopicName(project, topic string) string { return "projects/" + project + "/topics/" + topic }
 
-// PushEndpoint is where a push subscription of topicName delivers to entryPoint: the function's path,
-// then the topic's name. The function turns a push envelope into a messagePublished CloudEvent whose
-// source it reads from the projects/P/topics/T part of the path; RegisterPushPaths makes the function
-// answer there.
+// PushEndpoint is where topicName's push subscription reaches entryPoint: /<entryPoint>/<topicName>,
+// whence the function reads the event's source.
 func PushEndpoint(functionsURL, entryPoint, topicName string) string {
 	return functionsURL + "/" + entryPoint + "/" + topicName
 }
 
-// RegisterPushPaths also serves every registered Pub/Sub-triggered function at the subtree
-// /<EntryPoint>/, so that it answers at its PushEndpoint. With FUNCTION_TARGET unset the Functions
-// Framework serves a function at exactly /<EntryPoint>, where a push would get an empty topic in the
-// event source; a push to /<EntryPoint>/projects/P/topics/T would get 404. Cloud Run and Cloud
-// Functions deliver to the one function of the service, so production needs none of this. Call it
-// before starting the framework's server.
+// RegisterPushPaths also serves each Pub/Sub-triggered function under /<EntryPoint>/, so it answers
+// at its PushEndpoint (local only). Call it before starting the framework's server.
 func RegisterPushPaths(ctx context.Context) error {
 	for _, f := range pubsubFunctions() {
 		h, ok := functions.Handler(f.EntryPoint)
@@ -69,12 +61,9 @@ func RegisterPushPaths(ctx context.Context) error {
 	return nil
 }
 
-// wirePubSub creates, in the Pub/Sub emulator, the topic of every Pub/Sub trigger and a subscription
-// "<EntryPoint>-push" that Push delivers to the function as production push does, many at once (the
-// emulator's own push subscriptions deliver one message at a time): as many as the function's
-// deployed concurrency times its instances (the local functions processes, at most its deployed
-// MaxInstances), so local figures (group commit's sharing, drain rates) are those of the deployed
-// function. It returns the function that stops the deliveries.
+// wirePubSub creates each Pub/Sub trigger's topic and a subscription "<EntryPoint>-push" that Push
+// delivers with the deployed concurrency times the instances (capped at MaxInstances) in flight. stop
+// ends the deliveries.
 func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err error) {
 	client, err := pubsub.NewClient(ctx, s.Options.Project, publisher.EmulatorOptions(s.Emulators.PubSub.HostPort)...)
 	if err != nil {

@@ -12,16 +12,9 @@ import (
 	"github.com/shardcount/counters/functions/eventhttp"
 )
 
-// The Pub/Sub emulator's push subscriptions deliver one message at a time per subscription: its
-// push loop pulls one message, POSTs it, waits for the answer, then takes the next (PushLoop in the
-// emulator's jar). Production push keeps many requests in flight (its push window grows with
-// successful deliveries), and a function that shares writes between concurrent messages (group
-// commit) needs them. Push delivers a pull subscription of the real emulator as production push
-// does: the standard push envelope, many at once, acknowledged on 2xx, redelivered otherwise.
-
-// Push delivers the messages of subscription (a pull subscription, full name) to endpoint with up to
-// inFlight requests at once, until ctx ends. A message answered 2xx is acknowledged; any other
-// answer, or none, makes the emulator deliver it again.
+// Push delivers the pull subscription's (full name) messages to endpoint in push envelopes, up to
+// inFlight at once, until ctx ends: the emulator's own push sends one at a time. A 2xx answer acks a
+// message; anything else redelivers it.
 func Push(ctx context.Context, client *pubsub.Client, subscription, endpoint string, inFlight int) error {
 	httpClient := &http.Client{Timeout: pushAckDeadline, Transport: &http.Transport{MaxIdleConnsPerHost: inFlight}}
 	sub := client.Subscriber(subscription)
@@ -30,8 +23,6 @@ func Push(ctx context.Context, client *pubsub.Client, subscription, endpoint str
 	err := sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
 		env := eventhttp.PushEnvelope{Subscription: subscription, Message: eventhttp.PubSubMessage{
 			Data: m.Data, Attributes: m.Attributes, MessageID: m.ID, PublishTime: m.PublishTime}}
-		// A delivery runs to its answer or its timeout, as production push does: it is never cut
-		// short by the receiver's own bookkeeping.
 		if deliver(context.WithoutCancel(ctx), httpClient, endpoint, env) {
 			m.Ack()
 			return

@@ -12,9 +12,8 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// startScheduler stands in for the Cloud Scheduler job: every period it publishes a tick to the
-// counter-rollup-tick topic, which the emulator pushes to RollupScheduled. It stops when the returned
-// function is called.
+// startScheduler stands in for Cloud Scheduler, publishing a tick to counter-rollup-tick every
+// period until the returned function is called.
 func (s *Stack) startScheduler(ctx context.Context, period time.Duration, log io.Writer) (stop func(), err error) {
 	client, err := pubsub.NewClient(ctx, s.Options.Project, publisher.EmulatorOptions(s.Emulators.PubSub.HostPort)...)
 	if err != nil {

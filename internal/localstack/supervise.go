@@ -15,12 +15,10 @@ import (
 // restartDelay is the pause before a crashed functions process is started again.
 const restartDelay = time.Second
 
-// stopGrace is how long the functions process has between SIGTERM and SIGKILL when the stack stops:
-// Cloud Run's 10 s, in which it writes its pending increments and answers its requests.
+// stopGrace is the time between SIGTERM and SIGKILL, as on Cloud Run.
 const stopGrace = 10 * time.Second
 
-// supervisor keeps the functions process running, as the platform would: a process that dies (a crash,
-// or a kill in a crash-safety test) is started again.
+// supervisor restarts the functions process whenever it dies, as the platform would.
 type supervisor struct {
 	cancel context.CancelFunc
 	done   chan struct{}

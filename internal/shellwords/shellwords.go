@@ -1,11 +1,9 @@
-// Package shellwords prints argument lists as shell command lines, for tools that show a command a
-// person can paste (the load harness's report, the deployment checks' failures).
+// Package shellwords quotes commands.
 package shellwords
 
 import "strings"
 
-// Join joins args as a shell command line, single-quoting each argument the shell would split or
-// expand, and the empty one.
+// Join joins args, quoting empty ones and any a shell alters.
 func Join(args []string) string {
 	quoted := make([]string, len(args))
 	for i, a := range args {

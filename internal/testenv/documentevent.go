@@ -12,9 +12,8 @@ import (
 	"github.com/shardcount/counters/functions/eventhttp"
 )
 
-// DocumentEventData encodes the protobuf DocumentEventData of a Firestore document event, as
-// Eventarc sends it, with the given value (after the write) and old_value documents; nil leaves one
-// out.
+// DocumentEventData encodes Eventarc's protobuf DocumentEventData with value and oldValue; nil
+// leaves one out.
 func DocumentEventData(t testing.TB, value, oldValue *firestorepb.Document) []byte {
 	t.Helper()
 	b, err := eventhttp.DocumentEventData(value, oldValue, nil)
@@ -24,8 +23,8 @@ func DocumentEventData(t testing.TB, value, oldValue *firestorepb.Document) []by
 	return b
 }
 
-// DocumentWritten is the binary-mode HTTP request Eventarc sends for a write of the document at path
-// (from the database's root) committed at at, with the given value and old_value.
+// DocumentWritten is Eventarc's binary-mode request for a write of path (from the database root)
+// committed at at.
 func DocumentWritten(t testing.TB, path string, at time.Time, value, oldValue *firestorepb.Document) *http.Request {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(DocumentEventData(t, value, oldValue)))

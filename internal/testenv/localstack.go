@@ -6,8 +6,7 @@ import (
 	"testing"
 )
 
-// BuildLocalstack builds the local stack's binary (cmd/localstack) into a directory of t's and
-// returns its path, for tests that start their own stack or functions process.
+// BuildLocalstack builds cmd/localstack into t's temporary directory and returns its path.
 func BuildLocalstack(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "localstack")

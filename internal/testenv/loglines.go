@@ -9,20 +9,20 @@ import (
 	"testing"
 )
 
-// LogBuffer collects the JSON log lines a logger writes, from any goroutine.
+// LogBuffer collects JSON log lines; it is safe for concurrent use.
 type LogBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-// Write appends p; it is safe for concurrent use.
+// Write appends p.
 func (l *LogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-// Lines decodes the lines written so far, failing t on a line that is not JSON.
+// Lines decodes the lines so far as JSONLines does.
 func (l *LogBuffer) Lines(t testing.TB) []map[string]any {
 	t.Helper()
 	l.mu.Lock()
@@ -31,7 +31,7 @@ func (l *LogBuffer) Lines(t testing.TB) []map[string]any {
 	return JSONLines(t, text)
 }
 
-// JSONLines decodes every line of logs as a JSON object, failing t on a line that is not one.
+// JSONLines decodes each non-blank line of logs as a JSON object, failing t on one that is not.
 func JSONLines(t testing.TB, logs string) []map[string]any {
 	t.Helper()
 	var lines []map[string]any

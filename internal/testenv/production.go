@@ -13,10 +13,8 @@ import (
 	"github.com/shardcount/counters/internal/emulators"
 )
 
-// OutsideEmulatorMode makes the Firebase Admin SDK clients that t creates from now on behave as in
-// production: FIREBASE_AUTH_EMULATOR_HOST is unset (ID tokens must be signed by Google's keys) and the
-// application default credentials are a made-up service account of project (what a deployed function
-// gets from its metadata server; nothing is ever sent with them).
+// OutsideEmulatorMode makes Firebase Admin SDK clients t creates behave as in production: no Auth
+// emulator, and default credentials of a made-up service account of project.
 func OutsideEmulatorMode(t *testing.T, project string) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)

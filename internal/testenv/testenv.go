@@ -1,7 +1,5 @@
-// Package testenv gives tests what they need from the emulators that `make test` starts: a Firestore
-// client on a project of their own (the emulator isolates data per project), so tests never see each
-// other's documents. A test run without the emulators fails rather than skips: a skipped guarantee is
-// not a kept one.
+// Package testenv gives tests the emulators and local stack `make test` starts, each test on a
+// project of its own. Without them a test fails, or skips under -short.
 package testenv
 
 import (
@@ -24,8 +22,7 @@ import (
 	"github.com/shardcount/counters/internal/faultproxy"
 )
 
-// SkipIfShort skips t under `go test -short`, saying how to run it: t needs what `make test`
-// starts (the emulators, the local stack, gcloud, node or Chromium), named by needs.
+// SkipIfShort skips t under -short, naming what it needs.
 func SkipIfShort(t testing.TB, needs string) {
 	t.Helper()
 	if testing.Short() {
@@ -33,8 +30,7 @@ func SkipIfShort(t testing.TB, needs string) {
 	}
 }
 
-// RequireTool skips t under -short, like SkipIfShort; otherwise it fails t unless name is on the
-// PATH, saying how to install it (install).
+// RequireTool skips t under -short; otherwise it fails t, with install's hint, unless name is on PATH.
 func RequireTool(t testing.TB, name, install string) {
 	t.Helper()
 	SkipIfShort(t, name)
@@ -43,8 +39,7 @@ func RequireTool(t testing.TB, name, install string) {
 	}
 }
 
-// FirestoreEmulatorHost returns the emulator's address. Under -short it skips t; otherwise it fails
-// t when there is no emulator.
+// FirestoreEmulatorHost returns the emulator's address; it skips t under -short, fails t if unset.
 func FirestoreEmulatorHost(t testing.TB) string {
 	t.Helper()
 	SkipIfShort(t, "the Firestore emulator")
@@ -62,12 +57,10 @@ func NewProjectID() string {
 	return "test-" + hex.EncodeToString(b)
 }
 
-// stackFirestoreHost is the stack's Firestore emulator as the test binary started: tests that point
-// FIRESTORE_EMULATOR_HOST elsewhere (at a dead port, say) still get their project's rules loaded.
+// stackFirestoreHost is read at start, so tests that repoint FIRESTORE_EMULATOR_HOST still get rules.
 var stackFirestoreHost = os.Getenv("FIRESTORE_EMULATOR_HOST")
 
-// Project returns a fresh project ID with the stack's security rules (LOCALSTACK_RULES_FILE) loaded
-// into the emulator for it, so client SDKs meet production's rules there too.
+// Project returns a fresh project ID with the stack's security rules loaded.
 func Project(t testing.TB) string {
 	t.Helper()
 	host := stackFirestoreHost
@@ -85,14 +78,13 @@ func Project(t testing.TB) string {
 	return project
 }
 
-// Firestore returns a client of the Firestore emulator on a fresh project (with the stack's security
-// rules loaded), closed when the test ends.
+// Firestore is FirestoreOf a fresh Project.
 func Firestore(t testing.TB) *firestore.Client {
 	t.Helper()
 	return FirestoreOf(t, Project(t))
 }
 
-// FirestoreOf returns a client of the Firestore emulator on project, closed when the test ends.
+// FirestoreOf returns an emulator client of project, closed when the test ends.
 func FirestoreOf(t testing.TB, project string) *firestore.Client {
 	t.Helper()
 	FirestoreEmulatorHost(t)
@@ -104,8 +96,7 @@ func FirestoreOf(t testing.TB, project string) *firestore.Client {
 	return client
 }
 
-// DocumentPaths lists every document in the client's database, in every collection at any depth, as
-// paths relative to the database. Tests use it to prove that a request wrote nothing.
+// DocumentPaths lists every existing document of the database at any depth, relative to its root.
 func DocumentPaths(t testing.TB, client *firestore.Client) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -136,28 +127,23 @@ func DocumentPaths(t testing.TB, client *firestore.Client) []string {
 	return paths
 }
 
-// relativePath is a document's path below .../documents/.
+// relativePath is ref's path below .../documents/.
 func relativePath(ref *firestore.DocumentRef) string {
 	_, rel, _ := strings.Cut(ref.Path, "/documents/")
 	return rel
 }
 
-// StackEnv is what `localstack exec` tells the tests about the running stack.
+// StackEnv is what `localstack exec` tells tests: the functions' project, URL and JSON log file,
+// the Pub/Sub emulator, and the URL of the event bridge's counts.
 type StackEnv struct {
-	// Project is the stack's project: the functions process reads and writes its Firestore data.
-	Project string
-	// FunctionsURL is the functions' base URL.
-	FunctionsURL string
-	// FunctionsLog is the file that receives the functions' JSON logs.
-	FunctionsLog string
-	// PubSubHost is the Pub/Sub emulator's address.
-	PubSubHost string
-	// EventsStatsURL answers with the event bridge's counts of Firestore events.
+	Project        string
+	FunctionsURL   string
+	FunctionsLog   string
+	PubSubHost     string
 	EventsStatsURL string
 }
 
-// Stack returns the running stack's environment. Under -short it skips t; otherwise it fails t when
-// any of it is missing.
+// Stack returns the running stack's environment; it skips t under -short, fails t if any is unset.
 func Stack(t testing.TB) StackEnv {
 	t.Helper()
 	SkipIfShort(t, "the local stack")
@@ -175,7 +161,7 @@ func Stack(t testing.TB) StackEnv {
 	return env
 }
 
-// StackFirestore returns a Firestore client of the stack's own project, closed when the test ends.
+// StackFirestore returns a client of the stack's project, closed when the test ends.
 func (e StackEnv) StackFirestore(t testing.TB) *firestore.Client {
 	t.Helper()
 	client, err := firestore.NewClient(context.Background(), e.Project)
@@ -186,7 +172,7 @@ func (e StackEnv) StackFirestore(t testing.TB) *firestore.Client {
 	return client
 }
 
-// Logs returns the functions' log lines so far that contain every one of parts.
+// Logs returns the functions' log lines so far containing every part.
 func (e StackEnv) Logs(t testing.TB, parts ...string) []string {
 	t.Helper()
 	b, err := os.ReadFile(e.FunctionsLog)
@@ -206,36 +192,33 @@ func (e StackEnv) Logs(t testing.TB, parts ...string) []string {
 	return lines
 }
 
-// UniqueID returns an ID with prefix that no other test uses, for counters in the shared stack.
+// UniqueID returns an ID with prefix that no other test uses.
 func UniqueID(prefix string) string {
 	return prefix + "-" + NewProjectID()[len("test-"):]
 }
 
-// FirestoreWithCommits is Firestore, with every commit of the client recorded: commits returns
-// those so far.
+// FirestoreWithCommits is FirestoreThrough the emulator on a fresh project.
 func FirestoreWithCommits(t testing.TB) (client *firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
 	return FirestoreThrough(t, FirestoreEmulatorHost(t), NewProjectID())
 }
 
-// FirestoreThrough is a client of project on the emulator reached at host (the emulator itself, or
-// a fault proxy in front of it), with every successful commit recorded: commits returns those so far.
+// FirestoreThrough is a client of project via host (the emulator or a proxy); commits returns its
+// successful commits so far.
 func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
 	clients, commits := recordedClients(t, host, project, 1)
 	return clients[0], commits
 }
 
-// FirestoreInstancesWithCommits returns n Firestore clients of one fresh emulator project, each with
-// a connection of its own as n function instances would have, every commit of each recorded in one
-// log: commits returns those so far.
+// FirestoreInstancesWithCommits returns n clients of one fresh project, each with its own
+// connection; commits returns all their commits so far.
 func FirestoreInstancesWithCommits(t testing.TB, n int) (clients []*firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
 	return recordedClients(t, FirestoreEmulatorHost(t), NewProjectID(), n)
 }
 
-// recordedClients returns n clients of project on the emulator reached at host, each with a
-// connection of its own, every successful commit of each recorded in one log.
+// recordedClients returns n clients of project via host, recording their commits in one log.
 func recordedClients(t testing.TB, host, project string, n int) (clients []*firestore.Client, commits func() []commitlog.Commit) {
 	t.Helper()
 	FirestoreEmulatorHost(t)
@@ -271,21 +254,16 @@ func recordedClients(t testing.TB, host, project string, n int) (clients []*fire
 	}
 }
 
-// FaultyFirestore is a fresh emulator project reached two ways: through a fault proxy (forwarding
-// untouched until the test sets faults) with every confirmed commit recorded, and directly, to read
-// the truth.
+// FaultyFirestore is a fresh project reached by Client through Proxy (no faults until set), whose
+// answered commits Commits returns, and by Direct without it.
 type FaultyFirestore struct {
-	// Proxy stands between Client and the emulator.
-	Proxy *faultproxy.Proxy
-	// Client reaches the emulator through Proxy.
-	Client *firestore.Client
-	// Commits returns the commits Client made whose answers reached it.
+	Proxy   *faultproxy.Proxy
+	Client  *firestore.Client
 	Commits func() []commitlog.Commit
-	// Direct reaches the same project without the proxy.
-	Direct *firestore.Client
+	Direct  *firestore.Client
 }
 
-// FirestoreBehindFaultProxy starts a fault proxy in front of the emulator, stopped when the test ends.
+// FirestoreBehindFaultProxy returns a FaultyFirestore; the proxy stops when the test ends.
 func FirestoreBehindFaultProxy(t testing.TB) FaultyFirestore {
 	t.Helper()
 	project := NewProjectID()
@@ -303,10 +281,8 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// ClientGetStatus reads the document at docPath (relative to the database) of project as an
-// unauthenticated Firebase client does, through the emulator's REST API without the admin "owner"
-// credential, so the project's security rules decide: it returns the HTTP status (200, 404 or, when
-// the rules deny the read, 403).
+// ClientGetStatus reads docPath of project as an unauthenticated client, so security rules decide,
+// and returns the HTTP status (403 when denied).
 func ClientGetStatus(t testing.TB, project, docPath string) int {
 	t.Helper()
 	u := "http://" + FirestoreEmulatorHost(t) + "/v1/projects/" + project + "/databases/(default)/documents/" + docPath
