@@ -17,24 +17,20 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// maxAnswerBytes bounds an answer's body; the functions' answers are far smaller.
 const maxAnswerBytes = 1 << 20
 
-// Headers of the API.
 const (
 	headerIdempotencyKey = wire.HeaderIdempotencyKey
 	headerReplayed       = wire.HeaderReplayed
 )
 
-// call is one request of the API, sent until it has a certain answer or its attempts run out.
+// call is one request; resendUnknown allows resending it after an unknown outcome.
 type call struct {
-	method, endpoint string     // endpoint: one of Endpoints' URLs
-	query            url.Values // nil for none
-	body             any        // JSON body; nil for none
-	key              string     // Idempotency-Key; "" for none
-	// resendUnknown allows sending it again after an unknown outcome: keyed increments, reads and
-	// configurations, which a second application leaves as one would.
-	resendUnknown bool
+	method, endpoint string
+	query            url.Values
+	body             any
+	key              string
+	resendUnknown    bool
 }
 
 // answer is a 2xx answer.
@@ -44,11 +40,8 @@ type answer struct {
 	attempts int
 }
 
-// do sends c until it has a certain answer: a 2xx, decoded into out, or a refusal (an *Error
-// other than 5xx and 429). It resends, at most maxAttempts times in all and with the same
-// Idempotency-Key: after 503, 429 and a 5xx saying outcome "not_applied" (not applied); and, when c
-// allows it, after an unknown outcome (504, any other 5xx, a transport error, a lost answer). It
-// waits Retry-After (at most MaxRetryAfter), or else a full-jitter backoff.
+// do sends c, up to maxAttempts times, until a 2xx (decoded into out) or a refusal: the retry table
+// of docs/api.md ("Go client").
 func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 	if c.endpoint == "" {
 		return answer{}, errNoURL
@@ -60,22 +53,21 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 			return answer{}, fmt.Errorf("encode request: %w", err)
 		}
 	}
-	unknown := false // an attempt may have been applied
+	unknown := false // an attempt may have applied
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil && attempt == 1 {
-			return answer{}, err // nothing was sent
+			return answer{}, err
 		}
 		status, header, raw, err := cl.send(ctx, c, body)
 		var notSent *notSentError
 		switch {
-		case errors.As(err, &notSent):
-			// Certainly not applied (no ID token could be made): resent like a 503.
+		case errors.As(err, &notSent): // not applied; resent
 		case err != nil:
 			unknown = true
 		case status >= 200 && status < 300:
 			if out != nil && status != http.StatusNoContent && len(raw) > 0 {
 				if decodeErr := json.Unmarshal(raw, out); decodeErr != nil {
-					// The answer was cut short or mangled on the way: it says nothing certain.
+					// cut short or mangled
 					unknown, err = true, fmt.Errorf("decode %d answer %.200q: %w", status, raw, decodeErr)
 					break
 				}
@@ -89,7 +81,6 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 			}
 		default:
 			if unknown {
-				// A refusal now says nothing of an earlier attempt whose outcome was unknown.
 				return answer{}, &OutcomeUnknownError{Key: c.key, Attempts: attempt, Err: apiError(status, header, raw)}
 			}
 			return answer{}, apiError(status, header, raw)
@@ -107,13 +98,12 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 	}
 }
 
-// notApplied says whether a 5xx or 429 answer certainly did not apply the request: 503 and 429 (the
-// functions, or Cloud Run before them), or any 5xx whose body says outcome "not_applied".
+// notApplied reports whether a 5xx or 429 certainly applied nothing.
 func notApplied(e *Error) bool {
 	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests || e.Outcome == wire.OutcomeNotApplied
 }
 
-// sleep waits d or until ctx ends (its error). Tests replace it.
+// sleep waits d, or returns ctx's error; tests replace it.
 var sleep = func(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -125,7 +115,7 @@ var sleep = func(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// settled is the error of a call that gets no more attempts after err.
+// settled is the error of a call out of attempts.
 func settled(c call, attempts int, unknown bool, err error) error {
 	if unknown {
 		return &OutcomeUnknownError{Key: c.key, Attempts: attempts, Err: err}
@@ -133,7 +123,7 @@ func settled(c call, attempts int, unknown bool, err error) error {
 	return err
 }
 
-// send makes one attempt: its status, header and body, or an error when no whole answer came back.
+// send makes one attempt; err when no whole answer came back.
 func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
@@ -169,11 +159,11 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Head
 	return resp.StatusCode, resp.Header, raw, nil
 }
 
-// apiError is the *Error of an answer other than 2xx.
+// apiError is the *Error of a non-2xx answer.
 func apiError(status int, header http.Header, raw []byte) *Error {
 	var body wire.ErrorBody
 	if json.Unmarshal(raw, &body) != nil || body.Error == "" {
-		body.Error = strings.TrimSpace(string(raw)) // the platform's own answer (Cloud Run, a proxy)
+		body.Error = strings.TrimSpace(string(raw)) // Cloud Run's or a proxy's
 		if body.Error == "" {
 			body.Error = http.StatusText(status)
 		}
@@ -181,7 +171,7 @@ func apiError(status int, header http.Header, raw []byte) *Error {
 	return &Error{Status: status, Message: body.Error, Field: body.Field, Outcome: body.Outcome, RetryAfter: retryAfter(header)}
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when absent or unreadable.
+// retryAfter reads Retry-After (seconds or a date); 0 when absent or unreadable.
 func retryAfter(header http.Header) time.Duration {
 	v := header.Get("Retry-After")
 	if v == "" {
@@ -196,8 +186,7 @@ func retryAfter(header http.Header) time.Duration {
 	return 0
 }
 
-// backoff is the wait before attempt+1 when no Retry-After says it: full jitter, uniform in
-// [0, min(FirstBackoff·2^(attempt-1), MaxBackoff)].
+// backoff is uniform in [0, min(FirstBackoff·2^(attempt-1), MaxBackoff)].
 func backoff(attempt int) time.Duration {
 	ceiling := min(FirstBackoff<<min(attempt-1, 10), MaxBackoff)
 	return rand.N(ceiling + 1)

@@ -7,25 +7,18 @@ import (
 	"net/url"
 )
 
-// Settings configure a counter (ConfigureCounter's PUT); a nil field is left as it is. At least one
-// field besides Counter must be set.
+// Settings configure a counter; a nil field is left as it is, and one besides Counter must be set.
 type Settings struct {
-	Counter string `json:"counter"`
-	// NumShards alone pins the shard count; with MinShards or MaxShards it is where an adaptive count
-	// starts.
-	NumShards *int `json:"num_shards,omitempty"`
-	// MinShards and MaxShards make the shard count adaptive within them.
-	MinShards *int `json:"min_shards,omitempty"`
-	MaxShards *int `json:"max_shards,omitempty"`
-	// Windows replaces the windows the counter counts in ("hour", "day", "month"; empty: none).
-	Windows *[]string `json:"windows,omitempty"`
-	// Distinct makes the counter count distinct members (true) or deltas (false).
-	Distinct *bool `json:"distinct,omitempty"`
-	// Group puts the counter in the group's top lists ("": none).
-	Group *string `json:"group,omitempty"`
+	Counter   string    `json:"counter"`
+	NumShards *int      `json:"num_shards,omitempty"`
+	MinShards *int      `json:"min_shards,omitempty"`
+	MaxShards *int      `json:"max_shards,omitempty"`
+	Windows   *[]string `json:"windows,omitempty"`
+	Distinct  *bool     `json:"distinct,omitempty"`
+	Group     *string   `json:"group,omitempty"`
 }
 
-// Configuration is ConfigureCounter's answer to Settings.
+// Configuration is ConfigureCounter's answer.
 type Configuration struct {
 	Counter           string   `json:"counter"`
 	NumShards         int      `json:"num_shards"`
@@ -39,9 +32,8 @@ type Configuration struct {
 	Group             string   `json:"group,omitempty"`
 }
 
-// ConfigureCounter creates a counter or changes its settings; the value never changes. It is resent
-// after unknown outcomes (the same settings twice are the settings once), so Created may be false on
-// an answer to a resend that found the counter its first attempt created.
+// ConfigureCounter creates a counter or changes its settings, never its value. Created is false
+// when a resend found the counter its first attempt created.
 func (c *Client) ConfigureCounter(ctx context.Context, s Settings) (*Configuration, error) {
 	var out Configuration
 	if _, err := c.do(ctx, call{method: http.MethodPut, endpoint: c.endpoints.ConfigureCounter, body: s, resendUnknown: true}, &out); err != nil {
@@ -50,9 +42,8 @@ func (c *Client) ConfigureCounter(ctx context.Context, s Settings) (*Configurati
 	return &out, nil
 }
 
-// ResetCounter sets a counter's value (and its window buckets and per-user totals) to zero and
-// returns the value it discarded. It is resent after 503 only: a resent reset would discard the
-// increments acknowledged in between, so an unknown outcome is returned as one.
+// ResetCounter zeroes a counter (buckets and caller totals too) and returns the discarded value. It
+// is not resent after an unknown outcome.
 func (c *Client) ResetCounter(ctx context.Context, counter string) (discarded int64, err error) {
 	var out struct {
 		Discarded int64 `json:"discarded"`
@@ -64,8 +55,8 @@ func (c *Client) ResetCounter(ctx context.Context, counter string) (discarded in
 	return out.Discarded, nil
 }
 
-// DeleteCounter deletes a counter with its shards and roll-up. It is resent after 503 only (a resent
-// delete of a deleted counter would answer 404), so an unknown outcome is returned as one.
+// DeleteCounter deletes a counter with its shards and roll-up. It is not resent after an unknown
+// outcome.
 func (c *Client) DeleteCounter(ctx context.Context, counter string) error {
 	q := url.Values{"counter": {counter}}
 	if _, err := c.do(ctx, call{method: http.MethodDelete, endpoint: c.endpoints.ConfigureCounter, query: q}, nil); err != nil {

@@ -8,20 +8,17 @@ import (
 	"time"
 )
 
-// Counted is Count's answer: the exact value and the roll-up apps read.
+// Counted is Count's answer: the exact value and the roll-up (nil before the first).
 type Counted struct {
-	Counter string `json:"counter"`
-	// Count is the exact value (one aggregation query).
-	Count     int64 `json:"count"`
-	NumShards int   `json:"num_shards"`
-	// Rollup is the roll-up document; nil before the first roll-up.
-	Rollup *Rollup `json:"rollup"`
+	Counter   string  `json:"counter"`
+	Count     int64   `json:"count"`
+	NumShards int     `json:"num_shards"`
+	Rollup    *Rollup `json:"rollup"`
 }
 
-// Rollup is a counter's roll-up as Count reports it.
+// Rollup is a counter's roll-up, computed at UpdatedAt.
 type Rollup struct {
-	Count int64 `json:"count"`
-	// UpdatedAt is when it was computed: its age is time.Since(UpdatedAt).
+	Count     int64     `json:"count"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -29,14 +26,13 @@ type Rollup struct {
 type WindowCounted struct {
 	Counter string `json:"counter"`
 	Window  string `json:"window"`
-	// Bucket is the bucket's label: 2026-11-23T18 (hour), 2026-11-23 (day), 2026-11 (month).
-	Bucket string `json:"bucket"`
-	Count  int64  `json:"count"`
-	// Windows are the windows the counter counts in now.
+	// Bucket: 2026-11-23T18 (hour), 2026-11-23 (day), 2026-11 (month).
+	Bucket  string   `json:"bucket"`
+	Count   int64    `json:"count"`
 	Windows []string `json:"windows"`
 }
 
-// Count reads a counter's exact value and its roll-up. An unknown counter is an *Error with Status 404.
+// Count reads a counter's exact value and roll-up; an unknown counter is an *Error of Status 404.
 func (c *Client) Count(ctx context.Context, counter string) (*Counted, error) {
 	var out Counted
 	if err := c.get(ctx, c.endpoints.Count, url.Values{"counter": {counter}}, &out); err != nil {
@@ -45,8 +41,7 @@ func (c *Client) Count(ctx context.Context, counter string) (*Counted, error) {
 	return &out, nil
 }
 
-// WindowCount reads a counter's count in bucket of window ("hour", "day", "month"); bucket "" is
-// the window's current UTC bucket.
+// WindowCount reads a counter's count in bucket ("": the current) of window.
 func (c *Client) WindowCount(ctx context.Context, counter, window, bucket string) (*WindowCounted, error) {
 	q := url.Values{"counter": {counter}, "window": {window}}
 	if bucket != "" {
@@ -59,7 +54,6 @@ func (c *Client) WindowCount(ctx context.Context, counter, window, bucket string
 	return &out, nil
 }
 
-// get reads endpoint?query into out, resending as for any read.
 func (c *Client) get(ctx context.Context, endpoint string, query url.Values, out any) error {
 	_, err := c.do(ctx, call{method: http.MethodGet, endpoint: endpoint, query: query, resendUnknown: true}, out)
 	return err

@@ -10,38 +10,26 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// Increment is one increment: Delta added to Counter, or Member counted once in a distinct counter.
+// Increment is Delta (0: 1) added to Counter, or Member counted once in a distinct counter. Key ("":
+// a random one) is the Idempotency-Key.
 type Increment struct {
-	// Counter is the counter's ID.
 	Counter string
-	// Delta is added to the counter; 0 sends none, which the functions take as 1. Leave it 0 for a
-	// member.
-	Delta int64
-	// Member, for a counter configured as distinct, is who or what is counted once ("": none).
-	Member string
-	// Key is the Idempotency-Key: the increment counts once per key (for DEDUPE_TTL). Empty: the
-	// client makes a random one, used by every attempt of this call.
-	Key string
+	Delta   int64
+	Member  string
+	Key     string
 }
 
-// Incremented is Increment's answer, as the function sends it (wire.IncrementAnswer: Counter,
-// Delta, Shard, Counted, ReceivedAt), with what the client saw.
+// Incremented is Increment's answer (docs/api.md) and the Key sent; Replayed: it repeats Key's first.
 type Incremented struct {
 	wire.IncrementAnswer
 
-	// Key is the Idempotency-Key the increment was sent with.
-	Key string `json:"-"`
-	// Replayed is true when the answer repeats the first answer to Key (Idempotent-Replayed): an
-	// earlier attempt, or an earlier call with this key, had applied it.
-	Replayed bool `json:"-"`
-	// Attempts is how often the call was sent.
-	Attempts int `json:"-"`
+	Key      string `json:"-"`
+	Replayed bool   `json:"-"`
+	Attempts int    `json:"-"`
 }
 
-// Increment adds inc once: a nil error means it counted exactly once, however often it was sent.
-// Errors: *Error for a refusal (4xx) or when the attempts ran out on answers that applied nothing
-// (503, 429, a 5xx saying "not_applied"); an error that errors.Is ErrOutcomeUnknown when it may or
-// may not have counted (a 500 without "not_applied" is such an answer, resent with the same key).
+// Increment adds inc: nil means it counted exactly once; ErrOutcomeUnknown, that it may have; any
+// other error, that it did not.
 func (c *Client) Increment(ctx context.Context, inc Increment) (*Incremented, error) {
 	key := inc.Key
 	if key == "" {

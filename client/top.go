@@ -8,27 +8,20 @@ import (
 	"time"
 )
 
-// TopQuery asks for a group's top list.
+// TopQuery asks for a group's top list (docs/api.md, "Top"); "" or 0 leaves a field out.
 type TopQuery struct {
-	// Group is the group configured on its counters.
-	Group string
-	// Window is "" for all-time counts, else "hour", "day" or "month".
+	Group  string
 	Window string
-	// Bucket, with Window, is a bucket label; "" for the latest bucket the list was written for.
 	Bucket string
-	// Limit is how many counters to answer (1..100); 0 for the API's default (10).
-	Limit int
+	Limit  int
 }
 
-// TopList is Top's answer.
+// TopList is Top's answer, highest count first; UpdatedAt is nil before the first refresh.
 type TopList struct {
-	Group string `json:"group"`
-	// Window is "all" for all-time counts.
-	Window string `json:"window"`
-	Bucket string `json:"bucket"`
-	// Top is the group's counters, highest count first.
-	Top []TopEntry `json:"top"`
-	// UpdatedAt says as of when; nil before the list's first refresh.
+	Group     string     `json:"group"`
+	Window    string     `json:"window"`
+	Bucket    string     `json:"bucket"`
+	Top       []TopEntry `json:"top"`
 	UpdatedAt *time.Time `json:"updated_at"`
 }
 
@@ -38,7 +31,7 @@ type TopEntry struct {
 	Count   int64  `json:"count"`
 }
 
-// Top reads a group's top list (one document read by the function).
+// Top reads a group's top list.
 func (c *Client) Top(ctx context.Context, q TopQuery) (*TopList, error) {
 	v := url.Values{"group": {q.Group}}
 	if q.Window != "" {

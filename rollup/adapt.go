@@ -7,39 +7,28 @@ import (
 	"github.com/shardcount/counters/counter"
 )
 
-// ShardPolicy sizes a counter's shard count from its shard write rate across every instance, measured
-// by each roll-up from the growth of the shards' writes since the previous roll-up. It grows the
-// count at once, to the size for Target, when the rate per shard exceeds GrowAbove; it shrinks it once
-// the rate per shard has stayed below ShrinkBelow for ShrinkAfter.
+// ShardPolicy sizes a shard count for Target writes per second per shard: up at once above GrowAbove,
+// down after ShrinkAfter below ShrinkBelow.
 type ShardPolicy struct {
-	// Target is the writes per second per shard the count is sized for.
-	Target float64
-	// GrowAbove is the writes per second per shard above which the count grows.
-	GrowAbove float64
-	// ShrinkBelow is the writes per second per shard below which the counter counts as cool.
+	Target      float64
+	GrowAbove   float64
 	ShrinkBelow float64
-	// ShrinkAfter is how long a counter stays cool before its count shrinks.
 	ShrinkAfter time.Duration
 }
 
-// DefaultShardPolicy keeps every shard well under one write per second over any 10 s window.
+// DefaultShardPolicy keeps every shard well under one write per second.
 var DefaultShardPolicy = ShardPolicy{Target: 0.1, GrowAbove: 0.15, ShrinkBelow: 0.03, ShrinkAfter: 5 * time.Minute}
 
-// shardDecision is what a roll-up decides about its counter's shard count.
+// shardDecision is a roll-up's shard count, rate, and coolSince (zero: not cool).
 type shardDecision struct {
-	// numShards is the count the counter should have.
 	numShards int
-	// rate is the measured shard writes per second; when nothing could be measured, the previous
-	// roll-up's (its clock was ahead of ours), or zero (a first roll-up, a recreated counter).
-	rate float64
-	// coolSince is when the counter became cool; zero when it is not.
+	rate      float64
 	coolSince time.Time
 }
 
-// decide measures the write rate between roll-up prev and a roll-up at `at` that saw writes shard
-// writes in total, and sizes shape's count for it. Nothing is measured without a previous roll-up,
-// when the writes went back (a deleted and recreated counter: it starts afresh), or when prev is not
-// older than at (another instance's clock ahead of ours: prev's measurement and cool clock stand).
+// decide measures the rate from roll-up prev to one at `at` that saw writes shard writes, and sizes
+// shape for it. Nothing is measured without prev or after writes went back; when prev is not older
+// than at, its rate and cool clock stand.
 func (p ShardPolicy) decide(shape counter.Shape, prev *Document, writes int64, at time.Time) shardDecision {
 	keep := shardDecision{numShards: shape.NumShards}
 	switch {
@@ -59,7 +48,7 @@ func (p ShardPolicy) decide(shape counter.Shape, prev *Document, writes int64, a
 	case perShard > p.GrowAbove && desired > shape.NumShards:
 		keep.numShards = desired
 	case perShard < p.ShrinkBelow:
-		// Cool since the previous roll-up at least: the average over the whole window was low.
+		// Cool since prev at least: the window's average was low.
 		keep.coolSince = prev.CoolSince
 		if keep.coolSince.IsZero() {
 			keep.coolSince = prev.UpdatedAt
@@ -71,10 +60,7 @@ func (p ShardPolicy) decide(shape counter.Shape, prev *Document, writes int64, a
 	return keep
 }
 
-// reshapes reports whether a roll-up that decided d for a counter of shape, whose shards summed to
-// totals, must call Adapt: to change the count, or, with the count unchanged, to fold shard documents
-// outside 0..NumShards-1 (more documents than the count means some are outside). A counter at
-// min_shards never shrinks, so without this no shrink would ever fold them.
+// reshapes reports whether Adapt must change the count or fold shards outside 0..NumShards-1.
 func (d shardDecision) reshapes(shape counter.Shape, totals counter.Totals) bool {
 	return d.numShards != shape.NumShards || totals.Shards > int64(shape.NumShards)
 }

@@ -15,64 +15,44 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// errConflict is a conditional roll-up write that found the roll-up changed since it was read (or
-// the counter deleted): the refresh reads again.
+// errConflict: the roll-up changed since read, or the counter was deleted; read again.
 var errConflict = errors.New("roll-up changed since read")
 
-// view is what one read of a counter's roll-up shows the engine.
+// view is one read of a counter's roll-up and counter document, at readAt (Firestore's clock).
 type view struct {
-	// rollup is the roll-up document; nil when there is none.
-	rollup *Document
-	// version is the roll-up document's update time, the condition of the next write; zero when
-	// there is none.
-	version time.Time
-	// counterExists is false when the counter document is missing (deleted, or never configured).
-	counterExists bool
-	// shape is the counter's shape, when it exists.
-	shape counter.Shape
-	// windows are the counter's windows, when it exists: the roll-up holds their current buckets.
-	windows []string
-	// group is the counter's group ("" for none): the roll-up carries it, and a write refreshes the
-	// group's top lists.
-	group string
-	// mirrorDocument and mirrorField name the app document field the count is copied into ("": none).
+	rollup *Document // nil: none
+	// version is the roll-up's update time, the next write's condition.
+	version                     time.Time
+	counterExists               bool
+	shape                       counter.Shape
+	windows                     []string
+	group                       string
 	mirrorDocument, mirrorField string
-	// hoursDue is true when the counter's shards hold hourly buckets to prune
-	// (counter.Store.HourBucketsDue).
-	hoursDue bool
-	// readAt is Firestore's time of the read: a roll-up computed from this read sums the shards as
-	// they were then (backend.sums) and is computed at it.
-	readAt time.Time
+	hoursDue                    bool // counter.Store.HourBucketsDue
+	readAt                      time.Time
 }
 
 // rollupWrite is one computed roll-up.
 type rollupWrite struct {
 	count, shardWrites int64
-	// windows are the counts in the buckets of the counter's windows holding computedAt.
-	windows        map[string]counter.BucketCount
-	computedAt     time.Time
-	source, writer string
-	decision       shardDecision
+	windows            map[string]counter.BucketCount
+	computedAt         time.Time
+	source, writer     string
+	decision           shardDecision
 }
 
-// backend is what the engine reads and writes: Firestore in production, an in-memory fake in the
-// engine's unit tests, so its throttling, races and failures are tested without the emulator.
+// backend is what the engine reads and writes: Firestore, or a fake in unit tests.
 type backend interface {
-	// read reads counter id's roll-up and counter document.
 	read(ctx context.Context, id string) (view, error)
-	// sums sums counter id's shards as they were at read time at, and its counts in the buckets of
-	// windows holding at (see counter.Store.SumsAt).
+	// sums is counter.Store.SumsAt.
 	sums(ctx context.Context, id string, at time.Time, windows []string) (counter.Sums, error)
-	// write stores w as counter id's roll-up on condition that it is still as in prev (a first
-	// roll-up only while the counter document exists); errConflict when not.
+	// write stores w if the roll-up is still as in prev (a first one only while the counter exists);
+	// errConflict when not.
 	write(ctx context.Context, id string, prev view, w rollupWrite) error
-	// removeRollup deletes counter id's roll-up if it is still as in prev.
+	// removeRollup deletes the roll-up if it is still as in prev.
 	removeRollup(ctx context.Context, id string, prev view) error
-	// restore recreates a missing counter document (see counter.Store.Restore).
 	restore(ctx context.Context, id string) error
-	// adapt changes the shard count (see counter.Store.Adapt).
 	adapt(ctx context.Context, id string, from, to int) error
-	// pruneHours deletes hourly buckets kept too long (see counter.Store.PruneHourBuckets).
 	pruneHours(ctx context.Context, id string, now time.Time) error
 }
 
@@ -81,7 +61,7 @@ type firestoreBackend struct {
 	client   *firestore.Client
 	schema   shared.Schema
 	counters *counter.Store
-	// interval is the roll-up interval: a group's top list is recomputed at most once per interval.
+	// interval also spaces a top list's recomputations.
 	interval time.Duration
 }
 
@@ -188,7 +168,7 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	if prev.group == "" && left == "" {
 		return nil
 	}
-	if writtenAt.IsZero() { // created in a transaction, whose commit time the client does not say
+	if writtenAt.IsZero() { // a transaction's commit time is not returned
 		snap, err := ref.Get(ctx)
 		if err != nil {
 			return fmt.Errorf("read back the first roll-up of counter %q: %w", id, err)
@@ -206,8 +186,7 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 	return b.refreshTops(ctx, prev.group, prev.windows, writtenAt)
 }
 
-// leftGroup is the group the counter leaves with the roll-up written after v: the previous
-// roll-up's group when the counter's is now another; "" when none.
+// leftGroup is the previous roll-up's group when the counter's is now another, else "".
 func (v view) leftGroup() string {
 	if v.rollup == nil || v.rollup.Group == v.group {
 		return ""
@@ -215,8 +194,7 @@ func (v view) leftGroup() string {
 	return v.rollup.Group
 }
 
-// windowsField is the roll-up's windows field for a counter's bucket counts: {window: {bucket,
-// count}}, or firestore.Delete for a counter without windows.
+// windowsField is {window: {bucket, count}}, or firestore.Delete for none.
 func windowsField(counts map[string]counter.BucketCount) any {
 	if len(counts) == 0 {
 		return firestore.Delete
@@ -250,8 +228,7 @@ func (b *firestoreBackend) pruneHours(ctx context.Context, id string, now time.T
 	return err
 }
 
-// mirror copies count into the app document field v names, if any; a missing document is left
-// missing (nothing of the app's but the field is written).
+// mirror copies count into v's mirror field, if any; a missing document stays missing.
 func (b *firestoreBackend) mirror(ctx context.Context, v view, count int64) error {
 	if v.mirrorDocument == "" {
 		return nil

@@ -13,39 +13,25 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Document is rollups/{id} as apps read it.
+// Document is rollups/{id} as apps read it (docs/api.md, "The roll-up document").
 type Document struct {
-	// Count is the counter's exact value at UpdatedAt.
-	Count int64 `firestore:"count"`
-	// UpdatedAt is the read time, on Firestore's clock, at which Count was summed: Count holds every
-	// shard write committed at or before it and none after.
-	UpdatedAt time.Time `firestore:"updated_at"`
-	// Source is what wrote it: SourceTrigger or SourceScheduler.
-	Source string `firestore:"source"`
-	// Writer is an opaque name of the instance that wrote it (bookkeeping of the engine).
-	Writer string `firestore:"writer,omitempty"`
-	// Revision counts the document's writes, starting at 1.
-	Revision int64 `firestore:"revision"`
-	// ShardWrites is the sum of the counter's shard writes at UpdatedAt: the next roll-up measures
-	// the counter's write rate across every instance from it.
-	ShardWrites int64 `firestore:"shard_writes"`
-	// WriteRate is the shard writes per second measured between the previous roll-up and this one.
-	WriteRate float64 `firestore:"write_rate"`
-	// CoolSince is when the counter's write rate fell below the shrink threshold; zero while it is
-	// not cool (see ShardPolicy).
-	CoolSince time.Time `firestore:"cool_since,omitempty"`
-	// Windows holds, for a counter with windows, each window's bucket holding UpdatedAt and its count
-	// at UpdatedAt ({"day": {"bucket": "2026-11-23", "count": 12}}); an app showing "today" compares the bucket
-	// with its own.
-	Windows map[string]WindowBucket `firestore:"windows,omitempty"`
-	// Group is the counter's group as of UpdatedAt ("" for none): the roll-up is ranked in its top lists.
-	Group string `firestore:"group,omitempty"`
-	// LeftGroup is the group the counter last left (the roll-up that changed Group set it): the
-	// sweep makes sure that group's lists no longer rank the counter.
-	LeftGroup string `firestore:"left_group,omitempty"`
+	// Count is the exact value at UpdatedAt, a read time on Firestore's clock: every shard write
+	// committed at or before it, none after.
+	Count       int64     `firestore:"count"`
+	UpdatedAt   time.Time `firestore:"updated_at"`
+	Source      string    `firestore:"source"`
+	Writer      string    `firestore:"writer,omitempty"`
+	Revision    int64     `firestore:"revision"`
+	ShardWrites int64     `firestore:"shard_writes"`
+	WriteRate   float64   `firestore:"write_rate"`
+	CoolSince   time.Time `firestore:"cool_since,omitempty"`
+	// Windows holds each window's bucket holding UpdatedAt, and its count then.
+	Windows   map[string]WindowBucket `firestore:"windows,omitempty"`
+	Group     string                  `firestore:"group,omitempty"`
+	LeftGroup string                  `firestore:"left_group,omitempty"`
 }
 
-// windowNames are the windows d holds buckets of, in counter.Windows order.
+// windowNames are the windows d holds, in counter.Windows order.
 func (d *Document) windowNames() []string {
 	var ws []string
 	for _, w := range counter.Windows {
@@ -73,7 +59,7 @@ func NewStore(client *firestore.Client, schema shared.Schema) *Store {
 	return &Store{client: client, schema: schema}
 }
 
-// Get reads the roll-up of counter id; it returns nil and no error when there is none yet.
+// Get reads the roll-up of counter id; nil, nil when there is none.
 func (s *Store) Get(ctx context.Context, id string) (*Document, error) {
 	snap, err := s.schema.RollupRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {

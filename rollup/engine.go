@@ -15,22 +15,15 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Fields of the roll-up document beyond Document's: they make the throttle work across instances and
-// tell readers where a value came from.
+// Fields of the roll-up document beyond shared's (see Document).
 const (
-	// FieldSource says what wrote the roll-up: SourceTrigger or SourceScheduler.
-	FieldSource = "source"
-	// FieldRevision counts the writes of the roll-up document: readers see how often it changes.
-	FieldRevision = "revision"
-	// FieldWriter names the instance that wrote the roll-up: it computes the next one first.
-	FieldWriter = "writer"
-	// FieldShardWrites, FieldWriteRate and FieldCoolSince carry the write-rate measurement from one
-	// roll-up to the next (see ShardPolicy).
+	FieldSource      = "source"
+	FieldRevision    = "revision"
+	FieldWriter      = "writer"
 	FieldShardWrites = "shard_writes"
 	FieldWriteRate   = "write_rate"
 	FieldCoolSince   = "cool_since"
-	// FieldLeftGroup is the group a counter last left (Document.LeftGroup).
-	FieldLeftGroup = "left_group"
+	FieldLeftGroup   = "left_group"
 )
 
 // Values of FieldSource.
@@ -39,46 +32,35 @@ const (
 	SourceScheduler = "scheduler"
 )
 
-// refreshTimeout bounds one refresh: it reads, waits for the next interval and loses races to other
-// instances' writes as often as it must within it.
+// refreshTimeout bounds one refresh, races lost included.
 const refreshTimeout = time.Minute
 
-// Engine keeps roll-up documents fresh: the exact sum, recomputed (never adjusted by deltas), written
-// at most once per interval per counter across every instance, and never overwritten by an older
-// computation.
+// Engine keeps roll-ups fresh (see the package doc).
 type Engine struct {
 	store    backend
 	clock    shared.Clock
 	interval time.Duration
 	policy   ShardPolicy
-	// sweeper is the Firestore the scheduled sweep queries; nil in unit tests of the engine.
-	sweeper *firestoreBackend
-
-	// instance names this Engine in the roll-ups it writes (Document.Writer).
-	instance string
+	sweeper  *firestoreBackend // nil in unit tests
+	instance string            // Document.Writer
 
 	mu      sync.Mutex
-	pending map[string]*refresh // per counter: the refresh that has not yet begun computing
-	carry   *shared.Carrier     // Notify's refreshes and the event that waits for them
+	pending map[string]*refresh // undecided, per counter
+	carry   *shared.Carrier
 
-	// onWrite, if set, is told of every roll-up written (OnWrite).
 	onWrite func(Written)
 }
 
 // Written describes a roll-up an Engine wrote.
 type Written struct {
-	// Counter is the counter's ID; Source what wrote it (SourceTrigger or SourceScheduler).
 	Counter, Source string
-	// Age is how long the roll-up trailed the counter before this one replaced it: from the later of
-	// the replaced roll-up's computation and the first change this refresh was asked to cover, to
-	// this roll-up's computation, both on Firestore's clock. The sweep does not know when a counter
-	// changed, so for its roll-ups Age counts from the replaced roll-up's computation: an upper bound.
-	// 0 for a counter's first roll-up written by the sweep.
+	// Age is how long the counter waited: from the later of the replaced roll-up and the first change
+	// asked (the sweep: the former) to this roll-up.
 	Age time.Duration
 }
 
-// OnWrite makes the Engine call f after each roll-up it writes (the functions log it for the
-// roll-up age metric). Call it before the Engine is used; f must not block.
+// OnWrite makes the Engine call f after each roll-up it writes. Call it before using the Engine; f
+// must not block.
 func (e *Engine) OnWrite(f func(Written)) { e.onWrite = f }
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
@@ -89,7 +71,6 @@ func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter
 	return e
 }
 
-// newEngine returns an Engine over any backend and clock.
 func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine {
 	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, instance: crand.Text()[:10],
 		pending: make(map[string]*refresh), carry: &shared.Carrier{Clock: clk}}
@@ -98,28 +79,21 @@ func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine 
 // Outcome says what a refresh did.
 type Outcome int
 
+// Covered: a roll-up computed after the change existed; Wrote: this refresh wrote one.
 const (
-	// Covered: a roll-up computed after the change already existed.
 	Covered Outcome = iota
-	// Wrote: this refresh computed and wrote the roll-up.
 	Wrote
 )
 
-// refresh is one read-compute-write run for a counter, shared by every caller in this instance that
-// saw a change before it began computing.
+// refresh is one read-compute-write run, shared by callers until it decides.
 type refresh struct {
-	// Guarded by Engine.mu: the latest change a caller of this refresh saw, and whether the refresh
-	// has decided (to compute, or that a stored roll-up covers changedAt), after which later changes
-	// need a new refresh.
-	changedAt time.Time
-	decided   bool
-	// Guarded by Engine.mu: when the latest caller joined, on this instance's clock.
-	joined time.Time
-	// Guarded by Engine.mu: the computation time of the newest roll-up the refresh has seen, and a
-	// channel closed when that advances, so that a caller whose change it covers returns at once.
-	covered  time.Time
-	progress chan struct{}
-	// Guarded by Engine.mu: the earliest change a caller of this refresh saw.
+	// Guarded by Engine.mu. Once decided, changes need a new refresh; progress closes when covered
+	// (the newest roll-up seen) advances.
+	changedAt   time.Time
+	decided     bool
+	joined      time.Time // local clock
+	covered     time.Time
+	progress    chan struct{}
 	firstChange time.Time
 
 	done    chan struct{}
@@ -127,22 +101,18 @@ type refresh struct {
 	err     error
 }
 
-// Refresh makes sure the roll-up of counter id reflects every change before changedAt, a time on
-// Firestore's clock (a shard's update time, a read time), and returns once it does: Covered when a
-// roll-up computed after changedAt exists, Wrote when it wrote one. It waits until an interval after
-// the previous roll-up when that is younger. Concurrent callers in one Engine share one refresh,
-// bounded by time (refreshTimeout), not by the races it loses.
+// Refresh returns once counter id's roll-up holds every change before changedAt (Firestore's
+// clock): Covered, or Wrote. Concurrent callers share one refresh.
 func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, source string) (Outcome, error) {
 	e.mu.Lock()
 	r := e.pending[id]
 	if r == nil || r.decided {
-		var previous <-chan struct{} // a decided refresh still computing or writing: read after it
+		var previous <-chan struct{} // still running: read after it
 		if r != nil {
 			previous = r.done
 		}
 		r = &refresh{changedAt: changedAt, firstChange: changedAt, progress: make(chan struct{}), done: make(chan struct{})}
 		e.pending[id] = r
-		// The run outlives any one caller's cancellation: others may be waiting on it.
 		go e.run(context.WithoutCancel(ctx), id, source, r, previous)
 	} else if changedAt.After(r.changedAt) {
 		r.changedAt = changedAt
@@ -168,7 +138,7 @@ func (e *Engine) Refresh(ctx context.Context, id string, changedAt time.Time, so
 	}
 }
 
-// seen records that refresh r saw a roll-up computed at computedAt, releasing the callers it covers.
+// seen records that r saw roll-up d, releasing the callers it covers.
 func (e *Engine) seen(r *refresh, d *Document) {
 	if d == nil {
 		return
@@ -182,10 +152,7 @@ func (e *Engine) seen(r *refresh, d *Document) {
 	}
 }
 
-// run performs refresh r once previous (nil, or a refresh of the same counter that had decided) is
-// done: read the roll-up, return if it already covers r's changes, wait for the next window if this
-// window's roll-up is written, else compute and write it conditionally on the roll-up being
-// unchanged since it was read.
+// run performs r after previous: read, wait for the interval, write if unchanged since read.
 func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previous <-chan struct{}) {
 	defer func() {
 		e.mu.Lock()
@@ -198,7 +165,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	if previous != nil {
-		<-previous // bounded by its own refreshTimeout
+		<-previous
 	}
 	for first := true; ; first = false {
 		asked := e.latestChange(r)
@@ -216,7 +183,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 				return
 			}
 			if gone && e.decide(r, func(time.Time) bool { return true }) {
-				r.outcome = Covered // deleted: nothing to roll up
+				r.outcome = Covered // deleted
 				return
 			}
 			continue
@@ -225,10 +192,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 			r.outcome = Covered
 			return
 		}
-		// A roll-up written less than an interval ago (on Firestore's clock, as of the read and the
-		// time elapsed since) makes ours wait an interval after it. An older one on a trigger's
-		// refresh's first read means the counter was quiet and this change starts a burst: settle,
-		// so that one computation covers the burst rather than its first write.
+		// After a quiet spell, a trigger settles so one computation covers the burst.
 		wait := e.untilNextWrite(v, readLocally)
 		if wait <= 0 && first && source == SourceTrigger {
 			if err := e.settle(ctx, r, v); err != nil {
@@ -245,17 +209,12 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 			}
 			continue
 		}
-		// Compute from this read only if it holds every change of r's callers. A caller that joined
-		// during or after the read may bring a later change: read again. A change asked before the
-		// read and still later than it is not a shard's update time (it stands in on an instance's
-		// clock, see Refresh), and no read could settle it.
+		// Compute only from a read taken after every caller's change was asked.
 		if !e.decide(r, func(changedAt time.Time) bool { return changedAt.Before(v.readAt) || !changedAt.After(asked) }) {
 			continue
 		}
 		err = e.write(ctx, id, v, source, e.firstChange(r))
 		if errors.Is(err, errConflict) {
-			// Another instance wrote a newer roll-up since we read it, or the counter was deleted:
-			// see whether what is there now covers us.
 			continue
 		}
 		r.outcome, r.err = Wrote, err
@@ -263,8 +222,8 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 	}
 }
 
-// counterMissing handles a refresh of a counter without a counter document: with no shard either,
-// it removes any roll-up and reports gone; with shards, it restores the counter document.
+// counterMissing handles a missing counter document: without shards, it removes the roll-up (gone);
+// else it restores the document.
 func (e *Engine) counterMissing(ctx context.Context, id string, v view) (gone bool, _ error) {
 	sums, err := e.store.sums(ctx, id, v.readAt, nil)
 	if err != nil {
@@ -281,8 +240,7 @@ func (e *Engine) counterMissing(ctx context.Context, id string, v view) (gone bo
 	return true, nil
 }
 
-// decide settles refresh r if final holds for the latest change its callers saw; from then on, new
-// callers start a refresh of their own.
+// decide settles r if final holds for its latest change; new callers then start another refresh.
 func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -290,26 +248,20 @@ func (e *Engine) decide(r *refresh, final func(changedAt time.Time) bool) bool {
 	return r.decided
 }
 
-// latestChange is the latest change r's callers saw so far.
 func (e *Engine) latestChange(r *refresh) time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return r.changedAt
 }
 
-// firstChange is the earliest change r's callers saw.
 func (e *Engine) firstChange(r *refresh) time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return r.firstChange
 }
 
-// write computes the roll-up from the read v at its read time: the exact sum, the shard writes and
-// the windows' buckets as the shards were then, so that its count is the counter's value at its
-// updated_at (v.readAt). It writes the roll-up on condition that it is still as read in v
-// (errConflict when not), tells the OnWrite observer, then adapts the shard count if the policy says
-// so, and prunes old hourly buckets when they are due. firstChange is the earliest change the
-// roll-up was asked to cover (see Written.Age).
+// write computes the roll-up at v.readAt, writes it unless changed since v (errConflict), then
+// adapts shards and prunes due hourly buckets.
 func (e *Engine) write(ctx context.Context, id string, v view, source string, firstChange time.Time) error {
 	computedAt := v.readAt
 	sums, err := e.store.sums(ctx, id, computedAt, v.windows)
@@ -335,9 +287,7 @@ func (e *Engine) write(ctx context.Context, id string, v view, source string, fi
 	return nil
 }
 
-// untilNextWrite is how long after now the roll-up after the one in v may be computed: the time
-// from v's read to nextWriteAt on Firestore's clock, less what has passed since on this instance's
-// (read locally at readLocally). 0 when there is no roll-up yet.
+// untilNextWrite is how long until nextWriteAt(v), less the local time since readLocally.
 func (e *Engine) untilNextWrite(v view, readLocally time.Time) time.Duration {
 	if v.rollup == nil {
 		return 0
@@ -345,9 +295,7 @@ func (e *Engine) untilNextWrite(v view, readLocally time.Time) time.Duration {
 	return e.nextWriteAt(v).Sub(v.readAt) - e.clock.Now().Sub(readLocally)
 }
 
-// deferral is how much later than the next interval this instance computes the roll-up after the
-// one in v: the instance that wrote v goes first and the others half an interval later, so that its
-// roll-up usually covers their changes; and instances wake up to an eighth of an interval apart.
+// deferral lets v's writer go first (others wait half an interval), plus up to an eighth of jitter.
 func (e *Engine) deferral(v view) time.Duration {
 	var d time.Duration
 	if v.rollup != nil && v.rollup.Writer != "" && v.rollup.Writer != e.instance {
@@ -359,11 +307,8 @@ func (e *Engine) deferral(v view) time.Duration {
 	return d
 }
 
-// settle waits before the first roll-up after a change to a quiet counter (one whose roll-up in v is
-// older than an interval), so that one computation covers a burst: until no change has joined
-// refresh r for a quarter of an interval, or an interval has passed; then, for an instance other
-// than the one that wrote v, a quarter of an interval more, so that the writer's roll-up usually
-// covers its changes; and up to an eighth of an interval more, so that instances wake apart.
+// settle waits until no change joined r for a quarter interval (an interval at most), then a quarter
+// more unless this instance wrote v, plus up to an eighth of jitter.
 func (e *Engine) settle(ctx context.Context, r *refresh, v view) error {
 	quiet, latest := e.interval/4, e.clock.Now().Add(e.interval)
 	for {
@@ -390,8 +335,7 @@ func (e *Engine) settle(ctx context.Context, r *refresh, v view) error {
 	return shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(d))
 }
 
-// nextWriteAt is the earliest time the roll-up after the one in v may be computed: one interval after
-// the later of its computation and its commit.
+// nextWriteAt is an interval after the later of v's roll-up computation and commit.
 func (e *Engine) nextWriteAt(v view) time.Time {
 	if v.rollup == nil {
 		return time.Time{}
@@ -403,7 +347,7 @@ func (e *Engine) nextWriteAt(v view) time.Time {
 	return last.Add(e.interval)
 }
 
-// decodeRollup reads a roll-up snapshot; nil means there is no roll-up yet.
+// decodeRollup decodes a roll-up snapshot; nil when there is none.
 func decodeRollup(snap *firestore.DocumentSnapshot) (*Document, error) {
 	if snap == nil || !snap.Exists() {
 		return nil, nil
@@ -415,7 +359,7 @@ func decodeRollup(snap *firestore.DocumentSnapshot) (*Document, error) {
 	return &d, nil
 }
 
-// rollupAge is Written.Age of a roll-up computed at computedAt that replaces previous (nil: none).
+// rollupAge is Written.Age.
 func rollupAge(previous *Document, source string, firstChange, computedAt time.Time) time.Duration {
 	since := firstChange
 	if source == SourceScheduler {
@@ -430,7 +374,7 @@ func rollupAge(previous *Document, source string, firstChange, computedAt time.T
 	return computedAt.Sub(since)
 }
 
-// covers reports whether roll-up d was computed after a change seen at changedAt.
+// covers reports whether d was computed after changedAt.
 func covers(d *Document, changedAt time.Time) bool {
 	return d != nil && d.UpdatedAt.After(changedAt)
 }

@@ -25,38 +25,23 @@ const sweepPage = 100
 // DefaultSweepBudget is how long a sweep runs when its context has no deadline.
 const DefaultSweepBudget = 4 * time.Minute
 
-// stampLag is how many minutes a counter's touched_minute may trail its latest write, plus one: a
-// stamp of minute m stands for writes before minute m+stampLag.
+// stampLag: a touched_minute of m stands for writes before minute m+stampLag.
 const stampLag = 2
 
-// sweepMargin is the time kept back from the context's deadline to save the sweep's progress.
+// sweepMargin is kept back from ctx's deadline to save progress.
 const sweepMargin = 5 * time.Second
 
-// SweepResult says what a sweep read and wrote.
+// SweepResult counts what a sweep found and did; Reads excludes Refresh's. Done is false when it ran
+// out of time; TopsFailed are retried by the next sweep.
 type SweepResult struct {
-	// Counters is how many changed counters the sweep's queries returned (one read each).
-	Counters int
-	// Reads is every document read the sweep billed itself: the state document, the counters its
-	// queries returned (an empty query bills one), their roll-ups, and one aggregation per counter
-	// checked by value. Roll-ups it wrote cost Refresh's reads on top (three per stale counter).
-	Reads int
-	// Checked is how many counters needed an aggregation to tell whether their roll-up is right.
-	Checked int
-	// Stale is how many of them had a roll-up that differed from the exact value.
-	Stale int
-	// Written is how many roll-ups the sweep wrote; the others it found covered meanwhile.
-	Written int
-	// Done is false when the sweep ran out of time: its progress is saved and the next sweep resumes.
-	Done bool
-	// Skipped is how many counters the sweep could not roll up because of what their documents hold;
-	// it went on past them, and its *SkippedError says which and why.
-	Skipped int
-	// Regrouped is how many roll-ups the sweep rewrote because their counter changed group.
-	Regrouped int
-	// TopsBehind is how many groups had top lists behind their roll-ups (a refresh that failed, or
-	// still ranking a counter that left) that the sweep refreshed or retried; TopsFailed is how many
-	// of those refreshes failed again: they are saved with the sweep's progress and retried by the
-	// next sweep.
+	Counters               int
+	Reads                  int
+	Checked                int
+	Stale                  int
+	Written                int
+	Done                   bool
+	Skipped                int
+	Regrouped              int
 	TopsBehind, TopsFailed int
 }
 
@@ -66,9 +51,8 @@ type SkippedCounter struct {
 	Reason string
 }
 
-// SkippedError is a sweep's error when it finished but skipped counters whose value or roll-up
-// cannot be computed (counter.ErrUncountable, an undecodable roll-up): no redelivery can help, so it
-// is not retryable, and it names each counter and why.
+// SkippedError is a finished sweep's error naming the counters whose value or roll-up cannot be
+// computed; no redelivery can help.
 type SkippedError struct {
 	Skipped []SkippedCounter
 }
@@ -85,29 +69,19 @@ func (e *SkippedError) Error() string {
 // Is makes a SkippedError match counter.ErrUncountable.
 func (e *SkippedError) Is(target error) bool { return target == counter.ErrUncountable }
 
-// sweepState is the sweep's progress document (shared.Schema.SweepStateRef). Between passes only
-// FromMinute is set; a pass that ran out of time leaves its start and where it stopped.
+// sweepState is the sweep's progress: an unfinished pass began at PassMinute and stopped after
+// (AfterMinute, AfterID).
 type sweepState struct {
-	// FromMinute: changes at or after this Unix minute may not be swept yet.
-	FromMinute int64 `firestore:"from_minute"`
-	// PassMinute is the minute the unfinished pass began, 0 when none is unfinished.
-	PassMinute int64 `firestore:"pass_minute"`
-	// AfterMinute and AfterID are the last counter the unfinished pass checked, in query order.
-	AfterMinute int64  `firestore:"after_minute"`
-	AfterID     string `firestore:"after_id"`
-	// TopsDue are top list refreshes that failed: the next sweep retries them first.
-	TopsDue []topsDue `firestore:"tops_due,omitempty"`
+	FromMinute  int64     `firestore:"from_minute"`
+	PassMinute  int64     `firestore:"pass_minute"`
+	AfterMinute int64     `firestore:"after_minute"`
+	AfterID     string    `firestore:"after_id"`
+	TopsDue     []topsDue `firestore:"tops_due,omitempty"`
 }
 
-// Sweep rolls up every counter changed since two minutes before the previous pass began whose roll-up
-// differs from its exact value or its counter's group, and refreshes the top lists behind those
-// counters' roll-ups; the first sweep ever looks back lookback. It costs a few reads per
-// changed counter (SweepResult.Reads), none per idle one. A pass that would not end before ctx's
-// deadline less a margin (or DefaultSweepBudget) saves where it stopped, returns with Done false, and
-// the next sweep resumes there. A counter whose value or roll-up cannot be computed is skipped: the
-// sweep goes on and saves its progress, and then returns a *SkippedError naming each such counter. A
-// top list refresh that fails holds nothing back either: it is saved with the progress and retried
-// by the next sweep (SweepResult.TopsFailed).
+// Sweep rolls up every counter changed since the previous pass (the first: within lookback) whose
+// roll-up differs from its value or group, and refreshes top lists behind. Out of time, it saves its
+// progress and returns Done false; it skips uncountable counters (*SkippedError).
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
 	fs := e.sweeper
 	stopBy := e.clock.Now().Add(DefaultSweepBudget)
@@ -126,7 +100,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	}
 	due := &topsDueList{until: stopBy}
 	due.retry(ctx, fs, state.TopsDue, &res)
-	var lastPage time.Duration // how long the previous page took: the next one is expected to take as long
+	var lastPage time.Duration // the next page is expected to take as long
 	for {
 		pageStart := e.clock.Now()
 		q := fs.client.Collection(fs.schema.Counters).
@@ -170,7 +144,7 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	return res, skippedError(skipped)
 }
 
-// skippedError is the error of a sweep that skipped these counters; nil when none.
+// skippedError is nil, or a *SkippedError of skipped.
 func skippedError(skipped []SkippedCounter) error {
 	if len(skipped) == 0 {
 		return nil
@@ -178,7 +152,7 @@ func skippedError(skipped []SkippedCounter) error {
 	return &SkippedError{Skipped: skipped}
 }
 
-// readSweepState reads the sweep's progress; the first sweep starts lookback ago.
+// readSweepState reads the progress; the first sweep starts lookback ago.
 func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef, lookback time.Duration) (sweepState, error) {
 	snap, err := ref.Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -194,12 +168,8 @@ func (e *Engine) readSweepState(ctx context.Context, ref *firestore.DocumentRef,
 	return state, nil
 }
 
-// sweepPage rolls up the changed counters of one page whose roll-up may be stale. A roll-up computed
-// after the latest write its touched minute can stand for covers it without further reads; the
-// others are checked by value, one aggregation each; a roll-up of another group than its counter's
-// is written again. Then the top lists of the page's groups are compared with the roll-ups
-// (sweepTops). A counter whose value or roll-up cannot be computed is added to skipped, a top list
-// that fails to due; any other failure fails the page.
+// sweepPage rolls up the counters of a page whose roll-up may be stale or regrouped; uncountable
+// counters go to skipped, failed top lists to due.
 func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSnapshot, res *SweepResult, skipped *[]SkippedCounter, due *topsDueList) error {
 	fs := e.sweeper
 	if len(counters) == 0 {
@@ -249,7 +219,6 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 				err     error
 			)
 			if regrouped {
-				// Configured since its roll-up: a roll-up computed after the change carries the group.
 				outcome, err = e.Refresh(ctx, id, counters[i].UpdateTime, SourceScheduler)
 			} else {
 				stale, outcome, err = e.sweepOne(ctx, id, current, snaps[i].ReadTime)
@@ -288,8 +257,7 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 	return nil
 }
 
-// sweepOne rolls up counter id if its roll-up, current (read at readAt), differs from its exact
-// value: one aggregation read, and a roll-up write only when it is stale.
+// sweepOne rolls up counter id if current (read at readAt) differs from its exact value.
 func (e *Engine) sweepOne(ctx context.Context, id string, current *Document, readAt time.Time) (stale bool, _ Outcome, _ error) {
 	sum, err := e.sweeper.counters.Sum(ctx, id)
 	if err != nil {

@@ -14,18 +14,17 @@ import (
 type topsCheck struct {
 	id      string
 	rollup  *Document
-	version time.Time // the roll-up's commit time
-	windows []string  // its counter's windows
+	version time.Time // commit time
+	windows []string
 }
 
-// topsDueList gathers the top list refreshes a sweep found failing, one entry per group.
+// topsDueList gathers a sweep's failing top list refreshes, one per group, tried until `until`.
 type topsDueList struct {
-	// until is when the sweep's refreshes of top lists give up, leaving it time to save its progress.
 	until time.Time
 	list  []topsDue
 }
 
-// add records that d is due, and counts it as failed in res.
+// add records d as due and failed.
 func (l *topsDueList) add(d topsDue, res *SweepResult) {
 	res.TopsFailed++
 	for i := range l.list {
@@ -37,7 +36,7 @@ func (l *topsDueList) add(d topsDue, res *SweepResult) {
 	l.list = append(l.list, d)
 }
 
-// mergeDue is one refresh standing for a and b, of one group.
+// mergeDue is one refresh for a and b, of one group.
 func mergeDue(a, b topsDue) topsDue {
 	for _, w := range b.Windows {
 		if !slices.Contains(a.Windows, w) {
@@ -50,14 +49,14 @@ func mergeDue(a, b topsDue) topsDue {
 	return a
 }
 
-// retry refreshes the lists a previous sweep left due; those that fail again stay due.
+// retry refreshes the lists left due; failures stay due.
 func (l *topsDueList) retry(ctx context.Context, fs *firestoreBackend, due []topsDue, res *SweepResult) {
 	for _, d := range due {
 		l.refresh(ctx, fs, d, res)
 	}
 }
 
-// refresh refreshes the lists d names, by l.until at the latest; d stays due when that fails.
+// refresh refreshes d's lists by l.until; d stays due on failure.
 func (l *topsDueList) refresh(ctx context.Context, fs *firestoreBackend, d topsDue, res *SweepResult) {
 	res.TopsBehind++
 	ctx, cancel := context.WithDeadline(ctx, l.until)
@@ -67,10 +66,8 @@ func (l *topsDueList) refresh(ctx context.Context, fs *firestoreBackend, d topsD
 	}
 }
 
-// sweepTops compares the top lists of the roll-ups checks with them, one read per list, and
-// refreshes each group whose lists are behind: a list of a roll-up's group that does not rank its
-// latest write (a refresh that failed), and a list of the group it left that still ranks the
-// counter. A refresh that fails, or lists that cannot be read, are added to due.
+// sweepTops refreshes the groups whose lists are behind checks' roll-ups (or still rank a counter
+// that left), one read per list; failures go to due.
 func (e *Engine) sweepTops(ctx context.Context, checks []topsCheck, res *SweepResult, due *topsDueList) {
 	fs := e.sweeper
 	type listKey struct{ group, window string }
@@ -104,12 +101,11 @@ func (e *Engine) sweepTops(ctx context.Context, checks []topsCheck, res *SweepRe
 		for i, snap := range snaps {
 			var l TopList
 			if snap.Exists() {
-				_ = snap.DataTo(&l) // an undecodable list is behind: its refresh rewrites it
+				_ = snap.DataTo(&l) // undecodable: behind
 			}
 			lists[keys[i]] = l
 		}
 	}
-	// behind holds, per group, the lists to refresh and the roll-up commit they must rank.
 	var behind []topsDue
 	mark := func(group, window string, writtenAt time.Time) {
 		d := topsDue{Group: group, WrittenAt: writtenAt}

@@ -15,21 +15,17 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// MaxTop is the length of a stored top list: Top answers at most that many counters.
+// MaxTop is a stored top list's length.
 const MaxTop = 100
 
-// TopList is {tops}/{group}_{window}: a group's counters with the highest counts in a window's bucket
-// (or all time), as the roll-ups said at UpdatedAt.
+// TopList is {tops}/{group}_{window}: up to MaxTop counters of Group, highest count in Bucket ("":
+// all time) first, ranking every roll-up written before UpdatedAt.
 type TopList struct {
-	Group string `firestore:"group"`
-	// Window is "all", "hour", "day" or "month".
-	Window string `firestore:"window"`
-	// Bucket is the window's bucket the list ranks ("" for all time).
-	Bucket string `firestore:"bucket"`
-	// Top holds at most MaxTop entries, highest count first.
-	Top []TopEntry `firestore:"top"`
-	// UpdatedAt is the time of the read before the query: every roll-up written before it is ranked.
-	UpdatedAt time.Time `firestore:"updated_at"`
+	Group     string     `firestore:"group"`
+	Window    string     `firestore:"window"`
+	Bucket    string     `firestore:"bucket"`
+	Top       []TopEntry `firestore:"top"`
+	UpdatedAt time.Time  `firestore:"updated_at"`
 }
 
 // TopEntry is one counter of a top list.
@@ -38,9 +34,8 @@ type TopEntry struct {
 	Count   int64  `firestore:"count" json:"count"`
 }
 
-// Top reads the top list of group in window (shared.TopWindowAll or a counter window) for bucket:
-// "" is the latest bucket the list was written for (the bucket holding its UpdatedAt, on the lists'
-// clock; for all time, the only one). A list of another bucket, or none, is an empty list.
+// Top reads group's list in window for bucket ("": the latest written); another bucket's, or none, is
+// empty.
 func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList, error) {
 	empty := TopList{Group: group, Window: window, Bucket: bucket, Top: []TopEntry{}}
 	snap, err := s.schema.TopRef(s.client, group, window).Get(ctx)
@@ -63,11 +58,8 @@ func (s *Store) Top(ctx context.Context, group, window, bucket string) (TopList,
 	return l, nil
 }
 
-// refreshTops brings the top lists of group (all time and each of windows, for the buckets holding
-// now) up to a roll-up written at writtenAt: a list whose UpdatedAt is not before writtenAt already
-// ranks it. A list is recomputed at most once per interval: a roll-up written sooner waits for the
-// interval to pass, then recomputes once for every roll-up written meanwhile.
-// A failure is a *topListError: the roll-up stands, and the sweep refreshes the lists later.
+// refreshTops brings group's lists up to a roll-up written at writtenAt, recomputing each at most
+// once per interval; failures are *topListError.
 func (b *firestoreBackend) refreshTops(ctx context.Context, group string, windows []string, writtenAt time.Time) error {
 	for _, w := range append([]string{shared.TopWindowAll}, windows...) {
 		if err := b.refreshTop(ctx, group, w, writtenAt); err != nil {
@@ -78,15 +70,14 @@ func (b *firestoreBackend) refreshTops(ctx context.Context, group string, window
 	return nil
 }
 
-// topsDue are top lists of a group (all time and Windows) that must rank the roll-ups written
-// before WrittenAt: a refresh of them failed, and the sweep retries it (sweepState.TopsDue).
+// topsDue are a group's lists that failed to rank the roll-ups written before WrittenAt.
 type topsDue struct {
 	Group     string    `firestore:"group"`
 	Windows   []string  `firestore:"windows"`
 	WrittenAt time.Time `firestore:"written_at"`
 }
 
-// topListError is a failed refresh of top lists after the roll-up that asked for it was written.
+// topListError is a failed refresh of top lists after a roll-up write.
 type topListError struct {
 	due topsDue
 	err error
@@ -95,7 +86,7 @@ type topListError struct {
 func (e *topListError) Error() string { return e.err.Error() }
 func (e *topListError) Unwrap() error { return e.err }
 
-// maxTopAttempts bounds the conditional writes of one top list refresh.
+// maxTopAttempts bounds one refresh's conditional writes.
 const maxTopAttempts = 4
 
 func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string, writtenAt time.Time) error {
@@ -111,7 +102,7 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 			updated, _ := snap.DataAt(shared.FieldUpdatedAt)
 			if t, ok := updated.(time.Time); ok {
 				if !t.Before(writtenAt) {
-					return nil // it ranks our roll-up already
+					return nil // ranks ours already
 				}
 				if wait := t.Add(b.interval).Sub(readAt); wait > 0 {
 					if err := shared.SleepUntil(ctx, shared.SystemClock{}, time.Now().Add(wait)); err != nil {
@@ -136,13 +127,11 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 		case code != codes.FailedPrecondition && code != codes.AlreadyExists:
 			return err
 		}
-		// Another instance refreshed it meanwhile: see whether that ranks our roll-up.
 	}
 	return errors.New("the top list kept changing under its refresh")
 }
 
-// rank queries the roll-ups of group for the highest counts in window's bucket holding at (all
-// time: the counts), at most MaxTop. Production needs the composite indexes of
+// rank queries group's MaxTop highest roll-ups in window's bucket holding at; it needs
 // manifest.CompositeIndexes.
 func (b *firestoreBackend) rank(ctx context.Context, group, window string, at time.Time) (TopList, error) {
 	list := TopList{Group: group, Window: window, Top: []TopEntry{}, UpdatedAt: at}
@@ -172,7 +161,7 @@ func (b *firestoreBackend) rank(ctx context.Context, group, window string, at ti
 	}
 }
 
-// updates are the list's fields as an Update (which, unlike Set, takes a precondition).
+// updates are the list's fields as an Update, which takes a precondition.
 func (l TopList) updates() []firestore.Update {
 	top := make([]map[string]any, len(l.Top))
 	for i, e := range l.Top {
@@ -187,11 +176,8 @@ func (l TopList) updates() []firestore.Update {
 	}
 }
 
-// RefreshTopsAfterDelete brings the top lists that ranked counter id's roll-up before (its group's
-// all-time list and its windows' lists) up to the roll-up's deletion, which must be done by the
-// call: afterwards they no longer rank the counter. Nothing is done when before is nil or has no
-// group, or when the roll-up exists again (its write refreshes the lists). A failure is returned;
-// the lists then catch up at the group's next roll-up write.
+// RefreshTopsAfterDelete makes the lists that ranked roll-up before stop ranking counter id, whose
+// roll-up must be deleted by then; nothing when before has no group or the roll-up exists again.
 func (e *Engine) RefreshTopsAfterDelete(ctx context.Context, id string, before *Document) error {
 	if before == nil || before.Group == "" || e.sweeper == nil {
 		return nil
@@ -204,6 +190,5 @@ func (e *Engine) RefreshTopsAfterDelete(ctx context.Context, id string, before *
 	if status.Code(err) != codes.NotFound {
 		return fmt.Errorf("read the roll-up of deleted counter %q: %w", id, err)
 	}
-	// The roll-up was missing at snap.ReadTime: lists computed after it no longer rank the counter.
 	return fs.refreshTops(ctx, before.Group, before.windowNames(), snap.ReadTime)
 }

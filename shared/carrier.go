@@ -7,32 +7,26 @@ import (
 	"time"
 )
 
-// MaxCarry is how long one trigger event carries an instance's background work before the next
-// event to arrive takes over, well within a function's timeout.
+// MaxCarry is how long one event carries an instance's background work.
 const MaxCarry = 20 * time.Second
 
-// Carrier runs an instance's background work for trigger events and keeps one event at a time, the
-// carrier, waiting until all of it has finished, so that the instance keeps its CPU (request-based
-// billing) while every other event is answered at once. The zero value is ready, on the wall clock.
+// Carrier runs background work for trigger events and keeps one event at a time, the carrier,
+// waiting for all of it, so the instance keeps its CPU. The zero value is ready.
 type Carrier struct {
-	// Clock times the carriers; nil means SystemClock.
+	// Clock is nil for SystemClock.
 	Clock Clock
 
-	mu sync.Mutex
-	// outstanding counts the work started by Carry and not yet finished.
+	mu          sync.Mutex
 	outstanding int
-	// generation numbers carriers; the newest one carries, since since.
-	generation uint64
-	carrying   bool
-	since      time.Time
-	// changed is closed (and replaced) when outstanding drops or a new carrier begins.
-	changed chan struct{}
+	generation  uint64
+	carrying    bool
+	since       time.Time
+	changed     chan struct{}
 }
 
-// Carry starts work in the background, with ctx's values and without its cancellation. Unless
-// another caller has carried for less than MaxCarry, this caller becomes the carrier: it waits until
-// no work of the Carrier is outstanding, or a newer carrier takes over, or ctx ends (err is then
-// ctx's error). A caller that does not carry returns at once. carried says which it was.
+// Carry starts work without ctx's cancellation. Unless another caller carried for less than
+// MaxCarry, this one carries: it waits until no work is outstanding, a newer carrier takes over, or
+// ctx ends (err). Otherwise it returns at once.
 func (c *Carrier) Carry(ctx context.Context, work func(context.Context)) (carried bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -71,7 +65,7 @@ func (c *Carrier) Carry(ctx context.Context, work func(context.Context)) (carrie
 	return true, err
 }
 
-// finished records that one work has ended and wakes the carrier.
+// finished ends one work.
 func (c *Carrier) finished() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,7 +73,7 @@ func (c *Carrier) finished() {
 	c.signal()
 }
 
-// signal wakes the carrier. Call with c.mu held.
+// signal wakes the carrier; hold c.mu.
 func (c *Carrier) signal() {
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -8,8 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// IsRetryable reports whether err is a transient Firestore failure that the same request may
-// survive later: the caller should answer 503 (HTTP) or fail the event so the platform redelivers.
+// IsRetryable reports whether err is a transient Firestore failure: answer 503, or fail the event.
 func IsRetryable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true

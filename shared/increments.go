@@ -10,53 +10,40 @@ import (
 
 // Limits and names of keyed and batched increments.
 const (
-	// MaxBatchIncrements is the most increments one Pub/Sub message may carry. They are applied in one
-	// atomic write together with the message's dedupe record (one shard write per distinct counter),
-	// which keeps that write far inside Firestore's request limits even with 1,500-byte counter IDs.
+	// MaxBatchIncrements is the most increments one Pub/Sub message may carry.
 	MaxBatchIncrements = 100
-	// MaxIdempotencyKeyBytes bounds an idempotency key; it is also Pub/Sub's limit on an attribute value.
+	// MaxIdempotencyKeyBytes is Pub/Sub's limit on an attribute value.
 	MaxIdempotencyKeyBytes = 1024
-	// AttributeIdempotencyKey is the Pub/Sub message attribute that, when present, is the dedupe key of
-	// the message instead of its message ID: publishers that retry a publish send the same key again.
+	// AttributeIdempotencyKey, when set, is a message's dedupe key instead of its ID.
 	AttributeIdempotencyKey = "idempotency_key"
-	// HeaderIdempotencyKey is the HTTP request header that makes an Increment request idempotent.
-	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
+	HeaderIdempotencyKey    = wire.HeaderIdempotencyKey
 )
 
-// Increment is one change of one counter.
+// Increment is one change of one counter; Delta is never 0.
 type Increment struct {
-	// Counter is the counter ID.
 	Counter string `json:"counter"`
-	// Delta is added to the counter; it is never 0.
-	Delta int64 `json:"delta"`
+	Delta   int64  `json:"delta"`
 }
 
-// incrementItem is one increment as JSON: a missing or null delta means 1.
 type incrementItem struct {
 	Counter string `json:"counter"`
 	Delta   *int64 `json:"delta"`
 }
 
-// incrementMessage is the JSON data of a message on TopicIncrements: either one increment
-// ({"counter", "delta"}) or a batch ({"increments": [...]}), never both.
 type incrementMessage struct {
 	Counter    *string         `json:"counter"`
 	Delta      *int64          `json:"delta"`
 	Increments []incrementItem `json:"increments"`
 }
 
-// ParseIncrementMessage decodes and validates the data of a message on TopicIncrements: one increment
-// {"counter": "<id>", "delta": <int, default 1>}, or a batch {"increments": [<increment>, ...]} of 1
-// to MaxBatchIncrements increments. Every delta is non-zero and at most maxDelta in magnitude. Any
-// failure is a *FieldError naming the field (for example "increments[3].delta"); a message that fails
-// can never succeed.
+// ParseIncrementMessage decodes a TopicIncrements message: {"counter", "delta" (default 1)} or
+// {"increments": [...]} of 1 to MaxBatchIncrements, each |delta| in 1..maxDelta. Errors are
+// *FieldError ("increments[3].delta"): such a message never succeeds.
 func ParseIncrementMessage(data []byte, maxDelta int64) ([]Increment, error) {
 	return ParseIncrementMessageOf(data, maxDelta, ValidateCounterID)
 }
 
-// ParseIncrementMessageOf is ParseIncrementMessage with checkID in place of ValidateCounterID (a
-// deployment's own ID rules on top of it); a *FieldError of checkID is reported for the increment's
-// counter field.
+// ParseIncrementMessageOf is ParseIncrementMessage with checkID in place of ValidateCounterID.
 func ParseIncrementMessageOf(data []byte, maxDelta int64, checkID func(id string) error) ([]Increment, error) {
 	var msg incrementMessage
 	if err := DecodeJSONObject(data, &msg, "the message data"); err != nil {
@@ -101,8 +88,7 @@ func ParseIncrementMessageOf(data []byte, maxDelta int64, checkID func(id string
 	return incs, nil
 }
 
-// EncodeIncrementMessage is the message data for incs, as ParseIncrementMessage reads it: one
-// increment as {"counter", "delta"}, several as {"increments": [...]}.
+// EncodeIncrementMessage is the message data of incs, as ParseIncrementMessage reads it.
 func EncodeIncrementMessage(incs []Increment) ([]byte, error) {
 	if len(incs) == 0 || len(incs) > MaxBatchIncrements {
 		return nil, &FieldError{Field: "increments", Message: fmt.Sprintf("a message holds 1 to %d increments, got %d", MaxBatchIncrements, len(incs))}
@@ -115,7 +101,7 @@ func EncodeIncrementMessage(incs []Increment) ([]byte, error) {
 	}{incs})
 }
 
-// ValidateIncrement accepts a valid counter ID and a non-zero delta of magnitude at most maxDelta.
+// ValidateIncrement accepts a valid counter ID and |delta| in 1..maxDelta.
 func ValidateIncrement(inc Increment, maxDelta int64) error {
 	if err := ValidateCounterID(inc.Counter); err != nil {
 		return err
@@ -123,8 +109,8 @@ func ValidateIncrement(inc Increment, maxDelta int64) error {
 	return ValidateDelta(inc.Delta, maxDelta)
 }
 
-// ValidateIdempotencyKey accepts a non-empty UTF-8 key of at most MaxIdempotencyKeyBytes bytes. field
-// names where the key came from (the attribute or the header).
+// ValidateIdempotencyKey accepts non-empty UTF-8 of at most MaxIdempotencyKeyBytes; field names
+// the key's source.
 func ValidateIdempotencyKey(key, field string) error {
 	switch {
 	case key == "":

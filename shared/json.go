@@ -10,12 +10,10 @@ import (
 	"unicode/utf8"
 )
 
-// DecodeJSONObject decodes data, which must hold exactly one JSON value and nothing after it, into dst,
-// refusing unknown fields and invalid UTF-8. Every failure is a *FieldError that says what was wrong
-// and names the field when one is to blame. what names the input in messages ("the body", "the
-// message data").
+// DecodeJSONObject decodes data, exactly one JSON value, into dst, refusing unknown fields and
+// invalid UTF-8; errors are *FieldError. what names the input in messages ("the body").
 func DecodeJSONObject(data []byte, dst any, what string) error {
-	// encoding/json would silently turn invalid UTF-8 into U+FFFD, merging distinct counter IDs.
+	// encoding/json would make invalid UTF-8 U+FFFD, merging distinct IDs.
 	if !utf8.Valid(data) {
 		return &FieldError{Message: what + " is not valid UTF-8"}
 	}
@@ -30,7 +28,7 @@ func DecodeJSONObject(data []byte, dst any, what string) error {
 	return nil
 }
 
-// jsonError turns a decoding failure into a *FieldError that names the field where it can.
+// jsonError is err as a *FieldError, naming the field where it can.
 func jsonError(err error, what string) error {
 	var (
 		typeErr *json.UnmarshalTypeError
@@ -53,7 +51,7 @@ func jsonError(err error, what string) error {
 	return &FieldError{Message: what + " is not valid: " + err.Error()}
 }
 
-// jsonTypeName says in words what JSON a Go field type accepts.
+// jsonTypeName says what JSON a Go type accepts.
 func jsonTypeName(goType string) string {
 	switch goType {
 	case "int64", "int", "*int64":

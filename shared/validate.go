@@ -6,24 +6,18 @@ import (
 	"unicode/utf8"
 )
 
-// Limits that come from Firestore itself rather than from configuration.
+// Fixed limits: a document ID's size, a shard count whose sum is one aggregation read, and deltas
+// exact in JavaScript.
 const (
-	// MaxCounterIDBytes is Firestore's limit on a document ID.
 	MaxCounterIDBytes = 1500
-	// MinNumShards and MaxNumShards bound a counter's shard count. 1,000 shards keep an exact sum at
-	// one aggregation read (one read per 1,000 index entries).
-	MinNumShards = 1
-	MaxNumShards = 1000
-	// MaxDeltaLimit bounds every delta (and MAX_DELTA): 2^53 keeps every delta exact in JavaScript
-	// clients that read the JSON answers.
-	MaxDeltaLimit = 1 << 53
+	MinNumShards      = 1
+	MaxNumShards      = 1000
+	MaxDeltaLimit     = 1 << 53
 )
 
-// FieldError is bad input: which request field was wrong and what is allowed instead.
+// FieldError is bad input: the request Field to blame, and a Message of what is allowed.
 type FieldError struct {
-	// Field is the name of the offending field as the caller wrote it ("counter", "delta", ...).
-	Field string
-	// Message says what was wrong and what is allowed.
+	Field   string
 	Message string
 }
 
@@ -52,7 +46,7 @@ func ValidateCounterID(id string) error {
 	return nil
 }
 
-// ValidateDelta accepts a non-zero increment whose magnitude is at most maxMagnitude.
+// ValidateDelta accepts |delta| in 1..maxMagnitude.
 func ValidateDelta(delta, maxMagnitude int64) error {
 	if delta == 0 {
 		return &FieldError{Field: "delta", Message: "delta must not be zero"}
@@ -63,7 +57,7 @@ func ValidateDelta(delta, maxMagnitude int64) error {
 	return nil
 }
 
-// ValidateNumShards accepts a shard count from MinNumShards to MaxNumShards.
+// ValidateNumShards accepts MinNumShards..MaxNumShards.
 func ValidateNumShards(n int64) error {
 	if n < MinNumShards || n > MaxNumShards {
 		return &FieldError{Field: "num_shards", Message: fmt.Sprintf("num_shards must be an integer from %d to %d", MinNumShards, MaxNumShards)}
@@ -71,10 +65,10 @@ func ValidateNumShards(n int64) error {
 	return nil
 }
 
-// MaxMemberBytes is the most a deployment may allow a distinct counter's member (MAX_MEMBER_BYTES).
+// MaxMemberBytes bounds MAX_MEMBER_BYTES.
 const MaxMemberBytes = 1500
 
-// ValidateMember accepts a distinct counter's member: non-empty UTF-8 of at most maxBytes.
+// ValidateMember accepts non-empty UTF-8 of at most maxBytes.
 func ValidateMember(member string, maxBytes int) error {
 	switch {
 	case member == "":
@@ -87,10 +81,10 @@ func ValidateMember(member string, maxBytes int) error {
 	return nil
 }
 
-// MaxGroupBytes bounds a group name (it is part of a document ID).
+// MaxGroupBytes bounds a group name.
 const MaxGroupBytes = 256
 
-// ValidateGroup accepts a group name: non-empty UTF-8 of at most MaxGroupBytes, without '/'.
+// ValidateGroup accepts non-empty UTF-8 of at most MaxGroupBytes, without '/' or a leading "__".
 func ValidateGroup(group string) error {
 	bad := func(format string, args ...any) error {
 		return &FieldError{Field: "group", Message: fmt.Sprintf(format, args...)}

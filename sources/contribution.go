@@ -6,8 +6,8 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 )
 
-// contribution is what document doc at path adds to d's counter: 0 when missing or outside Where,
-// else 1, or with Sum the integer at its field path (absent: 0; not an integer: 0, logged).
+// contribution is what doc adds to d's counter: 0 when nil or outside Where, else 1, or with Sum its
+// integer field (else 0).
 func (c *Counting) contribution(ctx context.Context, d *Declaration, path string, doc *firestorepb.Document) int64 {
 	if doc == nil {
 		return 0
@@ -35,8 +35,7 @@ func (c *Counting) contribution(ctx context.Context, d *Declaration, path string
 	return 0
 }
 
-// equal is Firestore's == between a document value and a declared where value: numbers compare by
-// value whether integer or double; a missing field equals nothing.
+// equal is Firestore's == of a document value and a where value; nil equals nothing.
 func equal(v *firestorepb.Value, want any) bool {
 	switch x := v.GetValueType().(type) {
 	case *firestorepb.Value_NullValue:

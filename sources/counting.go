@@ -20,7 +20,7 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Counting keeps the declared collection counters: it turns document writes into counter changes.
+// Counting turns document writes into changes of the declared counters.
 type Counting struct {
 	set    *Set
 	store  *counter.Store
@@ -28,22 +28,20 @@ type Counting struct {
 	log    *slog.Logger
 }
 
-// NewCounting returns a Counting of set's declarations on store, reading documents with client.
+// NewCounting returns a Counting of set on store, reading documents with client.
 func NewCounting(set *Set, store *counter.Store, client *firestore.Client, log *slog.Logger) *Counting {
 	return &Counting{set: set, store: store, client: client, log: log}
 }
 
-// Client is the Firestore client c reads documents with.
+// Client is c's Firestore client.
 func (c *Counting) Client() *firestore.Client { return c.client }
 
-// Write is one write of a document, as a Firestore written event carries it.
+// Write is a Firestore written event: the document's Path ("posts/p1/likes/u1"), its Old (nil:
+// created) and New (nil: deleted) versions, and the commit Time.
 type Write struct {
-	// Path is the document's path below the database's documents ("posts/p1/likes/u1").
-	Path string
-	// Old is the document before the write (nil: created); New after it (nil: deleted).
+	Path     string
 	Old, New *firestorepb.Document
-	// Time is the event's time: the write's commit time.
-	Time time.Time
+	Time     time.Time
 }
 
 // Tally is what Apply did with a write, per outcome.
@@ -51,8 +49,8 @@ type Tally struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 }
 
-// Apply counts w on every declared counter whose documents w matches, exactly once however often
-// it is applied. An error means some counter may lack the write yet: apply it again.
+// Apply counts w once on every counter whose documents it matches, however often it is applied; on
+// error, apply it again.
 func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 	var t Tally
 	for _, d := range c.set.Declarations {
@@ -87,14 +85,13 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 	return t, nil
 }
 
-// change is w as a change of delta on counter id: keyed by the document's name and its update
-// times before and after, in the ledger second of its commit (a delete: of its event's time).
+// change is w as a change of delta on counter id, keyed by the document's path and update times.
 func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline) counter.Request {
 	oldAt, newAt := updateTime(w.Old), updateTime(w.New)
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano()))
 	at := newAt
 	if w.New == nil {
-		// A delete's time is the event's: Firestore's events carry the commit time of the change.
+		// A delete's time is its event's: the commit time.
 		at = cmp.Or(w.Time, oldAt)
 	}
 	inBase := func(ctx context.Context, base time.Time) (bool, error) {
@@ -104,7 +101,7 @@ func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline
 		case oldAt.After(base):
 			return false, nil
 		}
-		// A delete of a version at or before the base: in the base unless that version was there at it.
+		// A delete of a version not after base: in the base unless that version was there at it.
 		held, err := c.heldAt(ctx, w.Path, base, oldAt, at)
 		return !held, err
 	}
@@ -112,8 +109,8 @@ func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline
 		Change: &counter.Change{Key: hex.EncodeToString(sum[:16]), Bucket: at, InBase: inBase, Baseline: base}}
 }
 
-// heldAt reports whether the document at path was at its version of update time version at read
-// time at; beyond Firestore's version retention it answers whether deletedAt is after at.
+// heldAt reports whether path was at version at read time at; beyond version retention, whether
+// deletedAt is after at.
 func (c *Counting) heldAt(ctx context.Context, path string, at, version, deletedAt time.Time) (bool, error) {
 	snap, err := c.client.Doc(path).WithReadOptions(firestore.ReadTime(at.Truncate(time.Microsecond))).Get(ctx)
 	held := err == nil && snap.Exists() && snap.UpdateTime.Equal(version)
@@ -136,7 +133,7 @@ func updateTime(doc *firestorepb.Document) time.Time {
 	return doc.GetUpdateTime().AsTime()
 }
 
-// baseline is the base of the counter that d keeps from the collection holding path.
+// baseline is the base of d's counter of path's collection.
 func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	collection := path[:strings.LastIndex(path, "/")]
 	b := counter.Baseline{Source: d.Documents, Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
@@ -149,7 +146,7 @@ func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	return b
 }
 
-// valueAt is Firestore's count() or sum() of d's documents in collection, at read time at.
+// valueAt is count() or sum() of d's documents in collection at read time at.
 func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
 	q := c.client.Collection(collection).Query
 	for field, want := range d.Where {
@@ -182,15 +179,14 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection strin
 	return value, nil
 }
 
-// Drift is a collection counter's value against Firestore's aggregation of its documents, both at
-// one read time.
+// Drift is a collection counter's Value against its Documents' aggregation, both At one read time.
 type Drift struct {
 	Counter, Collection string
 	At                  time.Time
 	Value, Documents    int64
 }
 
-// find returns the declaration whose counter template produces id, and the collection it counts.
+// find returns the declaration whose template makes id, and the collection it counts.
 func (c *Counting) find(id string) (*Declaration, string, error) {
 	for _, d := range c.set.Declarations {
 		var names []string
@@ -215,8 +211,8 @@ func (c *Counting) find(id string) (*Declaration, string, error) {
 	return nil, "", fmt.Errorf("counter %q is kept by no declaration", id)
 }
 
-// Verify compares collection counter id with count() or sum() of its documents at read time at
-// (within Firestore's version retention): a difference is drift, or changes not yet counted.
+// Verify compares counter id with its documents at read time at (within version retention): a
+// difference is drift, or changes not yet counted.
 func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, error) {
 	d, collection, err := c.find(id)
 	if err != nil {
@@ -234,8 +230,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	return Drift{Counter: id, Collection: collection, At: at, Value: sums.Count, Documents: docs}, nil
 }
 
-// Repair makes collection counter id exact again (counter.Store.Rebase): safe while changes are
-// in flight, and to repeat.
+// Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight.
 func (c *Counting) Repair(ctx context.Context, id string) error {
 	d, collection, err := c.find(id)
 	if err != nil {
@@ -247,10 +242,8 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 // maxQuietChecks bounds the collection counters one DriftOfQuiet call verifies.
 const maxQuietChecks = 20
 
-// DriftOfQuiet verifies the collection counters written between lookback and quiet ago (by their
-// touched minute) and returns those that differ from their documents now: with nothing written
-// for quiet, no event should be in flight, so a difference is drift. It verifies at most
-// maxQuietChecks counters, each one aggregation.
+// DriftOfQuiet verifies up to maxQuietChecks collection counters last written between lookback and
+// quiet ago (no event should be in flight) and returns those that differ.
 func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.CollectionRef, now time.Time, quiet, lookback time.Duration) ([]Drift, error) {
 	if len(c.set.Declarations) == 0 {
 		return nil, nil

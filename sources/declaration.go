@@ -14,29 +14,22 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// DefaultFile is the declaration file read when COUNTER_SOURCES is not set, relative to the
-// repository root (the deployed function's working directory).
+// DefaultFile is the declaration file when COUNTER_SOURCES is not set, relative to the repository.
 const DefaultFile = "counter-sources.json"
 
-// Declaration is one entry of the declaration file: a counter kept by the documents matching a
-// path pattern.
+// Declaration is one entry of the declaration file (docs/collection-counters.md): Counter
+// ("likes-{post}") keeps the Documents matching a pattern ("posts/{post}/likes/{like}").
 type Declaration struct {
-	// Documents is the document path pattern, with Eventarc's one-segment wildcards ({post}).
-	Documents string `json:"documents"`
-	// Counter is the counter ID, built from the pattern's wildcards ("likes-{post}").
-	Counter string `json:"counter"`
-	// Where, optional, counts only documents whose top-level fields equal these values.
-	Where map[string]any `json:"where,omitempty"`
-	// Sum, optional, is the field path of an integer field to add instead of counting documents.
-	Sum string `json:"sum,omitempty"`
-	// Mirror, optional, is an app document field that gets the roll-up's count ("posts/{post}.likes").
-	Mirror string `json:"mirror,omitempty"`
-	// The counter settings ConfigureCounter takes.
-	NumShards int      `json:"num_shards,omitempty"`
-	MinShards int      `json:"min_shards,omitempty"`
-	MaxShards int      `json:"max_shards,omitempty"`
-	Windows   []string `json:"windows,omitempty"`
-	Group     *string  `json:"group,omitempty"`
+	Documents string         `json:"documents"`
+	Counter   string         `json:"counter"`
+	Where     map[string]any `json:"where,omitempty"`
+	Sum       string         `json:"sum,omitempty"`
+	Mirror    string         `json:"mirror,omitempty"`
+	NumShards int            `json:"num_shards,omitempty"`
+	MinShards int            `json:"min_shards,omitempty"`
+	MaxShards int            `json:"max_shards,omitempty"`
+	Windows   []string       `json:"windows,omitempty"`
+	Group     *string        `json:"group,omitempty"`
 
 	pattern pattern
 	mirror  mirror
@@ -47,8 +40,8 @@ type Set struct {
 	Declarations []*Declaration
 }
 
-// Load checks the declarations COUNTER_SOURCES gives: a file's path (a missing file declares
-// nothing), or the declarations themselves, a JSON array, as the deploy paths set it (Inline).
+// Load checks the declarations COUNTER_SOURCES gives: a file's path (missing: none), or a JSON array
+// (Inline).
 func Load(path string, schema shared.Schema) (*Set, error) {
 	if inline := strings.TrimSpace(path); strings.HasPrefix(inline, "[") {
 		set, err := Parse([]byte(inline), schema)
@@ -71,8 +64,7 @@ func Load(path string, schema shared.Schema) (*Set, error) {
 	return set, nil
 }
 
-// Parse checks a declaration file's content: a JSON array of declarations. The error names the
-// first entry that cannot work and the rule it breaks.
+// Parse checks a JSON array of declarations; the error names the first bad entry and its rule.
 func Parse(data []byte, schema shared.Schema) (*Set, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -135,8 +127,7 @@ func (d *Declaration) check(schema shared.Schema) error {
 	return d.checkSettings()
 }
 
-// whereValue is a where value as Firestore compares it: a string, a bool, null, an int64 or a
-// float64 (not NaN).
+// whereValue is a where value as Firestore compares it: string, bool, nil, int64 or finite float64.
 func whereValue(v any) (any, error) {
 	switch x := v.(type) {
 	case string, bool, nil:
@@ -154,7 +145,7 @@ func whereValue(v any) (any, error) {
 	return nil, errors.New("only a string, a number, true, false or null can be compared")
 }
 
-// fieldPath splits a dotted field path; every part must be a field name.
+// fieldPath splits a dotted field path of field names.
 func fieldPath(s string) ([]string, error) {
 	parts := strings.Split(s, ".")
 	for _, p := range parts {
@@ -202,7 +193,7 @@ func (d *Declaration) Settings() counter.Settings {
 	return st
 }
 
-// Patterns lists the distinct document patterns of the set, in order: one trigger each.
+// Patterns lists the set's distinct document patterns in order: one trigger each.
 func (s *Set) Patterns() []string {
 	var out []string
 	for _, d := range s.Declarations {
@@ -213,8 +204,7 @@ func (s *Set) Patterns() []string {
 	return out
 }
 
-// Inline is the declaration file at path as one line of compact JSON, for COUNTER_SOURCES of the
-// deployed functions (Load reads it back); a missing file is "[]".
+// Inline is the file at path as compact JSON for COUNTER_SOURCES; a missing file is "[]".
 func Inline(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -10,11 +10,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// pattern is a document path pattern split at "/": literal collection IDs at even positions,
-// document IDs (literal or {wildcard}) at odd positions.
+// pattern is a document path pattern split at "/": collection IDs at even positions.
 type pattern []string
 
-// wildcard returns the name of segment s when it is a {wildcard}.
+// wildcard returns the name of a {wildcard} segment.
 func wildcard(s string) (string, bool) {
 	if len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' {
 		return s[1 : len(s)-1], true
@@ -27,8 +26,7 @@ var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
 
 var wildcardName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// parsePattern checks a documents pattern: a path to documents of one collection per counter, none
-// of the counters' own.
+// parsePattern checks a documents pattern: one collection per counter, none of ours.
 func parsePattern(s string, schema shared.Schema) (pattern, error) {
 	p := pattern(strings.Split(s, "/"))
 	if s == "" || len(p)%2 != 0 {
@@ -59,13 +57,13 @@ func parsePattern(s string, schema shared.Schema) (pattern, error) {
 	return p, nil
 }
 
-// ours reports whether collection ID id is one the counters write.
+// ours reports whether the counters write collection ID id.
 func ours(id string, schema shared.Schema) bool {
 	return slices.Contains([]string{schema.Counters, schema.Rollups, schema.Tops, schema.Dedupe, schema.Sweep(), shared.ShardsCollection}, id) ||
 		shared.OursByName(id)
 }
 
-// match binds the wildcards of p to the segments of document path path; false when it does not match.
+// match binds p's wildcards to path's segments; false when it does not match.
 func (p pattern) match(path string) (map[string]string, bool) {
 	segs := strings.Split(path, "/")
 	if len(segs) != len(p) {
@@ -97,8 +95,7 @@ func (p pattern) overlaps(o pattern) bool {
 	return true
 }
 
-// checkTemplate checks that a counter ID template names every wildcard of the collection path
-// (all but the document's own) and no other.
+// checkTemplate checks that tmpl uses every wildcard of the collection path, and no other.
 func (p pattern) checkTemplate(tmpl string) error {
 	if tmpl == "" {
 		return errors.New("a counter ID template is required, e.g. \"likes-{post}\"")
@@ -123,7 +120,7 @@ func (p pattern) checkTemplate(tmpl string) error {
 	return nil
 }
 
-// expand replaces each {name} of tmpl with its value in bound (unbound: "x").
+// expand fills tmpl's {name}s from bound ("x" when unbound).
 func expand(tmpl string, bound map[string]string) string {
 	return placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
 		if v, ok := bound[m[1:len(m)-1]]; ok {
@@ -133,14 +130,13 @@ func expand(tmpl string, bound map[string]string) string {
 	})
 }
 
-// mirror is an app document field that gets a counter's roll-up count.
+// mirror is an app document field that gets a counter's count.
 type mirror struct {
 	document pattern
 	field    []string
 }
 
-// parseMirror checks a mirror: a document pattern using only the declaration's wildcards of its
-// collection path, a dot, then a field path.
+// parseMirror checks "document.field", whose document uses only counted's collection wildcards.
 func parseMirror(s string, counted pattern, schema shared.Schema) (mirror, error) {
 	slash := strings.LastIndex(s, "/")
 	dot := strings.Index(s[slash+1:], ".")
