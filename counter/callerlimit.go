@@ -13,12 +13,8 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// incrementLimited adds r's increment for r.Caller only while the caller's total on the counter
-// (kept in {counters}/{id}/callers/{hash of caller}; one written before the counter's current
-// epoch is 0, see PurgeMembers) stays within [0, r.Limit]: with limit 1, a
-// user's +1 counts once, a second +1 does not, and a -1 takes it back. One transaction reads the
-// total (and the key's dedupe record) and writes the shard, the total and the record, so concurrent
-// requests of one caller never pass the limit. It bypasses group commit.
+// incrementLimited adds r's increment only while r.Caller's total on the counter stays within
+// [0, r.Limit], in one transaction with the total (and the key's record); it bypasses group commit.
 func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error) {
 	inc, caller, limit, key := shared.Increment{Counter: r.Counter, Delta: r.Delta}, r.Caller, r.Limit, r.Key
 	if caller == "" || limit < 1 {
@@ -33,8 +29,7 @@ func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error)
 		return Result{}, err
 	}
 	callerRef := s.schema.CallerRef(s.client, inc.Counter, callerDocID(caller))
-	// A second attempt follows a commit refused because the counter this call meant to create exists,
-	// or was deleted under its cached shard count, or a shard that must exist is missing.
+	// A second attempt follows a refused commit (counter created or deleted meanwhile).
 	for attempt := 0; ; attempt++ {
 		w, err := s.planShard(ctx, inc.Counter, inc.Delta, s.clock.Now(), attempt > 0, false)
 		if err != nil {
@@ -86,8 +81,7 @@ func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *fires
 			return Result{}, err
 		}
 	}
-	// A total written before the counter's current epoch began (a Reset, or a Delete and a new
-	// counter) is 0: the counter document's read orders this against both.
+	// A total written before the current epoch began is 0.
 	counterSnap, err := tx.Get(s.schema.CounterRef(s.client, inc.Counter))
 	if err != nil && status.Code(err) != codes.NotFound {
 		return Result{}, err
@@ -135,8 +129,7 @@ func callerTotal(snap *firestore.DocumentSnapshot) (int64, error) {
 	return total, nil
 }
 
-// callerDocID is the document ID of a caller's total: a hash, so any caller string is a valid ID and
-// the document does not reveal it.
+// callerDocID is a hash of caller: any caller is a valid ID, and the ID does not reveal it.
 func callerDocID(caller string) string {
 	sum := sha256.Sum256([]byte(caller))
 	return hex.EncodeToString(sum[:])

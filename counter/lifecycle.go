@@ -12,12 +12,9 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Delete removes counter id's counter document, every shard document, its member fences (so no
-// member increment planned before can apply) and its roll-up in one transaction; its member
-// documents and per-caller totals no longer count and are left to PurgeMembers. It fails with
-// ErrNotFound when there is no counter document. An increment racing it is
-// ordered wholly before it (and deleted) or after it: the counter then comes back holding exactly the
-// increments acknowledged after the delete (see Restore), and callers' totals start from 0.
+// Delete removes counter id's document, shards, member fences and roll-up in one transaction,
+// leaving members and per-caller totals to PurgeMembers; ErrNotFound without a counter document.
+// A racing increment is ordered wholly before it or after it (see Restore).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		locked, err := s.lockCounter(tx, id)
@@ -45,12 +42,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Reset sets every shard's count of counter id to 0 and removes its window buckets (their writes
-// stay) and starts a new member epoch (distinct members and per-caller totals count afresh; the old
-// epoch's fences are replaced by the new one's; shared.FieldMembersSince says when it began, for
-// PurgeMembers) in one transaction, stamps the counter's touched_minute when a count changed (so the sweep
-// sees it), and returns the value it discarded; it fails with ErrNotFound when there is no counter
-// document. An increment racing it is ordered wholly before it (discarded) or after it (counted).
+// Reset zeroes counter id's shards and window buckets and starts a new member epoch in one
+// transaction, returning the value discarded; ErrNotFound without a counter document. A racing
+// increment is ordered wholly before it (discarded) or after it (counted).
 func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err error) {
 	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		discarded = 0
@@ -81,8 +75,7 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 		if err := s.dropFences(tx, locked.counter); err != nil {
 			return err
 		}
-		// A new member epoch: distinct members counted before count again, and commits planned in
-		// the old one fail on its fences.
+		// A new member epoch: old members count again; old plans fail on its fences.
 		random := rand.Text()
 		if locked.counter.Data()[shared.FieldDistinct] == true {
 			shape, err := s.ShapeOf(locked.counter)
@@ -112,9 +105,8 @@ type lockedCounter struct {
 	shards  []*firestore.DocumentSnapshot
 }
 
-// lockCounter reads counter id's document and every shard document within tx, so the transaction's
-// writes are ordered against every increment (a limited one reads the counter document too);
-// ErrNotFound when the counter document is missing.
+// lockCounter reads counter id's document and shards in tx, ordering its writes against every
+// increment; ErrNotFound when the counter document is missing.
 func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var locked lockedCounter
@@ -130,8 +122,7 @@ func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter
 	return locked, nil
 }
 
-// Restore creates counter id's counter document with the default shard count if it is missing; the
-// roll-up calls it for shards found without one (increments acknowledged after a Delete).
+// Restore creates counter id's missing counter document, for shards written after a Delete.
 func (s *Store) Restore(ctx context.Context, id string) error {
 	_, err := s.schema.CounterRef(s.client, id).Create(ctx, newCounterFields(s.defaultNumShards, shared.UnixMinute(s.clock.Now())))
 	if err != nil && status.Code(err) != codes.AlreadyExists {

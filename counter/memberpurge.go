@@ -12,23 +12,15 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// MaxMembersPerPurge bounds the member documents one PurgeMembers call reads and deletes in each
-// member collection (one commit each).
+// MaxMembersPerPurge bounds the documents one PurgeMembers call deletes per collection.
 const MaxMembersPerPurge = 500
 
-// clockSkew bounds how far an instance's clock (a member document's created_at) may run ahead of
-// Firestore's (its creation time): PurgeMembers queries that much past the epoch's start.
+// clockSkew bounds how far an instance's clock may run ahead of Firestore's.
 const clockSkew = time.Minute
 
-// PurgeMembers deletes member documents and per-caller totals of counter id that no longer count:
-// those of an epoch before the current one (its last Reset, or its creation; epochStart), or all of
-// them when the counter does not exist. A member document is of its epoch when created (a commit
-// that creates one also updates a fence of that epoch, which exists only once the epoch has begun);
-// a per-caller total when last written (IncrementLimited reads the counter document in its
-// transaction, and a delete is preconditioned on the update time it read). A call reads and deletes
-// at most MaxMembersPerPurge documents in each collection (shared.MembersCollection,
-// shared.LegacyMembersCollection, shared.CallersCollection), oldest first; more says that documents
-// may be left: call it again until more is false. Reset and Delete leave the old documents to it.
+// PurgeMembers deletes up to MaxMembersPerPurge member documents and per-caller totals per
+// collection of counter id from epochs before the current one (all, when the counter is gone),
+// oldest first; call it again while more is true.
 func (s *Store) PurgeMembers(ctx context.Context, id string) (deleted int, more bool, err error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	snap, err := counterRef.Get(ctx)
@@ -51,9 +43,8 @@ func (s *Store) PurgeMembers(ctx context.Context, id string) (deleted int, more 
 	return deleted, more, nil
 }
 
-// epochStart is when the current member epoch of counter document snap began, on Firestore's clock:
-// its last Reset's shared.FieldMembersSince, else its creation; its read time when it does not exist
-// (every earlier document is of a gone counter).
+// epochStart is when snap's member epoch began: its last Reset, else its creation, else (no
+// counter) the read time.
 func epochStart(snap *firestore.DocumentSnapshot) time.Time {
 	if !snap.Exists() {
 		return snap.ReadTime
@@ -65,17 +56,14 @@ func epochStart(snap *firestore.DocumentSnapshot) time.Time {
 	return since
 }
 
-// purgeable is a collection PurgeMembers purges: the field its documents' epoch is queried by, and
-// whether a document belongs to the epoch of its last write (per-caller totals, rewritten in place)
-// rather than of its creation.
+// purgeable is a collection PurgeMembers purges; byUpdate: a document's epoch is its last write's.
 type purgeable struct {
 	collection, field string
 	byUpdate          bool
 }
 
-// purgePage deletes, in one commit, the documents of p that are of an epoch before since among the
-// oldest MaxMembersPerPurge by p's field; full says the page was full and deleted some, so more may
-// be left.
+// purgePage deletes in one commit p's documents older than since among its oldest page; full says
+// more may be left.
 func (s *Store) purgePage(ctx context.Context, members *firestore.CollectionRef, p purgeable, since time.Time) (deleted int, full bool, err error) {
 	page, err := members.Where(p.field, "<", since.Add(clockSkew)).
 		OrderBy(p.field, firestore.Asc).Limit(MaxMembersPerPurge).Documents(ctx).GetAll()
@@ -86,8 +74,7 @@ func (s *Store) purgePage(ctx context.Context, members *firestore.CollectionRef,
 	return deleted, len(page) == MaxMembersPerPurge && deleted > 0, err
 }
 
-// deleteStale deletes, in one commit, the documents of page that are of an epoch before since; one
-// of p.byUpdate rewritten since it was read (a per-caller total of the new epoch) is kept.
+// deleteStale deletes page's documents older than since, keeping any rewritten since read.
 func (s *Store) deleteStale(ctx context.Context, page []*firestore.DocumentSnapshot, p purgeable, since time.Time) (deleted int, err error) {
 	batch := s.client.BulkWriter(ctx)
 	var jobs []*firestore.BulkWriterJob
