@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/shared"
 )
 
 // scripted is a server that answers the nth request with answers[n] (the last one repeated) and
@@ -41,7 +42,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	n := len(s.received)
-	s.received = append(s.received, received{at: time.Now(), method: r.Method, url: r.URL.String(), key: r.Header.Get(shared.HeaderIdempotencyKey), body: string(body)})
+	s.received = append(s.received, received{at: time.Now(), method: r.Method, url: r.URL.String(), key: r.Header.Get(wire.HeaderIdempotencyKey), body: string(body)})
 	a := s.answers[min(n, len(s.answers)-1)]
 	s.mu.Unlock()
 	for k, v := range a.header {
@@ -172,7 +173,7 @@ func TestLostAnswerIsResentWithTheSameKey(t *testing.T) {
 	var keys []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		keys = append(keys, r.Header.Get(shared.HeaderIdempotencyKey))
+		keys = append(keys, r.Header.Get(wire.HeaderIdempotencyKey))
 		first := len(keys) == 1
 		mu.Unlock()
 		if first { // the connection ends before the answer: the client cannot know

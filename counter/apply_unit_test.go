@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // TestApplyRefusesARequestOfNoOneKindBeforeWriting: a request that mixes kinds, or gives a kind a
@@ -19,10 +19,10 @@ func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 		"change and limit":     {Counter: "c", Delta: 1, Caller: "user:ann", Limit: 1, Change: change},
 		"member with At":       {Counter: "c", Member: "ann", At: time.Unix(1, 0)},
 		"limited with At":      {Counter: "c", Delta: 1, Caller: "user:ann", Limit: 1, At: time.Unix(1, 0)},
-		"batch without a key":  {Batch: []shared.Increment{{Counter: "c", Delta: 1}}},
-		"batch and a counter":  {Counter: "c", Key: key, Batch: []shared.Increment{{Counter: "c", Delta: 1}}},
-		"batch of a member":    {Key: key, Member: "ann", Batch: []shared.Increment{{Counter: "c", Delta: 1}}},
-		"empty batch":          {Key: key, Batch: []shared.Increment{}},
+		"batch without a key":  {Batch: []wire.Increment{{Counter: "c", Delta: 1}}},
+		"batch and a counter":  {Counter: "c", Key: key, Batch: []wire.Increment{{Counter: "c", Delta: 1}}},
+		"batch of a member":    {Key: key, Member: "ann", Batch: []wire.Increment{{Counter: "c", Delta: 1}}},
+		"empty batch":          {Key: key, Batch: []wire.Increment{}},
 		"caller without limit": {Counter: "c", Delta: 1, Caller: "user:ann"},
 		"member of delta 2":    {Counter: "c", Delta: 2, Member: "ann"},
 		"keyed change":         {Counter: "c", Delta: 1, Key: key, Change: change},

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,7 +18,7 @@ import (
 // incrementLimited adds r's increment only while r.Caller's total on the counter stays within
 // [0, r.Limit], in one transaction with the total (and the key's record); it bypasses group commit.
 func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error) {
-	inc, caller, limit, key := shared.Increment{Counter: r.Counter, Delta: r.Delta}, r.Caller, r.Limit, r.Key
+	inc, caller, limit, key := wire.Increment{Counter: r.Counter, Delta: r.Delta}, r.Caller, r.Limit, r.Key
 	if caller == "" || limit < 1 {
 		return Result{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
 	}
@@ -24,7 +26,7 @@ func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error)
 		return Result{}, notApplied(ErrClosed)
 	}
 	defer s.life.Leave()
-	fingerprint, err := fingerprintOf([]shared.Increment{inc})
+	fingerprint, err := fingerprintOf([]wire.Increment{inc})
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,7 +64,7 @@ func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error)
 
 // limitedInTransaction is one attempt of incrementLimited's transaction: reads first, then writes.
 func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
-	inc shared.Increment, key *Key, fingerprint string, w shardWrite) (Result, error) {
+	inc wire.Increment, key *Key, fingerprint string, w shardWrite) (Result, error) {
 	if key != nil {
 		snap, err := tx.Get(s.dedupeRecordRef(*key))
 		if err == nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
@@ -19,7 +21,7 @@ import (
 func TestApplyOnceScopesKeysByCaller(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	incs := []shared.Increment{{Counter: "a", Delta: 1}}
+	incs := []wire.Increment{{Counter: "a", Delta: 1}}
 	for _, caller := range []string{"alice", "bob", ""} {
 		out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: "k"}, Batch: incs})
 		if err != nil || out.Duplicate {
@@ -34,7 +36,7 @@ func TestApplyOnceScopesKeysByCaller(t *testing.T) {
 	if _, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "bob", ID: "k2"}, Batch: incs}); err != nil {
 		t.Fatal(err)
 	}
-	other := []shared.Increment{{Counter: "a", Delta: 5}}
+	other := []wire.Increment{{Counter: "a", Delta: 5}}
 	if out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k2"}, Batch: other}); err != nil || out.Duplicate {
 		t.Fatalf("alice's first use of k2 = %+v, %v; want applied, not bob's answer", out, err)
 	}
@@ -106,7 +108,7 @@ func TestIncrementLimitedConcurrentLikesOfOneUserCountOnce(t *testing.T) {
 func TestIncrementLimitedKeyedRetryAnswersAsTheFirstTime(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	like := shared.Increment{Counter: "photo", Delta: 1}
+	like := wire.Increment{Counter: "photo", Delta: 1}
 	k1 := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-1"}
 	k2 := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-2"}
 	if out, err := s.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k1}); err != nil || !out.Counted || out.Duplicate {
@@ -161,7 +163,7 @@ func TestLimitedDuplicateLeavesTheStampDue(t *testing.T) {
 	a, client := newStore(t)
 	ctx := context.Background()
 	key := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-1"}
-	like := shared.Increment{Counter: "post", Delta: 1}
+	like := wire.Increment{Counter: "post", Delta: 1}
 	if out, err := a.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: key}); err != nil || !out.Counted {
 		t.Fatalf("first like = %+v, %v; want counted", out, err)
 	}
@@ -190,7 +192,7 @@ func TestLimitedDuplicateLeavesTheStampDue(t *testing.T) {
 // transaction began sent nothing, so it is answered "not applied" (safe to retry), not "unknown".
 func TestLimitedIncrementThatNeverReachedFirestoreIsNotApplied(t *testing.T) {
 	s, _ := newStore(t)
-	like := shared.Increment{Counter: "reel", Delta: 1}
+	like := wire.Increment{Counter: "reel", Delta: 1}
 	if _, err := s.Apply(context.Background(), counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1}); err != nil {
 		t.Fatal(err) // the counter's shard count and stamp are now cached: no read before the transaction
 	}

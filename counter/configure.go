@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/shared"
@@ -12,7 +14,7 @@ import (
 
 // Settings is what an operator asks of a counter; zero fields are not set. No shard fields keep the
 // shape (new: DefaultNumShards, adaptive); NumShards alone pins; MinShards/MaxShards make it adaptive
-// (unset: DefaultNumShards and shared.MaxNumShards), NumShards then the start, within them. Windows,
+// (unset: DefaultNumShards and wire.MaxNumShards), NumShards then the start, within them. Windows,
 // Distinct and Group ("": none), when not nil, replace theirs for increments planned later (other
 // Stores: within ShardCountCacheTTL); what was counted stays.
 type Settings struct {
@@ -55,7 +57,7 @@ func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, 
 		if existed {
 			return cur, nil
 		}
-		return Shape{NumShards: defaultNumShards, MinShards: defaultNumShards, MaxShards: shared.MaxNumShards}, nil
+		return Shape{NumShards: defaultNumShards, MinShards: defaultNumShards, MaxShards: wire.MaxNumShards}, nil
 	}
 	if st.MinShards == 0 && st.MaxShards == 0 {
 		return Shape{NumShards: st.NumShards, MinShards: st.NumShards, MaxShards: st.NumShards}, nil
@@ -65,14 +67,14 @@ func (st Settings) shape(cur Shape, existed bool, defaultNumShards int) (Shape, 
 		next.MinShards = min(defaultNumShards, next.MaxShards)
 	}
 	if next.MaxShards == 0 {
-		next.MaxShards = shared.MaxNumShards
+		next.MaxShards = wire.MaxNumShards
 	}
 	if next.MinShards > next.MaxShards {
-		return Shape{}, &shared.FieldError{Field: "min_shards", Message: fmt.Sprintf("min_shards %d exceeds max_shards %d", next.MinShards, next.MaxShards)}
+		return Shape{}, &wire.FieldError{Field: "min_shards", Message: fmt.Sprintf("min_shards %d exceeds max_shards %d", next.MinShards, next.MaxShards)}
 	}
 	switch {
 	case st.NumShards != 0 && next.Clamp(st.NumShards) != st.NumShards:
-		return Shape{}, &shared.FieldError{Field: "num_shards", Message: fmt.Sprintf("num_shards %d is outside min_shards %d .. max_shards %d", st.NumShards, next.MinShards, next.MaxShards)}
+		return Shape{}, &wire.FieldError{Field: "num_shards", Message: fmt.Sprintf("num_shards %d is outside min_shards %d .. max_shards %d", st.NumShards, next.MinShards, next.MaxShards)}
 	case st.NumShards != 0:
 		next.NumShards = st.NumShards
 	case existed:
@@ -97,13 +99,13 @@ type Configuration struct {
 // never changes the value or buckets, even while increments arrive.
 func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
 	if st.Group != nil && *st.Group != "" {
-		if err := shared.ValidateGroup(*st.Group); err != nil {
+		if err := wire.ValidateGroup(*st.Group); err != nil {
 			return Configuration{}, err
 		}
 	}
 	for _, w := range st.Windows {
 		if !ValidWindow(w) {
-			return Configuration{}, &shared.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %v", w, Windows)}
+			return Configuration{}, &wire.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %v", w, Windows)}
 		}
 	}
 	if st.Windows != nil {

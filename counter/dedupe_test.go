@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
@@ -58,7 +60,7 @@ func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourceHTTP, ID: "order-42"}
-	incs := []shared.Increment{{Counter: "likes", Delta: 5}}
+	incs := []wire.Increment{{Counter: "likes", Delta: 5}}
 	first, err := s.Apply(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil || first.Duplicate || len(first.Applied) != 1 {
 		t.Fatalf("first ApplyOnce = %+v, %v", first, err)
@@ -113,7 +115,7 @@ func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
 func TestApplyOnceScopesKeysBySource(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	incs := []shared.Increment{{Counter: "a", Delta: 1}}
+	incs := []wire.Increment{{Counter: "a", Delta: 1}}
 	for _, src := range []counter.Source{counter.SourcePubSub, counter.SourceHTTP} {
 		if out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: src, ID: "7"}, Batch: incs}); err != nil || out.Duplicate {
 			t.Fatalf("%s key 7 = %+v, %v; want applied", src, out, err)
@@ -130,7 +132,7 @@ func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
 	if _, err := s.Configure(ctx, "one-shard", counter.Settings{NumShards: 1}); err != nil {
 		t.Fatal(err)
 	}
-	incs := []shared.Increment{{Counter: "one-shard", Delta: 2}, {Counter: "b", Delta: 3}, {Counter: "one-shard", Delta: -1}, {Counter: "b", Delta: 4}}
+	incs := []wire.Increment{{Counter: "one-shard", Delta: 2}, {Counter: "b", Delta: 3}, {Counter: "one-shard", Delta: -1}, {Counter: "b", Delta: 4}}
 	out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "batch"}, Batch: incs})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +160,7 @@ func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			outs[i], errs[i] = s.Apply(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m1"}, Batch: []shared.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}}})
+			outs[i], errs[i] = s.Apply(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m1"}, Batch: []wire.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}}})
 		})
 	}
 	wg.Wait()

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardcount/counters/shared/clock"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/shared"
@@ -204,7 +206,7 @@ func (d documents) dedupeRecordOp(dw dedupeWrite, writeID string, now time.Time)
 }
 
 // recordNow is c's now as created_at stores it (UTC, microseconds).
-func recordNow(c shared.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
+func recordNow(c clock.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // dedupeRecordData is a dedupe record as read back.
 type dedupeRecordData struct {

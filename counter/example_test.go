@@ -7,6 +7,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
@@ -54,7 +56,7 @@ func ExampleStore_Apply_keyed() {
 	ctx := context.Background()
 	var store *counter.Store // from counter.NewStore
 	key := counter.Key{Source: counter.SourceHTTP, ID: "request-7f3a"}
-	incs := []shared.Increment{{Counter: "likes-post-42", Delta: 1}, {Counter: "likes-total", Delta: 1}}
+	incs := []wire.Increment{{Counter: "likes-post-42", Delta: 1}, {Counter: "likes-total", Delta: 1}}
 	// Sending the same key again, however often, applies the increments once.
 	out, err := store.Apply(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil {

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/clock"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // Fakes for the fast unit tests of the write path: a clock the test moves, a commit function the test
@@ -130,7 +131,7 @@ func (c writeCall) answer(err error) {
 }
 
 func unkeyed(id string, delta int64) request {
-	return request{incs: []shared.Increment{{Counter: id, Delta: delta}}}
+	return request{incs: []wire.Increment{{Counter: id, Delta: delta}}}
 }
 
 func keyed(id string, delta int64, key string) request {
@@ -184,11 +185,11 @@ func (f *fakePlans) fence(context.Context, *commitPlan) error {
 func newFakeStore(plans planStore) *Store {
 	s := &Store{
 		documents:   documents{defaultNumShards: 10},
-		shardCounts: newShardCountCache(time.Hour, shared.SystemClock{}),
+		shardCounts: newShardCountCache(time.Hour, clock.System{}),
 		pickShard:   func(string, int) int { return 7 },
 		plans:       plans,
-		clock:       shared.SystemClock{},
-		touches:     newTouchStamps(shared.SystemClock{}),
+		clock:       clock.System{},
+		touches:     newTouchStamps(clock.System{}),
 	}
 	s.shardCounts.put("c", writeConfig{numShards: 10})
 	return s

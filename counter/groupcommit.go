@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/clock"
 )
 
 // maxGroupSize bounds the requests in one batch.
@@ -22,7 +22,7 @@ type commitFunc func(ctx context.Context, batch []request) []reply
 // groupCommitter commits each counter's concurrent requests as one batch at most once per interval.
 type groupCommitter struct {
 	interval time.Duration
-	clock    shared.Clock
+	clock    clock.Clock
 	commit   commitFunc
 
 	mu     sync.Mutex
@@ -44,7 +44,7 @@ type queued struct {
 	done chan reply
 }
 
-func newGroupCommitter(interval time.Duration, c shared.Clock, commit commitFunc) *groupCommitter {
+func newGroupCommitter(interval time.Duration, c clock.Clock, commit commitFunc) *groupCommitter {
 	return &groupCommitter{interval: interval, clock: c, commit: commit, groups: make(map[string]*counterGroup), flushing: make(chan struct{})}
 }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // Request is one increment for Apply: a change, a member, a limited increment, or deltas.
@@ -14,7 +14,7 @@ type Request struct {
 	Counter string
 	Delta   int64 // 0 or 1 for a member
 	// Batch, with Key instead of Counter and Delta, is applied all or nothing.
-	Batch []shared.Increment
+	Batch []wire.Increment
 	Key   *Key // at most once; not with Change
 	// At picks the window buckets of deltas or a change (zero: commit time).
 	At     time.Time
@@ -73,14 +73,14 @@ func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
 }
 
 // increments is r's Counter and Delta.
-func (r Request) increments() []shared.Increment {
-	return []shared.Increment{{Counter: r.Counter, Delta: r.Delta}}
+func (r Request) increments() []wire.Increment {
+	return []wire.Increment{{Counter: r.Counter, Delta: r.Delta}}
 }
 
 // applyOnce applies incs at most once per key; ErrDeltaOverflow when a sum overflows.
-func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []shared.Increment) (Result, error) {
-	if len(incs) == 0 || len(incs) > shared.MaxBatchIncrements {
-		return Result{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), shared.MaxBatchIncrements)
+func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
+	if len(incs) == 0 || len(incs) > wire.MaxBatchIncrements {
+		return Result{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), wire.MaxBatchIncrements)
 	}
 	fingerprint, err := fingerprintOf(incs)
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []sha
 
 // request is one caller's increments, one per counter.
 type request struct {
-	incs        []shared.Increment
+	incs        []wire.Increment
 	key         *Key // nil: unkeyed
 	fingerprint string
 	at          time.Time
@@ -130,9 +130,9 @@ func (s *Store) submit(ctx context.Context, req request) reply {
 }
 
 // mergeByCounter sums each counter's deltas in first-appearance order; ErrDeltaOverflow.
-func mergeByCounter(incs []shared.Increment) ([]shared.Increment, error) {
+func mergeByCounter(incs []wire.Increment) ([]wire.Increment, error) {
 	index := make(map[string]int, len(incs))
-	var merged []shared.Increment
+	var merged []wire.Increment
 	for _, inc := range incs {
 		if i, ok := index[inc.Counter]; ok {
 			sum, ok := addDeltas(merged[i].Delta, inc.Delta)

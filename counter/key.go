@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // Source scopes idempotency keys.
@@ -41,7 +41,7 @@ func (k Key) recordID() string {
 }
 
 // fingerprintOf is a hash of incs, telling a retry from a reused key.
-func fingerprintOf(incs []shared.Increment) (string, error) {
+func fingerprintOf(incs []wire.Increment) (string, error) {
 	b, err := json.Marshal(incs)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint increments: %w", err)

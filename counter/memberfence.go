@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,7 +33,7 @@ func (s *Store) dropFences(tx *firestore.Transaction, snap *firestore.DocumentSn
 		return nil
 	}
 	epoch := membersEpoch(snap)
-	for n := range shared.MaxNumShards {
+	for n := range wire.MaxNumShards {
 		if err := tx.Delete(s.fenceRef(snap.Ref.ID, epoch, n)); err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // TestGroupBatchStopsBeforeItsSumWouldOverflow: requests of one counter whose deltas together pass
@@ -36,7 +36,7 @@ func TestWriteWhoseSumWouldOverflowIsRefusedBeforeAnythingIsWritten(t *testing.T
 	if !errors.Is(r.err, ErrDeltaOverflow) || !errors.Is(r.err, ErrNotApplied) {
 		t.Errorf("batch summing past int64: %v; want ErrDeltaOverflow, not applied", r.err)
 	}
-	incs := []shared.Increment{{Counter: "c", Delta: math.MinInt64}, {Counter: "c", Delta: -1}}
+	incs := []wire.Increment{{Counter: "c", Delta: math.MinInt64}, {Counter: "c", Delta: -1}}
 	if _, err := s.Apply(context.Background(), Request{Key: &Key{Source: SourceHTTP, ID: "k"}, Batch: incs}); !errors.Is(err, ErrDeltaOverflow) || !errors.Is(err, ErrNotApplied) {
 		t.Errorf("keyed request summing past int64: %v; want ErrDeltaOverflow, not applied", err)
 	}

@@ -3,6 +3,8 @@ package counter
 import (
 	"fmt"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/shared"
@@ -32,7 +34,7 @@ func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
 	if err != nil {
 		return Shape{}, err
 	}
-	hi, err := shardCountField(snap.Ref.ID, data, shared.FieldMaxShards, shared.MaxNumShards)
+	hi, err := shardCountField(snap.Ref.ID, data, shared.FieldMaxShards, wire.MaxNumShards)
 	if err != nil {
 		return Shape{}, err
 	}
@@ -49,9 +51,9 @@ func shardCountField(id string, data map[string]any, field string, def int) (int
 		return def, nil
 	}
 	n, isInt := v.(int64)
-	if !isInt || n < shared.MinNumShards || n > shared.MaxNumShards {
+	if !isInt || n < wire.MinNumShards || n > wire.MaxNumShards {
 		return 0, fmt.Errorf("%w: counter %q: %s is %v, want an integer from %d to %d",
-			ErrUncountable, id, field, v, shared.MinNumShards, shared.MaxNumShards)
+			ErrUncountable, id, field, v, wire.MinNumShards, wire.MaxNumShards)
 	}
 	return int(n), nil
 }

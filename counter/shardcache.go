@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/clock"
 )
 
 // maxCachedCounters bounds each per-counter map of a Store.
@@ -24,7 +24,7 @@ func evictFor[V any](m map[string]V, id string) {
 // shardCountCache holds counters' writeConfig for a TTL.
 type shardCountCache struct {
 	ttl   time.Duration
-	clock shared.Clock
+	clock clock.Clock
 
 	mu      sync.Mutex
 	entries map[string]shardCountEntry
@@ -45,7 +45,7 @@ type writeConfig struct {
 	source        bool // a collection counter
 }
 
-func newShardCountCache(ttl time.Duration, clock shared.Clock) *shardCountCache {
+func newShardCountCache(ttl time.Duration, clock clock.Clock) *shardCountCache {
 	return &shardCountCache{ttl: ttl, clock: clock, entries: make(map[string]shardCountEntry)}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/shardcount/counters/shared/clock"
+
 	"cloud.google.com/go/firestore"
 	"golang.org/x/sync/singleflight"
 
@@ -18,7 +20,7 @@ var ErrNotFound = errors.New("counter not found")
 // Store reads and writes sharded counters in one database; safe for concurrent use.
 type Store struct {
 	documents
-	clock           shared.Clock
+	clock           clock.Clock
 	shardCounts     *shardCountCache
 	requireExisting bool
 	hourBucketsKept time.Duration
@@ -46,12 +48,12 @@ type Options struct {
 	// its Delete, fail with ErrNotFound.
 	RequireExisting bool
 	HourBucketsKept time.Duration // zero keeps hour buckets forever
-	Clock           shared.Clock  // nil: the system clock
+	Clock           clock.Clock   // nil: the system clock
 }
 
 // NewStore returns a Store over client with the collections named by schema.
 func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Store {
-	var clock shared.Clock = shared.SystemClock{}
+	var clock clock.Clock = clock.System{}
 	if opts.Clock != nil {
 		clock = opts.Clock
 	}

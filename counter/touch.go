@@ -5,20 +5,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardcount/counters/shared/clock"
+
 	"github.com/shardcount/counters/shared"
 )
 
 // touchStamps lets writes stamp touched_minute at most once a minute per counter (a random offset:
 // up to a minute early, never late).
 type touchStamps struct {
-	clock  shared.Clock
+	clock  clock.Clock
 	offset time.Duration
 
 	mu   sync.Mutex
 	last map[string]int64
 }
 
-func newTouchStamps(clock shared.Clock) *touchStamps {
+func newTouchStamps(clock clock.Clock) *touchStamps {
 	return &touchStamps{clock: clock, offset: rand.N(time.Minute), last: make(map[string]int64)}
 }
 

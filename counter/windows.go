@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -132,7 +134,7 @@ type WindowValue struct {
 }
 
 // WindowValue reads counter id's count in bucket label of window w; "" is the current bucket,
-// which needs w among its windows (*shared.FieldError). ErrNotFound for a missing counter.
+// which needs w among its windows (*wire.FieldError). ErrNotFound for a missing counter.
 func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -144,7 +146,7 @@ func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowVal
 	v := WindowValue{Windows: windowsOf(snap.Data()), BucketCount: BucketCount{Bucket: label}}
 	if label == "" {
 		if !slices.Contains(v.Windows, w) {
-			return WindowValue{}, &shared.FieldError{Field: "window", Message: fmt.Sprintf(
+			return WindowValue{}, &wire.FieldError{Field: "window", Message: fmt.Sprintf(
 				"counter %q does not count by %s (its windows: %v); add it with ConfigureCounter's windows, or ask for a past bucket", id, w, v.Windows)}
 		}
 		v.Bucket = Bucket(w, s.clock.Now())

@@ -11,6 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardcount/counters/shared/carrier"
+	"github.com/shardcount/counters/shared/clock"
+
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -92,8 +95,8 @@ type Folder struct {
 	client   *firestore.Client
 	interval time.Duration
 	targets  Targets
-	clock    shared.Clock
-	carry    *shared.Carrier
+	clock    clock.Clock
+	carry    *carrier.Carrier
 
 	mu        sync.Mutex
 	pending   map[string]*run // run not yet reading shards
@@ -112,8 +115,8 @@ type Folder struct {
 // NewFolder returns a Folder of the documents targets declare, writing each at most once per
 // interval.
 func NewFolder(client *firestore.Client, interval time.Duration, targets Targets) *Folder {
-	clock := shared.SystemClock{}
-	return &Folder{client: client, interval: interval, targets: targets, maxWait: MaxWait, clock: clock, carry: &shared.Carrier{Clock: clock},
+	clock := clock.System{}
+	return &Folder{client: client, interval: interval, targets: targets, maxWait: MaxWait, clock: clock, carry: &carrier.Carrier{Clock: clock},
 		pending: map[string]*run{}, latest: map[string]*run{}, lastWrite: map[string]time.Time{}, seen: map[string]time.Time{},
 		checking: map[string]*existsCheck{}}
 }
@@ -169,7 +172,7 @@ func (f *Folder) Fold(ctx context.Context, doc string) (Result, error) {
 
 // Notify ensures a fold of doc that reads its shards after the call, retried on transient failures,
 // and calls done with its outcome, possibly after returning. carried: this call waited for the
-// Folder's folds (see shared.Carrier).
+// Folder's folds (see carrier.Carrier).
 func (f *Folder) Notify(ctx context.Context, doc string, done func(Result, error)) (carried bool, err error) {
 	return f.carry.Carry(ctx, func(ctx context.Context) {
 		done(f.foldRetrying(ctx, doc))
@@ -187,7 +190,7 @@ func (f *Folder) foldRetrying(ctx context.Context, doc string) (Result, error) {
 		if err == nil || !shared.IsRetryable(err) || f.clock.Now().Add(backoff).After(deadline) {
 			return total, err
 		}
-		if shared.SleepUntil(ctx, f.clock, f.clock.Now().Add(backoff)) != nil {
+		if clock.SleepUntil(ctx, f.clock, f.clock.Now().Add(backoff)) != nil {
 			return total, err
 		}
 		backoff = min(2*backoff, 8*time.Second)
@@ -313,7 +316,7 @@ func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 		f.mu.Lock()
 		next := f.lastWrite[doc].Add(f.interval)
 		f.mu.Unlock()
-		if err := shared.SleepUntil(ctx, f.clock, next); err != nil {
+		if err := clock.SleepUntil(ctx, f.clock, next); err != nil {
 			r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
 			return
 		}
@@ -329,7 +332,7 @@ func (f *Folder) run(ctx context.Context, doc string, r *run, previous *run) {
 			if !round.young.IsZero() {
 				waitedFor = round.young
 			}
-			if err := shared.SleepUntil(ctx, f.clock, f.clock.Now().Add(wait)); err != nil {
+			if err := clock.SleepUntil(ctx, f.clock, f.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("fold shards of %q: %w", doc, err)
 				return
 			}

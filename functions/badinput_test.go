@@ -4,16 +4,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // TestBadRequestsChangeNothing sends requests that must be refused and asserts, for each, the status,
 // the field the error names, and that no document at all was written.
 func TestBadRequestsChangeNothing(t *testing.T) {
 	const jsonType = "application/json"
-	long := strings.Repeat("x", shared.MaxCounterIDBytes+1)
+	long := strings.Repeat("x", wire.MaxCounterIDBytes+1)
 	cases := []struct {
 		name        string
 		method      string

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
@@ -98,7 +100,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	}
 	if r.Method == http.MethodDelete {
 		// Not held to COUNTER_ID_PATTERN: counters made before the pattern must stay deletable.
-		id, err := counterParam(r, shared.ValidateCounterID)
+		id, err := counterParam(r, wire.ValidateCounterID)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -119,12 +121,12 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err := decodeJSONBody(w, r, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := shared.ValidateCounterID(req.Counter); err != nil {
+	if err := wire.ValidateCounterID(req.Counter); err != nil {
 		return 0, nil, err
 	}
 	if req.PurgeMembers { // not held to COUNTER_ID_PATTERN: it follows resets and deletes
 		if req.Reset || req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
-			return 0, nil, &shared.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
+			return 0, nil, &wire.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
 		}
 		deleted, more, err := s.counters.PurgeMembers(r.Context(), req.Counter)
 		if err != nil {
@@ -134,7 +136,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	}
 	if req.Reset { // not held to COUNTER_ID_PATTERN either: it creates nothing
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
-			return 0, nil, &shared.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
+			return 0, nil, &wire.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
 		}
 		discarded, err := s.counters.Reset(r.Context(), req.Counter)
 		if err != nil {
@@ -167,13 +169,13 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 // settings validates the fields of a configuration request.
 func (req configureRequest) settings() (counter.Settings, error) {
 	if req.NumShards == nil && req.MinShards == nil && req.MaxShards == nil && req.Windows == nil && req.Distinct == nil && req.Group == nil {
-		return counter.Settings{}, &shared.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, windows, distinct, group, or reset)"}
+		return counter.Settings{}, &wire.FieldError{Field: "num_shards", Message: "num_shards is required (or min_shards/max_shards for an adaptive count, windows, distinct, group, or reset)"}
 	}
 	st := counter.Settings{Distinct: req.Distinct, Group: req.Group}
 	if req.Windows != nil {
 		for _, w := range *req.Windows {
 			if !counter.ValidWindow(w) {
-				return counter.Settings{}, &shared.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %q", w, counter.Windows)}
+				return counter.Settings{}, &wire.FieldError{Field: "windows", Message: fmt.Sprintf("unknown window %q; windows are %q", w, counter.Windows)}
 			}
 		}
 		st.Windows = append([]string{}, *req.Windows...)
@@ -186,9 +188,9 @@ func (req configureRequest) settings() (counter.Settings, error) {
 		if f.v == nil {
 			continue
 		}
-		if shared.ValidateNumShards(*f.v) != nil {
-			return counter.Settings{}, &shared.FieldError{Field: f.name,
-				Message: fmt.Sprintf("%s must be an integer from %d to %d", f.name, shared.MinNumShards, shared.MaxNumShards)}
+		if wire.ValidateNumShards(*f.v) != nil {
+			return counter.Settings{}, &wire.FieldError{Field: f.name,
+				Message: fmt.Sprintf("%s must be an integer from %d to %d", f.name, wire.MinNumShards, wire.MaxNumShards)}
 		}
 		*f.dst = int(*f.v)
 	}

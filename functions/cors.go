@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // The CORS protocol's headers (the Fetch standard).
@@ -22,7 +22,7 @@ const (
 )
 
 // corsRequestHeaders are the request headers the API reads, which pages may send.
-var corsRequestHeaders = strings.Join([]string{"Content-Type", headerAuthorization, shared.HeaderIdempotencyKey, headerAppCheck}, ", ")
+var corsRequestHeaders = strings.Join([]string{"Content-Type", headerAuthorization, wire.HeaderIdempotencyKey, headerAppCheck}, ", ")
 
 // corsExposedHeaders are the answer headers beyond the CORS-safelisted ones that clients act on.
 var corsExposedHeaders = strings.Join([]string{"Retry-After", "WWW-Authenticate", headerReplayed}, ", ")

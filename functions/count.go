@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
@@ -88,7 +90,7 @@ func (s *Service) windowCount(r *http.Request, id string) (int, any, error) {
 		return 0, nil, err
 	}
 	if !counter.ValidWindow(window) {
-		return 0, nil, &shared.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q", window, counter.Windows)}
+		return 0, nil, &wire.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q", window, counter.Windows)}
 	}
 	var bucket string
 	if r.URL.Query().Has("bucket") {
@@ -96,7 +98,7 @@ func (s *Service) windowCount(r *http.Request, id string) (int, any, error) {
 			return 0, nil, err
 		}
 		if !counter.ValidBucket(window, bucket) {
-			return 0, nil, &shared.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
+			return 0, nil, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
 		}
 	}
 	v, err := s.counters.WindowValue(r.Context(), id, window, bucket)
@@ -110,7 +112,7 @@ func (s *Service) windowCount(r *http.Request, id string) (int, any, error) {
 func oneParam(r *http.Request, name string) (string, error) {
 	vs := r.URL.Query()[name]
 	if len(vs) != 1 {
-		return "", &shared.FieldError{Field: name, Message: fmt.Sprintf("give exactly one %s query parameter, got %d", name, len(vs))}
+		return "", &wire.FieldError{Field: name, Message: fmt.Sprintf("give exactly one %s query parameter, got %d", name, len(vs))}
 	}
 	return vs[0], nil
 }

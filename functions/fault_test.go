@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // faultClients is what the clients of TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged saw.
@@ -36,7 +37,7 @@ func post(srv *testServer, id, key string) int {
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/Increment", strings.NewReader(fmt.Sprintf(`{"counter":%q}`, id)))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
-		req.Header.Set(shared.HeaderIdempotencyKey, key)
+		req.Header.Set(wire.HeaderIdempotencyKey, key)
 	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/eventhttp"
@@ -99,7 +101,7 @@ func FuzzIncrement(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/Increment", bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
 		if key != "" {
-			r.Header.Set(shared.HeaderIdempotencyKey, key)
+			r.Header.Set(wire.HeaderIdempotencyKey, key)
 		}
 		z.serve(t, z.svc.Increment, r, refusedWith4xx(t))
 	})
@@ -147,7 +149,7 @@ func FuzzCount(f *testing.F) {
 func pushEnvelope(data []byte, key, messageID string) []byte {
 	attrs := map[string]string{}
 	if key != "" {
-		attrs[shared.AttributeIdempotencyKey] = key
+		attrs[wire.AttributeIdempotencyKey] = key
 	}
 	body, _ := json.Marshal(map[string]any{
 		"message":      map[string]any{"data": base64.StdEncoding.EncodeToString(data), "attributes": attrs, "messageId": messageID},

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/shared/wire"
 )
 
@@ -65,9 +64,9 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	case errors.As(err, &tooLarge):
 		return &requestError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", maxBodyBytes)}
 	case err != nil:
-		return &shared.FieldError{Message: "the body could not be read: " + err.Error()}
+		return &wire.FieldError{Message: "the body could not be read: " + err.Error()}
 	}
-	return shared.DecodeJSONObject(body, dst, "the body")
+	return wire.DecodeJSONObject(body, dst, "the body")
 }
 
 // writeJSON answers with status and v as JSON, with its Content-Length, so that the answer is

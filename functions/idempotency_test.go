@@ -8,9 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // postKeyed sends an Increment request with the given Idempotency-Key headers.
@@ -22,7 +23,7 @@ func (s *testServer) postKeyed(t testing.TB, body string, keys ...string) answer
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for _, k := range keys {
-		req.Header.Add(shared.HeaderIdempotencyKey, k)
+		req.Header.Add(wire.HeaderIdempotencyKey, k)
 	}
 	resp, err := s.Client().Do(req)
 	if err != nil {
@@ -66,7 +67,7 @@ func TestIncrementIdempotencyKeyReusedForAnotherIncrementIs422(t *testing.T) {
 	for _, body := range []string{`{"counter":"likes","delta":2}`, `{"counter":"views"}`} {
 		a := srv.postKeyed(t, body, "k1")
 		msg, _ := a.body["error"].(string)
-		if a.status != http.StatusUnprocessableEntity || a.body["field"] != shared.HeaderIdempotencyKey ||
+		if a.status != http.StatusUnprocessableEntity || a.body["field"] != wire.HeaderIdempotencyKey ||
 			!bytesContains(msg, "already used", "new key") {
 			t.Errorf("%s with a spent key: %d %s; want 422", body, a.status, a.raw)
 		}
@@ -113,7 +114,7 @@ func TestIncrementBadIdempotencyKeysChangeNothing(t *testing.T) {
 	srv := newTestServer(t, config.Default())
 	cases := map[string][]string{
 		"empty key":         {""},
-		"key over 1 KiB":    {strings.Repeat("k", shared.MaxIdempotencyKeyBytes+1)},
+		"key over 1 KiB":    {strings.Repeat("k", wire.MaxIdempotencyKeyBytes+1)},
 		"key not UTF-8":     {"caf\xe9"},
 		"two keys":          {"a", "b"},
 		"two equal keys":    {"a", "a"},
@@ -123,16 +124,16 @@ func TestIncrementBadIdempotencyKeysChangeNothing(t *testing.T) {
 	for name, keys := range cases {
 		t.Run(name, func(t *testing.T) {
 			a := srv.postKeyed(t, `{"counter":"a"}`, keys...)
-			if a.status != http.StatusBadRequest || a.body["field"] != shared.HeaderIdempotencyKey {
-				t.Errorf("%d %s, want 400 naming %s", a.status, a.raw, shared.HeaderIdempotencyKey)
+			if a.status != http.StatusBadRequest || a.body["field"] != wire.HeaderIdempotencyKey {
+				t.Errorf("%d %s, want 400 naming %s", a.status, a.raw, wire.HeaderIdempotencyKey)
 			}
 		})
 	}
 	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
 		t.Errorf("bad keys wrote %v", paths)
 	}
-	longest := strings.Repeat("k", shared.MaxIdempotencyKeyBytes)
+	longest := strings.Repeat("k", wire.MaxIdempotencyKeyBytes)
 	if a := srv.postKeyed(t, `{"counter":"a"}`, longest); a.status != http.StatusOK {
-		t.Errorf("a key of exactly %d bytes: %d %s", shared.MaxIdempotencyKeyBytes, a.status, a.raw)
+		t.Errorf("a key of exactly %d bytes: %d %s", wire.MaxIdempotencyKeyBytes, a.status, a.raw)
 	}
 }

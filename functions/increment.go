@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
-	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/shared/wire"
 )
 
@@ -65,7 +64,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 	if err := s.checkCounterID(req.Counter); err != nil {
 		return incrementResult{}, err
 	}
-	if err := shared.ValidateDelta(req.Delta, s.cfg.MaxDelta); err != nil {
+	if err := wire.ValidateDelta(req.Delta, s.cfg.MaxDelta); err != nil {
 		return incrementResult{}, err
 	}
 	key, keyed, err := idempotencyKey(r)
@@ -99,11 +98,11 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 func memberOf(member, caller string, delta *int64, maxBytes int) (string, error) {
 	switch {
 	case delta != nil && *delta != 1:
-		return "", &shared.FieldError{Field: "delta", Message: "a member is counted once: leave delta out (or send 1)"}
+		return "", &wire.FieldError{Field: "delta", Message: "a member is counted once: leave delta out (or send 1)"}
 	case !callerauth.IsUser(caller):
-		return member, shared.ValidateMember(member, maxBytes)
+		return member, wire.ValidateMember(member, maxBytes)
 	case member != caller && "user:"+member != caller:
-		return "", &shared.FieldError{Field: "member", Message: "with ID tokens the member is the signed-in user: leave member out (or send your user ID)"}
+		return "", &wire.FieldError{Field: "member", Message: "with ID tokens the member is the signed-in user: leave member out (or send your user ID)"}
 	}
 	return caller, nil
 }
@@ -139,15 +138,15 @@ func (s *Service) apply(r *http.Request, req counter.Request, received time.Time
 
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
 func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
-	values := r.Header.Values(shared.HeaderIdempotencyKey)
+	values := r.Header.Values(wire.HeaderIdempotencyKey)
 	switch len(values) {
 	case 0:
 		return "", false, nil
 	case 1:
-		return values[0], true, shared.ValidateIdempotencyKey(values[0], shared.HeaderIdempotencyKey)
+		return values[0], true, wire.ValidateIdempotencyKey(values[0], wire.HeaderIdempotencyKey)
 	}
-	return "", false, &shared.FieldError{Field: shared.HeaderIdempotencyKey,
-		Message: fmt.Sprintf("send one %s header, got %d", shared.HeaderIdempotencyKey, len(values))}
+	return "", false, &wire.FieldError{Field: wire.HeaderIdempotencyKey,
+		Message: fmt.Sprintf("send one %s header, got %d", wire.HeaderIdempotencyKey, len(values))}
 }
 
 // keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on
@@ -155,8 +154,8 @@ func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
 func keyReusedError(first string) error {
 	return &requestError{
 		status: http.StatusUnprocessableEntity,
-		field:  shared.HeaderIdempotencyKey,
+		field:  wire.HeaderIdempotencyKey,
 		message: fmt.Sprintf("this %s was already used %s; nothing was changed; send a new key for a new increment",
-			shared.HeaderIdempotencyKey, first),
+			wire.HeaderIdempotencyKey, first),
 	}
 }

@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions/logtally"
 	"github.com/shardcount/counters/rollup"
-	"github.com/shardcount/counters/shared"
 )
 
 // Values of the "event" field of the log lines that the log-based metrics (LogMetrics) select. A
@@ -119,7 +120,7 @@ func (s *Service) countApplied(ctx context.Context, source string, res counter.R
 func refusalReason(err error) (string, bool) {
 	var (
 		reqErr   *requestError
-		fieldErr *shared.FieldError
+		fieldErr *wire.FieldError
 	)
 	switch {
 	case errors.As(err, &reqErr) && reqErr.reason != "":

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -43,7 +45,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	out, err := s.counters.Apply(ctx, counter.Request{Key: &key, At: cmp.Or(data.Message.PublishTime, e.Time()), Batch: incs})
 	switch {
 	case errors.Is(err, counter.ErrKeyReused):
-		return s.acknowledgePoison(ctx, msgID, &poisonError{field: shared.AttributeIdempotencyKey,
+		return s.acknowledgePoison(ctx, msgID, &poisonError{field: wire.AttributeIdempotencyKey,
 			reason: fmt.Sprintf("idempotency key %q was already used for other increments; these are not applied", key.ID)})
 	case errors.Is(err, counter.ErrNotFound):
 		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
@@ -72,18 +74,18 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 }
 
 // parseIncrementMessage validates a message: its dedupe key and its increments.
-func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Key, []shared.Increment, error) {
+func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Key, []wire.Increment, error) {
 	key := counter.Key{Source: counter.SourcePubSub, ID: data.Message.MessageID}
-	if k, ok := data.Message.Attributes[shared.AttributeIdempotencyKey]; ok {
-		if err := shared.ValidateIdempotencyKey(k, shared.AttributeIdempotencyKey); err != nil {
+	if k, ok := data.Message.Attributes[wire.AttributeIdempotencyKey]; ok {
+		if err := wire.ValidateIdempotencyKey(k, wire.AttributeIdempotencyKey); err != nil {
 			return key, nil, err
 		}
 		key.ID = k
 	}
 	if key.ID == "" {
-		return key, nil, &poisonError{reason: "the message has no message ID and no " + shared.AttributeIdempotencyKey + " attribute"}
+		return key, nil, &poisonError{reason: "the message has no message ID and no " + wire.AttributeIdempotencyKey + " attribute"}
 	}
-	incs, err := shared.ParseIncrementMessageOf(data.Message.Data, s.cfg.MaxDelta, s.checkCounterID)
+	incs, err := wire.ParseIncrementMessageOf(data.Message.Data, s.cfg.MaxDelta, s.checkCounterID)
 	return key, incs, err
 }
 
@@ -92,7 +94,7 @@ func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Ke
 func (s *Service) acknowledgePoison(ctx context.Context, msgID string, err error) error {
 	reason, field := err.Error(), ""
 	var (
-		fieldErr  *shared.FieldError
+		fieldErr  *wire.FieldError
 		poisonErr *poisonError
 	)
 	switch {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
 	"github.com/shardcount/counters/functions"
@@ -97,7 +99,7 @@ func TestPubSubBurstSharesShardWritesAndCountsOnce(t *testing.T) {
 		m := pubsubMessage{name: "good", data: fmt.Appendf(nil, `{"counter":%q,"delta":%d}`, counterID(i), delta)}
 		expected[counterID(i)] += delta
 		if !plain && i%10 == 0 {
-			m.attrs = map[string]string{shared.AttributeIdempotencyKey: fmt.Sprintf("%s-retried-%d", s.prefix, i)}
+			m.attrs = map[string]string{wire.AttributeIdempotencyKey: fmt.Sprintf("%s-retried-%d", s.prefix, i)}
 			msgs = append(msgs, m) // published twice, counted once
 		}
 		msgs = append(msgs, m)

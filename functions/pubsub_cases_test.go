@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // pubsubMessage is the data and attributes of one Pub/Sub message.
@@ -25,10 +25,10 @@ type pubsubMessage struct {
 func poisonMessages(prefix string) []pubsubMessage {
 	valid := func(n int) string { return fmt.Sprintf(`{"counter":"%s-poison-%d","delta":1}`, prefix, n) }
 	item := fmt.Sprintf(`{"counter":"%s-poison-batch","delta":1}`, prefix)
-	tooMany := "[" + strings.TrimSuffix(strings.Repeat(item+",", shared.MaxBatchIncrements+1), ",") + "]"
+	tooMany := "[" + strings.TrimSuffix(strings.Repeat(item+",", wire.MaxBatchIncrements+1), ",") + "]"
 	msg := func(name, data string) pubsubMessage { return pubsubMessage{name: name, data: []byte(data)} }
 	keyed := func(name, key string) pubsubMessage {
-		return pubsubMessage{name: name, data: []byte(valid(len(name))), attrs: map[string]string{shared.AttributeIdempotencyKey: key}}
+		return pubsubMessage{name: name, data: []byte(valid(len(name))), attrs: map[string]string{wire.AttributeIdempotencyKey: key}}
 	}
 	return []pubsubMessage{
 		msg("not JSON", `not json`),
@@ -46,7 +46,7 @@ func poisonMessages(prefix string) []pubsubMessage {
 		msg("counter with slash", fmt.Sprintf(`{"counter":"%s/x","delta":1}`, prefix)),
 		msg("counter is dot dot", `{"counter":"..","delta":1}`),
 		msg("reserved counter ID", `{"counter":"__`+prefix+`__","delta":1}`),
-		msg("counter over 1500 bytes", `{"counter":"`+prefix+strings.Repeat("x", shared.MaxCounterIDBytes)+`"}`),
+		msg("counter over 1500 bytes", `{"counter":"`+prefix+strings.Repeat("x", wire.MaxCounterIDBytes)+`"}`),
 		msg("delta zero", fmt.Sprintf(`{"counter":"%s-poison-5","delta":0}`, prefix)),
 		msg("delta is a string", fmt.Sprintf(`{"counter":"%s-poison-6","delta":"1"}`, prefix)),
 		msg("delta is a fraction", fmt.Sprintf(`{"counter":"%s-poison-7","delta":1.5}`, prefix)),
@@ -58,7 +58,7 @@ func poisonMessages(prefix string) []pubsubMessage {
 		msg("batch is not an array", `{"increments":`+item+`}`),
 		msg("single and batch at once", fmt.Sprintf(`{"counter":"%s-poison-11","increments":[%s]}`, prefix, item)),
 		keyed("empty idempotency_key", ""),
-		keyed("idempotency_key over 1 KiB", strings.Repeat("k", shared.MaxIdempotencyKeyBytes+1)),
+		keyed("idempotency_key over 1 KiB", strings.Repeat("k", wire.MaxIdempotencyKeyBytes+1)),
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -306,9 +308,9 @@ func TestPubSubEveryMessageDeliveredAtLeastTwiceCountsExactlyOnce(t *testing.T) 
 	msgs := make([]pubsubMessage, messages)
 	increments := 0
 	for i := range msgs {
-		incs := []shared.Increment{{Counter: counterID(i), Delta: int64(1 + i%7)}}
+		incs := []wire.Increment{{Counter: counterID(i), Delta: int64(1 + i%7)}}
 		if i%10 == 0 {
-			incs = append(incs, shared.Increment{Counter: counterID(i + 1), Delta: 2}, shared.Increment{Counter: counterID(i), Delta: -1})
+			incs = append(incs, wire.Increment{Counter: counterID(i + 1), Delta: 2}, wire.Increment{Counter: counterID(i), Delta: -1})
 		}
 		for _, inc := range incs {
 			expected[inc.Counter] += inc.Delta
@@ -380,13 +382,13 @@ func TestPubSubPublisherRetryWithTheSameKeyCountsOnce(t *testing.T) {
 	key := publisher.NewKey()
 	var ids []string
 	for range 3 {
-		id, err := p.Publish(context.Background(), key, shared.Increment{Counter: retried, Delta: 5})
+		id, err := p.Publish(context.Background(), key, wire.Increment{Counter: retried, Delta: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	if _, err := p.Publish(context.Background(), "", shared.Increment{Counter: plain, Delta: 2}); err != nil {
+	if _, err := p.Publish(context.Background(), "", wire.Increment{Counter: plain, Delta: 2}); err != nil {
 		t.Fatal(err)
 	}
 	duplicates := func() int {

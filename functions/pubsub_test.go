@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/shardcount/counters/functions/config"
@@ -78,7 +80,7 @@ func TestIncrementFromPubSubCountsEachMessageOnceHoweverOftenDelivered(t *testin
 
 func TestIncrementFromPubSubIdempotencyKeyOverridesTheMessageID(t *testing.T) {
 	srv := newTestServer(t, config.Default())
-	m := pubsubMessage{data: []byte(`{"counter":"orders","delta":7}`), attrs: map[string]string{shared.AttributeIdempotencyKey: "order-42"}}
+	m := pubsubMessage{data: []byte(`{"counter":"orders","delta":7}`), attrs: map[string]string{wire.AttributeIdempotencyKey: "order-42"}}
 	// A publisher that retries gets a new message ID each time; the key stays.
 	for _, id := range []string{"10", "11", "12"} {
 		if err := srv.deliver(t, id, m); err != nil {

@@ -84,17 +84,17 @@ func (s *Service) CountSources(set *sources.Set) {
 }
 
 // checkCounterID accepts a valid Firestore document ID that COUNTER_ID_PATTERN, if set, matches as a
-// whole; anything else is a *shared.FieldError of the field "counter". The error names the setting,
+// whole; anything else is a *wire.FieldError of the field "counter". The error names the setting,
 // never the pattern, which callers of a public Increment need not learn: a refusal by the pattern is
 // logged at DEBUG with the ID and the pattern, for the operator (DEBUG, so a flood of bad IDs cannot
 // flood the logs).
 func (s *Service) checkCounterID(id string) error {
-	if err := shared.ValidateCounterID(id); err != nil {
+	if err := wire.ValidateCounterID(id); err != nil {
 		return err
 	}
 	if s.ids != nil && !s.ids.MatchString(id) {
 		s.log.Debug("counter ID refused by COUNTER_ID_PATTERN", "counter", id, "pattern", s.cfg.CounterIDPattern)
-		return &shared.FieldError{Field: "counter",
+		return &wire.FieldError{Field: "counter",
 			Message: "counter ID is not one this deployment accepts: it does not match the deployment's COUNTER_ID_PATTERN (its operator sets which IDs are allowed)"}
 	}
 	return nil
@@ -128,7 +128,7 @@ const (
 func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		reqErr   *requestError
-		fieldErr *shared.FieldError
+		fieldErr *wire.FieldError
 	)
 	switch {
 	case errors.As(err, &reqErr):
@@ -158,7 +158,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		s.log.ErrorContext(r.Context(), "increment outcome unknown", "event", EventIncrementOutcomeUnknown, "error", err.Error(), "path", r.URL.Path)
 		writeJSON(w, http.StatusGatewayTimeout, errorBody{Outcome: outcomeUnknown,
 			Error: "the database did not confirm the increment and it may or may not have been applied; " +
-				"retry only with the same " + shared.HeaderIdempotencyKey + " header, which applies it at most once"})
+				"retry only with the same " + wire.HeaderIdempotencyKey + " header, which applies it at most once"})
 	case errors.Is(err, counter.ErrClosed) || shared.IsRetryable(err):
 		s.log.WarnContext(r.Context(), "transient failure", "error", err.Error(), "path", r.URL.Path)
 		retryAfter := setRetryAfter(w)
@@ -181,7 +181,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 func counterParam(r *http.Request, check func(id string) error) (string, error) {
 	ids := r.URL.Query()["counter"]
 	if len(ids) != 1 {
-		return "", &shared.FieldError{Field: "counter", Message: fmt.Sprintf("give exactly one counter query parameter, got %d", len(ids))}
+		return "", &wire.FieldError{Field: "counter", Message: fmt.Sprintf("give exactly one counter query parameter, got %d", len(ids))}
 	}
 	return ids[0], check(ids[0])
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/rollup"
 	"github.com/shardcount/counters/shared"
@@ -40,7 +42,7 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := shared.ValidateGroup(group); err != nil {
+	if err := wire.ValidateGroup(group); err != nil {
 		return 0, nil, err
 	}
 	q := r.URL.Query()
@@ -50,7 +52,7 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 			return 0, nil, err
 		}
 		if !counter.ValidWindow(window) {
-			return 0, nil, &shared.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q (leave it out for all time)", window, counter.Windows)}
+			return 0, nil, &wire.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q (leave it out for all time)", window, counter.Windows)}
 		}
 	}
 	if q.Has("bucket") {
@@ -58,7 +60,7 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 			return 0, nil, err
 		}
 		if !counter.ValidBucket(window, bucket) {
-			return 0, nil, &shared.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a UTC bucket label of window %q (hour 2026-11-23T18, day 2026-11-23, month 2026-11; none for all time)", bucket, window)}
+			return 0, nil, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a UTC bucket label of window %q (hour 2026-11-23T18, day 2026-11-23, month 2026-11; none for all time)", bucket, window)}
 		}
 	}
 	limit := defaultTopLimit
@@ -68,7 +70,7 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 			return 0, nil, err
 		}
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > rollup.MaxTop {
-			return 0, nil, &shared.FieldError{Field: "limit", Message: fmt.Sprintf("limit must be an integer from 1 to %d", rollup.MaxTop)}
+			return 0, nil, &wire.FieldError{Field: "limit", Message: fmt.Sprintf("limit must be an integer from 1 to %d", rollup.MaxTop)}
 		}
 	}
 	list, err := s.rollups.Top(r.Context(), group, window, bucket)

@@ -4,8 +4,9 @@ import (
 	"context"
 	"log"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/publisher"
-	"github.com/shardcount/counters/shared"
 )
 
 // A backend publishes a like for a post. The key is made once per logical increment, so that a
@@ -20,7 +21,7 @@ func Example() {
 
 	key := publisher.NewKey()
 	for attempt := 0; attempt < 3; attempt++ {
-		if _, err = p.Publish(ctx, key, shared.Increment{Counter: "post-42-likes", Delta: 1}); err == nil {
+		if _, err = p.Publish(ctx, key, wire.Increment{Counter: "post-42-likes", Delta: 1}); err == nil {
 			break
 		}
 	}
@@ -38,8 +39,8 @@ func ExamplePublisher_Publish_batch() {
 	}
 	defer p.Close()
 	_, err = p.Publish(ctx, publisher.NewKey(),
-		shared.Increment{Counter: "post-42-views", Delta: 1},
-		shared.Increment{Counter: "site-views", Delta: 1},
+		wire.Increment{Counter: "post-42-views", Delta: 1},
+		wire.Increment{Counter: "site-views", Delta: 1},
 	)
 	if err != nil {
 		log.Print(err)

@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"fmt"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/pubsub/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -33,9 +35,9 @@ func New(ctx context.Context, project, topic string, opts ...option.ClientOption
 	return &Publisher{client: client, pub: client.Publisher(topic)}, nil
 }
 
-// Publish publishes incs (up to shared.MaxBatchIncrements, all or nothing) with key (optional) and
+// Publish publishes incs (up to wire.MaxBatchIncrements, all or nothing) with key (optional) and
 // returns the message ID. Retry failures with the same key.
-func (p *Publisher) Publish(ctx context.Context, key string, incs ...shared.Increment) (messageID string, err error) {
+func (p *Publisher) Publish(ctx context.Context, key string, incs ...wire.Increment) (messageID string, err error) {
 	msg, err := Message(key, incs...)
 	if err != nil {
 		return "", err
@@ -54,22 +56,22 @@ func (p *Publisher) Close() error {
 }
 
 // Message is the validated message carrying incs and key.
-func Message(key string, incs ...shared.Increment) (*pubsub.Message, error) {
+func Message(key string, incs ...wire.Increment) (*pubsub.Message, error) {
 	for _, inc := range incs {
-		if err := shared.ValidateIncrement(inc, shared.MaxDeltaLimit); err != nil {
+		if err := wire.ValidateIncrement(inc, wire.MaxDeltaLimit); err != nil {
 			return nil, fmt.Errorf("increment %+v: %w", inc, err)
 		}
 	}
-	data, err := shared.EncodeIncrementMessage(incs)
+	data, err := wire.EncodeIncrementMessage(incs)
 	if err != nil {
 		return nil, err
 	}
 	msg := &pubsub.Message{Data: data}
 	if key != "" {
-		if err := shared.ValidateIdempotencyKey(key, shared.AttributeIdempotencyKey); err != nil {
+		if err := wire.ValidateIdempotencyKey(key, wire.AttributeIdempotencyKey); err != nil {
 			return nil, err
 		}
-		msg.Attributes = map[string]string{shared.AttributeIdempotencyKey: key}
+		msg.Attributes = map[string]string{wire.AttributeIdempotencyKey: key}
 	}
 	return msg, nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/shardcount/counters/shared/clock"
+
 	"github.com/shardcount/counters/shared"
 )
 
 // Notify starts a refresh of counter id covering changedAt (Firestore's clock); unless the caller
-// carries (shared.Carrier), it returns at once. A refresh failing after retries calls failed.
+// carries (carrier.Carrier), it returns at once. A refresh failing after retries calls failed.
 func (e *Engine) Notify(ctx context.Context, id string, changedAt time.Time, source string, failed func(error)) (carried bool, err error) {
 	return e.carry.Carry(ctx, func(ctx context.Context) {
 		e.refreshInBackground(ctx, id, changedAt, source, failed)
@@ -24,7 +26,7 @@ func (e *Engine) refreshInBackground(ctx context.Context, id string, changedAt t
 		if _, err = e.Refresh(ctx, id, changedAt, source); err == nil || !shared.IsRetryable(err) || e.clock.Now().Add(backoff).After(deadline) {
 			break
 		}
-		if shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(backoff)) != nil {
+		if clock.SleepUntil(ctx, e.clock, e.clock.Now().Add(backoff)) != nil {
 			break
 		}
 		backoff = min(2*backoff, 8*time.Second)

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardcount/counters/shared/carrier"
+	"github.com/shardcount/counters/shared/clock"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
@@ -38,7 +41,7 @@ const refreshTimeout = time.Minute
 // Engine keeps roll-ups fresh (see the package doc).
 type Engine struct {
 	store    backend
-	clock    shared.Clock
+	clock    clock.Clock
 	interval time.Duration
 	policy   ShardPolicy
 	sweeper  *firestoreBackend // nil in unit tests
@@ -46,7 +49,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	pending map[string]*refresh // undecided, per counter
-	carry   *shared.Carrier
+	carry   *carrier.Carrier
 
 	onWrite func(Written)
 }
@@ -66,14 +69,14 @@ func (e *Engine) OnWrite(f func(Written)) { e.onWrite = f }
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
 	fs := &firestoreBackend{client: client, schema: schema, counters: counters, interval: interval}
-	e := newEngine(fs, shared.SystemClock{}, interval)
+	e := newEngine(fs, clock.System{}, interval)
 	e.sweeper = fs
 	return e
 }
 
-func newEngine(store backend, clk shared.Clock, interval time.Duration) *Engine {
+func newEngine(store backend, clk clock.Clock, interval time.Duration) *Engine {
 	return &Engine{store: store, clock: clk, interval: interval, policy: DefaultShardPolicy, instance: crand.Text()[:10],
-		pending: make(map[string]*refresh), carry: &shared.Carrier{Clock: clk}}
+		pending: make(map[string]*refresh), carry: &carrier.Carrier{Clock: clk}}
 }
 
 // Outcome says what a refresh did.
@@ -203,7 +206,7 @@ func (e *Engine) run(ctx context.Context, id, source string, r *refresh, previou
 		}
 		if wait > 0 {
 			wait += e.deferral(v)
-			if err := shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(wait)); err != nil {
+			if err := clock.SleepUntil(ctx, e.clock, e.clock.Now().Add(wait)); err != nil {
 				r.err = fmt.Errorf("roll up counter %q: %w", id, err)
 				return
 			}
@@ -321,7 +324,7 @@ func (e *Engine) settle(ctx context.Context, r *refresh, v view) error {
 		if !e.clock.Now().Before(until) {
 			break
 		}
-		if err := shared.SleepUntil(ctx, e.clock, until); err != nil {
+		if err := clock.SleepUntil(ctx, e.clock, until); err != nil {
 			return err
 		}
 	}
@@ -332,7 +335,7 @@ func (e *Engine) settle(ctx context.Context, r *refresh, v view) error {
 	if spread := e.interval / 8; spread > 0 {
 		d += rand.N(spread)
 	}
-	return shared.SleepUntil(ctx, e.clock, e.clock.Now().Add(d))
+	return clock.SleepUntil(ctx, e.clock, e.clock.Now().Add(d))
 }
 
 // nextWriteAt is an interval after the later of v's roll-up computation and commit.

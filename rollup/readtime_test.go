@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/shared/clock"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/testenv"
-	"github.com/shardcount/counters/shared"
 )
 
 // These tests hold the roll-up to its contract on the Firestore emulator: its count is the counter's
@@ -68,7 +69,7 @@ func newRaceFixture(t *testing.T) *raceFixture {
 		}
 	}
 	f.backend = &racingBackend{firestoreBackend: &firestoreBackend{client: client, schema: schema, counters: counters, interval: 200 * time.Millisecond}}
-	f.engine = newEngine(f.backend, shared.SystemClock{}, 200*time.Millisecond)
+	f.engine = newEngine(f.backend, clock.System{}, 200*time.Millisecond)
 	return f
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardcount/counters/shared/clock"
+
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -105,7 +107,7 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 					return nil // ranks ours already
 				}
 				if wait := t.Add(b.interval).Sub(readAt); wait > 0 {
-					if err := shared.SleepUntil(ctx, shared.SystemClock{}, time.Now().Add(wait)); err != nil {
+					if err := clock.SleepUntil(ctx, clock.System{}, time.Now().Add(wait)); err != nil {
 						return err
 					}
 					continue

@@ -1,3 +1,4 @@
-// Package shared is what the other packages agree on: the schema, the increment message, input
-// validation, retryable errors. Not a supported import (see package counters).
+// Package shared is the Firestore schema the packages agree on (collections, fields, paths) and which
+// Firestore errors are retryable; shared/wire holds what callers send, shared/clock and
+// shared/carrier the engines' time. Not a supported import (see package counters).
 package shared

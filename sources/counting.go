@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc/codes"
@@ -59,7 +61,7 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 			continue
 		}
 		id := expand(d.Counter, bound)
-		if err := shared.ValidateCounterID(id); err != nil {
+		if err := wire.ValidateCounterID(id); err != nil {
 			c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", w.Path, "counter", id, "error", err.Error())
 			t.Unmatched++
 			continue

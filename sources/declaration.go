@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
@@ -163,7 +165,7 @@ func (d *Declaration) checkSettings() error {
 		n    int
 	}{{"num_shards", d.NumShards}, {"min_shards", d.MinShards}, {"max_shards", d.MaxShards}} {
 		if f.n != 0 {
-			if err := shared.ValidateNumShards(int64(f.n)); err != nil {
+			if err := wire.ValidateNumShards(int64(f.n)); err != nil {
 				return fmt.Errorf("%s: %w", f.name, err)
 			}
 		}
@@ -177,7 +179,7 @@ func (d *Declaration) checkSettings() error {
 		}
 	}
 	if d.Group != nil && *d.Group != "" {
-		if err := shared.ValidateGroup(*d.Group); err != nil {
+		if err := wire.ValidateGroup(*d.Group); err != nil {
 			return err
 		}
 	}

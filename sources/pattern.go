@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/shared"
 )
 
@@ -114,7 +116,7 @@ func (p pattern) checkTemplate(tmpl string) error {
 			return fmt.Errorf("%q must use {%s}: a counter counts the documents of one collection", tmpl, name)
 		}
 	}
-	if err := shared.ValidateCounterID(expand(tmpl, map[string]string{})); err != nil {
+	if err := wire.ValidateCounterID(expand(tmpl, map[string]string{})); err != nil {
 		return err
 	}
 	return nil

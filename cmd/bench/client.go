@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // outcome is how one increment ended for its client.
@@ -88,7 +88,7 @@ func (c *incrementClient) send(ctx context.Context, body []byte, key string) att
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
-		req.Header.Set(shared.HeaderIdempotencyKey, key)
+		req.Header.Set(wire.HeaderIdempotencyKey, key)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {

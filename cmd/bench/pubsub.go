@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/internal/loadreport"
 	"github.com/shardcount/counters/publisher"
 	"github.com/shardcount/counters/shared"
@@ -74,7 +76,7 @@ func publishLoad(ctx context.Context, o options, s *stack, ids []string, w *watc
 // probability republish it publishes the message once more after success. The outcome is applied
 // when Pub/Sub took the message, unknown when every attempt failed (one may have reached the topic).
 func publishOnce(ctx context.Context, pub *publisher.Publisher, key, counter string, republish float64, answer func(string)) (outcome, int) {
-	inc := shared.Increment{Counter: counter, Delta: 1}
+	inc := wire.Increment{Counter: counter, Delta: 1}
 	backoff := firstBackoff
 	for n := 1; ; n++ {
 		_, err := pub.Publish(ctx, key, inc)

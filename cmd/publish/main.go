@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/publisher"
 	"github.com/shardcount/counters/shared"
 )
@@ -104,19 +106,19 @@ func checkEmulator(host string) error {
 }
 
 // parseIncrements reads COUNTER[:DELTA] arguments; the delta follows the last colon.
-func parseIncrements(args []string) ([]shared.Increment, error) {
+func parseIncrements(args []string) ([]wire.Increment, error) {
 	if len(args) == 0 {
 		return nil, errors.New("give at least one COUNTER[:DELTA]")
 	}
-	incs := make([]shared.Increment, len(args))
+	incs := make([]wire.Increment, len(args))
 	for i, arg := range args {
-		inc := shared.Increment{Counter: arg, Delta: 1}
+		inc := wire.Increment{Counter: arg, Delta: 1}
 		if at := strings.LastIndex(arg, ":"); at >= 0 {
 			d, err := strconv.ParseInt(arg[at+1:], 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("%q: the delta after the last ':' must be an integer", arg)
 			}
-			inc = shared.Increment{Counter: arg[:at], Delta: d}
+			inc = wire.Increment{Counter: arg[:at], Delta: d}
 		}
 		incs[i] = inc
 	}

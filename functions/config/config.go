@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/shared"
 )
@@ -130,10 +132,10 @@ type Config struct {
 
 // namedBounds are the constants a min or max tag may name.
 var namedBounds = map[string]int64{
-	"MinNumShards":   shared.MinNumShards,
-	"MaxNumShards":   shared.MaxNumShards,
-	"MaxDeltaLimit":  shared.MaxDeltaLimit,
-	"MaxMemberBytes": shared.MaxMemberBytes,
+	"MinNumShards":   wire.MinNumShards,
+	"MaxNumShards":   wire.MaxNumShards,
+	"MaxDeltaLimit":  wire.MaxDeltaLimit,
+	"MaxMemberBytes": wire.MaxMemberBytes,
 }
 
 // Schema names the collections of c.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcount/counters/shared/wire"
+
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/shardcount/counters/extshards"
@@ -46,7 +48,7 @@ var stringChecks = map[string]struct {
 	check   func(string) error
 }{
 	"collection": {"a Firestore collection ID, unlike the other collections", func(v string) error {
-		if err := shared.ValidateCounterID(v); err != nil {
+		if err := wire.ValidateCounterID(v); err != nil {
 			return fmt.Errorf("not a valid collection ID: %w", err)
 		}
 		return nil
@@ -54,7 +56,7 @@ var stringChecks = map[string]struct {
 	// counterCollection is a collection that gets a TTL policy: the policy applies to every collection
 	// group of that ID in the database, an app's included, so the ID must say it is ours.
 	"counterCollection": {`a Firestore collection ID containing "counter" (it gets a TTL policy, which applies to every collection of that ID in the database), unlike the other collections`, func(v string) error {
-		if err := shared.ValidateCounterID(v); err != nil {
+		if err := wire.ValidateCounterID(v); err != nil {
 			return fmt.Errorf("not a valid collection ID: %w", err)
 		}
 		if !shared.OursByName(v) {

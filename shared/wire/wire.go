@@ -1,4 +1,5 @@
-// Package wire holds the HTTP API's headers and bodies (docs/api.md).
+// Package wire holds what callers send: the HTTP API's headers and bodies (docs/api.md), the
+// Pub/Sub increment message, and the rules their fields follow.
 package wire
 
 import "time"

@@ -1,4 +1,5 @@
-package shared
+// Package clock is the time source of the engines: the system clock in production, a fake in tests.
+package clock
 
 import (
 	"context"
@@ -11,14 +12,14 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// SystemClock is the wall clock.
-type SystemClock struct{}
+// System is the wall clock.
+type System struct{}
 
 // Now is time.Now.
-func (SystemClock) Now() time.Time { return time.Now() }
+func (System) Now() time.Time { return time.Now() }
 
 // After is time.After.
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (System) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // SleepUntil waits on c until t, or returns ctx's error.
 func SleepUntil(ctx context.Context, c Clock, t time.Time) error {

@@ -1,11 +1,9 @@
-package shared
+package wire
 
 import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
-
-	"github.com/shardcount/counters/shared/wire"
 )
 
 // Limits and names of keyed and batched increments.
@@ -16,7 +14,6 @@ const (
 	MaxIdempotencyKeyBytes = 1024
 	// AttributeIdempotencyKey, when set, is a message's dedupe key instead of its ID.
 	AttributeIdempotencyKey = "idempotency_key"
-	HeaderIdempotencyKey    = wire.HeaderIdempotencyKey
 )
 
 // Increment is one change of one counter; Delta is never 0.

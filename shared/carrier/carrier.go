@@ -1,10 +1,14 @@
-package shared
+// Package carrier keeps one event per instance in flight while the instance's background work runs
+// (Cloud Run throttles CPU outside requests); docs/design.md, "The roll-up engine".
+package carrier
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/shardcount/counters/shared/clock"
 )
 
 // MaxCarry is how long one event carries an instance's background work.
@@ -13,8 +17,8 @@ const MaxCarry = 20 * time.Second
 // Carrier runs background work for trigger events and keeps one event at a time, the carrier,
 // waiting for all of it, so the instance keeps its CPU. The zero value is ready.
 type Carrier struct {
-	// Clock is nil for SystemClock.
-	Clock Clock
+	// Clock is nil for clock.System.
+	Clock clock.Clock
 
 	mu          sync.Mutex
 	outstanding int
