@@ -27,8 +27,12 @@ const (
 	EventIncrementsRefused = "increments_refused"
 	// EventIncrementOutcomeUnknown: one ERROR line per 504.
 	EventIncrementOutcomeUnknown = "increment_outcome_unknown"
-	// EventRollupWritten: one line per roll-up written, with age_seconds (rollup.Written.Age) and source.
+	// EventRollupWritten: one line per source and minute per instance, with count (roll-ups written)
+	// and age_seconds_max (the largest rollup.Written.Age).
 	EventRollupWritten = "rollup_written"
+	// EventRollupCanary: one line per scheduled sweep, with outcome: canaryFresh when the trigger
+	// rolled up the canary counter's previous increment, canaryStale when not.
+	EventRollupCanary = "rollup_canary"
 	// EventRollupSweep: one line per scheduled sweep, with stale, written (fixed) and done.
 	EventRollupSweep = "rollup_sweep"
 	// EventFoldError: one ERROR line per extension fold that failed or shard left unfolded, with kind.
@@ -51,25 +55,27 @@ const (
 // refusalsInFull is how many token refusals per reason and minute an instance logs in full.
 const refusalsInFull = 5
 
-// newTallies returns the per-instance tallies of applied and refused increments.
-func newTallies(log *slog.Logger) (applied, refused *logtally.Tally) {
+// newTallies returns the per-instance tallies of applied and refused increments and of roll-ups written.
+func newTallies(log *slog.Logger) (applied, refused, written *logtally.Tally) {
 	applied = logtally.New(log, logtally.Options{Event: EventIncrementsApplied, LabelKey: "source", SumKey: "delta",
 		Summary: "increments applied"})
 	refused = logtally.New(log, logtally.Options{Event: EventIncrementsRefused, LabelKey: "reason",
 		Message: "increment refused", Summary: "increments refused", Full: refusalsInFull})
-	return applied, refused
+	written = logtally.New(log, logtally.Options{Event: EventRollupWritten, LabelKey: "source", MaxKey: "age_seconds_max",
+		Summary: "roll-ups written"})
+	return applied, refused, written
 }
 
 // flushTallies writes the tallies' summaries now (at shutdown).
 func (s *Service) flushTallies(ctx context.Context) {
 	s.applied.Flush(ctx)
 	s.refused.Flush(ctx)
+	s.written.Flush(ctx)
 }
 
-// logRollupWritten logs a roll-up the engine wrote, for the roll-up age metric.
+// logRollupWritten counts a roll-up the engine wrote, for the roll-up age metric.
 func (s *Service) logRollupWritten(w rollup.Written) {
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "roll-up written", slog.String("event", EventRollupWritten),
-		slog.String("counter", w.Counter), slog.String("source", w.Source), slog.Float64("age_seconds", w.Age.Seconds()))
+	s.written.Observe(context.Background(), w.Source, w.Age.Seconds())
 }
 
 // countedIncrement runs increment and counts its result: an applied increment, or a refusal by its

@@ -35,6 +35,7 @@ type Service struct {
 	log      *slog.Logger
 	applied  *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
 	refused  *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
+	written  *logtally.Tally      // roll-ups written, per source (EventRollupWritten)
 	callers  *callerauth.Verifier // nil: callers are not verified
 	ids      *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
 	origins  map[string]bool      // ALLOWED_ORIGINS
@@ -57,7 +58,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 	for _, o := range cfg.Origins() {
 		origins[o] = true
 	}
-	applied, refused := newTallies(log)
+	applied, refused, written := newTallies(log)
 	s := &Service{
 		origins:  origins,
 		cfg:      cfg,
@@ -68,6 +69,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		log:      log,
 		applied:  applied,
 		refused:  refused,
+		written:  written,
 		ids:      cfg.CounterIDs(),
 	}
 	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log)
