@@ -223,7 +223,7 @@ func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
 				"opt_in": optInSet, "function_settings": cty.MapValEmpty(cty.DynamicPseudoType),
 				"counters_collection": cty.StringVal("tally"), "public_increments": cty.False,
 			}),
-			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment, "source_functions": cty.EmptyObjectVal}),
+			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment, "source_functions": cty.EmptyObjectVal, "name_prefix": cty.StringVal("")}),
 		}}
 		v, diags := terraformLocal(t, "functions").Value(ctx)
 		if diags.HasErrors() {
