@@ -35,8 +35,7 @@ Usage: scripts/deploy.sh [options]
   --max-delivery-attempts N deliveries of an increment message before it is parked in the
                             dead-letter topic (5..100, default 10)
   --dead-letter-only        only park the increments that keep failing: attach the dead-letter topic
-                            to the subscription Eventarc made for increment-from-pubsub (what
-                            Terraform runs after it deploys the function)
+                            to the subscription Eventarc made for increment-from-pubsub
   --opt-in NAME             also deploy the opt-in function NAME (repeatable), e.g.
                             fold-extension-shards, which folds the firestore-counter extension's
                             shards (docs/migrate-from-firestore-counter.md)
