@@ -937,16 +937,12 @@ remove_monitoring() {
     --filter="userLabels.$ALERT_LABEL:*" --format='value(name)'
   lookup DASHBOARDS gcloud monitoring dashboards list --project="$PROJECT" \
     --filter="displayName='$DASHBOARD_TITLE'" --format='value(name)'
-  # Deleting the service deletes its SLOs.
-  if $DRY_RUN; then
-    google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE"
-  elif ! answer=$(google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE") && [[ $answer != *NOT_FOUND* ]]; then
-    die "deleting the SLO service failed: $answer"
-  fi
   if $DRY_RUN; then
     note "then, for each policy of POLICIES and each dashboard of DASHBOARDS:"
     run gcloud alpha monitoring policies delete POLICIES_NAME --project="$PROJECT" --quiet
     run gcloud monitoring dashboards delete DASHBOARDS_NAME --project="$PROJECT" --quiet
+    note "then the SLO service, with its SLOs:"
+    google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE"
     return
   fi
   for name in $POLICIES; do
@@ -955,6 +951,10 @@ remove_monitoring() {
   for name in $DASHBOARDS; do
     delete_if_present gcloud monitoring dashboards delete "$name" --project="$PROJECT" --quiet
   done
+  # Once no policy refers to its SLOs: deleting the service deletes them.
+  if ! answer=$(google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE") && [[ $answer != *NOT_FOUND* ]]; then
+    die "deleting the SLO service failed: $answer"
+  fi
 }
 
 # load_sources checks the counter sources declaration file as the functions will read it, with
