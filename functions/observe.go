@@ -32,8 +32,12 @@ const (
 	EventTokensUnverified = "tokens_unverified"
 	// EventIncrementOutcomeUnknown: one ERROR line per 504.
 	EventIncrementOutcomeUnknown = "increment_outcome_unknown"
-	// EventRollupWritten: one line per roll-up written, with age_seconds (rollup.Written.Age) and source.
+	// EventRollupWritten: one line per source and minute per instance, with count (roll-ups written)
+	// and age_seconds_max (the largest rollup.Written.Age).
 	EventRollupWritten = "rollup_written"
+	// EventRollupCanary: one line per scheduled sweep, with outcome: canaryFresh when the trigger
+	// rolled up the canary counter's previous increment, canaryStale when not.
+	EventRollupCanary = "rollup_canary"
 	// EventRollupSweep: one line per scheduled sweep, with stale, written (fixed) and done.
 	EventRollupSweep = "rollup_sweep"
 	// EventFoldError: one ERROR line per extension fold that failed or shard left unfolded, with kind.
@@ -56,15 +60,18 @@ const (
 // refusalsInFull is how many token refusals per reason and minute an instance logs in full.
 const refusalsInFull = 5
 
-// newTallies returns the per-instance tallies of applied and refused increments and of tokens not verified.
-func newTallies(log *slog.Logger) (applied, refused, unverified *logtally.Tally) {
+// newTallies returns the per-instance tallies of applied and refused increments, of tokens not
+// verified and of roll-ups written.
+func newTallies(log *slog.Logger) (applied, refused, unverified, written *logtally.Tally) {
 	applied = logtally.New(log, logtally.Options{Event: EventIncrementsApplied, LabelKey: "source", SumKey: "delta",
 		Summary: "increments applied"})
 	refused = logtally.New(log, logtally.Options{Event: EventIncrementsRefused, LabelKey: "reason",
 		Message: "increment refused", Summary: "increments refused", Full: refusalsInFull})
 	unverified = logtally.New(log, logtally.Options{Event: EventTokensUnverified, LabelKey: "kind",
 		Message: "caller's token could not be verified", Summary: "caller tokens not verified", Full: refusalsInFull})
-	return applied, refused, unverified
+	written = logtally.New(log, logtally.Options{Event: EventRollupWritten, LabelKey: "source", MaxKey: "age_seconds_max",
+		Summary: "roll-ups written"})
+	return applied, refused, unverified, written
 }
 
 // flushTallies writes the tallies' summaries now (at shutdown).
@@ -72,12 +79,12 @@ func (s *Service) flushTallies(ctx context.Context) {
 	s.applied.Flush(ctx)
 	s.refused.Flush(ctx)
 	s.unverified.Flush(ctx)
+	s.written.Flush(ctx)
 }
 
-// logRollupWritten logs a roll-up the engine wrote, for the roll-up age metric.
+// logRollupWritten counts a roll-up the engine wrote, for the roll-up age metric.
 func (s *Service) logRollupWritten(w rollup.Written) {
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "roll-up written", slog.String("event", EventRollupWritten),
-		slog.String("counter", w.Counter), slog.String("source", w.Source), slog.Float64("age_seconds", w.Age.Seconds()))
+	s.written.Observe(context.Background(), w.Source, w.Age.Seconds())
 }
 
 // countedIncrement runs increment, counts what the domain applied or the refusal by its reason,

@@ -51,8 +51,15 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 // RollupScheduled is the CloudEvent entry point for the Cloud Scheduler tick published to
 // counter-rollup-tick: the safety net that rolls up every counter changed since the previous tick
 // whose roll-up missed its trigger events; a tick that runs out of time saves its progress and the
-// next one resumes. The message content is ignored.
+// next one resumes. Around the sweep it checks and then increments the canary (CanaryCounter). The
+// message content is ignored.
 func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
+	s.checkCanary(ctx)
+	defer func() {
+		bumpCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), canaryTimeout)
+		defer cancel()
+		s.bumpCanary(bumpCtx)
+	}()
 	res, err := s.engine.Sweep(ctx, s.cfg.RollupSweepLookback)
 	attrs := []slog.Attr{slog.String("event", EventRollupSweep),
 		slog.Int("counters", res.Counters), slog.Int("reads", res.Reads), slog.Int("checked", res.Checked),

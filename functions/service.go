@@ -36,6 +36,7 @@ type Service struct {
 	applied    *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
 	refused    *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
 	unverified *logtally.Tally      // tokens the platform could not verify, per kind (EventTokensUnverified)
+	written    *logtally.Tally      // roll-ups written, per source (EventRollupWritten)
 	callers    *callerauth.Verifier // nil: callers are not verified
 	ids        *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
 	origins    map[string]bool      // ALLOWED_ORIGINS
@@ -59,7 +60,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 	for _, o := range cfg.Origins() {
 		origins[o] = true
 	}
-	applied, refused, unverified := newTallies(log)
+	applied, refused, unverified, written := newTallies(log)
 	s := &Service{
 		origins:    origins,
 		cfg:        cfg,
@@ -71,6 +72,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		applied:    applied,
 		refused:    refused,
 		unverified: unverified,
+		written:    written,
 		ids:        cfg.CounterIDs(),
 	}
 	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log)

@@ -2,7 +2,7 @@
 # Deploys the distributed counters into one Google Cloud project with gcloud: the Firestore database
 # settings (TTL, single-field indexes), the Pub/Sub topics, the Cloud Scheduler job, the service
 # accounts and their roles, and every function (2nd gen, one `gcloud functions deploy` per entry
-# point), and the log-based metrics, alert policies and dashboard of scripts/monitoring/. Every step
+# point), and the log-based metrics, SLOs, alert policies and dashboard of scripts/monitoring/. Every step
 # is idempotent: run it again to update. See docs/operations.md.
 #
 # What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
@@ -35,8 +35,7 @@ Usage: scripts/deploy.sh [options]
   --max-delivery-attempts N deliveries of an increment message before it is parked in the
                             dead-letter topic (5..100, default 10)
   --dead-letter-only        only park the increments that keep failing: attach the dead-letter topic
-                            to the subscription Eventarc made for increment-from-pubsub (what
-                            Terraform runs after it deploys the function)
+                            to the subscription Eventarc made for increment-from-pubsub
   --opt-in NAME             also deploy the opt-in function NAME (repeatable), e.g.
                             fold-extension-shards, which folds the firestore-counter extension's
                             shards (docs/migrate-from-firestore-counter.md)
@@ -52,10 +51,11 @@ Usage: scripts/deploy.sh [options]
                             collection names and --database the deploy had. It never deletes the
                             database, documents, or anything else of the project. With --dry-run,
                             print the commands (docs/existing-app.md, "Remove everything again")
-  --notification-channel CHANNEL
-                            send the alerts to CHANNEL, a notification channel's name
-                            (projects/P/notificationChannels/ID; repeatable; authoritative: an
-                            update removes channels no longer given)
+  --page-channel CHANNEL    send the alerts that page (outages, burning SLOs) to CHANNEL, a
+                            notification channel's name (projects/P/notificationChannels/ID;
+                            repeatable; authoritative: an update removes channels no longer given)
+  --ticket-channel CHANNEL  send the alerts that open a ticket (dead letters, unfinished sweeps,
+                            slow budget burn) to CHANNEL (as --page-channel)
   --alert-threshold KEY=VALUE
                             override an alert policy's threshold (repeatable; sweep_absent's is
                             whole minutes without a sweep, 2 to 1410); the keys, defaults and
@@ -110,7 +110,7 @@ SOURCE_NAMES=()
 declare -A SOURCE_BASE=()
 # COUNTER_SOURCES for the deployed functions: the declarations, inline (one line of JSON).
 SOURCES_PATH=
-NOTIFICATION_CHANNELS=()
+declare -A CHANNELS=([page]='' [ticket]='')
 declare -A ALERT_THRESHOLDS=()
 
 die() {
@@ -240,17 +240,20 @@ parse_flags() {
       [[ -r $REPLACE_RULES ]] || die "--replace-rules $REPLACE_RULES: cannot read it"
       ;;
     --remove) REMOVE=true ;;
-    --notification-channel)
-      NOTIFICATION_CHANNELS+=("${2:?--notification-channel needs a channel name}")
-      [[ $2 =~ ^projects/[^/]+/notificationChannels/[^/,]+$ ]] ||
-        die "--notification-channel $2: give the channel's name, projects/PROJECT/notificationChannels/ID (gcloud alpha monitoring channels list)"
+    --page-channel | --ticket-channel)
+      local class=${1#--} && class=${class%-channel}
+      [[ ${2:-} =~ ^projects/[^/]+/notificationChannels/[^/,]+$ ]] ||
+        die "$1 ${2:-}: give the channel's name, projects/PROJECT/notificationChannels/ID (gcloud alpha monitoring channels list)"
+      CHANNELS[$class]+=${CHANNELS[$class]:+,}$2
       shift
       ;;
     --alert-threshold)
       local alert=${2:?--alert-threshold needs KEY=VALUE}
-      [[ -r scripts/monitoring/policies/${alert%%=*}.json && ${alert%%=*} =~ ^[a-z_]+$ ]] ||
+      [[ -r scripts/monitoring/policies/${alert%%=*}.json && ${alert%%=*} =~ ^[a-z0-9_]+$ ]] ||
         die "--alert-threshold ${alert%%=*}: no such alert; known: $(alert_keys)"
       [[ ${alert#*=} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--alert-threshold $alert: the threshold must be a number"
+      absence_policy "scripts/monitoring/policies/${alert%%=*}.json" || [[ $(<"scripts/monitoring/policies/${alert%%=*}.json") == *'"thresholdValue":'* ]] ||
+        die "--alert-threshold ${alert%%=*}: it fires on every matching log entry and has no threshold"
       if absence_policy "scripts/monitoring/policies/${alert%%=*}.json" &&
         ! { [[ ${alert#*=} =~ ^[0-9]{1,4}$ ]] && ((10#${alert#*=} >= 2 && 10#${alert#*=} <= 1410)); }; then
         die "--alert-threshold $alert: ${alert%%=*} counts minutes without data: give a whole number of minutes from 2 to 1410 (23.5 hours), the metric-absence durations Cloud Monitoring takes"
@@ -628,12 +631,17 @@ json_string() {
   printf '"%s"' "$s"
 }
 
-# rules_api METHOD PATH [BODY_FILE] calls the Firebase Rules API (v1/PATH) with curl as gcloud's
+# rules_api METHOD PATH [BODY_FILE] calls the Firebase Rules API (v1/PATH), as google_api does.
+rules_api() {
+  google_api "https://firebaserules.googleapis.com/v1" "$@"
+}
+
+# google_api BASE METHOD PATH [BODY_FILE] calls the Google API at BASE/PATH with curl as gcloud's
 # account, prints the answer, and fails with it on an HTTP error. The access token goes to curl on
 # its standard input, never on a command line or in the output. A dry run prints the call, with
 # ACCESS_TOKEN standing for the token, and answers nothing.
-rules_api() {
-  local method=$1 url="https://firebaserules.googleapis.com/v1/$2" body=${3:-}
+google_api() {
+  local method=$2 url="$1/$3" body=${4:-}
   local args=(-sS --fail-with-body -X "$method" -H "x-goog-user-project: $PROJECT" -H "Content-Type: application/json")
   [[ -z $body ]] || args+=(--data-binary "@$body")
   if $DRY_RUN; then
@@ -810,11 +818,15 @@ remove_deployment() {
     "and the logs."
 }
 
-# The monitoring (docs/operations.md, "Monitoring"): the log-based metrics, alert policies and
-# dashboard of scripts/monitoring/, which `go generate ./...` writes from internal/manifest/monitoring.go. The
-# alert policies and the dashboard have names the API chooses: they are found by the policies' user
-# label counters_alert and by the dashboard's title.
+# The monitoring (docs/operations.md, "Monitoring"): the log-based metrics, SLO service and SLOs,
+# alert policies and dashboard of scripts/monitoring/, which `go generate ./...` writes from
+# internal/manifest/monitoring.go. The alert policies and the dashboard have names the API chooses:
+# they are found by the policies' user label counters_alert and by the dashboard's title. The
+# files name the project PROJECT_ID (manifest.ProjectPlaceholder).
 readonly ALERT_LABEL=counters_alert
+readonly NOTIFY_LABEL=counters_notify
+readonly SLO_SERVICE=counters
+readonly MONITORING_API=https://monitoring.googleapis.com/v3
 readonly DASHBOARD_TITLE='Distributed counters'
 
 # alert_keys prints the keys of the alert policies.
@@ -830,7 +842,8 @@ absence_policy() {
   [[ $(<"$1") == *'"conditionAbsent":'* ]]
 }
 
-# ensure_monitoring creates or updates every log-based metric, alert policy and the dashboard.
+# ensure_monitoring creates or updates every log-based metric, the SLOs, every alert policy and the
+# dashboard.
 ensure_monitoring() {
   local dir=$PWD/scripts/monitoring file name verb
   for file in "$dir"/metrics/*.json; do
@@ -839,24 +852,48 @@ ensure_monitoring() {
     missing gcloud logging metrics describe "$name" --project="$PROJECT" && verb=create
     run gcloud logging metrics "$verb" "$name" --project="$PROJECT" --config-from-file="$file"
   done
+  ensure_api_resource "projects/$PROJECT/services" "$SLO_SERVICE" serviceId "$dir/service.json"
+  for file in "$dir"/slos/*.json; do
+    ensure_api_resource "projects/$PROJECT/services/$SLO_SERVICE/serviceLevelObjectives" "$(basename "$file" .json)" \
+      serviceLevelObjectiveId "$file"
+  done
   for file in "$dir"/policies/*.json; do ensure_alert_policy "$file"; done
   ensure_dashboard "$dir/dashboard.json"
 }
 
+# ensure_api_resource PARENT ID ID_PARAMETER FILE replaces the Monitoring API resource PARENT/ID
+# with FILE's body (PATCH), or creates it when there is none (POST PARENT?ID_PARAMETER=ID).
+ensure_api_resource() {
+  local answer
+  if $DRY_RUN; then
+    google_api "$MONITORING_API" PATCH "$1/$2" "$4"
+    note "if that answers NOT_FOUND:"
+    google_api "$MONITORING_API" POST "$1?$3=$2" "$4"
+    return
+  fi
+  if ! answer=$(google_api "$MONITORING_API" PATCH "$1/$2" "$4"); then
+    [[ $answer == *NOT_FOUND* ]] || die "updating $1/$2 failed: $answer"
+    answer=$(google_api "$MONITORING_API" POST "$1?$3=$2" "$4") || die "creating $1/$2 failed: $answer"
+  fi
+}
+
 # ensure_alert_policy FILE creates the alert policy of FILE, or replaces the one with its key, with
-# the threshold of --alert-threshold if given and the --notification-channel channels.
+# the threshold of --alert-threshold if given, the project for PROJECT_ID, and the channels of its
+# class (--page-channel or --ticket-channel, by its label counters_notify).
 ensure_alert_policy() {
   local key policy POLICY channels
   key=$(basename "$1" .json)
   policy=$(<"$1") # one line
+  policy=${policy//projects\/PROJECT_ID\//projects\/$PROJECT\/}
   if [[ -n ${ALERT_THRESHOLDS[$key]:-} ]] && absence_policy "$1"; then
     [[ $policy =~ \"duration\":\ *\"[0-9]+s\" ]] || die "$1: no duration"
     policy=${policy/"${BASH_REMATCH[0]}"/\"duration\": \"$((10#${ALERT_THRESHOLDS[$key]} * 60))s\"}
   elif [[ -n ${ALERT_THRESHOLDS[$key]:-} ]]; then
     [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+ ]] || die "$1: no thresholdValue"
-    policy=${policy/"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]}}
+    policy=${policy//"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]}}
   fi
-  channels=$(IFS=,; printf '%s' "${NOTIFICATION_CHANNELS[*]}")
+  [[ $policy =~ \"$NOTIFY_LABEL\":\ *\"(page|ticket)\" ]] || die "$1: no $NOTIFY_LABEL label"
+  channels=${CHANNELS[${BASH_REMATCH[1]}]}
   lookup POLICY gcloud alpha monitoring policies list --project="$PROJECT" \
     --filter="userLabels.$ALERT_LABEL=$key" --format='value(name)'
   if $DRY_RUN || [[ -z $POLICY ]]; then
@@ -891,7 +928,7 @@ ensure_dashboard() {
 
 # remove_monitoring deletes what ensure_monitoring created.
 remove_monitoring() {
-  local file name POLICIES DASHBOARDS
+  local file name POLICIES DASHBOARDS answer
   for file in "$PWD"/scripts/monitoring/metrics/*.json; do
     name=$(basename "$file" .json)
     if present gcloud logging metrics describe "$name" --project="$PROJECT"; then
@@ -906,6 +943,8 @@ remove_monitoring() {
     note "then, for each policy of POLICIES and each dashboard of DASHBOARDS:"
     run gcloud alpha monitoring policies delete POLICIES_NAME --project="$PROJECT" --quiet
     run gcloud monitoring dashboards delete DASHBOARDS_NAME --project="$PROJECT" --quiet
+    note "then the SLO service, with its SLOs:"
+    google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE"
     return
   fi
   for name in $POLICIES; do
@@ -914,6 +953,10 @@ remove_monitoring() {
   for name in $DASHBOARDS; do
     delete_if_present gcloud monitoring dashboards delete "$name" --project="$PROJECT" --quiet
   done
+  # Once no policy refers to its SLOs: deleting the service deletes them.
+  if ! answer=$(google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE") && [[ $answer != *NOT_FOUND* ]]; then
+    die "deleting the SLO service failed: $answer"
+  fi
 }
 
 # load_sources checks the counter sources declaration file as the functions will read it, with

@@ -25,7 +25,7 @@ data "archive_file" "source" {
 
 resource "google_storage_bucket" "source" {
   project                     = var.project
-  name                        = "${var.project}-counters-source"
+  name                        = "${var.project}-${local.name_prefix}counters-source"
   location                    = var.region
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
@@ -70,8 +70,9 @@ resource "google_cloudfunctions2_function" "function" {
     all_traffic_on_latest_revision   = true
   }
 
+  # A function with a dead-letter topic is called by the push subscription of pubsub.tf instead.
   dynamic "event_trigger" {
-    for_each = each.value.event_type == null ? [] : [each.value]
+    for_each = each.value.event_type == null || each.value.dead_letter_topic != null ? [] : [each.value]
     content {
       event_type            = event_trigger.value.event_type
       trigger_region        = event_trigger.value.document == null ? var.region : local.database_location

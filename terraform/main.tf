@@ -5,6 +5,11 @@
 
 locals {
   database_location = var.database_location != "" ? var.database_location : var.region
+  # What the deployment names: functions, topics, subscriptions, the scheduler job, service
+  # accounts, the source bucket, the SLO service and dashboard with name_prefix; log-based metrics
+  # with it in snake case (PromQL names allow no "-").
+  name_prefix   = var.name_prefix
+  metric_prefix = replace(var.name_prefix, "-", "_")
 
   # Every deployed function by entry point (an opt-in one only when var.opt_in names it), and those
   # of the counter sources by name (sources.tf): its
@@ -14,6 +19,7 @@ locals {
     f,
     { for name, value in try(var.function_settings[entry_point], {}) : name => value if value != null },
     {
+      name     = "${local.name_prefix}${f.name}"
       document = f.document == null || f.document_from_root ? f.document : "${var.counters_collection}/${f.document}"
       public   = f.public_on_request && var.public_increments
     },
@@ -41,12 +47,12 @@ locals {
     "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
     "artifactregistry.googleapis.com", "eventarc.googleapis.com", "pubsub.googleapis.com",
     "cloudscheduler.googleapis.com", "firestore.googleapis.com", "firebaserules.googleapis.com",
-    "logging.googleapis.com", "iam.googleapis.com", "storage.googleapis.com",
+    "logging.googleapis.com", "iam.googleapis.com", "storage.googleapis.com", "monitoring.googleapis.com",
   ]
 }
 
 resource "google_project_service" "api" {
-  for_each           = toset(local.apis)
+  for_each           = var.enable_apis ? toset(local.apis) : toset([])
   project            = var.project
   service            = each.key
   disable_on_destroy = false
@@ -94,7 +100,7 @@ data "google_project" "project" {
 resource "google_service_account" "identity" {
   for_each     = local.identities
   project      = var.project
-  account_id   = each.value.account_id
+  account_id   = "${local.name_prefix}${each.value.account_id}"
   display_name = each.value.display_name
 }
 
@@ -116,7 +122,7 @@ resource "google_project_iam_member" "identity_role" {
 resource "google_pubsub_topic" "topic" {
   for_each = toset(local.deployment.topics)
   project  = var.project
-  name     = each.key
+  name     = "${local.name_prefix}${each.key}"
   labels   = { system = "distributed-counters" }
 
   depends_on = [google_project_service.api]
@@ -132,7 +138,7 @@ locals {
 resource "google_cloud_scheduler_job" "rollup_tick" {
   project   = var.project
   region    = var.region
-  name      = local.schedule.topic
+  name      = "${local.name_prefix}${local.schedule.topic}"
   schedule  = local.schedule.schedule
   time_zone = "Etc/UTC"
 

@@ -37,3 +37,18 @@ output "security_rules" {
     "A database of its own: replace_rules_with = \"../firestore.rules\".",
   ]) : "Replaced the database's whole ruleset with ${var.replace_rules_with}."
 }
+
+output "slos" {
+  description = "The SLOs, by ID: their resource names (select_slo_burn_rate takes them)."
+  value       = { for id, slo in google_monitoring_slo.counters : id => slo.name }
+}
+
+output "alert_policies" {
+  description = "The alert policies, by key (docs/operations.md, \"Monitoring\"): their resource names."
+  value       = { for key, p in google_monitoring_alert_policy.counters : key => p.name }
+}
+
+output "dashboard" {
+  description = "The dashboard's resource name."
+  value       = google_monitoring_dashboard.counters.id
+}

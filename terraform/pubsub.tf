@@ -1,45 +1,79 @@
-# Dead letters of the function with a dead-letter topic (increment-from-pubsub): a message that
-# failed var.max_delivery_attempts deliveries is parked in that topic, not retried for 7 days. A
-# topic keeps nothing by itself: this pull subscription, named after it, holds the parked messages
+# Dead letters of the function with a dead-letter topic (increment-from-pubsub): Pub/Sub pushes its
+# topic's messages to it through a subscription of this module (an Eventarc trigger's subscription
+# is Eventarc's, and takes no dead-letter policy from Terraform), so that a message that failed
+# var.max_delivery_attempts deliveries is parked in the dead-letter topic, not retried for 7 days.
+# A topic keeps nothing by itself: the pull subscription named after it holds the parked messages
 # for 7 days, to inspect and replay them (docs/operations.md, "Dead letters").
 locals {
-  dead_letter = one([for entry_point, f in local.functions : { entry_point = entry_point, topic = f.dead_letter_topic } if f.dead_letter_topic != null])
+  dead_letter = one([for entry_point, f in local.functions : { entry_point = entry_point, topic = f.topic, dead_letter_topic = f.dead_letter_topic } if f.dead_letter_topic != null])
+  # Pub/Sub's service agent: it publishes what is dead-lettered and signs the pushes' OIDC tokens.
+  pubsub_agent = "serviceAccount:service-${data.google_project.project.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  push_url     = google_cloudfunctions2_function.function[local.dead_letter.entry_point].url
+}
+
+# Deliveries as Eventarc makes them: authenticated as the trigger identity, to a path naming the
+# topic (the function reads the push envelope), retried with backoff from 10 s to 10 minutes.
+resource "google_pubsub_subscription" "push" {
+  project              = var.project
+  name                 = "${local.name_prefix}${local.dead_letter.topic}-push"
+  topic                = google_pubsub_topic.topic[local.dead_letter.topic].id
+  ack_deadline_seconds = local.functions[local.dead_letter.entry_point].timeout_seconds
+  labels               = { system = "distributed-counters" }
+
+  push_config {
+    push_endpoint = "${local.push_url}/projects/${var.project}/topics/${google_pubsub_topic.topic[local.dead_letter.topic].name}"
+    oidc_token {
+      service_account_email = google_service_account.identity["trigger"].email
+      audience              = local.push_url
+    }
+  }
+
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].id
+    max_delivery_attempts = var.max_delivery_attempts
+  }
+
+  expiration_policy {
+    ttl = ""
+  }
+
+  depends_on = [google_service_account_iam_member.push_token]
+}
+
+resource "google_service_account_iam_member" "push_token" {
+  service_account_id = google_service_account.identity["trigger"].name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = local.pubsub_agent
+}
+
+resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
+  project = var.project
+  topic   = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].name
+  role    = "roles/pubsub.publisher"
+  member  = local.pubsub_agent
+}
+
+resource "google_pubsub_subscription_iam_member" "dead_letter_subscriber" {
+  project      = var.project
+  subscription = google_pubsub_subscription.push.name
+  role         = "roles/pubsub.subscriber"
+  member       = local.pubsub_agent
 }
 
 resource "google_pubsub_subscription" "dead_letter" {
   project                    = var.project
-  name                       = local.dead_letter.topic
-  topic                      = google_pubsub_topic.topic[local.dead_letter.topic].id
+  name                       = "${local.name_prefix}${local.dead_letter.dead_letter_topic}"
+  topic                      = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].id
   message_retention_duration = "604800s"
   ack_deadline_seconds       = 60
   labels                     = { system = "distributed-counters" }
 
   expiration_policy {
     ttl = ""
-  }
-}
-
-# Eventarc makes the push subscription of the function's trigger, and the provider does not
-# expose it, so the dead-letter policy is attached to it with gcloud after every change of the trigger
-# (needs gcloud on the machine that applies). scripts/deploy.sh runs the same step, so both paths
-# attach it the same way: find the subscription, let Pub/Sub's service agent read it and publish to
-# the dead-letter topic, set the policy.
-resource "terraform_data" "dead_letter_policy" {
-  triggers_replace = [
-    google_cloudfunctions2_function.function[local.dead_letter.entry_point].event_trigger[0].trigger,
-    google_pubsub_subscription.dead_letter.id,
-    var.max_delivery_attempts,
-  ]
-
-  # The values reach the shell as environment variables, quoted where the command uses them: none
-  # is ever parsed as shell code.
-  provisioner "local-exec" {
-    command = "bash \"$DEPLOY_SH\" --dead-letter-only --project \"$PROJECT\" --region \"$REGION\" --max-delivery-attempts \"$MAX_DELIVERY_ATTEMPTS\""
-    environment = {
-      DEPLOY_SH             = "${path.module}/../scripts/deploy.sh"
-      PROJECT               = var.project
-      REGION                = var.region
-      MAX_DELIVERY_ATTEMPTS = var.max_delivery_attempts
-    }
   }
 }

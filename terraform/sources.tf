@@ -26,6 +26,6 @@ locals {
   source_functions = { for name, s in jsondecode(data.external.counter_sources.result.functions) : name => merge(
     local.deployment.source_functions[s.entry_point],
     { for setting, value in try(var.function_settings[s.entry_point], {}) : setting => value if value != null },
-    { name = name, document = s.document, public = false },
+    { name = "${local.name_prefix}${name}", document = s.document, public = false },
   ) }
 }

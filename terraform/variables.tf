@@ -7,6 +7,28 @@ variable "region" {
   description = "Region of the functions, the Eventarc Pub/Sub triggers, the source bucket and the Cloud Scheduler job."
   type        = string
   default     = "us-central1"
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "region: a Cloud Functions region such as us-central1 or europe-west1."
+  }
+}
+
+variable "name_prefix" {
+  description = "Prefix of the names of what the module creates (functions, topics, subscriptions, scheduler job, service accounts, source bucket, log-based metrics, SLO service, dashboard), so that two deployments, e.g. \"staging-\" and \"\", can share a project. Give each its own collections too (counters_collection, ...)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([a-z][a-z0-9-]{0,12}-)?$", var.name_prefix))
+    error_message = "name_prefix: empty, or up to 14 characters of a-z, 0-9 and -, starting with a letter and ending with - (service account IDs allow 30 characters; counters-runtime takes 16)."
+  }
+}
+
+variable "enable_apis" {
+  description = "Enable the Google APIs the deployment uses (never disabled on destroy). Turn off when a platform stack enables them."
+  type        = bool
+  default     = true
 }
 
 variable "database" {
@@ -92,12 +114,26 @@ variable "function_settings" {
     max_instances   = optional(number)
   }))
   default = {}
+
+  validation {
+    condition = alltrue([for f in values(var.function_settings) : (
+      (f.concurrency == null || try(f.concurrency >= 1 && f.concurrency <= 1000 && floor(f.concurrency) == f.concurrency, false)) &&
+      (f.timeout_seconds == null || try(f.timeout_seconds >= 1 && f.timeout_seconds <= 3600 && floor(f.timeout_seconds) == f.timeout_seconds, false)) &&
+      (f.max_instances == null || try(f.max_instances >= 1 && floor(f.max_instances) == f.max_instances, false))
+    )])
+    error_message = "function_settings: concurrency is a whole number from 1 to 1000, timeout_seconds from 1 to 3600, max_instances at least 1."
+  }
 }
 
 variable "max_delivery_attempts" {
   description = "Deliveries of an increment message before Pub/Sub parks it in counter-increments-dead-letter (5..100)."
   type        = number
   default     = 10
+
+  validation {
+    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100 && floor(var.max_delivery_attempts) == var.max_delivery_attempts
+    error_message = "max_delivery_attempts: a whole number from 5 to 100, what Pub/Sub takes."
+  }
 }
 
 variable "counters_collection" {
@@ -149,14 +185,35 @@ variable "environment" {
   }
 }
 
-variable "notification_channels" {
-  description = "Notification channels (projects/P/notificationChannels/ID) the alert policies notify. Empty: the alerts open incidents in the console only."
+variable "page_channels" {
+  description = "Notification channels (projects/P/notificationChannels/ID) of the alerts that page: outages and fast-burning SLOs. Empty: they open incidents in the console only."
   type        = list(string)
   default     = []
+
+  validation {
+    condition     = alltrue([for c in var.page_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
+    error_message = "page_channels: each is a channel's name, projects/PROJECT/notificationChannels/ID."
+  }
+}
+
+variable "ticket_channels" {
+  description = "Notification channels of the alerts that open a ticket: dead letters, unfinished sweeps, slow budget burn (as page_channels)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.ticket_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
+    error_message = "ticket_channels: each is a channel's name, projects/PROJECT/notificationChannels/ID."
+  }
 }
 
 variable "alert_thresholds" {
   description = "Thresholds of the alert policies, by key, overriding the defaults (docs/operations.md, \"Monitoring\", lists the keys, defaults and units; sweep_absent's is whole minutes without a sweep, 2 to 1410), e.g. { rollup_age = 30 }."
   type        = map(number)
   default     = {}
+
+  validation {
+    condition     = alltrue([for v in values(var.alert_thresholds) : v >= 0])
+    error_message = "alert_thresholds: a threshold is a number of at least 0."
+  }
 }

@@ -16,11 +16,3 @@ terraform {
     }
   }
 }
-
-# The Firebase Rules API needs a quota project when called with user credentials.
-provider "google" {
-  project               = var.project
-  region                = var.region
-  billing_project       = var.project
-  user_project_override = true
-}

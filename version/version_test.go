@@ -50,7 +50,9 @@ func TestReleaseNamesAgree(t *testing.T) {
 	}
 	section := upgradeSection(t)
 	label := "v" + strings.ReplaceAll(version.Version, ".", "-")
-	for _, want := range []string{"git checkout v" + version.Version, "git diff v" + vs[1] + " v" + version.Version, "git checkout v" + vs[1], "counters_version=" + label} {
+	release := func(v string) string { return `"$(release ` + v + `)"` }
+	for _, want := range []string{"git checkout " + release(version.Version), "git diff " + release(vs[1]) + " " + release(version.Version),
+		"git checkout " + release(vs[1]), "counters_version=" + label} {
 		if !strings.Contains(section, want) {
 			t.Errorf("operations.md, \"Upgrading and rolling back\": no %q (from %s to %s)", want, vs[1], version.Version)
 		}

@@ -67,3 +67,18 @@ func TestAdaptiveModeLeavesTheShardCountToTheRollup(t *testing.T) {
 		t.Errorf("group-commit mode configures %v; want num_shards 10 (pinned), no windows", got)
 	}
 }
+
+// TestFunctionsLogBytesCountsOnlyTheFunctionsLines: the log volume counts the functions' JSON log
+// lines, newline included, and none of the stack's own lines.
+func TestFunctionsLogBytesCountsOnlyTheFunctionsLines(t *testing.T) {
+	for line, want := range map[string]int64{
+		`{"severity":"INFO","message":"increments applied","count":3}`: 61,
+		`Serving function: "Increment"`:                                0,
+		`ready project=p firestore=127.0.0.1:1`:                        0,
+		`{"not":"a log line"}`:                                         0,
+	} {
+		if got := functionsLogBytes(line); got != want {
+			t.Errorf("functionsLogBytes(%q) = %d, want %d", line, got, want)
+		}
+	}
+}

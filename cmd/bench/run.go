@@ -174,6 +174,7 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 		}
 	}
 	w := newWatcher(o, s, client, ids, p.via == "pubsub")
+	logBytes := s.logBytes.Load()
 	if proxy != nil {
 		proxy.SetFaults(p.faults.faults)
 	}
@@ -237,6 +238,10 @@ func runPlan(ctx context.Context, o options, p plan) (loadreport.Run, error) {
 	}
 	schema := config.Default().Schema()
 	run.CountCommits(commits, obs.start, settled, schema.Rollups+"/", "/"+shared.ShardsCollection+"/", o.counters)
+	s.stop() // the instances write their last summaries as they stop
+	if run.Acknowledged > 0 {
+		run.LogBytesPer1000 = float64(s.logBytes.Load()-logBytes) * 1000 / float64(run.Acknowledged)
+	}
 	return run, nil
 }
 

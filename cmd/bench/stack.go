@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +32,18 @@ type stack struct {
 	// eventsStats is the event bridge's stats URL, "" when the stack does not say it.
 	eventsStats string
 	exited      chan error
+	stopOnce    sync.Once
+	// logBytes counts the bytes of the functions' log lines the stack has printed.
+	logBytes atomic.Int64
+}
+
+// functionsLogBytes is what line costs in Cloud Logging's terms, roughly: its bytes and newline if
+// it is one of the functions' log lines (a JSON object with a severity), else 0.
+func functionsLogBytes(line string) int64 {
+	if !strings.HasPrefix(line, "{") || !strings.Contains(line, `"severity":`) {
+		return 0
+	}
+	return int64(len(line)) + 1
 }
 
 // stackConfig says how to run the local stack.
@@ -83,13 +97,15 @@ func startStack(c stackConfig) (*stack, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run `make build` first): %w", c.binary, err)
 	}
-	ready := make(chan struct{})
+	ready, scanned := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(scanned)
 		scanner := bufio.NewScanner(stdout)
 		scanner.Buffer(make([]byte, 64<<10), 1<<20)
 		signalled := false
 		for scanner.Scan() {
 			fmt.Fprintln(logs, scanner.Text())
+			s.logBytes.Add(functionsLogBytes(scanner.Text()))
 			if !signalled && strings.HasPrefix(scanner.Text(), "ready") {
 				for _, field := range strings.Fields(scanner.Text()) {
 					if url, ok := strings.CutPrefix(field, "events="); ok {
@@ -101,7 +117,10 @@ func startStack(c stackConfig) (*stack, error) {
 			}
 		}
 	}()
-	go func() { s.exited <- s.cmd.Wait() }()
+	go func() {
+		<-scanned // Wait closes stdout: read it to the end first
+		s.exited <- s.cmd.Wait()
+	}()
 	select {
 	case <-ready:
 		return s, nil
@@ -113,14 +132,16 @@ func startStack(c stackConfig) (*stack, error) {
 	}
 }
 
-// stop ends the stack as Ctrl-C would, and waits for it.
+// stop ends the stack as Ctrl-C would, and waits for it; once.
 func (s *stack) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(time.Minute):
-		_ = s.cmd.Process.Kill()
-	}
+	s.stopOnce.Do(func() {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(time.Minute):
+			_ = s.cmd.Process.Kill()
+		}
+	})
 }
 
 // killFunctions sends SIGKILL to one of the stack's functions processes, as a crash would; the

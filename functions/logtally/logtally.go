@@ -1,7 +1,7 @@
 // Package logtally counts events of one kind on one instance and logs the counts once a minute, so
 // that an event that can come in floods (a refused token on a public endpoint) or at every request
-// (an applied increment) costs a bounded number of log lines, and a log-based metric over the
-// summary lines stays exact (docs/operations.md, "Monitoring").
+// (an applied increment, a roll-up written) costs a bounded number of log lines, and a log-based
+// metric over the summary lines stays exact (docs/operations.md, "Monitoring").
 package logtally
 
 import (
@@ -25,10 +25,10 @@ const Window = time.Minute
 type Tally struct {
 	log *slog.Logger
 	// event, labelKey, sumKey, message, summary and full are Options'.
-	event, labelKey, sumKey string
-	message, summary        string
-	full                    int
-	now                     func() time.Time
+	event, labelKey, sumKey, maxKey string
+	message, summary                string
+	full                            int
+	now                             func() time.Time
 
 	mu     sync.Mutex
 	start  time.Time // the current window's start; zero before the first event
@@ -36,7 +36,10 @@ type Tally struct {
 	timer  *time.Timer
 }
 
-type count struct{ n, sum int64 }
+type count struct {
+	n, sum int64
+	max    float64
+}
 
 // Options describe the lines of a Tally.
 type Options struct {
@@ -46,6 +49,8 @@ type Options struct {
 	LabelKey string
 	// SumKey, if set, is the summary's field for the sum of the amounts added.
 	SumKey string
+	// MaxKey, if set, is the summary's field for the largest value given to Observe.
+	MaxKey string
 	// Message is the text of a line written in full, Summary that of a summary line.
 	Message, Summary string
 	// Full is how many events per label and window are written in full.
@@ -59,7 +64,7 @@ func New(log *slog.Logger, o Options) *Tally {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Tally{log: log, event: o.Event, labelKey: o.LabelKey, sumKey: o.SumKey, message: o.Message, summary: o.Summary,
+	return &Tally{log: log, event: o.Event, labelKey: o.LabelKey, sumKey: o.SumKey, maxKey: o.MaxKey, message: o.Message, summary: o.Summary,
 		full: o.Full, now: o.Now, counts: map[string]*count{}}
 }
 
@@ -67,6 +72,30 @@ func New(log *slog.Logger, o Options) *Tally {
 // details, the first Full are also logged, at level, with the details; the rest are only counted.
 func (t *Tally) Add(ctx context.Context, label string, amount int64, level slog.Level, details ...slog.Attr) {
 	t.mu.Lock()
+	c := t.countLocked(ctx, label)
+	c.n++
+	c.sum += amount
+	inFull := len(details) > 0 && c.n <= int64(t.full)
+	t.mu.Unlock()
+	if inFull {
+		t.log.LogAttrs(ctx, level, t.message, append([]slog.Attr{slog.String(t.labelKey, label)}, details...)...)
+	}
+}
+
+// Observe counts one event of label whose value is v: the summary's MaxKey field is the window's
+// largest.
+func (t *Tally) Observe(ctx context.Context, label string, v float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.countLocked(ctx, label)
+	if c.n == 0 || v > c.max {
+		c.max = v
+	}
+	c.n++
+}
+
+// countLocked is label's count in the current window, which it starts or ends first as needed.
+func (t *Tally) countLocked(ctx context.Context, label string) *count {
 	now := t.now()
 	if !t.start.IsZero() && !now.Before(t.start.Add(Window)) {
 		t.flushLocked(ctx)
@@ -80,13 +109,7 @@ func (t *Tally) Add(ctx context.Context, label string, amount int64, level slog.
 		c = &count{}
 		t.counts[label] = c
 	}
-	c.n++
-	c.sum += amount
-	inFull := len(details) > 0 && c.n <= int64(t.full)
-	t.mu.Unlock()
-	if inFull {
-		t.log.LogAttrs(ctx, level, t.message, append([]slog.Attr{slog.String(t.labelKey, label)}, details...)...)
-	}
+	return c
 }
 
 // Flush writes the summaries of the current window now and starts a new one with the next event.
@@ -107,6 +130,9 @@ func (t *Tally) flushLocked(ctx context.Context) {
 			slog.Time("window_start", t.start), slog.Int("window_seconds", int(Window.Seconds()))}
 		if t.sumKey != "" {
 			attrs = append(attrs, slog.Int64(t.sumKey, c.sum))
+		}
+		if t.maxKey != "" {
+			attrs = append(attrs, slog.Float64(t.maxKey, c.max))
 		}
 		t.log.LogAttrs(ctx, slog.LevelInfo, t.summary, attrs...)
 	}

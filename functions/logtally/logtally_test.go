@@ -68,3 +68,38 @@ func TestWindowEndFlushesWithoutAnotherEvent(t *testing.T) {
 		t.Errorf("lines after the window's end: %v, want one summary counting 1 for http", lines)
 	}
 }
+
+// TestObserveLogsEachWindowsLargestValue: values observed over two windows write one summary per
+// label and window, whatever their number, with the window's count and largest value.
+func TestObserveLogsEachWindowsLargestValue(t *testing.T) {
+	var logs testenv.LogBuffer
+	now := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	var clock sync.Mutex
+	tally := logtally.New(cloudlog.New(&logs, slog.LevelInfo), logtally.Options{Event: "written", LabelKey: "source",
+		MaxKey: "age_max", Summary: "written", Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+	for _, top := range []float64{7.5, 2} {
+		for i := range 500 {
+			tally.Observe(context.Background(), "trigger", top*float64(i)/499)
+		}
+		tally.Observe(context.Background(), "scheduler", -1)
+		clock.Lock()
+		now = now.Add(logtally.Window)
+		clock.Unlock()
+	}
+	tally.Flush(context.Background())
+	lines := logs.Lines(t)
+	want := []map[string]any{{"source": "trigger", "count": 500.0, "age_max": 7.5}, {"source": "scheduler", "count": 1.0, "age_max": -1.0},
+		{"source": "trigger", "count": 500.0, "age_max": 2.0}, {"source": "scheduler", "count": 1.0, "age_max": -1.0}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d summaries: %v", len(lines), len(want), lines)
+	}
+	for _, w := range want {
+		found := false
+		for _, l := range lines {
+			found = found || (l["source"] == w["source"] && l["count"] == w["count"] && l["age_max"] == w["age_max"])
+		}
+		if !found {
+			t.Errorf("no summary %v among %v", w, lines)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -58,44 +59,56 @@ func restPolicyKeys(t *testing.T) []string {
 	return keys
 }
 
-// overridden is policy's one condition with the threshold the tests give it: thresholdValue, or
-// conditionAbsent's duration (minutes, in seconds), and the override given.
-func overridden(t *testing.T, key string, policy map[string]any) (condition map[string]any, override float64) {
+// overridden is what policy sends with the threshold the tests give it (thresholdValue of every
+// threshold condition, or conditionAbsent's duration: minutes, in seconds), and the override given;
+// false for a log match, which has no threshold.
+func overridden(t *testing.T, key string, policy map[string]any) (override float64, ok bool) {
 	t.Helper()
 	conditions, _ := policy["conditions"].([]any)
-	if len(conditions) != 1 {
-		t.Fatalf("policy %s: %d conditions, want 1", key, len(conditions))
+	if len(conditions) == 0 {
+		t.Fatalf("policy %s: no conditions", key)
 	}
-	condition = conditions[0].(map[string]any)
-	switch {
-	case condition["conditionThreshold"] != nil:
-		override = overrides["threshold"]
-		condition["conditionThreshold"].(map[string]any)["thresholdValue"] = override
-	case condition["conditionAbsent"] != nil:
-		override = overrides["absent"]
-		condition["conditionAbsent"].(map[string]any)["duration"] = "1800s"
-	default:
-		t.Fatalf("policy %s: condition %v is neither a threshold nor a metric absence", key, condition)
+	for _, c := range conditions {
+		condition := c.(map[string]any)
+		switch {
+		case condition["conditionThreshold"] != nil:
+			override = overrides["threshold"]
+			condition["conditionThreshold"].(map[string]any)["thresholdValue"] = override
+		case condition["conditionAbsent"] != nil:
+			override = overrides["absent"]
+			condition["conditionAbsent"].(map[string]any)["duration"] = "1800s"
+		case condition["conditionMatchedLog"] != nil:
+			return 0, false
+		default:
+			t.Fatalf("policy %s: condition %v is neither a threshold, a metric absence nor a log match", key, condition)
+		}
+		if key == absencePolicy && condition["conditionAbsent"] == nil {
+			t.Fatalf("policy %s has no metric-absence condition: %v", key, condition)
+		}
 	}
-	if key == absencePolicy && condition["conditionAbsent"] == nil {
-		t.Fatalf("policy %s has no metric-absence condition: %v", key, condition)
-	}
-	return condition, override
+	return override, true
 }
 
 // TestDeployShAlertThresholdsReachTheConditions: deploy.sh --alert-threshold KEY=VALUE sends each
-// policy as generated but for its threshold: a threshold condition's thresholdValue, or
-// sweep_absent's metric-absence duration (VALUE minutes); and it refuses, before anything runs, an
-// absence threshold the API would refuse (not a whole number of minutes from 2 to 1410, 23.5 hours).
+// policy as generated (the project in place of PROJECT_ID) but for its threshold: every threshold
+// condition's thresholdValue, or sweep_absent's metric-absence duration (VALUE minutes); and it
+// refuses, before anything runs, an absence threshold the API would refuse (not a whole number of
+// minutes from 2 to 1410, 23.5 hours) and a threshold for a log match.
 func TestDeployShAlertThresholdsReachTheConditions(t *testing.T) {
 	requireBash(t)
 	keys := restPolicyKeys(t)
 	args := []string{"--project", "p", "--region", "r"}
 	want := map[string]map[string]any{}
+	var logMatch string
 	for _, key := range keys {
-		policy := restPolicy(t, key)
-		_, override := overridden(t, key, policy)
-		args = append(args, "--alert-threshold", key+"="+strconv.FormatFloat(override, 'f', -1, 64))
+		raw, _ := json.Marshal(restPolicy(t, key))
+		var policy map[string]any
+		_ = json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "projects/PROJECT_ID/", "projects/p/")), &policy)
+		if override, ok := overridden(t, key, policy); ok {
+			args = append(args, "--alert-threshold", key+"="+strconv.FormatFloat(override, 'f', -1, 64))
+		} else {
+			logMatch = key
+		}
 		want[key] = policy
 	}
 	commands, err := deploycheck.DryRun(script, args...)
@@ -122,6 +135,9 @@ func TestDeployShAlertThresholdsReachTheConditions(t *testing.T) {
 			t.Errorf("policy %s created %d times, want once", key, sent[key])
 		}
 	}
+	if _, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--alert-threshold", logMatch+"=1"); err == nil || !strings.Contains(err.Error(), "has no threshold") {
+		t.Errorf("--alert-threshold %s=1: %v; want it refused", logMatch, err)
+	}
 	for _, value := range []string{"2.5", "1", "1411"} {
 		_, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--alert-threshold", absencePolicy+"="+value)
 		if err == nil || !strings.Contains(err.Error(), "whole number of minutes from 2 to 1410") {
@@ -131,30 +147,31 @@ func TestDeployShAlertThresholdsReachTheConditions(t *testing.T) {
 }
 
 // TestTerraformAlertThresholdsReachTheConditions: terraform/monitoring.tf, evaluated over the
-// generated local.monitoring with alert_thresholds giving each policy a threshold, renders each
-// policy's condition as deploy.sh sends it (same kind, filter, duration, aggregations, trigger) with
-// that threshold: sweep_absent's as a metric-absence condition of that many minutes. Its
-// preconditions refuse an absence threshold the API would refuse.
+// generated local.monitoring (no name prefix) with alert_thresholds giving each policy a threshold,
+// renders each policy as deploy.sh sends it (severity, combiner, alert strategy, and each
+// condition's kind, filter, duration, aggregations, trigger) with that threshold: sweep_absent's as
+// a metric-absence condition of that many minutes. Its preconditions refuse an absence threshold
+// the API would refuse.
 func TestTerraformAlertThresholdsReachTheConditions(t *testing.T) {
 	keys := restPolicyKeys(t)
-	monitoring := generatedLocal(t, "monitoring.gen.tf.json", "monitoring")
+	monitoring := evaluatedMonitoring(t, "", "PROJECT_ID")
 	resource := terraformBody(t, "resource", "google_monitoring_alert_policy", "counters")
 	funcs := maps.Clone(terraformFunctions)
 	funcs["floor"], funcs["keys"], funcs["alltrue"] = stdlib.FloorFunc, stdlib.KeysFunc, allTrueFunc
-	evalContext := func(key string, threshold cty.Value) *hcl.EvalContext {
+	evalContext := func(key string, thresholds cty.Value) *hcl.EvalContext {
 		policies := monitoring.GetAttr("alert_policies")
 		if !policies.Type().HasAttribute(key) {
 			t.Fatalf("local.monitoring.alert_policies has no %s", key)
 		}
 		ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
-			"var":  cty.ObjectVal(map[string]cty.Value{"alert_thresholds": cty.MapVal(map[string]cty.Value{key: threshold})}),
+			"var":  cty.ObjectVal(map[string]cty.Value{"alert_thresholds": thresholds}),
 			"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(key), "value": policies.GetAttr(key)}),
 		}}
 		evalLocals(t, ctx, map[string]cty.Value{"monitoring": monitoring}, "alert_thresholds")
 		return ctx
 	}
-	preconditionsHold := func(key string, threshold cty.Value) bool {
-		ctx := evalContext(key, threshold)
+	preconditionsHold := func(key string, thresholds cty.Value) bool {
+		ctx := evalContext(key, thresholds)
 		for _, b := range nested(t, resource, "lifecycle").Blocks {
 			if b.Type == "precondition" && !evalValue(t, ctx, b.Body.Attributes["condition"].Expr).True() {
 				return false
@@ -162,24 +179,37 @@ func TestTerraformAlertThresholdsReachTheConditions(t *testing.T) {
 		}
 		return true
 	}
+	rendered := &hclsyntax.Body{Attributes: hclsyntax.Attributes{}}
+	for _, name := range []string{"severity", "combiner"} {
+		rendered.Attributes[name] = resource.Attributes[name]
+	}
+	for _, b := range resource.Blocks {
+		if b.Type == "dynamic" && (b.Labels[0] == "conditions" || b.Labels[0] == "alert_strategy") {
+			rendered.Blocks = append(rendered.Blocks, b)
+		}
+	}
 	for _, key := range keys {
-		want, override := overridden(t, key, restPolicy(t, key))
-		ctx := evalContext(key, cty.NumberFloatVal(override))
-		if !preconditionsHold(key, cty.NumberFloatVal(override)) {
-			t.Errorf("policy %s: the preconditions refuse alert_thresholds = { %s = %g }", key, key, override)
+		policy := restPolicy(t, key)
+		override, ok := overridden(t, key, policy)
+		want := map[string]any{"severity": policy["severity"], "combiner": policy["combiner"], "conditions": policy["conditions"]}
+		if policy["alertStrategy"] != nil {
+			want["alertStrategy"] = policy["alertStrategy"]
 		}
-		var got []any
-		for _, b := range resource.Blocks {
-			if b.Type == "conditions" {
-				got = append(got, evalBlock(t, ctx, b.Body))
+		thresholds := cty.MapValEmpty(cty.Number)
+		if ok {
+			thresholds = cty.MapVal(map[string]cty.Value{key: cty.NumberFloatVal(override)})
+			if !preconditionsHold(key, thresholds) {
+				t.Errorf("policy %s: the preconditions refuse alert_thresholds = { %s = %g }", key, key, override)
 			}
+		} else if preconditionsHold(key, cty.MapVal(map[string]cty.Value{key: cty.NumberIntVal(1)})) {
+			t.Errorf("policy %s: a log match takes alert_thresholds = { %s = 1 }; want it refused", key, key)
 		}
-		if !reflect.DeepEqual(got, []any{want}) {
-			t.Errorf("policy %s: Terraform renders the conditions %v\nwant, as deploy.sh sends them, %v", key, got, []any{want})
+		if got := evalBlock(t, evalContext(key, thresholds), rendered); !reflect.DeepEqual(got, want) {
+			t.Errorf("policy %s: Terraform renders %v\nwant, as deploy.sh sends it, %v", key, got, want)
 		}
 	}
 	for _, value := range []float64{2.5, 1, 1411} {
-		if preconditionsHold(absencePolicy, cty.NumberFloatVal(value)) {
+		if preconditionsHold(absencePolicy, cty.MapVal(map[string]cty.Value{absencePolicy: cty.NumberFloatVal(value)})) {
 			t.Errorf("alert_thresholds = { %s = %g }: the preconditions hold; want it refused", absencePolicy, value)
 		}
 	}
@@ -210,7 +240,7 @@ func evalValue(t *testing.T, ctx *hcl.EvalContext, expr hcl.Expression) cty.Valu
 
 // evalBlock evaluates a block body as the REST API's JSON would hold it: attribute and nested block
 // names in lowerCamelCase, nested blocks (dynamic ones expanded) as lists, except the blocks the API
-// holds as one object (a condition's kind, trigger); empty lists left out.
+// holds as one object (a condition's kind, trigger, alert strategy, rate limit); empty lists left out.
 func evalBlock(t *testing.T, ctx *hcl.EvalContext, body *hclsyntax.Body) map[string]any {
 	t.Helper()
 	out := map[string]any{}
@@ -234,7 +264,7 @@ func evalBlock(t *testing.T, ctx *hcl.EvalContext, body *hclsyntax.Body) map[str
 			contents = append(contents, evalBlock(t, ctx, b.Body))
 		}
 		for _, c := range contents {
-			if one := strings.HasPrefix(typ, "condition_") || typ == "trigger"; one {
+			if one := strings.HasPrefix(typ, "condition_") || typ == "trigger" || typ == "alert_strategy" || typ == "notification_rate_limit"; one {
 				out[camel(typ)] = c
 			} else {
 				list, _ := out[camel(typ)].([]any)
@@ -278,4 +308,31 @@ func goValue(v cty.Value) any {
 		return list
 	}
 	return v.GoString()
+}
+
+// evaluatedMonitoring is local.monitoring of terraform/monitoring.gen.tf.json as Terraform reads it:
+// its strings are templates, evaluated with local.name_prefix prefix (local.metric_prefix its snake
+// case) and var.project project.
+func evaluatedMonitoring(t *testing.T, prefix, project string) cty.Value {
+	t.Helper()
+	f, diags := hclparse.NewParser().ParseJSONFile(filepath.Join(root, "terraform", "monitoring.gen.tf.json"))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	content, diags := f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "locals"}}})
+	if diags.HasErrors() || len(content.Blocks) != 1 {
+		t.Fatalf("monitoring.gen.tf.json: want one locals block: %v", diags)
+	}
+	attrs, diags := content.Blocks[0].Body.JustAttributes()
+	if diags.HasErrors() || attrs["monitoring"] == nil {
+		t.Fatalf("monitoring.gen.tf.json: no local monitoring: %v", diags)
+	}
+	v, diags := attrs["monitoring"].Expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{
+		"local": cty.ObjectVal(map[string]cty.Value{"name_prefix": cty.StringVal(prefix), "metric_prefix": cty.StringVal(strings.ReplaceAll(prefix, "-", "_"))}),
+		"var":   cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal(project)}),
+	}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return v
 }

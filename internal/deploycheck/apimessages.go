@@ -12,7 +12,8 @@ import (
 var apiMessages string
 
 // APIFile is a JSON file of an API resource: Kind is "metric" (a Logging LogMetric), "policy" (a
-// Monitoring AlertPolicy) or "dashboard" (a Monitoring Dashboard).
+// Monitoring AlertPolicy), "dashboard" (a Monitoring Dashboard), "service" or "slo" (a Monitoring
+// Service or ServiceLevelObjective).
 type APIFile struct {
 	Kind, Path string
 }

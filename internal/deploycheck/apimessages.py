@@ -1,6 +1,7 @@
-# Reads each JSON file (stdin: a JSON list of [kind, path], kind one of metric, policy, dashboard) as
-# the installed gcloud's own API message classes read it (apitools' JsonToMessage: Logging v2
-# LogMetric, Monitoring v3 AlertPolicy, Monitoring v1 Dashboard) and prints one JSON line per file:
+# Reads each JSON file (stdin: a JSON list of [kind, path], kind one of metric, policy, dashboard,
+# service, slo) as the installed gcloud's own API message classes read it (apitools' JsonToMessage:
+# Logging v2 LogMetric, Monitoring v3 AlertPolicy, Monitoring v1 Dashboard, Monitoring v3 Service
+# and ServiceLevelObjective) and prints one JSON line per file:
 # {"file": path, "unknown": [every field path, or enum value's field, the API does not define]}.
 # GCLOUD_LIB is the SDK's lib folder.
 import json, os, sys
@@ -16,7 +17,8 @@ from googlecloudsdk.generated_clients.apis.logging.v2 import logging_v2_messages
 from googlecloudsdk.generated_clients.apis.monitoring.v1 import monitoring_v1_messages as monitoring_v1
 from googlecloudsdk.generated_clients.apis.monitoring.v3 import monitoring_v3_messages as monitoring_v3
 
-CLASSES = {"metric": logging_v2.LogMetric, "policy": monitoring_v3.AlertPolicy, "dashboard": monitoring_v1.Dashboard}
+CLASSES = {"metric": logging_v2.LogMetric, "policy": monitoring_v3.AlertPolicy, "dashboard": monitoring_v1.Dashboard,
+           "service": monitoring_v3.Service, "slo": monitoring_v3.ServiceLevelObjective}
 
 def unknown(msg, path):
     out = [path + "." + name for name in msg.all_unrecognized_fields()]

@@ -24,7 +24,7 @@ type fakeGcloud struct {
 	env []string
 }
 
-// fakeGcloudScript answers: the describe commands that check whether a resource exists with
+// fakeGcloudScript answers: auth print-access-token with tok-secret; the describe commands that check whether a resource exists with
 // $FAKE_DESCRIBE_ERROR (on stderr, failing) when set (not the lookups of functions, triggers and the
 // project); get-iam-policy with the members in $FAKE_INVOKERS; functions list with the functions in
 // $FAKE_SOURCES; remove-invoker-policy-binding by failing
@@ -33,6 +33,7 @@ type fakeGcloud struct {
 const fakeGcloudScript = `#!/usr/bin/env bash
 printf '%s\n' "$*" >>"$FAKE_LOG"
 case "$*" in
+"auth print-access-token"*) echo tok-secret ;;
 "functions describe "* | "eventarc triggers describe "* | "projects describe "*) ;;
 *" describe "*)
   if [[ -n ${FAKE_DESCRIBE_ERROR:-} && "${*:1:4} " == *" describe "* ]]; then echo "$FAKE_DESCRIBE_ERROR" >&2; exit 1; fi ;;
@@ -47,8 +48,10 @@ exit 0
 func newFakeGcloud(t *testing.T, env ...string) *fakeGcloud {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "gcloud"), []byte(fakeGcloudScript), 0o755); err != nil {
-		t.Fatal(err)
+	for name, script := range map[string]string{"gcloud": fakeGcloudScript, "curl": fakeCurlScript} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return &fakeGcloud{dir: dir, env: append(env, "FAKE_LOG="+filepath.Join(dir, "log"))}
 }
@@ -216,6 +219,74 @@ case "$*" in
 esac
 `
 
+// apiCalls are the calls the fake curl received to a URL containing api, and the body of each
+// (one is logged after its call).
+func apiCalls(commands []string, api string) (calls, bodies []string) {
+	ours := false
+	for _, c := range commands {
+		if rest, ok := strings.CutPrefix(c, "ARGS "); ok {
+			if ours = strings.Contains(rest, api); ours {
+				calls = append(calls, rest)
+			}
+		} else if rest, ok := strings.CutPrefix(c, "BODY "); ok && ours {
+			bodies = append(bodies, rest)
+		}
+	}
+	return calls, bodies
+}
+
+// TestSLOsAreReplacedOrCreated: deploy.sh replaces the SLO service and each SLO with the generated
+// body (PATCH), and creates each one the API does not have (POST with its ID); --remove deletes the
+// service, and with it its SLOs.
+func TestSLOsAreReplacedOrCreated(t *testing.T) {
+	requireBash(t)
+	g := newFakeGcloud(t)
+	dir := filepath.Join(root, "scripts", "monitoring")
+	slos, _ := filepath.Glob(filepath.Join(dir, "slos", "*.json"))
+	for _, missing := range []bool{false, true} {
+		if missing {
+			g.env = append(g.env, "FAKE_NO_RELEASE=1")
+		}
+		_, commands, err := g.deploy(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, _ := apiCalls(commands, "monitoring.googleapis.com")
+		var want, wantBodies []string // the calls, and the files they send
+		for _, f := range append([]string{filepath.Join(dir, "service.json")}, slos...) {
+			id := strings.TrimSuffix(filepath.Base(f), ".json")
+			parent, param := "projects/p/services", "serviceId"
+			if id != "service" {
+				parent, param = "projects/p/services/counters/serviceLevelObjectives", "serviceLevelObjectiveId"
+			} else {
+				id = "counters"
+			}
+			rel, _ := filepath.Rel(root, f)
+			want, wantBodies = append(want, "-X PATCH "+parent+"/"+id), append(wantBodies, rel)
+			if missing {
+				want, wantBodies = append(want, "-X POST "+parent+"?"+param+"="+id), append(wantBodies, rel)
+			}
+		}
+		if len(calls) != len(want) {
+			t.Fatalf("missing %t: calls %q, want %q", missing, calls, want)
+		}
+		for i, c := range calls {
+			cut := strings.LastIndex(want[i], " ")
+			method, url := want[i][:cut], want[i][cut+1:]
+			if !strings.Contains(c, method) || !strings.HasSuffix(c, "https://monitoring.googleapis.com/v3/"+url) || !strings.Contains(c, "/"+wantBodies[i]+" ") {
+				t.Errorf("call %d: %q, want %s sending %s", i, c, want[i], wantBodies[i])
+			}
+		}
+	}
+	_, commands, err := g.deploy(t, "--remove")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls, _ := apiCalls(commands, "monitoring.googleapis.com"); len(calls) != 1 || !strings.Contains(calls[0], "-X DELETE") || !strings.HasSuffix(calls[0], "/v3/projects/p/services/counters") {
+		t.Errorf("--remove: calls %q, want one DELETE of the service", calls)
+	}
+}
+
 // TestRulesAreReplacedOnlyWhenAsked: without --replace-rules no call reaches the Rules API and the
 // script says what to add; with it, the file becomes a ruleset (its text exactly) that the
 // database's release then names, created when the database has none; the token never shows; a
@@ -223,19 +294,12 @@ esac
 func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 	requireBash(t)
 	g := newFakeGcloud(t)
-	if err := os.WriteFile(filepath.Join(g.dir, "curl"), []byte(fakeCurlScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gcloud := strings.Replace(fakeGcloudScript, "case \"$*\" in\n", "case \"$*\" in\n\"auth print-access-token\"*) echo tok-secret ;;\n", 1)
-	if err := os.WriteFile(filepath.Join(g.dir, "gcloud"), []byte(gcloud), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	stderr, commands, err := g.deploy(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := strings.Join(commands, "\n")
-	if strings.Contains(log, "ARGS") || strings.Contains(log, "firebaserules") {
+	if strings.Contains(log, "firebaserules") {
 		t.Errorf("without --replace-rules the rules were touched:\n%s", log)
 	}
 	if !strings.Contains(stderr, "left as they are") || !strings.Contains(stderr, "make rules APP_RULES=") {
@@ -256,14 +320,7 @@ func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no release %t: %v\n%s", noRelease, err, stderr)
 		}
-		var calls, bodies []string
-		for _, c := range commands {
-			if rest, ok := strings.CutPrefix(c, "ARGS "); ok {
-				calls = append(calls, rest)
-			} else if rest, ok := strings.CutPrefix(c, "BODY "); ok {
-				bodies = append(bodies, rest)
-			}
-		}
+		calls, bodies := apiCalls(commands, "firebaserules")
 		want := []string{"-X POST .../v1/projects/p/rulesets", "-X PATCH .../v1/projects/p/releases/cloud.firestore"}
 		if noRelease {
 			want = append(want, "-X POST .../v1/projects/p/releases")
@@ -289,8 +346,9 @@ func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 		if !strings.Contains(bodies[1], `"rulesetName":"projects/p/rulesets/r-1"`) {
 			t.Errorf("the release names %s, want the new ruleset", bodies[1])
 		}
-		if got := strings.Count(strings.Join(commands, "\n"), "TOKEN on stdin"); got != len(calls) {
-			t.Errorf("the token came on standard input %d times in %d calls", got, len(calls))
+		all, _ := apiCalls(commands, "")
+		if got := strings.Count(strings.Join(commands, "\n"), "TOKEN on stdin"); got != len(all) {
+			t.Errorf("the token came on standard input %d times in %d calls", got, len(all))
 		}
 		if strings.Contains(stderr, "tok-secret") || strings.Contains(strings.Join(calls, "\n"), "tok-secret") {
 			t.Error("the access token was printed or passed as an argument")

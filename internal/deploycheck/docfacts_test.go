@@ -3,6 +3,7 @@ package deploycheck_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -419,3 +420,54 @@ func quotedNames(text string) []string {
 	slices.Sort(names)
 	return names
 }
+
+// TestUpgradeStepsNameRefsTheRepositoryHolds: every git ref that operations.md's upgrade and
+// rollback steps check out or compare exists in this repository: a release named through the
+// documented release function resolves, run in bash, to a commit whose version/version.go is that
+// release, and any other ref resolves to a commit.
+func TestUpgradeStepsNameRefsTheRepositoryHolds(t *testing.T) {
+	requireBash(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "\n## Upgrading and rolling back\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	definition := regexp.MustCompile(`(?m)^release\(\) \{.*\}$`).FindString(section)
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	releases := 0
+	for _, m := range regexp.MustCompile("git (?:checkout|diff) ([^`\n]+)").FindAllStringSubmatch(section, -1) {
+		for _, arg := range regexp.MustCompile(`"\$\(release [^)]*\)"|\S+`).FindAllString(m[1], -1) {
+			if version, ok := strings.CutPrefix(strings.Trim(arg, `"$()`), "release "); ok {
+				releases++
+				bash := exec.Command("bash", "-c", definition+"\nrelease "+version)
+				bash.Dir = root
+				out, err := bash.Output()
+				commit := strings.TrimSpace(string(out))
+				if err != nil || commit == "" {
+					t.Errorf("release %s: no commit (%v)", version, err)
+					continue
+				}
+				file, err := git("show", commit+":version/version.go")
+				if err != nil || !strings.Contains(file, `Version = "`+version+`"`) {
+					t.Errorf("release %s is commit %s, whose version/version.go does not say it (%v)", version, commit, err)
+				}
+				continue
+			}
+			if strings.HasPrefix(arg, "-") || strings.Contains(arg, ".md") {
+				continue
+			}
+			if _, err := git("rev-parse", "--verify", "--quiet", arg+"^{commit}"); err != nil {
+				t.Errorf("operations.md runs %s: %s is no commit of this repository (git tag lists %s)", m[0], arg, must(git("tag")))
+			}
+		}
+	}
+	if releases == 0 || definition == "" {
+		t.Errorf("the steps check out %d releases with the release function (defined: %t)", releases, definition != "")
+	}
+}
+
+func must(s string, _ error) string { return s }

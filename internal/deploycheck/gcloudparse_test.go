@@ -30,7 +30,7 @@ var scriptOptions = [][]string{
 	{"--max-delivery-attempts", "20"},
 	{"--dead-letter-only"},
 	{"--opt-in", "fold-extension-shards"},
-	{"--notification-channel", "projects/p/notificationChannels/123", "--alert-threshold", "rollup_age=30"},
+	{"--page-channel", "projects/p/notificationChannels/123", "--ticket-channel", "projects/p/notificationChannels/456", "--alert-threshold", "rollup_age=30"},
 	{"--database", "counts", "--replace-rules", filepath.Join(root, "firestore.rules")},
 	{"--remove"},
 	{"--remove", "--database", "counts", "--env", "COUNTERS_COLLECTION=tally", "--env", "ROLLUPS_COLLECTION=totals",

@@ -14,7 +14,8 @@ import (
 func monitoringFiles(t *testing.T) []deploycheck.APIFile {
 	t.Helper()
 	var files []deploycheck.APIFile
-	for kind, pattern := range map[string]string{"metric": "metrics/*.json", "policy": "policies/*.json", "dashboard": "dashboard.json"} {
+	for kind, pattern := range map[string]string{"metric": "metrics/*.json", "policy": "policies/*.json", "dashboard": "dashboard.json",
+		"service": "service.json", "slo": "slos/*.json"} {
 		paths, err := filepath.Glob(filepath.Join(root, "scripts", "monitoring", pattern))
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("scripts/monitoring/%s: none (%v)", pattern, err)
@@ -26,8 +27,8 @@ func monitoringFiles(t *testing.T) []deploycheck.APIFile {
 	return files
 }
 
-// TestMonitoringBodiesAreAPIMessages: every log-based metric, alert policy and the dashboard that
-// deploy.sh sends has only fields and enum values the APIs define, read by the installed gcloud's
+// TestMonitoringBodiesAreAPIMessages: every log-based metric, alert policy, SLO, the SLO service and
+// the dashboard that deploy.sh sends has only fields and enum values the APIs define, read by the installed gcloud's
 // own message classes (Terraform's copy is checked against the provider's schema).
 func TestMonitoringBodiesAreAPIMessages(t *testing.T) {
 	requireGcloud(t)

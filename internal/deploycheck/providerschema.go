@@ -222,16 +222,20 @@ func hasDynamic(body *hclsyntax.Body, typ string) bool {
 }
 
 // SchemaSubset keeps of full (the output of `terraform providers schema -json`) the provider
-// blocks, resource types and data sources the module in dir uses, whole, so that the check can run
+// blocks, resource types and data sources the modules in dirs use, whole, so that the check can run
 // without the providers. It drops attribute types and descriptions (see AttributeSchema).
-func SchemaSubset(full []byte, dir string) ([]byte, error) {
+func SchemaSubset(full []byte, dirs ...string) ([]byte, error) {
 	var all ProviderSchemas
 	if err := json.Unmarshal(full, &all); err != nil {
 		return nil, fmt.Errorf("provider schema: %w", err)
 	}
-	blocks, err := parseModuleBlocks(dir)
-	if err != nil {
-		return nil, err
+	var blocks []moduleBlock
+	for _, dir := range dirs {
+		more, err := parseModuleBlocks(dir)
+		if err != nil {
+			return nil, err
+		}
+		blocks = append(blocks, more...)
 	}
 	subset := ProviderSchemas{FormatVersion: all.FormatVersion, Providers: map[string]*ProviderSchema{}}
 	for addr, p := range all.Providers {
@@ -255,4 +259,76 @@ func SchemaSubset(full []byte, dir string) ([]byte, error) {
 		return nil, fmt.Errorf("provider schema subset: %w", err)
 	}
 	return append(out, '\n'), nil
+}
+
+// moduleMeta are the arguments of a module block that Terraform itself reads.
+var moduleMeta = []string{"source", "version", "providers", "count", "for_each", "depends_on"}
+
+// CheckModuleCalls checks every module block of the root module in dir whose source is a local
+// path, as `terraform validate` would: each argument is a variable of the called module, each
+// variable without a default is given, and each module.NAME.OUTPUT the root refers to is an output
+// of it. It lists every departure.
+func CheckModuleCalls(dir string) ([]string, error) {
+	root, err := parseFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	outputs := map[string][]string{}
+	for _, b := range root {
+		if b.Type != "module" {
+			continue
+		}
+		name := b.Labels[0]
+		source, diags := b.Body.Attributes["source"].Expr.Value(nil)
+		if diags.HasErrors() || !strings.HasPrefix(source.AsString(), ".") {
+			problems = append(problems, fmt.Sprintf("module %s: source is not a local path", name))
+			continue
+		}
+		called, err := parseFiles(filepath.Join(dir, source.AsString()))
+		if err != nil {
+			return nil, fmt.Errorf("module %s: %w", name, err)
+		}
+		required := map[string]bool{}
+		for _, c := range called {
+			switch c.Type {
+			case "variable":
+				required[c.Labels[0]] = c.Body.Attributes["default"] == nil
+			case "output":
+				outputs[name] = append(outputs[name], c.Labels[0])
+			case "provider":
+				problems = append(problems, fmt.Sprintf("module %s: declares provider %q: a child module takes its caller's providers", name, c.Labels[0]))
+			}
+		}
+		for arg := range b.Body.Attributes {
+			if _, ok := required[arg]; !ok && !slices.Contains(moduleMeta, arg) {
+				problems = append(problems, fmt.Sprintf("module %s: unsupported argument %q: no such variable", name, arg))
+			}
+		}
+		for _, v := range slices.Sorted(maps.Keys(required)) {
+			if required[v] && b.Body.Attributes[v] == nil {
+				problems = append(problems, fmt.Sprintf("module %s: the required variable %q is not given", name, v))
+			}
+		}
+	}
+	for _, b := range root {
+		hclsyntax.VisitAll(b.Body, func(n hclsyntax.Node) hcl.Diagnostics {
+			expr, ok := n.(hclsyntax.Expression)
+			if !ok {
+				return nil
+			}
+			for _, tr := range expr.Variables() {
+				if tr.RootName() != "module" || len(tr) < 3 {
+					continue
+				}
+				mod, _ := tr[1].(hcl.TraverseAttr)
+				out, _ := tr[2].(hcl.TraverseAttr)
+				if !slices.Contains(outputs[mod.Name], out.Name) {
+					problems = append(problems, fmt.Sprintf("module.%s.%s: no such output", mod.Name, out.Name))
+				}
+			}
+			return nil
+		})
+	}
+	return slices.Compact(slices.Sorted(slices.Values(problems))), nil
 }

@@ -12,21 +12,30 @@ import (
 )
 
 // schemaFile is the part of the real providers' schema (hashicorp/google and hashicorp/archive,
-// built from source; see terraform/README.md) that terraform/ uses.
+// built from source; see terraform/README.md) that terraform/ and its examples use.
 const schemaFile = "testdata/provider-schema.json"
 
 var providerSchema = flag.String("provider-schema", "",
 	"rewrite "+schemaFile+" from this file, the output of `terraform providers schema -json` in terraform/")
 
+// terraformRoots are the module and its example root modules.
+func terraformRoots(t *testing.T) []string {
+	t.Helper()
+	examples, err := filepath.Glob(filepath.Join(root, "terraform", "examples", "*"))
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("terraform/examples: no example root module (%v)", err)
+	}
+	return append([]string{filepath.Join(root, "terraform")}, examples...)
+}
+
 func loadSchema(t *testing.T) *deploycheck.ProviderSchemas {
 	t.Helper()
-	dir := filepath.Join(root, "terraform")
 	if *providerSchema != "" {
 		full, err := os.ReadFile(*providerSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		subset, err := deploycheck.SchemaSubset(full, dir)
+		subset, err := deploycheck.SchemaSubset(full, terraformRoots(t)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,15 +55,93 @@ func loadSchema(t *testing.T) *deploycheck.ProviderSchemas {
 }
 
 // TestModuleMatchesProviderSchema: every resource, data source and provider block of terraform/
-// sets only arguments the real provider has and may be set, every required one, and only the nested
-// blocks it defines: what `terraform validate` checks against the provider, without the provider.
+// and of its examples sets only arguments the real provider has and may be set, every required
+// one, and only the nested blocks it defines: what `terraform validate` checks against the
+// provider, without the provider.
 func TestModuleMatchesProviderSchema(t *testing.T) {
-	problems, err := deploycheck.CheckModuleSchema(filepath.Join(root, "terraform"), loadSchema(t))
+	for _, dir := range terraformRoots(t) {
+		problems, err := deploycheck.CheckModuleSchema(dir, loadSchema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+	}
+}
+
+// TestExamplesCallTheModule: terraform/ is a child module (no provider block, so that callers may
+// use count, for_each and depends_on, and their provider settings hold), and each example root
+// calls it with source = "../.." with arguments that are its variables, every required one, and
+// reads only its outputs.
+func TestExamplesCallTheModule(t *testing.T) {
+	module, err := os.ReadDir(filepath.Join(root, "terraform"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range problems {
-		t.Error(p)
+	for _, f := range module {
+		if data, _ := os.ReadFile(filepath.Join(root, "terraform", f.Name())); strings.HasSuffix(f.Name(), ".tf") && strings.Contains(string(data), "\nprovider \"") {
+			t.Errorf("terraform/%s declares a provider: a child module takes its caller's", f.Name())
+		}
+	}
+	for _, dir := range terraformRoots(t)[1:] {
+		main, err := os.ReadFile(filepath.Join(dir, "main.tf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(main), `source = "../.."`) {
+			t.Errorf("%s/main.tf: no module with source = \"../..\"", dir)
+		}
+		problems, err := deploycheck.CheckModuleCalls(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: %s", dir, p)
+		}
+	}
+}
+
+// TestModuleCallCheckFindsWhatValidateFinds: the check reports an unknown argument, a required
+// variable left out, an output the module lacks and a provider block in the called module.
+func TestModuleCallCheckFindsWhatValidateFinds(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"child/main.tf": `variable "project" {}
+variable "region" {
+  default = "r"
+}
+output "url" {
+  value = "u"
+}
+provider "google" {}
+`,
+		"root/main.tf": `module "m" {
+  source  = "../child"
+  regoin  = "r"
+}
+output "x" {
+  value = module.m.urls
+}
+`,
+	}
+	for name, text := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	problems, err := deploycheck.CheckModuleCalls(filepath.Join(dir, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(problems, "\n")
+	for _, want := range []string{`unsupported argument "regoin"`, `required variable "project"`, `module.m.urls: no such output`, `declares provider "google"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the check does not report %s; it reports:\n%s", want, all)
+		}
 	}
 }
 

@@ -322,7 +322,7 @@ func TestTerraformDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 		ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{"var": cty.ObjectVal(vars),
 			"data": cty.ObjectVal(map[string]cty.Value{"external": cty.ObjectVal(map[string]cty.Value{
 				"counter_sources": cty.ObjectVal(map[string]cty.Value{"result": cty.ObjectVal(result)})})})}}
-		locals := evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t)}, "counter_sources", "source_functions", "functions")
+		locals := evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t), "name_prefix": cty.StringVal("")}, "counter_sources", "source_functions", "functions")
 		if got, want := locals["counter_sources"].AsString(), inlineOf(t, rel); got != want {
 			t.Errorf("the functions' COUNTER_SOURCES %q, want %q", got, want)
 		}

@@ -3,7 +3,6 @@ package deploycheck_test
 import (
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,12 +14,12 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/manifest"
+	"github.com/shardcount/counters/shared"
 )
 
 // terraformBlocks are the top-level blocks of every .tf file of terraform/.
@@ -224,7 +223,7 @@ func TestTerraformOptInFunctionsOnlyWhenNamed(t *testing.T) {
 				"opt_in": optInSet, "function_settings": cty.MapValEmpty(cty.DynamicPseudoType),
 				"counters_collection": cty.StringVal("tally"), "public_increments": cty.False,
 			}),
-			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment, "source_functions": cty.EmptyObjectVal}),
+			"local": cty.ObjectVal(map[string]cty.Value{"deployment": deployment, "source_functions": cty.EmptyObjectVal, "name_prefix": cty.StringVal("")}),
 		}}
 		v, diags := terraformLocal(t, "functions").Value(ctx)
 		if diags.HasErrors() {
@@ -321,71 +320,132 @@ func TestTerraformLeavesRulesUnlessAskedToReplaceThem(t *testing.T) {
 	}
 }
 
-// TestDeadLetterCommandQuotesItsValues: the local-exec provisioner of pubsub.tf, run as Terraform
-// runs it (/bin/sh -c COMMAND, with its environment), hands deploy.sh the module's values as whole
-// arguments, whatever they hold: no value becomes shell code.
-func TestDeadLetterCommandQuotesItsValues(t *testing.T) {
-	requireBash(t)
-	var provisioner *hclsyntax.Body
-	for _, b := range terraformBody(t, "resource", "terraform_data", "dead_letter_policy").Blocks {
-		if b.Type == "provisioner" && b.Labels[0] == "local-exec" {
-			provisioner = b.Body
+// TestTerraformDeadLettersAreResources: no step of the module runs a program (no provisioner): the
+// function with a dead-letter topic gets no Eventarc trigger, whose subscription Terraform cannot
+// configure, but a push subscription of the module's with the dead-letter policy (the topic and
+// var.max_delivery_attempts) and the trigger identity's OIDC token; the other event functions keep
+// their triggers.
+func TestTerraformDeadLettersAreResources(t *testing.T) {
+	for _, b := range terraformBlocks(t) {
+		hclsyntax.VisitAll(b.Body, func(n hclsyntax.Node) hcl.Diagnostics {
+			if inner, ok := n.(*hclsyntax.Block); ok && inner.Type == "provisioner" {
+				t.Errorf("%s %v: a %s provisioner: the apply needs a program besides Terraform", b.Type, b.Labels, inner.Labels[0])
+			}
+			return nil
+		})
+	}
+	push := terraformBody(t, "resource", "google_pubsub_subscription", "push")
+	policy := nested(t, push, "dead_letter_policy")
+	for attr, want := range map[string]string{"dead_letter_topic": "local.dead_letter.dead_letter_topic", "max_delivery_attempts": "var.max_delivery_attempts"} {
+		a := policy.Attributes[attr]
+		if a == nil || !strings.Contains(string(a.Expr.Range().SliceBytes(mustRead(t, a.Expr.Range().Filename))), want) {
+			t.Errorf("dead_letter_policy.%s does not take %s", attr, want)
 		}
 	}
-	if provisioner == nil {
-		t.Fatal("terraform_data.dead_letter_policy: no local-exec provisioner")
+	if token := nested(t, nested(t, push, "push_config"), "oidc_token"); token.Attributes["service_account_email"] == nil {
+		t.Error("push_config.oidc_token: no service account: the function would refuse the pushes")
 	}
-	dir := t.TempDir()
-	module := filepath.Join(dir, "my module's copy") // a path with a space and a quote
-	for _, sub := range []string{"terraform", "scripts"} {
-		if err := os.MkdirAll(filepath.Join(module, sub), 0o755); err != nil {
-			t.Fatal(err)
+	var forEach hcl.Expression
+	for _, b := range terraformBody(t, "resource", "google_cloudfunctions2_function", "function").Blocks {
+		if b.Type == "dynamic" && b.Labels[0] == "event_trigger" {
+			forEach = b.Body.Attributes["for_each"].Expr
 		}
 	}
-	record := filepath.Join(dir, "args")
-	recorder := "#!/usr/bin/env bash\nprintf '%s\\0' \"$@\" >" + strconv.Quote(record) + "\n"
-	if err := os.WriteFile(filepath.Join(module, "scripts", "deploy.sh"), []byte(recorder), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	project, region := `p'; touch injected; echo '`, `r $(touch injected) "x"`
-	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
-		"var": cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal(project), "region": cty.StringVal(region),
-			"max_delivery_attempts": cty.NumberIntVal(10)}),
-		"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(filepath.Join(module, "terraform"))}),
-	}}
-	command, diags := provisioner.Attributes["command"].Expr.Value(ctx)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	cmd := exec.Command("/bin/sh", "-c", command.AsString())
-	cmd.Dir = dir
-	cmd.Env = os.Environ()
-	if a := provisioner.Attributes["environment"]; a != nil {
-		env, diags := a.Expr.Value(ctx)
+	deployment := generatedDeployment(t).GetAttr("functions")
+	for _, f := range manifest.Deployed() {
+		if f.PerSource || f.Trigger.EventType == "" {
+			continue
+		}
+		v, diags := forEach.Value(&hcl.EvalContext{Variables: map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"value": deployment.GetAttr(f.EntryPoint)})}})
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		for name, v := range env.AsValueMap() {
-			s, err := convert.Convert(v, cty.String)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Env = append(cmd.Env, name+"="+s.AsString())
+		if got, want := v.LengthInt(), 1; f.Trigger.DeadLetterTopic != "" && got != 0 || f.Trigger.DeadLetterTopic == "" && got != want {
+			t.Errorf("%s: %d Eventarc triggers (dead-letter topic %q)", f.Name, got, f.Trigger.DeadLetterTopic)
 		}
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", command.AsString(), err, out)
-	}
-	got, err := os.ReadFile(record)
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--dead-letter-only", "--project", project, "--region", region, "--max-delivery-attempts", "10"}
-	if args := strings.Split(strings.TrimSuffix(string(got), "\x00"), "\x00"); !slices.Equal(args, want) {
-		t.Errorf("deploy.sh got %q, want %q", args, want)
+	return data
+}
+
+// TestTerraformNamePrefixReachesEveryName: with name_prefix set, every function is named with it,
+// every other resource the module names takes it, and no monitoring filter, SLO or dashboard names
+// a function, subscription, metric or service without it: two deployments can share a project.
+func TestTerraformNamePrefixReachesEveryName(t *testing.T) {
+	funcs := maps.Clone(terraformFunctions)
+	funcs["try"] = tryfunc.TryFunc
+	ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(map[string]cty.Value{
+			"opt_in": cty.SetValEmpty(cty.String), "function_settings": cty.MapValEmpty(cty.DynamicPseudoType),
+			"counters_collection": cty.StringVal("counters"), "public_increments": cty.False,
+		}),
+		"local": cty.ObjectVal(map[string]cty.Value{"deployment": generatedDeployment(t), "source_functions": cty.EmptyObjectVal,
+			"name_prefix": cty.StringVal("stg-")}),
+	}}
+	functions, diags := terraformLocal(t, "functions").Value(ctx)
+	if diags.HasErrors() {
+		t.Fatal(diags)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "injected")); err == nil {
-		t.Error("a value ran as shell code: it created the file \"injected\"")
+	for entry, f := range functions.AsValueMap() {
+		if name := f.GetAttr("name").AsString(); !strings.HasPrefix(name, "stg-") {
+			t.Errorf("function %s is named %q, without the prefix", entry, name)
+		}
+	}
+	named := map[string]string{"google_pubsub_topic": "name", "google_pubsub_subscription": "name", "google_cloud_scheduler_job": "name",
+		"google_service_account": "account_id", "google_storage_bucket": "name", "google_logging_metric": "name"}
+	for _, b := range terraformBlocks(t) {
+		if b.Type != "resource" {
+			continue
+		}
+		attr, ok := named[b.Labels[0]]
+		if !ok {
+			continue
+		}
+		uses := false
+		for _, tr := range b.Body.Attributes[attr].Expr.Variables() {
+			if a, ok := tr[1].(hcl.TraverseAttr); tr.RootName() == "local" && ok && (a.Name == "name_prefix" || a.Name == "metric_prefix") {
+				uses = true
+			}
+		}
+		if !uses {
+			t.Errorf("%s.%s: %s does not take local.name_prefix", b.Labels[0], b.Labels[1], attr)
+		}
+	}
+	var texts []string
+	var walk func(v cty.Value)
+	walk = func(v cty.Value) {
+		switch {
+		case v.IsNull():
+		case v.Type() == cty.String:
+			texts = append(texts, v.AsString())
+		case v.CanIterateElements():
+			for it := v.ElementIterator(); it.Next(); {
+				_, e := it.Element()
+				walk(e)
+			}
+		}
+	}
+	walk(evaluatedMonitoring(t, "stg-", "p"))
+	all := strings.Join(texts, "\n")
+	var unprefixed []string
+	for _, f := range manifest.Deployed() {
+		unprefixed = append(unprefixed, strconv.Quote(f.Name), strconv.Quote(f.Name+"-"))
+	}
+	unprefixed = append(unprefixed, "logging.googleapis.com/user/counters_", "_googleapis_com:user_counters_", strconv.Quote(shared.TopicIncrementsDeadLetter), "/services/counters/")
+	for _, u := range unprefixed {
+		if strings.Contains(all, u) {
+			t.Errorf("local.monitoring with name_prefix stg- still names %s", u)
+		}
+	}
+	if !strings.Contains(all, "/services/stg-counters/") || !strings.Contains(all, "user/stg_counters_rollup_canary") {
+		t.Error("local.monitoring with name_prefix stg- names no prefixed SLO service or metric")
 	}
 }
 

@@ -15,16 +15,22 @@ import (
 // The monitoring files: one LogMetric per file for `gcloud logging metrics create|update
 // --config-from-file`, one AlertPolicy per file for `gcloud alpha monitoring policies
 // create|update --policy`, the dashboard for `gcloud monitoring dashboards create|update --config`
-// (each in the REST API's JSON; the last two on one line), and the same as Terraform locals.
+// (each in the REST API's JSON; the last two on one line), the SLO service and one SLO per file for
+// the Service Monitoring API, and the same as Terraform locals.
 const (
 	monitoringDir     = "scripts/monitoring"
 	monitoringTF      = "terraform/monitoring.gen.tf.json"
 	dashboardFile     = monitoringDir + "/dashboard.json"
+	serviceFile       = monitoringDir + "/service.json"
 	dashboardTitle    = "Distributed counters"
 	alertLabel        = "counters_alert"
+	notifyLabel       = "counters_notify"
 	dashboardColumns  = 48
 	dashboardTileSize = 24
 )
+
+// tfNaming names Terraform's monitoring after the module's locals (terraform/monitoring.tf).
+var tfNaming = manifest.Naming{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project}"}
 
 func init() {
 	for _, m := range manifest.LogMetrics() {
@@ -33,7 +39,10 @@ func init() {
 	for _, p := range manifest.AlertPolicies() {
 		Outputs = append(Outputs, policyFile(p))
 	}
-	Outputs = append(Outputs, dashboardFile, monitoringTF)
+	for _, slo := range (manifest.Naming{}).SLOs() {
+		Outputs = append(Outputs, sloFile(slo))
+	}
+	Outputs = append(Outputs, dashboardFile, serviceFile, monitoringTF)
 }
 
 func metricFile(m manifest.LogMetric) string {
@@ -42,6 +51,9 @@ func metricFile(m manifest.LogMetric) string {
 func policyFile(p manifest.AlertPolicy) string {
 	return path.Join(monitoringDir, "policies", p.Key+".json")
 }
+func sloFile(slo manifest.SLO) string {
+	return path.Join(monitoringDir, "slos", slo.ID+".json")
+}
 
 // seconds is d as the API's Duration ("300s").
 func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Seconds())) }
@@ -49,7 +61,7 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int(d.Seconds()
 // logMetricJSON is m as the Logging API's LogMetric.
 func logMetricJSON(m manifest.LogMetric) map[string]any {
 	descriptor := map[string]any{"metricKind": "DELTA", "valueType": "INT64", "unit": "1"}
-	out := map[string]any{"name": m.Name, "description": m.Description, "filter": m.Filter(), "metricDescriptor": descriptor}
+	out := map[string]any{"name": m.ID(), "description": m.Description, "filter": m.Filter(), "metricDescriptor": descriptor}
 	if m.Value != "" {
 		n, growth, scale := m.Buckets()
 		descriptor["valueType"], descriptor["unit"] = "DISTRIBUTION", m.Unit
@@ -69,39 +81,91 @@ func logMetricJSON(m manifest.LogMetric) map[string]any {
 	return out
 }
 
-// alertPolicyJSON is p as the Monitoring API's AlertPolicy: its condition a MetricThreshold, or a
-// MetricAbsence when p.Absent.
-func alertPolicyJSON(p manifest.AlertPolicy) map[string]any {
-	aggregation := map[string]any{"alignmentPeriod": seconds(p.Period), "perSeriesAligner": p.Aligner, "crossSeriesReducer": p.Reducer}
-	if len(p.GroupBy) > 0 {
-		aggregation["groupByFields"] = p.GroupBy
-	}
-	condition := map[string]any{"displayName": p.DisplayName}
-	if p.Absent {
-		condition["conditionAbsent"] = map[string]any{
-			"filter": p.Filter, "duration": seconds(p.AbsentFor()), "aggregations": []any{aggregation}, "trigger": map[string]any{"count": 1},
-		}
-	} else {
-		condition["conditionThreshold"] = map[string]any{
-			"filter": p.Filter, "comparison": "COMPARISON_GT", "thresholdValue": p.Threshold,
-			"duration": seconds(p.Duration), "aggregations": []any{aggregation}, "trigger": map[string]any{"count": 1},
-		}
-	}
-	return map[string]any{
-		"displayName":   p.DisplayName,
-		"documentation": map[string]any{"content": p.Documentation, "mimeType": "text/markdown"},
-		"userLabels":    map[string]string{alertLabel: p.Key},
-		"combiner":      "OR",
-		"enabled":       true,
-		"conditions":    []any{condition},
-	}
+// condition is one condition of an alert policy, in the shape both renderings read: Kind is
+// "threshold", "absent" or "log_match"; Aligner is "" for a burn-rate threshold (no aggregation).
+type condition struct {
+	Kind, Filter, Denominator, Aligner, Reducer string
+	GroupBy                                     []string
+	Period, Duration                            time.Duration
 }
 
-// dashboardJSON is the dashboard as the Monitoring API's Dashboard (without its name): the charts
-// two per row.
-func dashboardJSON() map[string]any {
+// conditions are p's conditions, and how they combine.
+func conditions(p manifest.AlertPolicy) (combiner string, out []condition) {
+	base := condition{Kind: "threshold", Filter: p.Filter, Denominator: p.Denominator, Aligner: p.Aligner, Reducer: p.Reducer,
+		GroupBy: p.GroupBy, Period: p.Period, Duration: p.Duration}
+	switch {
+	case p.Absent:
+		base.Kind, base.Duration = "absent", p.AbsentFor()
+	case p.LogMatch:
+		base = condition{Kind: "log_match", Filter: p.Filter}
+	case len(p.BurnWindows) > 0:
+		for _, w := range p.BurnWindows {
+			out = append(out, condition{Kind: "threshold", Filter: p.BurnRateFilter(w), Duration: p.Duration})
+		}
+		return "AND", out
+	}
+	return "OR", []condition{base}
+}
+
+// alertPolicyJSON is p as the Monitoring API's AlertPolicy.
+func alertPolicyJSON(p manifest.AlertPolicy) map[string]any {
+	combiner, conds := conditions(p)
+	var out []any
+	for _, c := range conds {
+		cond := map[string]any{"displayName": p.DisplayName}
+		aggregations := []any{}
+		if c.Aligner != "" {
+			aggregation := map[string]any{"alignmentPeriod": seconds(c.Period), "perSeriesAligner": c.Aligner, "crossSeriesReducer": c.Reducer}
+			if len(c.GroupBy) > 0 {
+				aggregation["groupByFields"] = c.GroupBy
+			}
+			aggregations = append(aggregations, aggregation)
+		}
+		switch c.Kind {
+		case "log_match":
+			cond["conditionMatchedLog"] = map[string]any{"filter": c.Filter}
+		case "absent":
+			cond["conditionAbsent"] = map[string]any{"filter": c.Filter, "duration": seconds(c.Duration), "aggregations": aggregations, "trigger": map[string]any{"count": 1}}
+		default:
+			threshold := map[string]any{"filter": c.Filter, "comparison": "COMPARISON_GT", "thresholdValue": p.Threshold,
+				"duration": seconds(c.Duration), "trigger": map[string]any{"count": 1}}
+			if len(aggregations) > 0 {
+				threshold["aggregations"] = aggregations
+			}
+			if c.Denominator != "" {
+				threshold["denominatorFilter"], threshold["denominatorAggregations"] = c.Denominator, aggregations
+			}
+			cond["conditionThreshold"] = threshold
+		}
+		out = append(out, cond)
+	}
+	policy := map[string]any{
+		"displayName":   p.DisplayName,
+		"documentation": map[string]any{"content": p.Documentation, "mimeType": "text/markdown"},
+		"userLabels":    map[string]string{alertLabel: p.Key, notifyLabel: p.Notify},
+		"severity":      p.Severity,
+		"combiner":      combiner,
+		"enabled":       true,
+		"conditions":    out,
+	}
+	if p.LogMatch {
+		policy["alertStrategy"] = map[string]any{"notificationRateLimit": map[string]any{"period": seconds(p.Period)}, "autoClose": seconds(30 * time.Minute)}
+	}
+	return policy
+}
+
+// sloJSON is slo as the Service Monitoring API's ServiceLevelObjective (its ID is in the URL).
+func sloJSON(slo manifest.SLO) map[string]any {
+	return map[string]any{"displayName": slo.DisplayName, "goal": slo.Goal, "rollingPeriod": seconds(slo.Period),
+		"serviceLevelIndicator": map[string]any{"requestBased": map[string]any{"goodTotalRatio": map[string]any{
+			"totalServiceFilter": slo.Total, "badServiceFilter": slo.Bad}}}}
+}
+
+// dashboardJSON is the dashboard of a deployment named n as the Monitoring API's Dashboard (without
+// its name): the charts two per row.
+func dashboardJSON(n manifest.Naming) map[string]any {
 	var tiles []any
-	for i, c := range manifest.DashboardCharts() {
+	for i, c := range n.DashboardCharts() {
 		var sets []any
 		for _, l := range c.Lines {
 			query := map[string]any{"prometheusQuery": l.PromQL}
@@ -120,7 +184,7 @@ func dashboardJSON() map[string]any {
 			"widget": map[string]any{"title": c.Title, "xyChart": map[string]any{"dataSets": sets}},
 		})
 	}
-	return map[string]any{"displayName": dashboardTitle, "mosaicLayout": map[string]any{"columns": dashboardColumns, "tiles": tiles}}
+	return map[string]any{"displayName": n.Prefix + dashboardTitle, "mosaicLayout": map[string]any{"columns": dashboardColumns, "tiles": tiles}}
 }
 
 // tfMetric is a log-based metric as terraform/monitoring.tf reads it.
@@ -141,19 +205,71 @@ type tfBuckets struct {
 	Scale  float64 `json:"scale"`
 }
 
-// tfPolicy is an alert policy as terraform/monitoring.tf reads it: Absent makes its condition a
-// metric absence of Threshold minutes (Duration unused).
+// tfPolicy is an alert policy as terraform/monitoring.tf reads it: Threshold is the threshold
+// conditions' value, and an absence condition's minutes (Absent); RateLimit a log match's.
 type tfPolicy struct {
-	DisplayName   string   `json:"display_name"`
-	Documentation string   `json:"documentation"`
-	Filter        string   `json:"filter"`
-	Aligner       string   `json:"aligner"`
-	Reducer       string   `json:"reducer"`
-	GroupBy       []string `json:"group_by"`
-	Period        string   `json:"period"`
-	Duration      string   `json:"duration"`
-	Threshold     float64  `json:"threshold"`
-	Absent        bool     `json:"absent"`
+	DisplayName   string        `json:"display_name"`
+	Documentation string        `json:"documentation"`
+	Severity      string        `json:"severity"`
+	Notify        string        `json:"notify"`
+	Combiner      string        `json:"combiner"`
+	Threshold     float64       `json:"threshold"`
+	Absent        bool          `json:"absent"`
+	RateLimit     *string       `json:"rate_limit"`
+	Conditions    []tfCondition `json:"conditions"`
+}
+
+// tfCondition is a condition as terraform/monitoring.tf reads it (every key in every condition).
+type tfCondition struct {
+	Kind        string   `json:"kind"`
+	Filter      string   `json:"filter"`
+	Denominator *string  `json:"denominator"`
+	Aligner     *string  `json:"aligner"`
+	Reducer     *string  `json:"reducer"`
+	GroupBy     []string `json:"group_by"`
+	Period      *string  `json:"period"`
+	Duration    *string  `json:"duration"`
+}
+
+// tfSLO is an SLO as terraform/monitoring.tf reads it.
+type tfSLO struct {
+	DisplayName string  `json:"display_name"`
+	Goal        float64 `json:"goal"`
+	PeriodDays  int     `json:"rolling_period_days"`
+	Total       string  `json:"total"`
+	Bad         string  `json:"bad"`
+}
+
+// orNil is &s, or nil for "".
+func orNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// tfPolicyOf is p as terraform/monitoring.tf reads it.
+func tfPolicyOf(p manifest.AlertPolicy) tfPolicy {
+	combiner, conds := conditions(p)
+	tp := tfPolicy{DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
+		Combiner: combiner, Threshold: p.Threshold, Absent: p.Absent}
+	if p.LogMatch {
+		tp.RateLimit = orNil(seconds(p.Period))
+	}
+	for _, c := range conds {
+		tc := tfCondition{Kind: c.Kind, Filter: c.Filter, Denominator: orNil(c.Denominator), GroupBy: c.GroupBy}
+		if tc.GroupBy == nil {
+			tc.GroupBy = []string{}
+		}
+		if c.Aligner != "" {
+			tc.Aligner, tc.Reducer, tc.Period = orNil(c.Aligner), orNil(c.Reducer), orNil(seconds(c.Period))
+		}
+		if c.Kind != "log_match" {
+			tc.Duration = orNil(seconds(c.Duration))
+		}
+		tp.Conditions = append(tp.Conditions, tc)
+	}
+	return tp
 }
 
 // monitoringFiles renders every monitoring output.
@@ -170,7 +286,6 @@ func monitoringFiles() (map[string][]byte, error) {
 		files[name] = append(out, '\n')
 		return nil
 	}
-	metrics := map[string]tfMetric{}
 	for _, m := range manifest.LogMetrics() {
 		for _, e := range m.EntryPoints {
 			if _, ok := manifest.DeployedFunction(e); !ok {
@@ -180,6 +295,9 @@ func monitoringFiles() (map[string][]byte, error) {
 		if err := add(metricFile(m), logMetricJSON(m)); err != nil {
 			return nil, err
 		}
+	}
+	metrics := map[string]tfMetric{}
+	for _, m := range tfNaming.LogMetrics() {
 		tm := tfMetric{Description: m.Description, Filter: m.Filter(), ValueType: "INT64", Unit: "1", Labels: m.Labels, LabelExtractors: map[string]string{}}
 		if m.Value != "" {
 			n, growth, scale := m.Buckets()
@@ -194,29 +312,42 @@ func monitoringFiles() (map[string][]byte, error) {
 		}
 		metrics[m.Name] = tm
 	}
-	policies := map[string]tfPolicy{}
 	for _, p := range manifest.AlertPolicies() {
 		if err := add(policyFile(p), alertPolicyJSON(p)); err != nil {
 			return nil, err
 		}
-		groupBy := p.GroupBy
-		if groupBy == nil {
-			groupBy = []string{}
-		}
-		policies[p.Key] = tfPolicy{DisplayName: p.DisplayName, Documentation: p.Documentation, Filter: p.Filter, Aligner: p.Aligner,
-			Reducer: p.Reducer, GroupBy: groupBy, Period: seconds(p.Period), Duration: seconds(p.Duration), Threshold: p.Threshold, Absent: p.Absent}
 	}
-	if err := add(dashboardFile, dashboardJSON()); err != nil {
+	policies := map[string]tfPolicy{}
+	for _, p := range tfNaming.AlertPolicies() {
+		policies[p.Key] = tfPolicyOf(p)
+	}
+	for _, slo := range (manifest.Naming{}).SLOs() {
+		if err := add(sloFile(slo), sloJSON(slo)); err != nil {
+			return nil, err
+		}
+	}
+	slos := map[string]tfSLO{}
+	for _, slo := range tfNaming.SLOs() {
+		slos[slo.ID] = tfSLO{DisplayName: slo.DisplayName, Goal: slo.Goal, PeriodDays: int(slo.Period.Hours() / 24), Total: slo.Total, Bad: slo.Bad}
+	}
+	if err := add(dashboardFile, dashboardJSON(manifest.Naming{})); err != nil {
+		return nil, err
+	}
+	if err := add(serviceFile, map[string]any{"displayName": dashboardTitle, "custom": map[string]any{}}); err != nil {
 		return nil, err
 	}
 	doc := map[string]any{
 		"//": generated,
 		"locals": map[string]any{"monitoring": map[string]any{
-			"//":             "The log-based metrics, alert policies and dashboard terraform/monitoring.tf creates. Change the Go declarations (internal/manifest/monitoring.go), then `go generate ./...`.",
+			"//":             "The log-based metrics, SLOs, alert policies and dashboard terraform/monitoring.tf creates. Change the Go declarations (internal/manifest/monitoring.go), then `go generate ./...`.",
 			"alert_label":    alertLabel,
+			"notify_label":   notifyLabel,
+			"title":          tfNaming.Prefix + dashboardTitle,
+			"slo_service":    tfNaming.SLOService(),
 			"metrics":        metrics,
+			"slos":           slos,
 			"alert_policies": policies,
-			"dashboard":      dashboardJSON(),
+			"dashboard":      dashboardJSON(tfNaming),
 		}},
 	}
 	if err := add(monitoringTF, doc); err != nil {

@@ -89,6 +89,9 @@ type Run struct {
 	// emulator's listen stream); zero when the stack does not report them.
 	RollupAnswer [3]time.Duration `json:"rollup_answer_ns"`
 	EventDelay   [3]time.Duration `json:"event_delay_ns"`
+	// LogBytesPer1000 is the bytes of the functions' log lines written from the load's start until
+	// the stack stopped (their last summaries included), per 1,000 acknowledged increments.
+	LogBytesPer1000 float64 `json:"log_bytes_per_1000"`
 	// FinalShards is the largest num_shards of the run's counters at the end.
 	FinalShards int `json:"final_shards"`
 	// RequestsPerInstance is how many requests each functions instance served (several instances).
@@ -274,6 +277,7 @@ var rows = []struct {
 	{"roll-up trigger instance-seconds per 1,000 increments", func(r Run) string { return perThousand(r.RollupInstanceSecondsPer1000, "%.2f") }},
 	{"roll-up trigger answer time p50 / p99 / max", func(r Run) string { return triple(r.RollupAnswer) }},
 	{"Firestore event delay from the write p50 / p99 / max", func(r Run) string { return triple(r.EventDelay) }},
+	{"functions' log bytes per 1,000 increments", func(r Run) string { return fmt.Sprintf("%.0f", r.LogBytesPer1000) }},
 	{"roll-up exact after the load stopped", func(r Run) string {
 		if r.TrailingEdge < 0 {
 			return "not within 1 min"

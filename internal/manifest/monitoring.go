@@ -2,12 +2,14 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/version"
 )
 
 // Monitoring: the log-based metrics over the functions' log lines, the alert policies and the
@@ -15,10 +17,19 @@ import (
 // terraform/monitoring.gen.tf.json). docs/operations.md ("Monitoring") says what each means and what
 // to do when an alert fires.
 
-// LogMetric is a log-based metric, logging.googleapis.com/user/<Name>: a counter of the log lines
-// that match, or a distribution of a numeric field of theirs.
+// Naming is how a deployment names what it creates, so that two can share a project: Prefix goes
+// before the names of the functions, topics, subscriptions and the SLO service, MetricPrefix before
+// the log-based metrics'. Project is the project in resource names. Terraform gives them as
+// interpolations; deploy.sh uses no prefix and replaces ProjectPlaceholder.
+type Naming struct{ Prefix, MetricPrefix, Project string }
+
+// ProjectPlaceholder stands for the project in the resource names of deploy.sh's monitoring files.
+const ProjectPlaceholder = "PROJECT_ID"
+
+// LogMetric is a log-based metric, logging.googleapis.com/user/<MetricPrefix><Name>: a counter of
+// the log lines that match, or a distribution of a numeric field of theirs.
 type LogMetric struct {
-	// Name is the metric's ID.
+	// Name is the metric's ID without the prefix.
 	Name string
 	// Description says what the metric measures.
 	Description string
@@ -36,6 +47,8 @@ type LogMetric struct {
 	Scale float64
 	// Labels are string fields of the lines that label the metric's time series.
 	Labels []string
+
+	naming Naming
 }
 
 // LogField is a field of a log line's JSON payload and the value it must equal.
@@ -47,8 +60,11 @@ type LogField struct {
 // distributionBuckets is the number of finite, doubling buckets of every distribution.
 const distributionBuckets = 32
 
+// ID is the metric's ID in the deployment.
+func (m LogMetric) ID() string { return m.naming.MetricPrefix + m.Name }
+
 // Type is the metric's type in Cloud Monitoring.
-func (m LogMetric) Type() string { return "logging.googleapis.com/user/" + m.Name }
+func (m LogMetric) Type() string { return "logging.googleapis.com/user/" + m.ID() }
 
 // Buckets is the distribution's exponential buckets: count, growth factor and scale.
 func (m LogMetric) Buckets() (count int, growth, scale float64) {
@@ -61,7 +77,7 @@ func (m LogMetric) Filter() string {
 	var services []string
 	for _, e := range m.EntryPoints {
 		f, _ := DeployedFunction(e)
-		services = append(services, strconv.Quote(f.Name))
+		services = append(services, strconv.Quote(m.naming.Prefix+f.Name))
 	}
 	parts := []string{`resource.type="cloud_run_revision"`,
 		"resource.labels.service_name=(" + strings.Join(services, " OR ") + ")"}
@@ -84,9 +100,12 @@ func logValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// LogMetrics are the log-based metrics both deployments create.
-func LogMetrics() []LogMetric {
-	return []LogMetric{
+// LogMetrics are the log-based metrics deploy.sh creates (Naming.LogMetrics: any deployment's).
+func LogMetrics() []LogMetric { return Naming{}.LogMetrics() }
+
+// LogMetrics are the log-based metrics a deployment named n creates.
+func (n Naming) LogMetrics() []LogMetric {
+	metrics := []LogMetric{
 		{Name: "counters_increments_applied", Event: functions.EventIncrementsApplied, EntryPoints: []string{functions.EntryIncrement, functions.EntryIncrementFromPubSub},
 			Value: "count", Unit: "1", Scale: 1, Labels: []string{"source"},
 			Description: "Increments applied (not replays), by source (http, pubsub): a distribution of the per-instance, per-minute counts; its sum is the number applied."},
@@ -96,8 +115,11 @@ func LogMetrics() []LogMetric {
 		{Name: "counters_increment_outcome_unknown", Event: functions.EventIncrementOutcomeUnknown, EntryPoints: []string{functions.EntryIncrement},
 			Description: "Increments answered 504: the database did not confirm them, and they may or may not have been applied."},
 		{Name: "counters_rollup_age", Event: functions.EventRollupWritten, EntryPoints: []string{functions.EntryRollupOnShardWrite, functions.EntryRollupScheduled},
-			Value: "age_seconds", Unit: "s", Scale: 0.1, Labels: []string{"source"},
-			Description: "At each roll-up written, by source (trigger, scheduler): how long the roll-up it replaced had trailed the counter's first change since (the scheduler's: since that roll-up)."},
+			Value: "age_seconds_max", Unit: "s", Scale: 0.1, Labels: []string{"source"},
+			Description: "Per instance, minute and source (trigger, scheduler): the largest age of the roll-ups written, how long each replaced roll-up had trailed the counter's first change since (the scheduler's: since that roll-up)."},
+		{Name: "counters_rollup_canary", Event: functions.EventRollupCanary, EntryPoints: []string{functions.EntryRollupScheduled},
+			Labels:      []string{"outcome"},
+			Description: "Per scheduled sweep, by outcome: fresh when the shard-write trigger rolled up the canary counter's previous increment, stale when not (the freshness SLO)."},
 		{Name: "counters_sweep_stale", Event: functions.EventRollupSweep, EntryPoints: []string{functions.EntryRollupScheduled},
 			Value: "stale", Unit: "1", Scale: 1,
 			Description: "Per scheduled sweep: counters whose roll-up differed from the exact value (their trigger events were lost or failed)."},
@@ -118,31 +140,103 @@ func LogMetrics() []LogMetric {
 			Labels:      []string{"kind"},
 			Description: "Extension shard events whose main document does not exist, by kind: waiting (the event is redelivered until the app creates it) or dropped (shards deleted uncounted after 24 h)."},
 	}
+	for i := range metrics {
+		metrics[i].naming = n
+	}
+	return metrics
 }
 
-// AlertPolicy is a Cloud Monitoring alert policy of one condition on the time series that Filter
-// selects, aligned over Period with Aligner and reduced across series with Reducer (grouped by
-// GroupBy): a threshold condition fires when they stay above Threshold for Duration; a metric-absence
-// one (Absent) when they report no data for Threshold minutes.
+// SLO is a request-based service level objective of the custom service Naming.SLOService: of the
+// events Total counts, those Bad does not count are good, and at least Goal of them must be over
+// the rolling Period.
+type SLO struct {
+	// ID is the SLO's ID in its service.
+	ID, DisplayName string
+	Goal            float64
+	Period          time.Duration
+	// Total and Bad select time series of DELTA counts of all and of bad events.
+	Total, Bad string
+}
+
+// SLOService is the ID of the custom Cloud Monitoring service that holds the SLOs.
+func (n Naming) SLOService() string { return n.Prefix + "counters" }
+
+// SLOName is the resource name of the SLO id.
+func (n Naming) SLOName(id string) string {
+	return "projects/" + n.Project + "/services/" + n.SLOService() + "/serviceLevelObjectives/" + id
+}
+
+// SLO IDs.
+const (
+	sloAvailability = "increment-availability"
+	sloFreshness    = "rollup-freshness"
+)
+
+// sloPeriod is every SLO's rolling compliance period.
+const sloPeriod = 28 * 24 * time.Hour
+
+// SLOs are the SLOs of a deployment named n: Increment answers without a 5xx, and the trigger rolls
+// the canary counter up between two sweeps (docs/operations.md, "Service level objectives").
+func (n Naming) SLOs() []SLO {
+	requests := n.incrementRequests()
+	canary := n.metricFilter("counters_rollup_canary")
+	return []SLO{
+		{ID: sloAvailability, DisplayName: "Increment answers without a 5xx", Goal: 0.999, Period: sloPeriod,
+			Total: requests, Bad: requests + ` AND metric.labels.response_code_class="5xx"`},
+		{ID: sloFreshness, DisplayName: "Roll-ups follow their counters: the canary is rolled up by the trigger", Goal: 0.99, Period: sloPeriod,
+			Total: canary, Bad: canary + ` AND metric.labels.outcome="stale"`},
+	}
+}
+
+// incrementRequests selects the request counts of the increment function.
+func (n Naming) incrementRequests() string {
+	f, _ := DeployedFunction(functions.EntryIncrement)
+	return `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND resource.labels.service_name="` + n.Prefix + f.Name + `"`
+}
+
+// Notification classes of alert policies: the channels they notify.
+const (
+	Page   = "page"
+	Ticket = "ticket"
+)
+
+// AlertPolicy is a Cloud Monitoring alert policy. Its condition is one of: a threshold on the time
+// series that Filter selects (over those of Denominator, for a ratio), aligned over Period with
+// Aligner and reduced with Reducer by GroupBy, above Threshold for Duration; a metric absence (Absent)
+// of Threshold minutes; a log match (LogMatch) on the entries Filter selects; or one threshold per
+// BurnWindows on the burn rate of the SLO named SLOName, all of which must hold.
 type AlertPolicy struct {
 	// Key names the policy: the user label counters_alert, the Terraform key and the gcloud path's file.
 	Key string
 	// DisplayName is the title shown in the console and in notifications.
 	DisplayName string
-	// Documentation is what the alert means and what to do (Markdown), sent with its notifications.
+	// Documentation is what the alert means and what to do (Markdown), ending with the link to its
+	// runbook in this release's docs/operations.md; it is sent with its notifications.
 	Documentation string
-	// Filter is the Cloud Monitoring time series filter.
-	Filter string
+	// Severity is Cloud Monitoring's: CRITICAL, ERROR or WARNING.
+	Severity string
+	// Notify is Page or Ticket: which of a deployment's channel lists the policy notifies.
+	Notify string
+	// Runbook is the anchor of the policy's section of docs/operations.md.
+	Runbook string
+	// Filter is the Cloud Monitoring time series filter (a Logging query for LogMatch).
+	Filter, Denominator string
 	// Aligner and Reducer are Cloud Monitoring's per-series aligner and cross-series reducer.
 	Aligner, Reducer string
 	// GroupBy are the labels the reducer keeps (one incident per value).
 	GroupBy []string
-	// Period is the alignment period; Duration how long the condition must hold.
+	// Period is the alignment period (for LogMatch: at most one notification per Period); Duration
+	// how long a threshold must hold.
 	Period, Duration time.Duration
 	// Absent makes the condition a metric absence (Duration unused).
 	Absent bool
+	// LogMatch makes the condition a log match.
+	LogMatch bool
+	// SLOName and BurnWindows make the policy burn-rate conditions.
+	SLOName     string
+	BurnWindows []time.Duration
 	// Threshold is the default bound, in minutes without data when Absent; deployments may override
-	// it (docs/operations.md, "Monitoring").
+	// it (docs/operations.md, "Monitoring"). A LogMatch policy has none.
 	Threshold float64
 	// Unit says what Threshold counts, for the docs.
 	Unit string
@@ -151,6 +245,22 @@ type AlertPolicy struct {
 // AbsentFor is how long an Absent policy's series must report no data for it to fire.
 func (p AlertPolicy) AbsentFor() time.Duration {
 	return time.Duration(p.Threshold * float64(time.Minute))
+}
+
+// BurnRateFilter is the time series of the burn rate of p's SLO over window.
+func (p AlertPolicy) BurnRateFilter(window time.Duration) string {
+	return fmt.Sprintf("select_slo_burn_rate(%q, %q)", p.SLOName, fmt.Sprintf("%ds", int(window.Seconds())))
+}
+
+// span writes d in the largest whole unit: "5 min", "6 h", "3 days".
+func span(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d min", int(d.Minutes()))
 }
 
 // sweepAbsentPeriods is how many of the scheduler's periods without a sweep the alert sweep_absent
@@ -178,21 +288,23 @@ func every(d time.Duration) string {
 }
 
 // metricFilter is a time series filter of a log-based metric on Cloud Run revisions, plus more.
-func metricFilter(name string, more ...string) string {
-	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
+func (n Naming) metricFilter(name string, more ...string) string {
+	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + n.MetricPrefix + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
 }
 
-// deployedServices is a filter term selecting the Cloud Run services of the deployed functions: each
-// by its name, and a per-source function's, one per declared pattern (SourceFunctions), by the
-// prefix their names share.
-func deployedServices() string {
+// deployedServices is a filter term selecting the Cloud Run services of the deployed functions but
+// those of except: each by its name, and a per-source function's, one per declared pattern
+// (SourceFunctions), by the prefix their names share.
+func (n Naming) deployedServices(except ...string) string {
 	var names, terms []string
 	for _, f := range Deployed() {
-		if f.PerSource {
-			terms = append(terms, "resource.labels.service_name=starts_with("+strconv.Quote(f.Name+"-")+")")
-			continue
+		switch {
+		case slices.Contains(except, f.EntryPoint):
+		case f.PerSource:
+			terms = append(terms, "resource.labels.service_name=starts_with("+strconv.Quote(n.Prefix+f.Name+"-")+")")
+		default:
+			names = append(names, strconv.Quote(n.Prefix+f.Name))
 		}
-		names = append(names, strconv.Quote(f.Name))
 	}
 	terms = append([]string{"resource.labels.service_name=one_of(" + strings.Join(names, ", ") + ")"}, terms...)
 	if len(terms) == 1 {
@@ -201,49 +313,108 @@ func deployedServices() string {
 	return "(" + strings.Join(terms, " OR ") + ")"
 }
 
-// AlertPolicies are the alert policies both deployments create.
-func AlertPolicies() []AlertPolicy {
+// Runbook anchors of docs/operations.md.
+const (
+	runbookIncrements   = "runbook-increment-fails"
+	runbookStart        = "runbook-functions-cannot-start"
+	runbookRollups      = "runbook-roll-ups-lag"
+	runbookSweep        = "runbook-the-sweep-stops"
+	runbookDeadLetters  = "dead-letters"
+	runbookMaxInstances = "production-limits"
+)
+
+// burnRates are the SRE workbook's multi-window burn-rate alerts on an SLO of a 28- or 30-day period:
+// the key's suffix, the windows (long, short), the burn rate and who is told.
+var burnRates = []struct {
+	suffix   string
+	windows  []time.Duration
+	rate     float64
+	severity string
+	notify   string
+}{
+	{"burn_fast", []time.Duration{time.Hour, 5 * time.Minute}, 14.4, "CRITICAL", Page},
+	{"burn_slow", []time.Duration{6 * time.Hour, 30 * time.Minute}, 6, "ERROR", Page},
+	{"budget", []time.Duration{3 * 24 * time.Hour, 6 * time.Hour}, 1, "WARNING", Ticket},
+}
+
+// AlertPolicies are the alert policies deploy.sh creates (Naming.AlertPolicies: any deployment's).
+func AlertPolicies() []AlertPolicy { return Naming{Project: ProjectPlaceholder}.AlertPolicies() }
+
+// AlertPolicies are the alert policies a deployment named n creates, each with its runbook link.
+func (n Naming) AlertPolicies() []AlertPolicy {
 	sweepEvery := sweepPeriod()
-	return []AlertPolicy{
-		{Key: "rollup_age", DisplayName: "Counters: roll-ups trail their counters",
-			Filter:  metricFilter("counters_rollup_age", `metric.labels.source="trigger"`),
-			Aligner: "ALIGN_PERCENTILE_99", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Threshold: 60, Unit: "seconds (99th percentile over 5 minutes)",
-			Documentation: "Roll-ups written by the shard-write trigger trailed their counters' changes by more than the threshold (99th percentile over 5 minutes): " +
-				"roll-up events wait, fail or retry. Check the rollup-on-shard-write function's WARNING and ERROR lines and its instance count, " +
-				"and Firestore's latency. docs/operations.md, \"Monitoring\"."},
-		{Key: "dead_letter_backlog", DisplayName: "Counters: increments parked in the dead-letter topic",
-			Filter:  `metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="` + shared.TopicIncrementsDeadLetter + `"`,
-			Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Threshold: 0, Unit: "messages",
-			Documentation: "Increment messages that increment-from-pubsub failed on too often are parked in the " + shared.TopicIncrementsDeadLetter +
-				" subscription, not counted. Read them (gcloud pubsub subscriptions pull " + shared.TopicIncrementsDeadLetter + " --limit=10), fix the cause " +
-				"(the function's ERROR lines say it), then publish them again (their idempotency_key applies each once) and acknowledge them. docs/operations.md, \"Dead letters\"."},
-		{Key: "outcome_unknown", DisplayName: "Counters: increments with an unknown outcome (504)",
-			Filter:  metricFilter("counters_increment_outcome_unknown"),
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Threshold: 5, Unit: "504 answers in 5 minutes",
-			Documentation: "Increment answered 504 more often than the threshold in 5 minutes: Firestore did not confirm the writes in time. " +
+	deadLetters := n.Prefix + shared.TopicIncrementsDeadLetter
+	requests := n.incrementRequests()
+	policies := []AlertPolicy{
+		{Key: "increment_5xx", DisplayName: "Counters: Increment refuses work (5xx)", Severity: "CRITICAL", Notify: Page, Runbook: runbookIncrements,
+			Filter: requests + ` AND metric.labels.response_code_class="5xx"`, Denominator: requests,
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 0.05, Unit: "share of Increment's answers that are 5xx, over 5 minutes, for 5 minutes",
+			Documentation: "Increment answers 5xx (503: Firestore refused, 500: a failure, 504: outcome unknown) to more than the threshold of its requests: callers cannot count. " +
+				"Read the increment function's ERROR lines and Firestore's status."},
+		{Key: "outcome_unknown", DisplayName: "Counters: increments with an unknown outcome (504)", Severity: "ERROR", Notify: Page, Runbook: runbookIncrements,
+			Filter: requests + ` AND metric.labels.response_code="504"`, Denominator: requests,
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 0.01, Unit: "share of Increment's answers that are 504, over 5 minutes, for 10 minutes",
+			Documentation: "Increment answered 504 to more than the threshold of its requests: Firestore did not confirm the writes in time. " +
 				"Clients that resend with the same Idempotency-Key lose nothing; others may count twice or not at all. " +
-				"Check Firestore's status and latency and the increment function's ERROR lines. docs/operations.md, \"Monitoring\"."},
-		{Key: "sweep_unfinished", DisplayName: "Counters: the scheduled sweep cannot finish",
-			Filter:  metricFilter("counters_sweep_unfinished"),
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 15 * time.Minute, Threshold: 9, Unit: "unfinished sweeps in 15 minutes (one runs each minute)",
-			Documentation: "Most scheduled sweeps of the last 15 minutes ran out of time or failed, so roll-ups that missed their trigger stay stale. " +
-				"Read the rollup-scheduled function's lines (event rollup_sweep: counters, reads, done; WARNING and ERROR lines say why). docs/operations.md, \"Monitoring\"."},
-		{Key: "sweep_absent", DisplayName: "Counters: the scheduled sweep has stopped running", Absent: true,
-			Filter:  metricFilter("counters_sweep_runs"),
+				"Check Firestore's status and latency and the increment function's ERROR lines."},
+		{Key: "function_critical", DisplayName: "Counters: a function cannot start (CRITICAL log entry)", Severity: "CRITICAL", Notify: Page, Runbook: runbookStart,
+			Filter:   `resource.type="cloud_run_revision" AND ` + n.deployedServices() + ` AND severity=CRITICAL`,
+			LogMatch: true, Period: 5 * time.Minute, Unit: "none: any CRITICAL entry (at most one notification per 5 minutes)",
+			Documentation: "A function logged at CRITICAL: it cannot start (\"function cannot start\": a setting it refuses, Firestore unreachable at start-up) and answers every request with 500. " +
+				"Read the entry's error, fix the setting and deploy again, or roll back."},
+		{Key: "trigger_dead", DisplayName: "Counters: the shard-write trigger does not roll up", Severity: "CRITICAL", Notify: Page, Runbook: runbookRollups,
+			Filter:  n.metricFilter("counters_rollup_canary", `metric.labels.outcome="stale"`),
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 10 * time.Minute, Duration: 5 * time.Minute, Threshold: 2, Unit: "stale canary checks in 10 minutes (one each minute), for 5 minutes",
+			Documentation: "The scheduled sweep found the canary counter's roll-up behind its value more often than the threshold: the rollup-on-shard-write trigger does not roll up, " +
+				"and roll-ups wait for the sweep. Check the trigger (gcloud functions describe rollup-on-shard-write --region=REGION), its ERROR lines and its instance count."},
+		{Key: "rollup_age", DisplayName: "Counters: roll-ups trail their counters", Severity: "WARNING", Notify: Ticket, Runbook: runbookRollups,
+			Filter:  n.metricFilter("counters_rollup_age", `metric.labels.source="trigger"`),
+			Aligner: "ALIGN_PERCENTILE_99", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 15 * time.Minute, Threshold: 60, Unit: "seconds (99th percentile of per-instance maxima over 5 minutes, for 15 minutes)",
+			Documentation: "Roll-ups written by the shard-write trigger trailed their counters' changes by more than the threshold: " +
+				"roll-up events wait, fail or retry. Check the rollup-on-shard-write function's WARNING and ERROR lines and its instance count, and Firestore's latency."},
+		{Key: "dead_letter_backlog", DisplayName: "Counters: increments parked in the dead-letter topic", Severity: "WARNING", Notify: Ticket, Runbook: runbookDeadLetters,
+			Filter:  `metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="` + deadLetters + `"`,
+			Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 0, Unit: "messages (for 5 minutes)",
+			Documentation: "Increment messages that increment-from-pubsub failed on too often are parked in the " + deadLetters +
+				" subscription, not counted. Read them, fix the cause (the function's ERROR lines say it), then publish them again (their idempotency_key applies each once) and acknowledge them."},
+		{Key: "sweep_unfinished", DisplayName: "Counters: the scheduled sweep cannot finish", Severity: "WARNING", Notify: Ticket, Runbook: runbookSweep,
+			Filter:  n.metricFilter("counters_sweep_unfinished"),
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 15 * time.Minute, Duration: 15 * time.Minute, Threshold: 9, Unit: "unfinished sweeps in 15 minutes (one runs each minute), for 15 minutes",
+			Documentation: "Most scheduled sweeps ran out of time or failed, so roll-ups that missed their trigger stay stale. " +
+				"Read the rollup-scheduled function's lines (event rollup_sweep: counters, reads, done; WARNING and ERROR lines say why)."},
+		{Key: "sweep_absent", DisplayName: "Counters: the scheduled sweep has stopped running", Severity: "ERROR", Notify: Page, Runbook: runbookSweep, Absent: true,
+			Filter:  n.metricFilter("counters_sweep_runs"),
 			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: sweepEvery,
 			Threshold: sweepAbsentPeriods * sweepEvery.Minutes(), Unit: "minutes without a sweep (one runs " + every(sweepEvery) + ")",
 			Documentation: "No scheduled sweep has run, finished or not, for longer than the threshold (one runs " + every(sweepEvery) + "): " +
-				"roll-ups whose trigger events were lost stay stale. Check the Cloud Scheduler job " + shared.TopicRollupTick +
-				" (gcloud scheduler jobs describe " + shared.TopicRollupTick + " --location=REGION: state ENABLED, lastAttemptTime, status), " +
-				"the topic " + shared.TopicRollupTick + " and the rollup-scheduled function's trigger (gcloud functions describe rollup-scheduled --region=REGION), " +
-				"and the function's ERROR lines and failed starts (it may fail before it logs). docs/operations.md, \"Monitoring\"."},
-		{Key: "max_instances", DisplayName: "Counters: functions at their maximum instances (429)",
-			Filter:  `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND metric.labels.response_code="429" AND ` + deployedServices(),
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.labels.service_name"}, Period: 5 * time.Minute, Threshold: 10, Unit: "429 answers in 5 minutes, per function",
-			Documentation: "A function answered 429 more often than the threshold in 5 minutes: it runs at its maximum instances and Cloud Run turns requests away " +
-				"(clients retry; Pub/Sub and Eventarc redeliver). Raise its max instances (Terraform function_settings; internal/manifest/deployment.go for deploy.sh) " +
-				"or find what drives the load. docs/operations.md, \"Production limits\"."},
+				"roll-ups whose trigger events were lost stay stale, and the freshness SLO has no data. Check the Cloud Scheduler job, its topic, the rollup-scheduled function's trigger and its failed starts."},
+		{Key: "max_instances", DisplayName: "Counters: functions at their maximum instances (429)", Severity: "WARNING", Notify: Ticket, Runbook: runbookMaxInstances,
+			Filter:  `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND metric.labels.response_code="429" AND ` + n.deployedServices(functions.EntryRollupScheduled),
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.labels.service_name"}, Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 10, Unit: "429 answers in 5 minutes, per function, for 10 minutes",
+			Documentation: "A function answered 429 more often than the threshold: it runs at its maximum instances and Cloud Run turns requests away " +
+				"(clients retry; Pub/Sub and Eventarc redeliver). Raise its max instances or find what drives the load. " +
+				"The scheduled sweep is left out: it turns away overlapping ticks by design."},
 	}
+	for _, slo := range n.SLOs() {
+		key := strings.SplitN(slo.ID, "-", 2)[1]
+		runbook := runbookIncrements
+		if slo.ID == sloFreshness {
+			runbook = runbookRollups
+		}
+		for _, b := range burnRates {
+			policies = append(policies, AlertPolicy{Key: key + "_" + b.suffix, Severity: b.severity, Notify: b.notify, Runbook: runbook,
+				DisplayName: fmt.Sprintf("Counters: SLO %q burns its error budget at %gx", slo.DisplayName, b.rate),
+				SLOName:     n.SLOName(slo.ID), BurnWindows: b.windows, Duration: time.Minute, Threshold: b.rate,
+				Unit: fmt.Sprintf("times the sustainable burn rate, over %s and %s", span(b.windows[0]), span(b.windows[1])),
+				Documentation: fmt.Sprintf("The SLO %q (%g%% over %d days) burned its error budget faster than the threshold over both %s and %s: at this rate the budget lasts %.1f days. ",
+					slo.DisplayName, slo.Goal*100, int(slo.Period.Hours()/24), span(b.windows[0]), span(b.windows[1]), slo.Period.Hours()/24/b.rate) +
+					"The other alerts of the runbook say where."})
+		}
+	}
+	for i := range policies {
+		policies[i].Documentation += "\n\nRunbook: " + version.DocURL("docs/operations.md#"+policies[i].Runbook)
+	}
+	return policies
 }
 
 // Chart is one chart of the dashboard: lines from Cloud Monitoring time series (Filter, aligned over
@@ -264,39 +435,43 @@ type ChartLine struct {
 
 // promSum is a PromQL query of the per-minute sum of the values of a log-based distribution metric,
 // by label (none: "").
-func promSum(metric, label string) string {
+func (n Naming) promSum(metric, label string) string {
 	by := ""
 	if label != "" {
 		by = " by (" + label + ")"
 	}
-	return "sum" + by + " (increase(logging_googleapis_com:user_" + metric + "_sum[1m]))"
+	return "sum" + by + " (increase(logging_googleapis_com:user_" + n.MetricPrefix + metric + "_sum[1m]))"
 }
 
-// DashboardCharts are the charts of the dashboard both deployments create, in order.
-func DashboardCharts() []Chart {
+// DashboardCharts are the charts of deploy.sh's dashboard (Naming.DashboardCharts: any deployment's).
+func DashboardCharts() []Chart { return Naming{}.DashboardCharts() }
+
+// DashboardCharts are the charts of the dashboard of a deployment named n, in order.
+func (n Naming) DashboardCharts() []Chart {
 	perMinute := func(filter string, groupBy ...string) ChartLine {
 		return ChartLine{Filter: filter, Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: groupBy}
 	}
 	return []Chart{
-		{Title: "Increments applied per minute, by source", Lines: []ChartLine{{PromQL: promSum("counters_increments_applied", "source")}}},
-		{Title: "Increments refused per minute, by reason", Lines: []ChartLine{{PromQL: promSum("counters_increments_refused", "reason")}}},
-		{Title: "Unknown outcomes (504) per minute", Lines: []ChartLine{perMinute(metricFilter("counters_increment_outcome_unknown"))}},
-		{Title: "Roll-up age, 99th percentile (s), by source", Lines: []ChartLine{{Filter: metricFilter("counters_rollup_age"),
+		{Title: "Increments applied per minute, by source", Lines: []ChartLine{{PromQL: n.promSum("counters_increments_applied", "source")}}},
+		{Title: "Increments refused per minute, by reason", Lines: []ChartLine{{PromQL: n.promSum("counters_increments_refused", "reason")}}},
+		{Title: "Unknown outcomes (504) per minute", Lines: []ChartLine{perMinute(n.metricFilter("counters_increment_outcome_unknown"))}},
+		{Title: "Roll-up age, 99th percentile of per-instance maxima (s), by source", Lines: []ChartLine{{Filter: n.metricFilter("counters_rollup_age"),
 			Aligner: "ALIGN_PERCENTILE_99", Reducer: "REDUCE_MAX", GroupBy: []string{"metric.label.source"}}}},
+		{Title: "Canary checks per minute, by outcome (stale: the trigger did not roll up)", Lines: []ChartLine{perMinute(n.metricFilter("counters_rollup_canary"), "metric.label.outcome")}},
 		{Title: "Sweep: stale roll-ups found and fixed per minute", Lines: []ChartLine{
-			{PromQL: promSum("counters_sweep_stale", "")}, {PromQL: promSum("counters_sweep_fixed", "")}}},
+			{PromQL: n.promSum("counters_sweep_stale", "")}, {PromQL: n.promSum("counters_sweep_fixed", "")}}},
 		{Title: "Sweeps run and unfinished per minute", Lines: []ChartLine{
-			perMinute(metricFilter("counters_sweep_runs")), perMinute(metricFilter("counters_sweep_unfinished"))}},
+			perMinute(n.metricFilter("counters_sweep_runs")), perMinute(n.metricFilter("counters_sweep_unfinished"))}},
 		{Title: "Dead letters: messages parked, and dead-lettered per minute", Lines: []ChartLine{
-			{Filter: `metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="` + shared.TopicIncrementsDeadLetter + `"`,
+			{Filter: `metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="` + n.Prefix + shared.TopicIncrementsDeadLetter + `"`,
 				Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX"},
 			perMinute(`metric.type="pubsub.googleapis.com/subscription/dead_letter_message_count" AND resource.type="pubsub_subscription"`)}},
 		{Title: "Requests per minute by function and response class (429: at max instances)", Lines: []ChartLine{
-			perMinute(`metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND `+deployedServices(),
+			perMinute(`metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND `+n.deployedServices(),
 				"resource.label.service_name", "metric.label.response_code_class")}},
-		{Title: "Instances per function", Lines: []ChartLine{{Filter: `metric.type="run.googleapis.com/container/instance_count" AND resource.type="cloud_run_revision" AND ` + deployedServices(),
+		{Title: "Instances per function", Lines: []ChartLine{{Filter: `metric.type="run.googleapis.com/container/instance_count" AND resource.type="cloud_run_revision" AND ` + n.deployedServices(),
 			Aligner: "ALIGN_MAX", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.label.service_name"}}}},
-		{Title: "Extension fold errors per minute, by kind", Lines: []ChartLine{perMinute(metricFilter("counters_fold_errors"), "metric.label.kind")}},
-		{Title: "Extension shard events waiting for their main document per minute, by kind", Lines: []ChartLine{perMinute(metricFilter("counters_fold_waiting"), "metric.label.kind")}},
+		{Title: "Extension fold errors per minute, by kind", Lines: []ChartLine{perMinute(n.metricFilter("counters_fold_errors"), "metric.label.kind")}},
+		{Title: "Extension shard events waiting for their main document per minute, by kind", Lines: []ChartLine{perMinute(n.metricFilter("counters_fold_waiting"), "metric.label.kind")}},
 	}
 }

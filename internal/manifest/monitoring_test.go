@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/manifest"
+	"github.com/shardcount/counters/version"
 )
 
 // monitoringSection is the "Monitoring" section of docs/operations.md.
@@ -117,6 +118,8 @@ func serviceSelected(t *testing.T, filter, service string) bool {
 		switch {
 		case !ok:
 			t.Fatalf("filter %s: %q is not a comparison of resource.labels.service_name", filter, comparison)
+		case strings.HasPrefix(value, `"`):
+			return value == strconv.Quote(service)
 		case strings.HasPrefix(value, "one_of(") && strings.HasSuffix(value, ")"):
 			for _, name := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(value, "one_of("), ")"), ", ") {
 				if name == strconv.Quote(service) {
@@ -141,7 +144,8 @@ func serviceSelected(t *testing.T, filter, service string) bool {
 // TestCloudRunChartsAndAlertsSeeEveryFunction: every alert policy and dashboard line on a Cloud Run
 // metric (429s, requests by response class, instances) selects the service of every deployed
 // function, the count-documents functions of declared patterns included (one service per pattern,
-// named by SourceFunctions), and no other service.
+// named by SourceFunctions), and no other service; but the 429 alert leaves out the scheduled sweep
+// (which turns away overlapping ticks by design), and Increment's own alerts and SLO select it alone.
 func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 	var services []string
 	for _, f := range manifest.Deployed() {
@@ -153,9 +157,19 @@ func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 			services = append(services, g.Name)
 		}
 	}
+	increment, _ := manifest.DeployedFunction(functions.EntryIncrement)
+	sweep, _ := manifest.DeployedFunction(functions.EntryRollupScheduled)
+	only := map[string][]string{"alert increment_5xx": {increment.Name}, "alert outcome_unknown": {increment.Name}}
+	leftOut := map[string][]string{"alert max_instances": {sweep.Name}}
 	filters := map[string]string{}
 	for _, p := range manifest.AlertPolicies() {
 		filters["alert "+p.Key] = p.Filter
+	}
+	for _, slo := range (manifest.Naming{}).SLOs() {
+		filters["SLO "+slo.ID] = slo.Total
+		if strings.Contains(slo.Total, `metric.type="run.googleapis.com/`) {
+			only["SLO "+slo.ID] = []string{increment.Name}
+		}
 	}
 	for _, c := range manifest.DashboardCharts() {
 		for i, l := range c.Lines {
@@ -169,8 +183,9 @@ func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 		}
 		checked++
 		for _, s := range services {
-			if !serviceSelected(t, filter, s) {
-				t.Errorf("%s: the filter leaves out the function %s: %s", name, s, filter)
+			want := !slices.Contains(leftOut[name], s) && (only[name] == nil || slices.Contains(only[name], s))
+			if got := serviceSelected(t, filter, s); got != want {
+				t.Errorf("%s: selects the function %s: %t, want %t: %s", name, s, got, want, filter)
 			}
 		}
 		for _, other := range []string{"my-app-api", "count-documents", "counter"} {
@@ -181,5 +196,64 @@ func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Error("no alert or chart on a Cloud Run metric: nothing checked")
+	}
+}
+
+// headingAnchors are the anchors GitHub gives the headings of a Markdown file.
+func headingAnchors(t *testing.T, file string) []string {
+	t.Helper()
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anchors []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			var b strings.Builder
+			for _, r := range strings.ToLower(heading) {
+				switch {
+				case r == ' ':
+					b.WriteRune('-')
+				case r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9'):
+					b.WriteRune(r)
+				}
+			}
+			anchors = append(anchors, b.String())
+		}
+	}
+	return anchors
+}
+
+// TestEveryAlertIsActionable: every alert policy has a severity, notifies the paging or the ticket
+// channels (dead letters and unfinished sweeps open tickets), holds its condition for a while or
+// needs two windows to agree, and links its runbook: a section of docs/operations.md in this
+// release's source.
+func TestEveryAlertIsActionable(t *testing.T) {
+	anchors := headingAnchors(t, "../../docs/operations.md")
+	for _, p := range manifest.AlertPolicies() {
+		if !slices.Contains([]string{"CRITICAL", "ERROR", "WARNING"}, p.Severity) {
+			t.Errorf("%s: severity %q, want CRITICAL, ERROR or WARNING", p.Key, p.Severity)
+		}
+		if p.Notify != manifest.Page && p.Notify != manifest.Ticket {
+			t.Errorf("%s: notifies %q, want page or ticket", p.Key, p.Notify)
+		}
+		if !p.Absent && !p.LogMatch && p.Duration <= 0 {
+			t.Errorf("%s: a threshold that fires at once (duration 0): one sample pages", p.Key)
+		}
+		if len(p.BurnWindows) == 1 {
+			t.Errorf("%s: a burn rate over one window; want a long and a short one that must agree", p.Key)
+		}
+		if !slices.Contains(anchors, p.Runbook) {
+			t.Errorf("%s: runbook %q is no heading of docs/operations.md", p.Key, p.Runbook)
+		}
+		if link := version.DocURL("docs/operations.md#" + p.Runbook); !strings.HasSuffix(p.Documentation, link) {
+			t.Errorf("%s: documentation does not end with its runbook link %s: %q", p.Key, link, p.Documentation)
+		}
+	}
+	for _, key := range []string{"dead_letter_backlog", "sweep_unfinished"} {
+		i := slices.IndexFunc(manifest.AlertPolicies(), func(p manifest.AlertPolicy) bool { return p.Key == key })
+		if i < 0 || manifest.AlertPolicies()[i].Notify != manifest.Ticket {
+			t.Errorf("%s: want a ticket, not a page", key)
+		}
 	}
 }
