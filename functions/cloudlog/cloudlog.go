@@ -1,5 +1,4 @@
-// Package cloudlog writes log/slog records as JSON lines that Cloud Logging parses into structured
-// entries (severity, message).
+// Package cloudlog writes slog records as JSON lines for Cloud Logging.
 package cloudlog
 
 import (
@@ -27,8 +26,7 @@ func ParseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("log level %q: must be DEBUG, INFO, WARNING or ERROR", s)
 }
 
-// New logs JSON lines that Cloud Logging parses into structured entries: the level is written as
-// "severity" (DEBUG, INFO, WARNING, ERROR, CRITICAL) and the text as "message".
+// New logs JSON lines with Cloud Logging's "severity" and "message" keys.
 func New(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
 		Level: level,
@@ -36,8 +34,7 @@ func New(w io.Writer, level slog.Level) *slog.Logger {
 			if len(groups) > 0 {
 				return a
 			}
-			// Only slog's own attributes are renamed: a caller's attribute that happens to be called
-			// "level" or "msg" keeps its name and value.
+			// Rename only slog's own attributes, not a caller's "level" or "msg".
 			switch level, isLevel := a.Value.Any().(slog.Level); {
 			case a.Key == slog.MessageKey && a.Value.Kind() == slog.KindString:
 				a.Key = "message"

@@ -1,7 +1,5 @@
-// Package eventhttp serves CloudEvent functions as plain HTTP handlers that decode each event in the
-// request's own goroutine, so no cancelled delivery can wedge another (docs/design.md, "Event
-// delivery"). It reads production's wire formats: binary and structured CloudEvents, and Pub/Sub push
-// envelopes, which become google.cloud.pubsub.topic.v1.messagePublished events.
+// Package eventhttp serves CloudEvent functions as HTTP handlers, decoding in the request's
+// goroutine (docs/design.md, "Event delivery").
 package eventhttp
 
 import (
@@ -22,8 +20,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 )
 
-// MaxBodyBytes bounds a delivery's body: a Pub/Sub message is at most 10 MB (about 13.4 MB in
-// base64), a Firestore event carries two documents of at most 1 MiB each.
+// MaxBodyBytes bounds a delivery's body.
 const MaxBodyBytes = 16 << 20
 
 // EventPubSubMessagePublished is the CloudEvent type of a Pub/Sub message.
@@ -32,13 +29,11 @@ const EventPubSubMessagePublished = "google.cloud.pubsub.topic.v1.messagePublish
 // EventFirestoreDocWritten is the CloudEvent type of a Firestore document write.
 const EventFirestoreDocWritten = "google.cloud.firestore.document.v1.written"
 
-// Func is a CloudEvent function: nil acknowledges the event, an error asks for its redelivery.
+// Func is a CloudEvent function; an error asks for redelivery.
 type Func func(context.Context, event.Event) error
 
-// Handler serves fn over HTTP. It answers 200 when fn returns nil and 500 when fn fails, so the
-// platform redelivers. A delivery that can never become an event (not a CloudEvent, an invalid one,
-// a body over MaxBodyBytes) is acknowledged with 200 and logged at ERROR on log: redelivering it
-// would only repeat the failure. Methods other than POST get 405.
+// Handler serves fn: 200 on nil, 500 (redeliver) on error. An undecodable delivery gets 200
+// and an ERROR line on log.
 func Handler(fn Func, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -70,8 +65,7 @@ func Handler(fn Func, log *slog.Logger) http.Handler {
 	})
 }
 
-// Decode reads the CloudEvent of a request whose body was already read: binary or structured mode,
-// or a Pub/Sub push envelope.
+// Decode reads r's binary or structured CloudEvent, or Pub/Sub push envelope; body is r's.
 func Decode(r *http.Request, body []byte) (*event.Event, error) {
 	if r.Header.Get("Ce-Id") == "" && !strings.Contains(r.Header.Get("Content-Type"), "cloudevents") {
 		return fromPushEnvelope(r.URL.Path, body)
@@ -86,9 +80,7 @@ func Decode(r *http.Request, body []byte) (*event.Event, error) {
 	return e, nil
 }
 
-// PushEnvelope is the JSON body of a Pub/Sub push delivery. It is also the data of the
-// google.cloud.pubsub.topic.v1.messagePublished CloudEvent that Eventarc delivers, and of the event
-// this package makes from an envelope: one document, one type.
+// PushEnvelope is a Pub/Sub push body and a messagePublished event's data.
 type PushEnvelope struct {
 	Message      PubSubMessage `json:"message"`
 	Subscription string        `json:"subscription"`
@@ -103,12 +95,10 @@ type PubSubMessage struct {
 	PublishTime time.Time         `json:"publishTime"`
 }
 
-// topicInPath finds the topic a push subscription names in its endpoint's path.
+// topicInPath finds the topic in a push endpoint's path.
 var topicInPath = regexp.MustCompile(`projects/[^/?]+/topics/[^/?]+`)
 
-// fromPushEnvelope makes the messagePublished event of a Pub/Sub push envelope: its data is the
-// envelope itself ({"message": {...}, "subscription": "..."}), as in the event Eventarc delivers; its
-// ID is the message ID and its source the topic named in the path, as the Functions Framework does.
+// fromPushEnvelope makes a push envelope's messagePublished event, as Eventarc does.
 func fromPushEnvelope(path string, body []byte) (*event.Event, error) {
 	var env PushEnvelope
 	if err := json.Unmarshal(body, &env); err != nil || env.Message.MessageID == "" {
@@ -134,15 +124,14 @@ func fromPushEnvelope(path string, body []byte) (*event.Event, error) {
 	return &e, nil
 }
 
-// acknowledgeUndecodable answers a delivery that can never be handled with 200, and says why at ERROR.
+// acknowledgeUndecodable answers 200 and logs err at ERROR.
 func acknowledgeUndecodable(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	log.ErrorContext(r.Context(), "delivery is not a usable CloudEvent; acknowledged without handling it",
 		"path", r.URL.Path, "content_type", r.Header.Get("Content-Type"), "ce_id", r.Header.Get("Ce-Id"), "reason", err.Error())
 	answer(w, http.StatusOK, "")
 }
 
-// answer writes status and a one-line text body with its Content-Length, so that the answer is
-// complete on the wire once flushed, even if the process exits right after.
+// answer writes status and msg with a Content-Length.
 func answer(w http.ResponseWriter, status int, msg string) {
 	if msg != "" {
 		msg += "\n"

@@ -9,23 +9,17 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// documentEventValueField is the field number of value, the document after the write, in
-// google.events.cloud.firestore.v1.DocumentEventData. Its Document message has the wire format of
-// google.firestore.v1.Document, so firestorepb decodes it; the google-cloudevents-go module that
-// defines DocumentEventData itself is not needed for one field.
+// Field numbers of google.events.cloud.firestore.v1.DocumentEventData, whose messages share
+// firestorepb's wire format.
 const documentEventValueField = 1
 
-// documentEventOldValueField and documentEventUpdateMaskField are DocumentEventData's old_value (the
-// document before the write, a Document) and update_mask (a DocumentMask, the wire format of
-// google.firestore.v1.DocumentMask).
 const (
 	documentEventOldValueField   = 2
 	documentEventUpdateMaskField = 3
 )
 
-// WrittenDocumentUpdateTime reads the update time of the written document from the protobuf
-// DocumentEventData of a document.written event. ok is false when the event carries no document
-// after the write (a delete).
+// WrittenDocumentUpdateTime reads the written document's update time from a document.written
+// event's DocumentEventData; ok is false for a delete.
 func WrittenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err error) {
 	doc, err := WrittenDocument(data)
 	if err != nil || doc == nil {
@@ -34,15 +28,13 @@ func WrittenDocumentUpdateTime(data []byte) (updated time.Time, ok bool, err err
 	return doc.GetUpdateTime().AsTime(), doc.GetUpdateTime() != nil, nil
 }
 
-// WrittenDocument reads the document after the write from the protobuf DocumentEventData of a
-// document.written event; nil when there is none (a delete).
+// WrittenDocument reads the document after the write; nil for a delete.
 func WrittenDocument(data []byte) (*firestorepb.Document, error) {
 	value, _, err := Documents(data)
 	return value, err
 }
 
-// Documents reads the documents after (value) and before (oldValue) the write from the protobuf
-// DocumentEventData of a document.written event; nil when there is none (a delete, a create).
+// Documents reads the documents after and before the write; nil when absent.
 func Documents(data []byte) (value, oldValue *firestorepb.Document, err error) {
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
@@ -75,9 +67,8 @@ func Documents(data []byte) (value, oldValue *firestorepb.Document, err error) {
 	return value, oldValue, nil
 }
 
-// DocumentEventData encodes the protobuf DocumentEventData of a document.written event, as Eventarc
-// sends it: value is the document after the write (nil for a delete), oldValue the document before
-// it (nil for a create), updateMask the paths of the fields an update changed (nil otherwise).
+// DocumentEventData encodes a document.written event's data as Eventarc does; updateMask
+// lists an update's changed paths.
 func DocumentEventData(value, oldValue *firestorepb.Document, updateMask []string) ([]byte, error) {
 	var b []byte
 	for _, f := range []struct {

@@ -1,7 +1,4 @@
-// Package logtally counts events of one kind on one instance and logs the counts once a minute, so
-// that an event that can come in floods (a refused token on a public endpoint) or at every request
-// (an applied increment, a roll-up written) costs a bounded number of log lines, and a log-based
-// metric over the summary lines stays exact (docs/operations.md, "Monitoring").
+// Package logtally logs per-instance event counts once a minute (docs/operations.md, "Monitoring").
 package logtally
 
 import (
@@ -13,25 +10,20 @@ import (
 	"time"
 )
 
-// Window is the period of one summary line per label.
+// Window is the summaries' period.
 const Window = time.Minute
 
-// Tally counts the events of one kind by label (a refusal's reason, an increment's source). Per
-// label and window it writes the first Full events it is given details of as lines of their own
-// (Message), and at the window's end one summary line (Summary) with the window's count and the sum
-// of the amounts added, every event of the window included. A window's summary is written by the
-// first Add after it, by a timer at its end, or by Flush, whichever comes first; events still counted
-// when the process dies unflushed are lost, so the instance flushes on SIGTERM. Safe for concurrent use.
+// Tally counts events by label and logs one summary per label and window. Flush before exit.
+// Safe for concurrent use.
 type Tally struct {
-	log *slog.Logger
-	// event, labelKey, sumKey, message, summary and full are Options'.
+	log                             *slog.Logger
 	event, labelKey, sumKey, maxKey string
 	message, summary                string
 	full                            int
 	now                             func() time.Time
 
 	mu     sync.Mutex
-	start  time.Time // the current window's start; zero before the first event
+	start  time.Time // zero before the first event
 	counts map[string]*count
 	timer  *time.Timer
 }
@@ -43,20 +35,13 @@ type count struct {
 
 // Options describe the lines of a Tally.
 type Options struct {
-	// Event is the "event" field of the summary lines.
-	Event string
-	// LabelKey is the field that holds an event's label.
-	LabelKey string
-	// SumKey, if set, is the summary's field for the sum of the amounts added.
-	SumKey string
-	// MaxKey, if set, is the summary's field for the largest value given to Observe.
-	MaxKey string
-	// Message is the text of a line written in full, Summary that of a summary line.
+	Event            string // the summaries' "event" field
+	LabelKey         string
+	SumKey           string // if set, the sum of amounts
+	MaxKey           string // if set, the largest observed value
 	Message, Summary string
-	// Full is how many events per label and window are written in full.
-	Full int
-	// Now is the clock; nil is time.Now.
-	Now func() time.Time
+	Full             int              // events per label and window logged in full
+	Now              func() time.Time // nil is time.Now
 }
 
 // New returns a Tally that writes to log.
@@ -68,8 +53,7 @@ func New(log *slog.Logger, o Options) *Tally {
 		full: o.Full, now: o.Now, counts: map[string]*count{}}
 }
 
-// Add counts one event of label that adds amount. Of the events of a label in a window that carry
-// details, the first Full are also logged, at level, with the details; the rest are only counted.
+// Add counts an event of label adding amount; the first Full with details are logged at level.
 func (t *Tally) Add(ctx context.Context, label string, amount int64, level slog.Level, details ...slog.Attr) {
 	t.mu.Lock()
 	c := t.countLocked(ctx, label)
@@ -82,8 +66,7 @@ func (t *Tally) Add(ctx context.Context, label string, amount int64, level slog.
 	}
 }
 
-// Observe counts one event of label whose value is v: the summary's MaxKey field is the window's
-// largest.
+// Observe counts one event of label with value v, for the window's maximum.
 func (t *Tally) Observe(ctx context.Context, label string, v float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -94,7 +77,7 @@ func (t *Tally) Observe(ctx context.Context, label string, v float64) {
 	c.n++
 }
 
-// countLocked is label's count in the current window, which it starts or ends first as needed.
+// countLocked is label's count in the current window.
 func (t *Tally) countLocked(ctx context.Context, label string) *count {
 	now := t.now()
 	if !t.start.IsZero() && !now.Before(t.start.Add(Window)) {
@@ -112,7 +95,7 @@ func (t *Tally) countLocked(ctx context.Context, label string) *count {
 	return c
 }
 
-// Flush writes the summaries of the current window now and starts a new one with the next event.
+// Flush writes the current window's summaries now.
 func (t *Tally) Flush(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

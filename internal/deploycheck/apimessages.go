@@ -11,17 +11,14 @@ import (
 //go:embed apimessages.py
 var apiMessages string
 
-// APIFile is a JSON file of an API resource: Kind is "metric" (a Logging LogMetric), "policy" (a
-// Monitoring AlertPolicy), "dashboard" (a Monitoring Dashboard), "service" or "slo" (a Monitoring
-// Service or ServiceLevelObjective).
+// APIFile is a JSON file of an API resource; Kind is "metric", "policy", "dashboard", "service"
+// or "slo".
 type APIFile struct {
 	Kind, Path string
 }
 
-// APIMessageProblems reads each file as the installed gcloud's own API message classes read the
-// bodies it sends, and returns one problem per field (or enum value) the API does not define: what
-// the API would refuse, found offline. gcloud's parser does not look inside such bodies (--policy,
-// --config, --config-from-file) before it asks for credentials.
+// APIMessageProblems reads each file with the installed gcloud's API message classes and returns
+// one problem per field or enum value the API does not define.
 func APIMessageProblems(ctx context.Context, files []APIFile) ([]string, error) {
 	pairs := make([][2]string, len(files))
 	for i, f := range files {

@@ -21,15 +21,9 @@ const noAccount = "You do not currently have an active account selected"
 //go:embed gcloud_batch.py
 var gcloudBatch string
 
-// GcloudParses runs every command (its words, the first being "gcloud") through the installed
-// gcloud with an empty configuration (no account, no project), in an empty folder, and returns one
-// problem per command gcloud refuses before it asks for credentials: a usage error, an unknown flag,
-// a resource argument it cannot parse. Nothing reaches Google: without an account gcloud stops
-// there. A local command that needs no account (gcloud meta ...) passes when it succeeds.
-//
-// The commands run in one gcloud process (gcloud_batch.py drives the SDK's own CLI object, as the
-// gcloud launcher does); each one that process refuses is run again on its own as `gcloud ARGS...`
-// and reported with that output, so a problem is always what the command line itself gets.
+// GcloudParses runs each command (words, the first "gcloud") through the installed gcloud with no
+// account, and returns one problem per command refused before gcloud asks for credentials.
+// Nothing reaches Google. Commands run in one batch process; refused ones are rerun alone.
 func GcloudParses(ctx context.Context, commands [][]string) ([]string, error) {
 	tmp, err := os.MkdirTemp("", "gcloud-parse-")
 	if err != nil {
@@ -67,13 +61,12 @@ type gcloudResult struct {
 	Code int
 }
 
-// parsed says whether gcloud took the command: it got as far as asking for an account, or it
-// needed none and succeeded.
+// parsed says gcloud asked for an account or succeeded.
 func (r gcloudResult) parsed() bool {
 	return r.Code == 0 || strings.Contains(r.Out, noAccount)
 }
 
-// gcloudBatchRun runs commands in one process of the SDK's CLI, in dir, and returns their results.
+// gcloudBatchRun runs commands in one SDK process, in dir.
 func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
 	args := make([][]string, len(commands))
 	for i, words := range commands {
@@ -115,9 +108,8 @@ func gcloudPython() (sdk, python string, err error) {
 	return sdk, python, nil
 }
 
-// runSDKPython runs script on the Python the installed gcloud runs, with the SDK's lib folder as
-// GCLOUD_LIB, env as its environment (nil: this process's), in dir, and input as JSON on stdin; it
-// returns the script's standard output and error.
+// runSDKPython runs script on gcloud's Python in dir, with GCLOUD_LIB set, env (nil: this
+// process's) and input as JSON on stdin.
 func runSDKPython(ctx context.Context, env []string, dir, script string, input any) (out []byte, stderr string, err error) {
 	sdk, python, err := gcloudPython()
 	if err != nil {
@@ -143,9 +135,7 @@ func runSDKPython(ctx context.Context, env []string, dir, script string, input a
 	return out, errs.String(), nil
 }
 
-// gcloudDictScript decodes each value of a JSON list on stdin with the SDK's ArgDict, the type of
-// gcloud's dictionary flags (--set-env-vars among them), and prints the dictionaries as a JSON list.
-// It sets up the import path as gcloud_batch.py does.
+// gcloudDictScript decodes a JSON list on stdin with the SDK's ArgDict and prints the result.
 const gcloudDictScript = `import json, os, sys
 root = os.environ["GCLOUD_LIB"]
 sys.path.insert(0, root)
@@ -157,9 +147,7 @@ from googlecloudsdk.calliope import arg_parsers
 print(json.dumps([arg_parsers.ArgDict()(v) for v in json.load(sys.stdin)]))
 `
 
-// GcloudDicts decodes values of dictionary flags (such as --set-env-vars=VALUE) as the installed
-// gcloud's parser does: comma-separated KEY=VALUE pairs, or another delimiter given as ^DELIM^
-// (`gcloud topic escaping`).
+// GcloudDicts decodes values of dictionary flags (e.g. --set-env-vars) as the installed gcloud does.
 func GcloudDicts(ctx context.Context, values []string) ([]map[string]string, error) {
 	out, _, err := runSDKPython(ctx, nil, "", gcloudDictScript, values)
 	if err != nil {
@@ -177,8 +165,8 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
-// DryRun runs the deploy.sh at script with --dry-run and args, its defaults from the environment
-// cleared, and returns the commands it prints (as words).
+// DryRun runs deploy.sh --dry-run args with its environment defaults cleared, and returns the
+// commands it prints.
 func DryRun(script string, args ...string) ([][]string, error) {
 	cmd := exec.Command("bash", append([]string{script, "--dry-run"}, args...)...)
 	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_CLOUD_REGION=", "FIRESTORE_DATABASE=", "FIRESTORE_LOCATION=")
@@ -191,7 +179,7 @@ func DryRun(script string, args ...string) ([][]string, error) {
 	return Commands(string(listing))
 }
 
-// Commands returns the commands of a dry-run listing as words, skipping "#" comments and blank lines.
+// Commands splits a dry-run listing into commands, skipping comments and blank lines.
 func Commands(listing string) ([][]string, error) {
 	var commands [][]string
 	for n, line := range strings.Split(listing, "\n") {
@@ -211,10 +199,8 @@ func Commands(listing string) ([][]string, error) {
 // inlineGcloud matches a gcloud command in a Markdown code span.
 var inlineGcloud = regexp.MustCompile("`(gcloud [^`]+)`")
 
-// MarkdownGcloudCommands returns the gcloud commands of a Markdown text: the lines of its fenced code
-// blocks that start with gcloud (see MarkdownCode; a trailing " # comment" is dropped) and its code
-// spans that do. It also says how many it left out because they use the shell (variables,
-// substitutions, pipes) and so cannot be checked as written.
+// MarkdownGcloudCommands returns the gcloud commands of markdown's code blocks and spans, and
+// how many it skipped for using the shell.
 func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) {
 	add := func(line string) {
 		if words, err := SplitWords(strings.TrimSpace(line)); err == nil {
@@ -237,8 +223,7 @@ func MarkdownGcloudCommands(markdown string) (commands [][]string, skipped int) 
 	return commands, skipped
 }
 
-// MarkdownCode splits a Markdown text into the lines of its fenced code blocks, trimmed, a line
-// ending in a backslash joined with the next, and the lines outside them (prose).
+// MarkdownCode splits markdown into its fenced code lines (trimmed, continuations joined) and prose.
 func MarkdownCode(markdown string) (code, prose []string) {
 	inFence := false
 	var pending string
@@ -265,9 +250,8 @@ func MarkdownCode(markdown string) (code, prose []string) {
 	return code, prose
 }
 
-// SplitWords splits one shell command line into words: blanks separate words, single quotes quote
-// literally, a backslash outside quotes escapes the next character. Double quotes, variables and
-// command substitutions are not expected in the dry-run listing and are refused.
+// SplitWords splits a command line into words, honouring single quotes and backslashes; it
+// refuses double quotes, variables and other shell syntax.
 func SplitWords(line string) ([]string, error) {
 	var words []string
 	var word strings.Builder

@@ -17,8 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// GcloudUpload lists the files `gcloud functions deploy --source=root` uploads, as gcloud itself
-// computes them from .gcloudignore (`gcloud meta list-files-for-upload`), relative to root.
+// GcloudUpload lists the files, relative to root, that gcloud uploads from root.
 func GcloudUpload(ctx context.Context, root string) ([]string, error) {
 	cmd := exec.CommandContext(ctx, "gcloud", "meta", "list-files-for-upload", ".")
 	cmd.Dir = root
@@ -29,9 +28,8 @@ func GcloudUpload(ctx context.Context, root string) ([]string, error) {
 	return strings.Fields(string(out)), nil
 }
 
-// ArchiveFiles lists the files the module in dir zips into data.archive_file.name: its local
-// source_files, evaluated as Terraform does (fileset over the repository), which the archive's one
-// dynamic "source" block must take, with no source_dir, source_file or excludes beside it.
+// ArchiveFiles lists the files the module in dir zips into data.archive_file.name, evaluating
+// local.source_files; the archive must take only those.
 func ArchiveFiles(dir, name string) ([]string, error) {
 	blocks, err := parseFiles(dir)
 	if err != nil {
@@ -117,9 +115,8 @@ var filesetFunc = function.New(&function.Spec{
 	},
 })
 
-// BuildUpload copies files (relative to root) into a new directory and builds its root package
-// there with the go command, as the Go buildpack does with an upload: only what was uploaded is
-// there, modules come from go.mod and go.sum. It returns the build's output on failure.
+// BuildUpload builds files (relative to root) alone in a new directory, as the Go buildpack does;
+// the error holds the build's output.
 func BuildUpload(ctx context.Context, root string, files []string) error {
 	dir, err := os.MkdirTemp("", "upload-")
 	if err != nil {
@@ -133,7 +130,7 @@ func BuildUpload(ctx context.Context, root string, files []string) error {
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", os.DevNull, ".")
 	cmd.Dir = dir
-	// GOFLAGS=-mod=mod: like the buildpack, take what go.mod asks for, without a vendor folder.
+	// Like the buildpack: modules from go.mod, no vendor folder.
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build . of the upload: %w\n%s", err, out)

@@ -10,60 +10,44 @@ import (
 	"github.com/shardcount/counters/internal/commitlog"
 )
 
-// Documents are the figures of a run whose clients write and delete the app's own documents (likes
-// under posts) straight into Firestore, counted either by our collection counters or by the
-// write-time aggregation of Firebase's page (a transaction on the parent per event).
+// Documents are the figures of a run whose clients change the app's own documents, counted by
+// collection counters or by write-time aggregation (a transaction on the parent per event).
 type Documents struct {
-	// Counting names how the documents were counted: "collection counters" or "write-time aggregation".
-	Counting string `json:"counting"`
-	// Parents is how many parent documents (one counter each) the changes spread over.
-	Parents int `json:"parents"`
-	// Changes is how many document creates and deletes the clients committed; Failed how many
-	// they could not commit.
-	Changes int64 `json:"changes"`
-	Failed  int64 `json:"failed"`
-	// ChangesPerSecond is Changes over the load's duration.
+	Counting         string  `json:"counting"`
+	Parents          int     `json:"parents"` // one counter each
+	Changes          int64   `json:"changes"` // creates and deletes committed
+	Failed           int64   `json:"failed"`
 	ChangesPerSecond float64 `json:"changes_per_second"`
-	// Copies is how many times each event was delivered.
-	Copies int `json:"copies"`
-	// Deliveries, DeliveriesFailed: the events delivered (copies included) and those given up on
-	// after every retry; Invocations counts every attempt.
+	Copies           int     `json:"copies"` // deliveries of each event
+	// Deliveries include copies; DeliveriesFailed were given up on; Invocations are all attempts.
 	Deliveries       int64 `json:"deliveries"`
 	DeliveriesFailed int64 `json:"deliveries_failed"`
 	Invocations      int64 `json:"invocations"`
-	// HandledPerSecond is the events (copies included) the counting handled per second, from the
-	// first change until its event queue was empty: the rate it keeps up with.
+	// HandledPerSecond is events handled per second until the event queue was empty.
 	HandledPerSecond float64 `json:"handled_per_second"`
-	// Applied is how many events the write-time aggregation applied (a transaction committed),
-	// and AppliedTwice how many of them applied an event it had applied before (same event ID):
-	// its double counts. Zero for collection counters, whose ledger counts a change once.
+	// Applied and AppliedTwice (same event ID again) are write-time aggregation's; else zero.
 	Applied      int64 `json:"applied,omitempty"`
 	AppliedTwice int64 `json:"applied_twice,omitempty"`
-	// Drained is how long after the last change the counting's event queue was empty.
+	// Drained is how long after the last change the event queue was empty.
 	Drained time.Duration `json:"drained_ns"`
-	// ExactAfter is, over the counters, how long after its parent's last change each counter's
-	// value (Count and the roll-up; the parent's field for write-time aggregation) first equalled
-	// Firestore's count() of its documents: p50 and max; Exact is how many counters ever did, of
-	// Parents.
+	// ExactAfter is how long after its last change a counter first equalled count(); Exact of
+	// Parents ever did.
 	ExactAfterP50 time.Duration `json:"exact_after_p50_ns"`
 	ExactAfterMax time.Duration `json:"exact_after_max_ns"`
 	Exact         int           `json:"exact"`
-	// Error is the sum over counters of |value - count()| once every event was delivered, Off
-	// how many counters differed from count(), and Overcounted how many held more.
+	// Error is the final sum of |value - count()|; Off counters differed, Overcounted held more.
 	Error       int64 `json:"error"`
 	Off         int   `json:"off"`
 	Overcounted int   `json:"overcounted"`
-	// DocumentsPerChange is the documents of ours (or, for write-time aggregation, the parents)
-	// written per document change; ByKind splits it by kind of document (shards, ledger, ...).
+	// DocumentsPerChange counts our documents (write-time aggregation: parents); ByKind splits it.
 	DocumentsPerChange float64            `json:"documents_per_change"`
 	CommitsPerChange   float64            `json:"commits_per_change"`
 	ByKind             map[string]float64 `json:"by_kind"`
-	// HottestByKind is the hottest document of each kind over 1-second windows.
-	HottestByKind map[string]DocRate `json:"hottest_by_kind"`
+	HottestByKind      map[string]DocRate `json:"hottest_by_kind"` // over 1 s windows
 }
 
-// CountDocumentWrites fills r's commit figures (and d's documents per change, by kind) from the
-// commits in [from, to): kind names each document's kind, "" for one that is not ours.
+// CountDocumentWrites fills r's commit figures from the commits in [from, to); kind names a
+// document's kind, "" for one not ours.
 func (r *Run) CountDocumentWrites(commits []commitlog.Commit, from, to time.Time, kind func(doc string) string) {
 	d := r.Documents
 	var nCommits, nDocs int

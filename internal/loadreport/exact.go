@@ -5,28 +5,22 @@ import (
 	"strings"
 )
 
-// Outcomes are what clients learnt about one counter's increments (deltas of 1), and its exact count.
+// Outcomes are what clients learnt about one counter's increments of 1, and its exact count.
 type Outcomes struct {
-	// Exact is the counter's exact value after the load (the sum of its shards).
-	Exact int64 `json:"exact"`
-	// Acknowledged increments were answered as applied (200): each must be counted exactly once.
-	Acknowledged int64 `json:"acknowledged"`
-	// Unknown increments ended with an unknown outcome (a 5xx other than 503, or a connection lost
-	// after the request was sent, not resolved by a keyed retry): each may or may not be counted.
-	Unknown int64 `json:"unknown"`
+	Exact        int64 `json:"exact"`        // sum of the shards after the load
+	Acknowledged int64 `json:"acknowledged"` // each must be counted once
+	Unknown      int64 `json:"unknown"`      // each may or may not be counted
 }
 
-// Add adds o's figures to a total.
+// Add adds other's figures to o.
 func (o *Outcomes) Add(other Outcomes) {
 	o.Exact += other.Exact
 	o.Acknowledged += other.Acknowledged
 	o.Unknown += other.Unknown
 }
 
-// Check says whether the exact count is what the clients were told, and explains every difference.
-// Every acknowledged increment must be counted once, and an increment with an unknown outcome at most
-// once: acknowledged <= exact <= acknowledged + unknown. When no fault and no crash was injected
-// (disturbed is false) nothing may be in doubt: exact must equal acknowledged.
+// Check passes when acknowledged <= exact <= acknowledged + unknown, and exact == acknowledged
+// unless disturbed (faults or crashes injected); the explanation says why.
 func (o Outcomes) Check(disturbed bool) (pass bool, explanation string) {
 	applied := o.Exact - o.Acknowledged
 	switch {
@@ -46,9 +40,8 @@ func (o Outcomes) Check(disturbed bool) (pass bool, explanation string) {
 	return true, fmt.Sprintf("exact %d = acknowledged %d", o.Exact, o.Acknowledged)
 }
 
-// CheckAll checks every counter's outcomes (a double on one counter is never hidden by an unknown
-// outcome on another) and returns their total, whether all passed, and the explanation: the total's,
-// or every failing counter's.
+// CheckAll checks each counter on its own and returns the total, whether all passed, and the
+// total's explanation or every failing counter's.
 func CheckAll(perCounter []Outcomes, disturbed bool) (total Outcomes, pass bool, explanation string) {
 	pass = true
 	var failures []string

@@ -25,9 +25,8 @@ type series struct {
 	values []float64
 }
 
-// WritePlot draws the run's timeline as an SVG: the load (offered and acknowledged per second) above,
-// and below it the hottest document's writes (1 s and 10 s windows) and the shard count, with the
-// one-write-per-second line that no document should sustain above.
+// WritePlot draws the run's timeline as SVG: the load, then the hottest document's writes and
+// the shard count.
 func (r Run) WritePlot(w io.Writer) error {
 	n := len(r.Timeline)
 	col := func(f func(Second) float64) []float64 {
@@ -114,7 +113,7 @@ func niceCeiling(v float64) float64 {
 	return 10 * p
 }
 
-// niceStep is a tick spacing that puts about ten labels on an axis of n seconds.
+// niceStep spaces about ten labels over n seconds.
 func niceStep(n int) int { return int(niceCeiling(float64(n) / 10)) }
 
 // trim formats an axis value without needless decimals.

@@ -1,6 +1,5 @@
-// Package loadreport turns what a load run observed (the outcomes clients were told and their
-// latencies, roll-up ages, a per-second timeline, the commits the functions really made) into the
-// figures of a load report, and renders reports as JSON, Markdown and SVG plots.
+// Package loadreport turns what a load run observed into a report's figures, rendered as JSON,
+// Markdown and SVG plots.
 package loadreport
 
 import (
@@ -15,128 +14,91 @@ import (
 
 // Run is one configuration's load run as measured.
 type Run struct {
-	// Name says what was run, e.g. "http group-commit K=4 drop=0.02".
-	Name string `json:"name"`
-	// Mode names the configuration of the functions, e.g. "guide" or "group-commit".
-	Mode string `json:"mode"`
-	// Via is how increments arrived: "http" or "pubsub".
-	Via string `json:"via"`
-	// Instances is how many functions processes served the load.
-	Instances int `json:"instances"`
-	// Settings describes the load and the configuration.
-	Settings map[string]string `json:"settings"`
-	// Start is when the load started and End when the roll-ups had settled after it: the span the
-	// timeline and the commit figures cover.
+	Name      string            `json:"name"`
+	Mode      string            `json:"mode"` // e.g. "guide", "group-commit"
+	Via       string            `json:"via"`  // "http" or "pubsub"
+	Instances int               `json:"instances"`
+	Settings  map[string]string `json:"settings"`
+	// Start to End (roll-ups settled) is the span the timeline and commit figures cover.
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
-	// Duration is how long clients sent increments (Pub/Sub: until the burst was counted).
+	// Duration is how long clients sent (Pub/Sub: until the burst was counted).
 	Duration time.Duration `json:"duration_ns"`
 
-	// Offered is how many increments clients set out to apply (each counts once, however often it
-	// was retried); Acknowledged, Unknown and NotApplied are how they ended: answered as applied,
-	// outcome unknown, certainly not applied (given up after 503s, or refused).
-	Offered      int64 `json:"offered"`
-	Acknowledged int64 `json:"acknowledged"`
-	Unknown      int64 `json:"unknown"`
-	NotApplied   int64 `json:"not_applied"`
-	// Retries is how many attempts clients made beyond each increment's first.
-	Retries int64 `json:"retries"`
-	// Answers counts every attempt's answer by kind ("200", "503", "504", "sent, connection lost", ...).
-	Answers map[string]int64 `json:"answers"`
-	// IncrementsPerSecond is Acknowledged / Duration (HTTP), or messages counted per second until the
-	// exact count reached what was published (Pub/Sub).
+	// Offered increments ended Acknowledged, Unknown or NotApplied; retries count once.
+	Offered      int64            `json:"offered"`
+	Acknowledged int64            `json:"acknowledged"`
+	Unknown      int64            `json:"unknown"`
+	NotApplied   int64            `json:"not_applied"`
+	Retries      int64            `json:"retries"`
+	Answers      map[string]int64 `json:"answers"` // every attempt's answer, by kind
+	// IncrementsPerSecond is Acknowledged/Duration (Pub/Sub: counted per second until drained).
 	IncrementsPerSecond float64 `json:"increments_per_second"`
-	// Drain is, for Pub/Sub, the time from the first publish until the exact count reached what was
-	// published (0 if it never did).
+	// Drain is, for Pub/Sub, the first publish until all were counted (0: never).
 	Drain time.Duration `json:"drain_ns,omitempty"`
-	// Latency of acknowledged increments, from the first attempt to the answer that applied it.
+	// Latency of acknowledged increments, from the first attempt.
 	LatencyP50 time.Duration `json:"latency_p50_ns"`
 	LatencyP99 time.Duration `json:"latency_p99_ns"`
 	LatencyMax time.Duration `json:"latency_max_ns"`
 
-	// CommitsPer1000 and DocumentsPer1000 are Firestore commits and documents written per 1,000
-	// acknowledged increments, from the commit log.
-	CommitsPer1000   float64 `json:"commits_per_1000"`
-	DocumentsPer1000 float64 `json:"documents_per_1000"`
-	// Hottest documents: over 1-second and 10-second windows, any document, shards, and roll-ups.
-	Hottest1s       DocRate `json:"hottest_1s"`
-	Hottest10s      DocRate `json:"hottest_10s"`
-	HottestShard1s  DocRate `json:"hottest_shard_1s"`
-	HottestShard10s DocRate `json:"hottest_shard_10s"`
-	HottestRollup1s DocRate `json:"hottest_rollup_1s"`
-	// HottestRollup10s is the roll-up written most over 10-second windows.
-	HottestRollup10s DocRate `json:"hottest_rollup_10s"`
-	// RollupWritesPerSecond is roll-up document writes per second of the run, per counter.
-	RollupWritesPerSecond float64 `json:"rollup_writes_per_second"`
-	// Staleness of the roll-up (now - updated_at) sampled during the load, and the time from the
-	// last acknowledged increment until the roll-up was exact.
+	// Per1000 figures are per 1,000 acknowledged increments.
+	CommitsPer1000        float64 `json:"commits_per_1000"`
+	DocumentsPer1000      float64 `json:"documents_per_1000"`
+	Hottest1s             DocRate `json:"hottest_1s"`
+	Hottest10s            DocRate `json:"hottest_10s"`
+	HottestShard1s        DocRate `json:"hottest_shard_1s"`
+	HottestShard10s       DocRate `json:"hottest_shard_10s"`
+	HottestRollup1s       DocRate `json:"hottest_rollup_1s"`
+	HottestRollup10s      DocRate `json:"hottest_rollup_10s"`
+	RollupWritesPerSecond float64 `json:"rollup_writes_per_second"` // per counter
+	// Staleness is now - updated_at; TrailingEdge is from the last acknowledgement until exact.
 	StalenessP50 time.Duration `json:"staleness_p50_ns"`
 	StalenessP99 time.Duration `json:"staleness_p99_ns"`
 	StalenessMax time.Duration `json:"staleness_max_ns"`
 	TrailingEdge time.Duration `json:"trailing_edge_ns"`
-	// RollupAge is sampled across counters during the load: how long ago the oldest acknowledged
-	// increment a counter's roll-up does not show was acknowledged (0 when it shows every one).
+	// RollupAge is the age of the oldest acknowledged increment a roll-up does not show.
 	RollupAgeP50 time.Duration `json:"rollup_age_p50_ns"`
 	RollupAgeP99 time.Duration `json:"rollup_age_p99_ns"`
 	RollupAgeMax time.Duration `json:"rollup_age_max_ns"`
-	// RollupInvocationsPer1000 and RollupInstanceSecondsPer1000 are the roll-up trigger's
-	// invocations and the instance-seconds they held (the local stack's event bridge), per 1,000
-	// acknowledged increments; negative when the stack does not report them.
+	// Negative: not reported by the stack.
 	RollupInvocationsPer1000     float64 `json:"rollup_invocations_per_1000"`
 	RollupInstanceSecondsPer1000 float64 `json:"rollup_instance_seconds_per_1000"`
-	// RollupAnswer is how long the roll-up trigger took to answer an event (p50, p99, max), and
-	// EventDelay how late Firestore events reached the stack's event bridge after their writes (the
-	// emulator's listen stream); zero when the stack does not report them.
-	RollupAnswer [3]time.Duration `json:"rollup_answer_ns"`
-	EventDelay   [3]time.Duration `json:"event_delay_ns"`
-	// LogBytesPer1000 is the bytes of the functions' log lines written from the load's start until
-	// the stack stopped (their last summaries included), per 1,000 acknowledged increments.
-	LogBytesPer1000 float64 `json:"log_bytes_per_1000"`
-	// FinalShards is the largest num_shards of the run's counters at the end.
-	FinalShards int `json:"final_shards"`
-	// RequestsPerInstance is how many requests each functions instance served (several instances).
-	RequestsPerInstance []int64 `json:"requests_per_instance,omitempty"`
-	// Faults are what the fault proxy did, when there was one.
-	Faults *FaultCounts `json:"faults,omitempty"`
-	// Killed says whether a functions process was killed during the run.
-	Killed bool `json:"killed"`
+	// RollupAnswer and EventDelay (write to event bridge) are p50, p99, max; zero if unreported.
+	RollupAnswer        [3]time.Duration `json:"rollup_answer_ns"`
+	EventDelay          [3]time.Duration `json:"event_delay_ns"`
+	LogBytesPer1000     float64          `json:"log_bytes_per_1000"`
+	FinalShards         int              `json:"final_shards"` // largest num_shards
+	RequestsPerInstance []int64          `json:"requests_per_instance,omitempty"`
+	Faults              *FaultCounts     `json:"faults,omitempty"`
+	Killed              bool             `json:"killed"` // a functions process was killed
 
-	// Outcomes total the counters' exact counts and outcomes; ExactCheck explains them.
+	// Outcomes total the counters'; ExactCheck explains them.
 	Outcomes       Outcomes `json:"outcomes"`
 	ExactCheck     string   `json:"exact_check"`
 	ExactCheckPass bool     `json:"exact_check_pass"`
 
-	// Timeline is the run second by second.
 	Timeline []Second `json:"timeline"`
 
-	// Documents, when set, makes this a run of document changes (documents.go): its figures replace
-	// the increments' in the report.
+	// Documents, when set, replaces the increments' figures in the report.
 	Documents *Documents `json:"documents,omitempty"`
 }
 
 // FaultCounts are the fault proxy's counts during the load.
 type FaultCounts struct {
-	// Spec is the faults asked for, e.g. "reset=0.02,drop=0.01".
-	Spec             string `json:"spec"`
+	Spec             string `json:"spec"` // e.g. "reset=0.02,drop=0.01"
 	Connections      int64  `json:"connections"`
 	Resets           int64  `json:"resets"`
 	DroppedResponses int64  `json:"dropped_responses"`
-	// Eligible is how many client chunks carrying an eligible request a fault could pick.
-	Eligible int64 `json:"eligible"`
+	Eligible         int64  `json:"eligible"` // client chunks a fault could pick
 }
 
 // Second is one second of a run's timeline.
 type Second struct {
-	// T is the second's index from the start of the load.
-	T int `json:"t"`
-	// Offered is increments started (HTTP) or messages published (Pub/Sub) in this second.
-	Offered int64 `json:"offered"`
-	// Acknowledged is increments acknowledged (HTTP) or counted in the exact count (Pub/Sub).
-	Acknowledged int64 `json:"acknowledged"`
-	// Shards is the largest num_shards among the counters, read from counters/{id} this second.
-	Shards int `json:"shards"`
-	// Hottest1s is the most writes any document took in this second; Hottest10s the highest rate
-	// of any document over the 10 seconds that end with it.
+	T            int   `json:"t"`
+	Offered      int64 `json:"offered"`      // Pub/Sub: published
+	Acknowledged int64 `json:"acknowledged"` // Pub/Sub: counted
+	Shards       int   `json:"shards"`       // largest num_shards
+	// Hottest1s is the most writes to one document this second; Hottest10s over the last 10 s.
 	Hottest1s  float64 `json:"hottest_1s"`
 	Hottest10s float64 `json:"hottest_10s"`
 }
@@ -151,8 +113,8 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// CountCommits fills the commit figures of r from the commits made between from and to, and the
-// hottest-document columns of its timeline (which must already span the run).
+// CountCommits fills r's commit figures from commits in [from, to), and its timeline's hottest
+// columns; the timeline must already span the run.
 func (r *Run) CountCommits(commits []commitlog.Commit, from, to time.Time, rollupsPrefix, shardsMarker string, counters int) {
 	var nCommits, nDocs, rollupWrites int
 	for _, c := range commits {
@@ -190,15 +152,12 @@ func (r *Run) CountCommits(commits []commitlog.Commit, from, to time.Time, rollu
 
 // Report is the side-by-side result of one invocation.
 type Report struct {
-	// Command reproduces the run.
-	Command string `json:"command"`
-	// Runs are the configurations, in the order they ran.
-	Runs []Run `json:"runs"`
-	// Ratios compare the last run with the first.
-	Ratios map[string]float64 `json:"ratios"`
+	Command string             `json:"command"` // reproduces the run
+	Runs    []Run              `json:"runs"`
+	Ratios  map[string]float64 `json:"ratios"`
 }
 
-// Compare fills Ratios: the first run (e.g. the guide's approach) over the last.
+// Compare fills Ratios, comparing the last run with the first.
 func (rep *Report) Compare() {
 	if len(rep.Runs) < 2 || rep.Runs[0].Documents != nil {
 		return
@@ -240,7 +199,7 @@ func rate(d DocRate) string {
 	return fmt.Sprintf("%.1f (%s)", d.WritesPerSecond, d.Document)
 }
 
-// rows are the Markdown table's rows: a name and a cell per run.
+// rows are the Markdown table's rows.
 var rows = []struct {
 	name string
 	cell func(Run) string
@@ -325,8 +284,7 @@ func answers(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteMarkdown renders the report: a table with one column per run, the ratios, and each run's
-// timeline (with its plot, plotFile(i) relative to the report, when plotFile is not nil).
+// WriteMarkdown renders the report; plotFile, if not nil, names run i's plot relative to it.
 func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) error {
 	var b strings.Builder
 	names := make([]string, len(rep.Runs))
@@ -371,7 +329,7 @@ func (rep *Report) WriteMarkdown(w io.Writer, plotFile func(run int) string) err
 	return err
 }
 
-// writeTimeline renders run i's timeline (with its plot, when plotFile is not nil).
+// writeTimeline renders run i's timeline.
 func writeTimeline(b *strings.Builder, i int, r Run, plotFile func(run int) string) {
 	fmt.Fprintf(b, "\n### Timeline: %s\n\n", r.Name)
 	if plotFile != nil {
@@ -383,8 +341,7 @@ func writeTimeline(b *strings.Builder, i int, r Run, plotFile func(run int) stri
 	}
 }
 
-// writeSideBySide renders the runs' timelines in one table, a column per run, each cell
-// "acknowledged/s, hottest document writes in that second, over the last 10 s, shards".
+// writeSideBySide renders the runs' timelines in one table, a column per run.
 func writeSideBySide(b *strings.Builder, runs []Run) {
 	b.WriteString("\n### Side by side, second by second\n\nEach cell: acknowledged/s · hottest document writes in that second · its writes/s over the last 10 s · shards.\n\n| s |")
 	seconds := 0
@@ -407,7 +364,7 @@ func writeSideBySide(b *strings.Builder, runs []Run) {
 	}
 }
 
-// perThousand formats a per-1,000 figure, "-" when it was not measured (negative).
+// perThousand formats a per-1,000 figure, "-" when negative (not measured).
 func perThousand(v float64, format string) string {
 	if v < 0 {
 		return "-"

@@ -6,26 +6,20 @@ import (
 	"github.com/shardcount/counters/internal/commitlog"
 )
 
-// WriteRates are the writes of every document in each second of a run, from its commit log: what
-// "about one sustained write per second per document" is measured against.
+// WriteRates are each document's writes in each second of a run, from its commit log.
 type WriteRates struct {
-	// Start is the beginning of second 0.
-	Start time.Time
-	// Seconds is how many 1-second buckets the run spans.
-	Seconds int
-	// PerSecond maps a document path to its writes in each second.
-	PerSecond map[string][]int
+	Start     time.Time // beginning of second 0
+	Seconds   int
+	PerSecond map[string][]int // by document path
 }
 
 // DocRate is one document's write rate over a window.
 type DocRate struct {
-	// Document is the document's path below the database, e.g. counters/likes/shards/3.
-	Document string `json:"document"`
-	// WritesPerSecond is its writes in the window divided by the window's length.
+	Document        string  `json:"document"` // path below the database
 	WritesPerSecond float64 `json:"writes_per_second"`
 }
 
-// NewWriteRates buckets the documents written by commits in [from, to) into seconds counted from from.
+// NewWriteRates buckets the documents written by commits in [from, to) into seconds from from.
 func NewWriteRates(commits []commitlog.Commit, from, to time.Time) WriteRates {
 	seconds := max(1, int((to.Sub(from)+time.Second-1)/time.Second))
 	w := WriteRates{Start: from, Seconds: seconds, PerSecond: map[string][]int{}}
@@ -44,12 +38,11 @@ func NewWriteRates(commits []commitlog.Commit, from, to time.Time) WriteRates {
 	return w
 }
 
-// windowLength is the window used for a requested length: the whole run when it is shorter.
+// windowLength caps window at the run's length.
 func (w WriteRates) windowLength(window int) int { return max(1, min(window, w.Seconds)) }
 
-// Hottest is the document with the highest write rate over any window of window consecutive seconds
-// (sliding by one second) among the documents for which keep is true (nil keeps all), and that rate.
-// A run shorter than the window is one window. Ties go to the first document in path order.
+// Hottest is the kept document (nil keep: all) with the highest rate over any window of window
+// seconds; ties go to the first path.
 func (w WriteRates) Hottest(window int, keep func(doc string) bool) DocRate {
 	var best DocRate
 	w.trailing(window, keep, func(doc string, _ int, full bool, rate float64) {
@@ -60,16 +53,15 @@ func (w WriteRates) Hottest(window int, keep func(doc string) bool) DocRate {
 	return best
 }
 
-// HottestEachSecond is, for every second i, the highest write rate of any kept document over the
-// window of window seconds that ends with second i (shorter at the start of the run).
+// HottestEachSecond is, per second i, the highest rate of a kept document over the window ending at i.
 func (w WriteRates) HottestEachSecond(window int, keep func(doc string) bool) []float64 {
 	out := make([]float64, w.Seconds)
 	w.trailing(window, keep, func(_ string, i int, _ bool, rate float64) { out[i] = max(out[i], rate) })
 	return out
 }
 
-// trailing calls visit for every kept document and second i with the document's write rate over the
-// window that ends with second i; full says whether the window is whole (not cut by the run's start).
+// trailing visits each kept document's rate over the window ending at second i; full says the
+// window is not cut by the run's start.
 func (w WriteRates) trailing(window int, keep func(doc string) bool, visit func(doc string, i int, full bool, rate float64)) {
 	n := w.windowLength(window)
 	for doc, counts := range w.PerSecond {

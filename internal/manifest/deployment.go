@@ -18,64 +18,36 @@ import (
 
 //go:generate go run ../gendeploy -root ../..
 
-// Function is one deployed function (2nd gen): its name, the entry point it runs, its trigger and
-// its limits. scripts/deploy.sh and terraform/ deploy exactly these (`go generate` writes them into
-// scripts/deployment.gen.sh and terraform/deployment.gen.tf.json); the local stack wires the same
-// triggers. The deploy documentation ("Production limits") says why each limit is what it is.
+// Function is one deployed function with its trigger and limits (docs/operations.md,
+// "Production limits").
 type Function struct {
-	// Name is the deployed function's name, e.g. "increment".
-	Name string
-	// EntryPoint is the registered name the function runs.
+	Name       string
 	EntryPoint string
-	// Trigger is how it is called in production.
-	Trigger Trigger
-	// Memory is the instance memory (e.g. "256Mi"); CPU the vCPUs, "" for the platform's default
-	// for the memory (0.167 at 256Mi). Cloud Run serves concurrent requests only with 1 vCPU or more.
-	Memory, CPU string
-	// Concurrency is how many requests one instance serves at once.
-	Concurrency int
-	// Timeout bounds one request.
-	Timeout time.Duration
-	// MaxInstances bounds the instances (the minimum is 0: the platform's default).
-	MaxInstances int
-	// PublicOnRequest says that a deployment lets anyone (allUsers) invoke the function when asked
-	// (deploy.sh --allow-unauthenticated-increments, Terraform var.public_increments); otherwise
-	// callers need roles/run.invoker.
-	PublicOnRequest bool
-	// Admin says that the function manages counters (creates, reshapes, resets, deletes): deployments
-	// let the admin invokers call it (deploy.sh --admin-invoker, Terraform var.admin_invokers), and
-	// not the invokers of the other HTTP functions.
-	Admin bool
-	// OptIn says that deployments leave the function out unless asked for it by name
-	// (deploy.sh --opt-in NAME, Terraform var.opt_in); the local stack always serves it.
-	OptIn bool
-	// PerSource says that the function is deployed once per document pattern of COUNTER_SOURCES,
-	// its trigger's Document being that pattern (SourceFunctions).
-	PerSource bool
+	Trigger    Trigger
+	// CPU "" is the platform's default for Memory.
+	Memory, CPU     string
+	Concurrency     int
+	Timeout         time.Duration
+	MaxInstances    int
+	PublicOnRequest bool // may be opened to allUsers
+	Admin           bool // only admin invokers may call it
+	OptIn           bool // deployed only when named
+	PerSource       bool // deployed per COUNTER_SOURCES pattern
 }
 
-// Trigger is how a function is triggered: HTTP when EventType is "", else a CloudEvent of
-// EventType from Topic (Pub/Sub) or from writes of the documents that match Document (Firestore).
+// Trigger is HTTP when EventType is "", else a Pub/Sub or Firestore CloudEvent.
 type Trigger struct {
-	// EventType is the CloudEvent type, or "" for an HTTP function.
 	EventType string
-	// Topic is the Pub/Sub topic of a messagePublished trigger.
-	Topic string
-	// Document is the document path pattern of a Firestore trigger, below the counters collection
-	// unless FromRoot (see DocumentPattern).
-	Document string
-	// FromRoot says that Document is the whole path pattern from the database's root.
-	FromRoot bool
-	// Retry says whether the platform redelivers an event whose function failed.
-	Retry bool
-	// DeadLetterTopic, when set, is where Pub/Sub parks a message the function failed on too often.
+	Topic     string
+	// Document is below the counters collection unless FromRoot.
+	Document        string
+	FromRoot        bool
+	Retry           bool
 	DeadLetterTopic string
-	// Schedule, when set, is the cron schedule (UTC) of the Cloud Scheduler job, named after Topic,
-	// that publishes "tick" to Topic.
-	Schedule string
+	Schedule        string // UTC cron of a job publishing "tick" to Topic
 }
 
-// DocumentPattern is the Firestore trigger's full document path pattern in schema, or "".
+// DocumentPattern is the Firestore trigger's full path pattern, or "".
 func (t Trigger) DocumentPattern(schema shared.Schema) string {
 	if t.Document == "" || t.FromRoot {
 		return t.Document
@@ -83,8 +55,7 @@ func (t Trigger) DocumentPattern(schema shared.Schema) string {
 	return schema.Counters + "/" + t.Document
 }
 
-// Period is the longest time between two runs of a Schedule of the form "*/N * * * *" (every N
-// minutes; "*" is every minute), the only form it reads: an error says what else was declared.
+// Period is the longest time between runs of Schedule, which must be "*/N * * * *" or "* * * * *".
 func (t Trigger) Period() (time.Duration, error) {
 	fields := strings.Fields(t.Schedule)
 	if len(fields) == 5 && strings.Join(fields[1:], " ") == "* * * *" {
@@ -129,8 +100,7 @@ func Deployed() []Function {
 	}
 }
 
-// SourceFunctions is the per-source function f deployed once per pattern of patterns: each named
-// f.Name plus a hash of its pattern, so that a pattern keeps its function's name.
+// SourceFunctions is f once per pattern, named after a hash of it.
 func SourceFunctions(f Function, patterns []string) []Function {
 	var out []Function
 	for _, p := range patterns {
@@ -152,7 +122,7 @@ func DeployedFunction(entryPoint string) (Function, bool) {
 	return Deployed()[i], true
 }
 
-// Settings are the variables of functions/config that f uses (config.Setting.UsedBy).
+// Settings are the config variables f uses.
 func (f Function) Settings() []string {
 	var names []string
 	for _, s := range config.Settings() {
@@ -163,7 +133,7 @@ func (f Function) Settings() []string {
 	return names
 }
 
-// Topics lists the Pub/Sub topics of every deployed function's trigger and dead letters, once each.
+// Topics lists the Pub/Sub topics, once each.
 func Topics() []string {
 	var topics []string
 	for _, f := range Deployed() {
@@ -176,28 +146,18 @@ func Topics() []string {
 	return topics
 }
 
-// FieldSetting is the TTL policy and single-field index settings of one field in one collection
-// group, which deployments apply (gcloud firestore fields/indexes, google_firestore_field).
+// FieldSetting is the TTL policy and single-field indexes of a field in a collection group.
 type FieldSetting struct {
-	// Key names the setting in Terraform (google_firestore_field.field[Key]).
 	Key string
-	// Collection is the collection group: a collection setting of functions/config (e.g.
-	// "DEDUPE_COLLECTION", its value at deploy time) or a fixed subcollection name.
+	// Collection is a config setting's name (e.g. "DEDUPE_COLLECTION") or a subcollection.
 	Collection string
-	// Field is the field's name.
-	Field string
-	// TTL makes Firestore delete a document after the time in Field.
-	TTL bool
-	// Ascending keeps only the ascending collection index of the field; false exempts it from
-	// every index.
-	Ascending bool
+	Field      string
+	TTL        bool
+	Ascending  bool // else no index at all
 }
 
-// FieldSettings are the field settings the design relies on; docs/operations.md ("Field settings")
-// lists each with the reason for it. A setting applies to every collection group of its ID in the
-// database, an app's included: a TTL policy goes only on a group whose ID contains "counter"
-// (shared.OursByName; a collection setting given one is checked to say so), index settings also on
-// the guide's shards and on the roll-up collection.
+// FieldSettings are the field settings the design relies on (docs/operations.md). A TTL
+// policy goes only on a collection ID containing "counter".
 func FieldSettings() []FieldSetting {
 	return []FieldSetting{
 		{Key: "dedupe_expires_at", Collection: "DEDUPE_COLLECTION", Field: shared.FieldExpiresAt, TTL: true},
@@ -211,27 +171,20 @@ func FieldSettings() []FieldSetting {
 	}
 }
 
-// CompositeIndex is a composite index that a query of the functions needs in production (the
-// emulator needs none), which deployments create (gcloud firestore indexes composite,
-// google_firestore_index) and firestore.indexes.json lists.
+// CompositeIndex is a composite index a query needs in production.
 type CompositeIndex struct {
-	// Key names the index in Terraform (google_firestore_index.composite[Key]).
-	Key string
-	// Collection is the collection, as in FieldSetting.
-	Collection string
-	// Fields are the indexed field paths, in order.
-	Fields []IndexField
+	Key        string
+	Collection string // as in FieldSetting
+	Fields     []IndexField
 }
 
-// IndexField is one field of a CompositeIndex: its path and order.
+// IndexField is one field of a CompositeIndex.
 type IndexField struct {
 	Path       string
 	Descending bool
 }
 
-// CompositeIndexes are the indexes of the top lists' queries (rollup's refresh of a group's list):
-// the roll-ups of a group by count, and, for each window, those of a group in one bucket by the
-// bucket's count.
+// CompositeIndexes are the indexes of the top lists' queries.
 func CompositeIndexes() []CompositeIndex {
 	group := IndexField{Path: shared.FieldGroup}
 	indexes := []CompositeIndex{{Key: "top_all", Collection: "ROLLUPS_COLLECTION",
@@ -244,7 +197,7 @@ func CompositeIndexes() []CompositeIndex {
 	return indexes
 }
 
-// EntryPoints lists every deployed entry point, in Deployed's order.
+// EntryPoints lists every deployed entry point.
 var EntryPoints = entryPoints(func(Function) bool { return true })
 
 // HTTPEntryPoints lists the HTTP-triggered entry points.

@@ -12,67 +12,52 @@ import (
 	"github.com/shardcount/counters/version"
 )
 
-// Monitoring: the log-based metrics over the functions' log lines, the alert policies and the
-// dashboard that both deploy paths create (`go generate` writes them into scripts/monitoring/ and
-// terraform/monitoring.gen.tf.json). docs/operations.md ("Monitoring") says what each means and what
-// to do when an alert fires.
+// Monitoring: docs/operations.md, "Monitoring".
 
-// Naming is how a deployment names what it creates, so that two can share a project: Prefix goes
-// before the names of the functions, topics, subscriptions and the SLO service, MetricPrefix before
-// the log-based metrics'. Project is the project in resource names. Terraform gives them as
-// interpolations; deploy.sh uses no prefix and replaces ProjectPlaceholder.
+// Naming lets deployments share a project: Prefix goes before resource names, MetricPrefix
+// before metric names.
 type Naming struct{ Prefix, MetricPrefix, Project string }
 
-// ProjectPlaceholder stands for the project in the resource names of deploy.sh's monitoring files.
+// ProjectPlaceholder stands for the project in deploy.sh's files.
 const ProjectPlaceholder = "PROJECT_ID"
 
-// LogMetric is a log-based metric, logging.googleapis.com/user/<MetricPrefix><Name>: a counter of
-// the log lines that match, or a distribution of a numeric field of theirs.
+// LogMetric is a log-based metric: a count of matching lines, or a distribution of Value.
 type LogMetric struct {
-	// Name is the metric's ID without the prefix.
-	Name string
-	// Description says what the metric measures.
+	Name        string // without the prefix
 	Description string
-	// EntryPoints are the functions whose lines it reads.
 	EntryPoints []string
-	// Event is the lines' "event" field (functions.EventIncrementsApplied, ...); Where adds fields and the values
-	// they must equal (a string or a bool).
-	Event string
-	Where []LogField
-	// Value is the numeric field a distribution is made of; "" counts the lines.
-	Value string
-	// Unit is the unit of Value ("1", "s").
-	Unit string
-	// Scale is the upper bound of a distribution's first bucket; each next one doubles it.
-	Scale float64
-	// Labels are string fields of the lines that label the metric's time series.
+	// Event and Where are the fields matching lines have.
+	Event  string
+	Where  []LogField
+	Value  string // "" counts lines
+	Unit   string
+	Scale  float64 // first bucket's bound
 	Labels []string
 
 	naming Naming
 }
 
-// LogField is a field of a log line's JSON payload and the value it must equal.
+// LogField is a JSON payload field and its value.
 type LogField struct {
 	Name   string
 	Equals any
 }
 
-// distributionBuckets is the number of finite, doubling buckets of every distribution.
+// distributionBuckets is the number of doubling buckets.
 const distributionBuckets = 32
 
-// ID is the metric's ID in the deployment.
+// ID is the metric's ID.
 func (m LogMetric) ID() string { return m.naming.MetricPrefix + m.Name }
 
-// Type is the metric's type in Cloud Monitoring.
+// Type is the metric's type.
 func (m LogMetric) Type() string { return "logging.googleapis.com/user/" + m.ID() }
 
-// Buckets is the distribution's exponential buckets: count, growth factor and scale.
+// Buckets is the distribution's exponential buckets.
 func (m LogMetric) Buckets() (count int, growth, scale float64) {
 	return distributionBuckets, 2, m.Scale
 }
 
-// Filter is the metric's Cloud Logging query: the lines of its functions (on Cloud Run) whose fields
-// have the values it names.
+// Filter is the metric's Cloud Logging query.
 func (m LogMetric) Filter() string {
 	var services []string
 	for _, e := range m.EntryPoints {
@@ -87,12 +72,11 @@ func (m LogMetric) Filter() string {
 	return strings.Join(parts, " AND ")
 }
 
-// conditions are the fields the lines must have: the event, then Where.
 func (m LogMetric) conditions() []LogField {
 	return append([]LogField{{Name: "event", Equals: m.Event}}, m.Where...)
 }
 
-// logValue writes a value in the Logging query language.
+// logValue writes v in the Logging query language.
 func logValue(v any) string {
 	if s, ok := v.(string); ok {
 		return strconv.Quote(s)
@@ -100,10 +84,10 @@ func logValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// LogMetrics are the log-based metrics deploy.sh creates (Naming.LogMetrics: any deployment's).
+// LogMetrics are deploy.sh's log-based metrics.
 func LogMetrics() []LogMetric { return Naming{}.LogMetrics() }
 
-// LogMetrics are the log-based metrics a deployment named n creates.
+// LogMetrics are the log-based metrics of deployment n.
 func (n Naming) LogMetrics() []LogMetric {
 	metrics := []LogMetric{
 		{Name: "counters_increments_applied", Event: functions.EventIncrementsApplied, EntryPoints: []string{functions.EntryIncrement, functions.EntryIncrementFromPubSub},
@@ -146,37 +130,30 @@ func (n Naming) LogMetrics() []LogMetric {
 	return metrics
 }
 
-// SLO is a request-based service level objective of the custom service Naming.SLOService: of the
-// events Total counts, those Bad does not count are good, and at least Goal of them must be over
-// the rolling Period.
+// SLO is a request-based SLO: at least Goal of Total are not Bad over Period.
 type SLO struct {
-	// ID is the SLO's ID in its service.
 	ID, DisplayName string
 	Goal            float64
 	Period          time.Duration
-	// Total and Bad select time series of DELTA counts of all and of bad events.
-	Total, Bad string
+	Total, Bad      string
 }
 
-// SLOService is the ID of the custom Cloud Monitoring service that holds the SLOs.
+// SLOService is the ID of the service holding the SLOs.
 func (n Naming) SLOService() string { return n.Prefix + "counters" }
 
-// SLOName is the resource name of the SLO id.
+// SLOName is the SLO id's resource name.
 func (n Naming) SLOName(id string) string {
 	return "projects/" + n.Project + "/services/" + n.SLOService() + "/serviceLevelObjectives/" + id
 }
 
-// SLO IDs.
 const (
 	sloAvailability = "increment-availability"
 	sloFreshness    = "rollup-freshness"
 )
 
-// sloPeriod is every SLO's rolling compliance period.
 const sloPeriod = 28 * 24 * time.Hour
 
-// SLOs are the SLOs of a deployment named n: Increment answers without a 5xx, and the trigger rolls
-// the canary counter up between two sweeps (docs/operations.md, "Service level objectives").
+// SLOs are the SLOs of deployment n.
 func (n Naming) SLOs() []SLO {
 	requests := n.incrementRequests()
 	canary := n.metricFilter("counters_rollup_canary")
@@ -188,71 +165,50 @@ func (n Naming) SLOs() []SLO {
 	}
 }
 
-// incrementRequests selects the request counts of the increment function.
 func (n Naming) incrementRequests() string {
 	f, _ := DeployedFunction(functions.EntryIncrement)
 	return `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND resource.labels.service_name="` + n.Prefix + f.Name + `"`
 }
 
-// Notification classes of alert policies: the channels they notify.
+// Notification classes of alert policies.
 const (
 	Page   = "page"
 	Ticket = "ticket"
 )
 
-// AlertPolicy is a Cloud Monitoring alert policy. Its condition is one of: a threshold on the time
-// series that Filter selects (over those of Denominator, for a ratio), aligned over Period with
-// Aligner and reduced with Reducer by GroupBy, above Threshold for Duration; a metric absence (Absent)
-// of Threshold minutes; a log match (LogMatch) on the entries Filter selects; or one threshold per
-// BurnWindows on the burn rate of the SLO named SLOName, all of which must hold.
+// AlertPolicy is an alert policy whose condition is Filter (over Denominator) above Threshold;
+// no data for Threshold minutes (Absent); a log match (LogMatch); or SLOName's burn rate.
 type AlertPolicy struct {
-	// Key names the policy: the user label counters_alert, the Terraform key and the gcloud path's file.
-	Key string
-	// DisplayName is the title shown in the console and in notifications.
-	DisplayName string
-	// Documentation is what the alert means and what to do (Markdown), ending with the link to its
-	// runbook in this release's docs/operations.md; it is sent with its notifications.
-	Documentation string
-	// Severity is Cloud Monitoring's: CRITICAL, ERROR or WARNING.
-	Severity string
-	// Notify is Page or Ticket: which of a deployment's channel lists the policy notifies.
-	Notify string
-	// Runbook is the anchor of the policy's section of docs/operations.md.
-	Runbook string
-	// Filter is the Cloud Monitoring time series filter (a Logging query for LogMatch).
+	Key           string
+	DisplayName   string
+	Documentation string // Markdown, ends with the runbook link
+	Severity      string
+	Notify        string // Page or Ticket
+	Runbook       string // anchor in docs/operations.md
+	// Filter is a Logging query for LogMatch.
 	Filter, Denominator string
-	// Aligner and Reducer are Cloud Monitoring's per-series aligner and cross-series reducer.
-	Aligner, Reducer string
-	// GroupBy are the labels the reducer keeps (one incident per value).
-	GroupBy []string
-	// Period is the alignment period (for LogMatch: at most one notification per Period); Duration
-	// how long a threshold must hold.
-	Period, Duration time.Duration
-	// Absent makes the condition a metric absence (Duration unused).
-	Absent bool
-	// LogMatch makes the condition a log match.
-	LogMatch bool
-	// SLOName and BurnWindows make the policy burn-rate conditions.
-	SLOName     string
-	BurnWindows []time.Duration
-	// Threshold is the default bound, in minutes without data when Absent; deployments may override
-	// it (docs/operations.md, "Monitoring"). A LogMatch policy has none.
-	Threshold float64
-	// Unit says what Threshold counts, for the docs.
-	Unit string
+	Aligner, Reducer    string
+	GroupBy             []string
+	Period, Duration    time.Duration
+	Absent              bool
+	LogMatch            bool
+	SLOName             string
+	BurnWindows         []time.Duration
+	Threshold           float64 // overridable default
+	Unit                string
 }
 
-// AbsentFor is how long an Absent policy's series must report no data for it to fire.
+// AbsentFor is how long without data fires an Absent policy.
 func (p AlertPolicy) AbsentFor() time.Duration {
 	return time.Duration(p.Threshold * float64(time.Minute))
 }
 
-// BurnRateFilter is the time series of the burn rate of p's SLO over window.
+// BurnRateFilter is p's SLO burn rate over window.
 func (p AlertPolicy) BurnRateFilter(window time.Duration) string {
 	return fmt.Sprintf("select_slo_burn_rate(%q, %q)", p.SLOName, fmt.Sprintf("%ds", int(window.Seconds())))
 }
 
-// span writes d in the largest whole unit: "5 min", "6 h", "3 days".
+// span writes d in its largest whole unit.
 func span(d time.Duration) string {
 	switch {
 	case d%(24*time.Hour) == 0:
@@ -263,13 +219,10 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%d min", int(d.Minutes()))
 }
 
-// sweepAbsentPeriods is how many of the scheduler's periods without a sweep the alert sweep_absent
-// waits for: enough that a late or failed tick or two does not fire it.
+// sweepAbsentPeriods is how many sweep periods without a sweep fire sweep_absent.
 const sweepAbsentPeriods = 15
 
-// sweepPeriod is the longest time between two scheduled sweeps, as the scheduler job is declared
-// (Deployed); it panics if that declaration is not one Trigger.Period reads, so generating the
-// deployments fails.
+// sweepPeriod is the sweep's Trigger.Period; it panics on an unreadable schedule.
 func sweepPeriod() time.Duration {
 	f, _ := DeployedFunction(functions.EntryRollupScheduled)
 	period, err := f.Trigger.Period()
@@ -279,7 +232,7 @@ func sweepPeriod() time.Duration {
 	return period
 }
 
-// every says how often something of period d happens, in words.
+// every writes period d in words.
 func every(d time.Duration) string {
 	if d == time.Minute {
 		return "each minute"
@@ -287,14 +240,12 @@ func every(d time.Duration) string {
 	return fmt.Sprintf("every %g minutes", d.Minutes())
 }
 
-// metricFilter is a time series filter of a log-based metric on Cloud Run revisions, plus more.
+// metricFilter selects a log-based metric's time series, AND more.
 func (n Naming) metricFilter(name string, more ...string) string {
 	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + n.MetricPrefix + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
 }
 
-// deployedServices is a filter term selecting the Cloud Run services of the deployed functions but
-// those of except: each by its name, and a per-source function's, one per declared pattern
-// (SourceFunctions), by the prefix their names share.
+// deployedServices selects the deployed functions' services but except's.
 func (n Naming) deployedServices(except ...string) string {
 	var names, terms []string
 	for _, f := range Deployed() {
@@ -323,8 +274,7 @@ const (
 	runbookMaxInstances = "production-limits"
 )
 
-// burnRates are the SRE workbook's multi-window burn-rate alerts on an SLO of a 28- or 30-day period:
-// the key's suffix, the windows (long, short), the burn rate and who is told.
+// burnRates are the SRE workbook's multi-window burn-rate alerts.
 var burnRates = []struct {
 	suffix   string
 	windows  []time.Duration
@@ -337,10 +287,10 @@ var burnRates = []struct {
 	{"budget", []time.Duration{3 * 24 * time.Hour, 6 * time.Hour}, 1, "WARNING", Ticket},
 }
 
-// AlertPolicies are the alert policies deploy.sh creates (Naming.AlertPolicies: any deployment's).
+// AlertPolicies are deploy.sh's alert policies.
 func AlertPolicies() []AlertPolicy { return Naming{Project: ProjectPlaceholder}.AlertPolicies() }
 
-// AlertPolicies are the alert policies a deployment named n creates, each with its runbook link.
+// AlertPolicies are the alert policies of deployment n.
 func (n Naming) AlertPolicies() []AlertPolicy {
 	sweepEvery := sweepPeriod()
 	deadLetters := n.Prefix + shared.TopicIncrementsDeadLetter
@@ -417,15 +367,13 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 	return policies
 }
 
-// Chart is one chart of the dashboard: lines from Cloud Monitoring time series (Filter, aligned over
-// a minute with Aligner, reduced with Reducer by GroupBy) or from a PromQL query.
+// Chart is one chart of the dashboard.
 type Chart struct {
 	Title string
-	// Lines are the chart's data sets.
 	Lines []ChartLine
 }
 
-// ChartLine is one data set of a Chart: PromQL, or a filter with its aggregation.
+// ChartLine is one data set of a Chart: PromQL, or Filter aligned per minute.
 type ChartLine struct {
 	PromQL           string
 	Filter           string
@@ -433,8 +381,7 @@ type ChartLine struct {
 	GroupBy          []string
 }
 
-// promSum is a PromQL query of the per-minute sum of the values of a log-based distribution metric,
-// by label (none: "").
+// promSum is PromQL of a distribution's per-minute sum, by label ("": none).
 func (n Naming) promSum(metric, label string) string {
 	by := ""
 	if label != "" {
@@ -443,10 +390,10 @@ func (n Naming) promSum(metric, label string) string {
 	return "sum" + by + " (increase(logging_googleapis_com:user_" + n.MetricPrefix + metric + "_sum[1m]))"
 }
 
-// DashboardCharts are the charts of deploy.sh's dashboard (Naming.DashboardCharts: any deployment's).
+// DashboardCharts are deploy.sh's dashboard charts.
 func DashboardCharts() []Chart { return Naming{}.DashboardCharts() }
 
-// DashboardCharts are the charts of the dashboard of a deployment named n, in order.
+// DashboardCharts are the dashboard charts of deployment n.
 func (n Naming) DashboardCharts() []Chart {
 	perMinute := func(filter string, groupBy ...string) ChartLine {
 		return ChartLine{Filter: filter, Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: groupBy}
