@@ -110,7 +110,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		if !done {
 			return errNoBase
 		}
-		ledgers, err := s.readLedgers(ctx, tx, id, batch)
+		ledgers, err := s.readLedgers(tx, id, batch)
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		seen := map[string]bool{}
 		for i, req := range batch {
 			ch := req.change
-			if ledgers[bucketID(ch.Bucket)].keys[ch.Key] || seen[ch.Key] {
+			if _, dup := ledgers[bucketID(ch.Bucket)].keys[ch.Key]; dup || seen[ch.Key] {
 				outcomes[i] = Result{Duplicate: true}
 				continue
 			}
@@ -172,58 +172,50 @@ func (s *Store) planChanges(ctx context.Context, id string, batch []request, fre
 	return w, nil
 }
 
-// ledger is one second of a collection counter's ledger.
+// ledger is one second of a collection counter's ledger: one document.
 type ledger struct {
 	second string
-	exists bool             // this Store's part exists
-	keys   map[string]bool  // counted, in every part
-	add    map[string]int64 // to add to this Store's part
+	exists bool
+	keys   map[string]any   // counted
+	add    map[string]int64 // to add
 }
-
-// ledgerParts is how many documents may hold one ledger second, one per Store.
-const ledgerParts = 16
 
 // bucketID is t's ledger second.
 func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
-// readLedgers reads, in tx, every part of batch's ledger seconds.
-func (s *Store) readLedgers(ctx context.Context, tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
+// readLedgers reads, in tx, the ledger documents of batch's seconds.
+func (s *Store) readLedgers(tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
 	ledgers := map[string]*ledger{}
-	coll := s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection)
-	mine := s.ledgerDocID
+	var refs []*firestore.DocumentRef
 	for _, req := range batch {
 		second := bucketID(req.change.Bucket)
-		if ledgers[second] != nil {
-			continue
+		if ledgers[second] == nil {
+			ledgers[second] = &ledger{second: second, add: map[string]int64{}}
+			refs = append(refs, s.ledgerRef(id, second))
 		}
-		l := &ledger{second: second, keys: map[string]bool{}, add: map[string]int64{}}
-		ledgers[second] = l
-		// A second's parts have IDs in ["<second>", "<second>.").
-		q := coll.Where(firestore.DocumentID, ">=", coll.Doc(second)).Where(firestore.DocumentID, "<", coll.Doc(second+"."))
-		snaps, err := tx.Documents(q).GetAll()
-		if err != nil {
-			return nil, fmt.Errorf("read change ledger %s: %w", second, err)
-		}
-		for _, snap := range snaps {
-			l.exists = l.exists || snap.Ref.ID == mine(second)
-			keys, _ := snap.Data()[shared.FieldLedgerKeys].(map[string]any)
-			for k := range keys {
-				l.keys[k] = true
-			}
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, fmt.Errorf("read change ledgers: %w", err)
+	}
+	for _, snap := range snaps {
+		l := ledgers[snap.Ref.ID]
+		if l.exists = snap.Exists(); l.exists {
+			l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
 		}
 	}
 	return ledgers, nil
 }
 
-// ledgerDocID is this Store's part of second.
-func (s *Store) ledgerDocID(second string) string {
-	return fmt.Sprintf("%s-%02d", second, s.ledgerPart)
+// ledgerRef is counter id's ledger document of second.
+func (s *Store) ledgerRef(id, second string) *firestore.DocumentRef {
+	return s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(second)
 }
 
 // ledgerOp adds l's new keys to its document, created when missing.
 func (s *Store) ledgerOp(id string, l *ledger) op {
 	expires := s.clock.Now().Add(s.dedupeTTL)
-	ref := s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(s.ledgerDocID(l.second))
+	ref := s.ledgerRef(id, l.second)
 	if !l.exists {
 		keys := make(map[string]any, len(l.add))
 		for k, d := range l.add {

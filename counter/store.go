@@ -2,7 +2,6 @@ package counter
 
 import (
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/shardcount/counters/shared/clock"
@@ -28,7 +27,6 @@ type Store struct {
 	touches         *touchStamps
 	groups          *groupCommitter // nil: one commit per request
 	changes         *groupCommitter // nil: as increments
-	ledgerPart      int
 	plans           planStore
 	life            gate.Gate          // admits increments until Close
 	raises          singleflight.Group // raiseFences per counter and epoch
@@ -67,7 +65,6 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		pickShard:       newShardDealer().pick,
 		touches:         newTouchStamps(clock),
 		plans:           &firestorePlans{documents: docs},
-		ledgerPart:      rand.IntN(ledgerParts),
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.commitBatch)
