@@ -342,3 +342,33 @@ func TestAmbiguousKeyedCommitIsSettledBySendingItAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestChangeCommitsAreAnIntervalApartFromTheirEnds: with afterCommit (the collection counters'
+// committer), a write that took long still leaves a whole interval before the next one starts, so
+// the counter's ledger document takes one write per interval in commit time too.
+func TestChangeCommitsAreAnIntervalApartFromTheirEnds(t *testing.T) {
+	clk, w := newFakeClock(), newFakeWriter()
+	g := newGroupCommitter(testInterval, clk, w.write)
+	g.afterCommit = true
+	first := addAsync(context.Background(), g, unkeyed("c", 1))
+	inFlight := w.next(t)
+	second := addAsync(context.Background(), g, unkeyed("c", 2))
+	eventually(t, "the second change queued", func() bool { return g.pendingOf("c") == 1 })
+	clk.Advance(testInterval * 3 / 4) // the first write is slow
+	inFlight.answer(nil)
+	if r := result(t, first); r.err != nil {
+		t.Fatal(r.err)
+	}
+	eventually(t, "the next write waits", func() bool { return clk.timers() == 1 })
+	clk.Advance(testInterval / 2) // an interval after the first write began, not after it ended
+	time.Sleep(50 * time.Millisecond)
+	if clk.timers() != 1 {
+		t.Fatal("the next write did not wait an interval after the first one ended")
+	}
+	w.none(t)
+	clk.Advance(testInterval / 2)
+	w.next(t).answer(nil)
+	if r := result(t, second); r.err != nil {
+		t.Fatal(r.err)
+	}
+}

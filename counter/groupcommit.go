@@ -24,6 +24,9 @@ type groupCommitter struct {
 	interval time.Duration
 	clock    clock.Clock
 	commit   commitFunc
+	// afterCommit measures the interval from the end of a commit, not its start: two commits of a
+	// counter are then an interval apart in Firestore's commit times too.
+	afterCommit bool
 
 	mu     sync.Mutex
 	groups map[string]*counterGroup
@@ -120,6 +123,11 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		replies := g.commit(ctx, batch)
 		cancel()
+		if g.afterCommit {
+			g.mu.Lock()
+			group.lastCommit = g.clock.Now()
+			g.mu.Unlock()
+		}
 		for i, q := range taken {
 			q.done <- replies[i]
 		}
