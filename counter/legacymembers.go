@@ -21,7 +21,7 @@ type LegacyMembersPass struct {
 
 // MoveLegacyMembers makes one pass over every counter, leftovers of deleted ones included: it moves
 // each legacy member document to shared.MembersCollection atomically, then marks the counter. Run a
-// second pass after Options.ShardCountCacheTTL; safe to repeat. See docs/operations.md, "Distinct
+// second pass after Options.ShardCountCacheTTL; safe to repeat. See CHANGELOG.md, 0.9.0, "Distinct
 // members move from `members` to `counter_members`".
 func (s *Store) MoveLegacyMembers(ctx context.Context) (LegacyMembersPass, error) {
 	var pass LegacyMembersPass

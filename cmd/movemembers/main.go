@@ -1,5 +1,5 @@
 // Command movemembers moves distinct counters' members from counters/{id}/members to
-// counters/{id}/counter_members (docs/operations.md, "Upgrading"). Run it once every function runs
+// counters/{id}/counter_members (CHANGELOG.md, 0.9.0, "Upgrading"). Run it once every function runs
 // this release; it is safe to rerun, also while the functions serve.
 //
 //	COUNTERS_COLLECTION=counters go run ./cmd/movemembers -project P [-database D]

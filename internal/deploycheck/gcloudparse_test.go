@@ -38,8 +38,8 @@ var scriptOptions = [][]string{
 }
 
 // TestGcloudParsesEveryCommand runs every command deploy.sh can print (every documented option
-// combination, identical lines once) and every gcloud command of README.md and docs/*.md through the installed
-// gcloud's own parser: one that gcloud refuses with a usage error fails the test.
+// combination, identical lines once) and every gcloud command of README.md, CHANGELOG.md (its upgrade
+// steps) and docs/*.md through the installed gcloud's own parser: one that gcloud refuses with a usage error fails the test.
 func TestGcloudParsesEveryCommand(t *testing.T) {
 	t.Parallel() // both mostly wait for other processes
 	requireGcloud(t)
@@ -65,7 +65,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromDocs, skipped := 0, 0
-	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+	for _, file := range append([]string{filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md")}, docs...) {
 		text, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +77,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 		fromDocs, skipped = fromDocs+len(found), skipped+left
 	}
 	if fromDocs == 0 {
-		t.Error("README.md and docs/*.md: no gcloud command found in their code blocks")
+		t.Error("README.md, CHANGELOG.md and docs/*.md: no gcloud command found in their code blocks")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -88,7 +88,7 @@ func TestGcloudParsesEveryCommand(t *testing.T) {
 	for _, r := range refused {
 		t.Error(r)
 	}
-	t.Logf("gcloud parsed %d distinct commands (%d from README.md and docs/*.md; %d of their lines use the shell and were left out)",
+	t.Logf("gcloud parsed %d distinct commands (%d from the Markdown files; %d of their lines use the shell and were left out)",
 		len(commands), fromDocs, skipped)
 }
 
