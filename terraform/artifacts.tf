@@ -3,7 +3,7 @@
 resource "google_artifact_registry_repository" "functions" {
   project       = var.project
   location      = var.region
-  repository_id = "counters-functions"
+  repository_id = "${local.name_prefix}counters-functions"
   format        = "DOCKER"
   description   = "Distributed counters: the functions' images"
 

@@ -533,13 +533,15 @@ func TestBuildAccountWritesOnlyTheFunctionsRepository(t *testing.T) {
 	}
 }
 
-// expressionText is an attribute's value when it is a literal string, else its source text; "" when absent.
+// expressionText is an attribute's value when it is a string of literals and local.name_prefix
+// (empty), else its source text; "" when absent.
 func expressionText(t *testing.T, a *hclsyntax.Attribute) string {
 	t.Helper()
 	if a == nil {
 		return ""
 	}
-	if v, diags := a.Expr.Value(nil); !diags.HasErrors() && v.Type() == cty.String {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"local": cty.ObjectVal(map[string]cty.Value{"name_prefix": cty.StringVal("")})}}
+	if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && v.Type() == cty.String {
 		return v.AsString()
 	}
 	r := a.Expr.Range()
