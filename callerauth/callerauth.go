@@ -39,6 +39,13 @@ type Requirements struct {
 	// RevokedCacheTTL is how long CheckRevoked reuses a user's lookup (0: none is reused), for at
 	// most MaxCachedUsers users: a revocation takes effect within it.
 	RevokedCacheTTL time.Duration
+	// ConsumeAppCheck consumes each App Check token through the App Check API once every other
+	// check has passed, as the Admin SDK for Node does with consume, and refuses one already
+	// consumed. It costs one API call per request; it matters only with AppCheck.
+	ConsumeAppCheck bool
+	// AppCheckAPI, when set, is the base URL ConsumeAppCheck calls instead of Google's, without
+	// credentials: a stand-in for the API in tests.
+	AppCheckAPI string
 }
 
 // MaxCachedUsers bounds the users whose lookups a Verifier keeps (Requirements.RevokedCacheTTL).
@@ -98,6 +105,8 @@ const (
 	// Unverified: a valid ID token without a verified email address, refused by
 	// Requirements.VerifiedEmail.
 	Unverified
+	// Replayed: a valid App Check token already consumed, refused by Requirements.ConsumeAppCheck.
+	Replayed
 )
 
 // TokenError is a required token that is missing, failed verification or is refused: the caller's
@@ -107,7 +116,8 @@ type TokenError struct {
 	Kind Kind
 	// Reason says why it was refused.
 	Reason Reason
-	// Err is why verification failed or the token was revoked (nil when Reason is Missing, Anonymous or Unverified).
+	// Err is why verification failed or the token was revoked (nil when Reason is Missing,
+	// Anonymous, Unverified or Replayed).
 	Err error
 }
 
@@ -120,6 +130,8 @@ func (e *TokenError) Error() string {
 		return "the " + name + " is of an anonymous user, which is not accepted"
 	case Unverified:
 		return "the " + name + " has no verified email address, which is required"
+	case Replayed:
+		return "the " + name + " was already consumed"
 	case Revoked:
 		return "the " + name + " is revoked: " + e.Err.Error()
 	}
@@ -151,6 +163,7 @@ type Verifier struct {
 	verifiedEmail   bool
 	checkRevoked    bool
 	users           *userCache
+	consumer        *tokenConsumer
 }
 
 // New returns a Verifier for project (empty: the project of the runtime's credentials). With
@@ -171,6 +184,11 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	if req.AppCheck {
 		if v.appCheck, err = app.AppCheck(ctx); err != nil {
 			return nil, fmt.Errorf("firebase app check client (fetching its public keys): %w", err)
+		}
+		if req.ConsumeAppCheck {
+			if v.consumer, err = newTokenConsumer(ctx, project, req.AppCheckAPI); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return v, nil
@@ -216,6 +234,11 @@ func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (C
 			}
 		}
 		c.UserID = tok.UID
+	}
+	if v.consumer != nil {
+		if err := v.consumer.consume(ctx, appCheckToken); err != nil {
+			return Caller{}, err
+		}
 	}
 	return c, nil
 }

@@ -31,7 +31,8 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{
 		IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck, RefuseAnonymous: s.cfg.RefuseAnonymousUsers,
 		VerifiedEmail: s.cfg.RequireVerifiedEmail,
-		CheckRevoked:  s.cfg.CheckRevokedTokens, RevokedCacheTTL: s.cfg.RevokedCheckCacheTTL})
+		CheckRevoked:  s.cfg.CheckRevokedTokens, RevokedCacheTTL: s.cfg.RevokedCheckCacheTTL,
+		ConsumeAppCheck: s.cfg.AppCheckReplayProtection})
 	if err != nil {
 		return err
 	}
@@ -79,6 +80,9 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	}
 	reason := tokenRefusal(tokenErr) // the refusal is logged, sampled, by countedIncrement
 	switch {
+	case tokenErr.Reason == callerauth.Replayed:
+		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck, reason: reason, cause: err,
+			message: "this Firebase App Check token was already used: send a new limited-use token (getLimitedUseToken) with every request, retries included"}
 	case tokenErr.Kind == callerauth.AppCheckToken:
 		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck, reason: reason, cause: err,
 			message: "a valid Firebase App Check token is required: only the project's apps may call, with " + headerAppCheck + ": <token from the Firebase App Check SDK>"}

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,6 +250,86 @@ func (iss *appCheckIssuer) token(t *testing.T, claims jwt.MapClaims, key *rsa.Pr
 	return s
 }
 
+// appCheckClaims are an App Check token's claims for aud, expiring at exp; each call's token is new (jti).
+func appCheckClaims(aud any, exp time.Time) jwt.MapClaims {
+	return jwt.MapClaims{"iss": "https://firebaseappcheck.googleapis.com/123456789", "sub": "1:123456789:web:abc",
+		"aud": aud, "iat": time.Now().Add(-time.Minute).Unix(), "exp": exp.Unix(), "jti": rand.Text()}
+}
+
+// validToken is a new App Check token for project, valid for an hour.
+func (iss *appCheckIssuer) validToken(t *testing.T, project string) string {
+	t.Helper()
+	return iss.token(t, appCheckClaims([]string{"projects/123456789", "projects/" + project}, time.Now().Add(time.Hour)), iss.key)
+}
+
+// appCheckAPI stands in for the App Check API's verifyAppCheckToken (there is no emulator of it): it
+// consumes the tokens it is sent, answering alreadyConsumed as the API does; while down, it answers
+// 503. A request unlike the Admin SDK's (path, method, body) gets 400.
+type appCheckAPI struct {
+	*httptest.Server
+	mu       sync.Mutex
+	consumed map[string]bool
+	down     bool
+}
+
+func newAppCheckAPI(t *testing.T, project string) *appCheckAPI {
+	t.Helper()
+	api := &appCheckAPI{consumed: map[string]bool{}}
+	api.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Token string `json:"app_check_token"`
+		}
+		if r.Method != http.MethodPost || r.URL.Path != "/v1beta/projects/"+project+":verifyAppCheckToken" ||
+			json.NewDecoder(r.Body).Decode(&body) != nil || body.Token == "" {
+			http.Error(w, `{"error":{"status":"INVALID_ARGUMENT"}}`, http.StatusBadRequest)
+			return
+		}
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		if api.down {
+			http.Error(w, `{"error":{"status":"UNAVAILABLE"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]bool{"alreadyConsumed": api.consumed[body.Token]})
+		api.consumed[body.Token] = true
+	}))
+	t.Cleanup(api.Close)
+	return api
+}
+
+// TestReplayedAppCheckTokensCountOnce: with APP_CHECK_REPLAY_PROTECTION, Increment consumes each App
+// Check token through the App Check API: a token counts once, its replay gets 403 (field
+// X-Firebase-AppCheck) and counts nothing, and an outage of the API is a 503 not_applied that counts
+// nothing.
+func TestReplayedAppCheckTokensCountOnce(t *testing.T) {
+	iss := newAppCheckIssuer(t)
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
+	api := newAppCheckAPI(t, project)
+	srv := newCallerServer(t, callerauth.Requirements{AppCheck: true, ConsumeAppCheck: true, AppCheckAPI: api.URL}, 0)
+	increment := func(token string) answer {
+		return srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": token}, `{"counter":"once"}`)
+	}
+	token := iss.validToken(t, project)
+	if a := increment(token); a.status != http.StatusOK {
+		t.Fatalf("first use of a token: %d %s, want 200", a.status, a.raw)
+	}
+	if a := increment(token); a.status != http.StatusForbidden || a.body["field"] != "X-Firebase-AppCheck" {
+		t.Errorf("replayed token: %d %s, want 403 with field X-Firebase-AppCheck", a.status, a.raw)
+	}
+	if a := increment(iss.validToken(t, project)); a.status != http.StatusOK {
+		t.Errorf("a new token: %d %s, want 200", a.status, a.raw)
+	}
+	api.mu.Lock()
+	api.down = true
+	api.mu.Unlock()
+	if a := increment(iss.validToken(t, project)); a.status != http.StatusServiceUnavailable || a.body["outcome"] != "not_applied" {
+		t.Errorf("App Check API down: %d %s, want 503 not_applied", a.status, a.raw)
+	}
+	if got := srv.count(t, "once"); got != 2 {
+		t.Errorf("once = %d, want 2: a replayed token, or one the API could not consume, must count nothing", got)
+	}
+}
+
 // TestIncrementRequiresAnAppCheckToken: with REQUIRE_APP_CHECK, a token signed by the App Check key
 // for this project counts, whatever Authorization header comes with it (ID tokens are not required); none, another key's, another project's, an expired one, an unsigned one
 // or one with malformed claims get 403 with the field, and change nothing (and nothing panics).
@@ -257,11 +338,7 @@ func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 	srv := newCallerServer(t, callerauth.Requirements{AppCheck: true}, 0)
 	project := os.Getenv("GOOGLE_CLOUD_PROJECT")
 	now := time.Now()
-	claims := func(aud any, exp time.Time) jwt.MapClaims {
-		return jwt.MapClaims{"iss": "https://firebaseappcheck.googleapis.com/123456789", "sub": "1:123456789:web:abc",
-			"aud": aud, "iat": now.Add(-time.Minute).Unix(), "exp": exp.Unix()}
-	}
-	valid := iss.token(t, claims([]string{"projects/123456789", "projects/" + project}, now.Add(time.Hour)), iss.key)
+	valid := iss.validToken(t, project)
 	if a := srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": valid}, `{"counter":"views"}`); a.status != http.StatusOK {
 		t.Fatalf("increment with a valid App Check token: %d %s", a.status, a.raw)
 	}
@@ -277,11 +354,11 @@ func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 	}
 	refused := map[string]string{
 		"no token":        "",
-		"another key":     iss.token(t, claims([]string{"projects/" + project}, now.Add(time.Hour)), otherKey),
-		"another project": iss.token(t, claims([]string{"projects/demo-someone-else"}, now.Add(time.Hour)), iss.key),
-		"expired":         iss.token(t, claims([]string{"projects/" + project}, now.Add(-time.Minute)), iss.key),
+		"another key":     iss.token(t, appCheckClaims([]string{"projects/" + project}, now.Add(time.Hour)), otherKey),
+		"another project": iss.token(t, appCheckClaims([]string{"projects/demo-someone-else"}, now.Add(time.Hour)), iss.key),
+		"expired":         iss.token(t, appCheckClaims([]string{"projects/" + project}, now.Add(-time.Minute)), iss.key),
 		"unsigned":        unsignedToken(map[string]any{"aud": []string{"projects/" + project}, "sub": "x", "exp": now.Add(time.Hour).Unix()}),
-		"malformed aud":   iss.token(t, claims("projects/"+project, now.Add(time.Hour)), iss.key),
+		"malformed aud":   iss.token(t, appCheckClaims("projects/"+project, now.Add(time.Hour)), iss.key),
 	}
 	messages := map[any]bool{}
 	for name, token := range refused {

@@ -162,6 +162,8 @@ func tokenRefusal(e *callerauth.TokenError) string {
 		return kind + "_anonymous"
 	case callerauth.Unverified:
 		return kind + "_unverified"
+	case callerauth.Replayed:
+		return kind + "_replayed"
 	}
 	return kind + "_invalid"
 }

@@ -81,9 +81,12 @@ readonly RUNTIME_SA_NAME=counters-runtime
 readonly TRIGGER_SA_NAME=counters-trigger
 readonly BUILD_SA_NAME=counters-build
 # What the build account needs on the project to build a function from source (Google's list for a
-# custom build service account): write the build's logs and images. It reads the uploaded source with
-# roles/storage.objectAdmin on the source bucket alone (each_project_role).
-readonly BUILD_ROLES=(roles/logging.logWriter roles/artifactregistry.writer)
+# custom build service account): write the build's logs. It reads the uploaded source with
+# roles/storage.objectAdmin on the source bucket alone (each_project_role) and writes the images
+# to the functions' repository alone (ensure_repository).
+readonly BUILD_ROLES=(roles/logging.logWriter)
+# The Artifact Registry repository of the functions' images, in the region.
+readonly REPOSITORY=counters-functions
 # The first line of the counters' block in a ruleset that holds it (rules.Marker, written by make rules).
 readonly RULES_MARKER='// BEGIN distributed-counters rules'
 # Where the script was started: --replace-rules FILE is relative to it.
@@ -308,14 +311,15 @@ go_runtime() {
 }
 
 enable_apis() {
-  local rules_api=()
-  [[ -z $REPLACE_RULES ]] || rules_api=(firebaserules.googleapis.com)
+  local optional=()
+  [[ -z $REPLACE_RULES ]] || optional=(firebaserules.googleapis.com)
+  ! is_true "$(setting APP_CHECK_REPLAY_PROTECTION)" || optional+=(firebaseappcheck.googleapis.com)
   run gcloud services enable --project="$PROJECT" \
     cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
     artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com \
     cloudscheduler.googleapis.com firestore.googleapis.com logging.googleapis.com iam.googleapis.com \
     monitoring.googleapis.com \
-    "${rules_api[@]}"
+    "${optional[@]}"
 }
 
 ensure_database() {
@@ -358,6 +362,8 @@ each_project_role() {
     "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
   # CHECK_REVOKED_TOKENS looks users up (firebaseauth.users.get); --remove revokes it whatever the setting.
   if $REMOVE || is_true "$(setting CHECK_REVOKED_TOKENS)"; then "$1" "$RUNTIME_SA" roles/firebaseauth.viewer; fi
+  # APP_CHECK_REPLAY_PROTECTION consumes App Check tokens (firebaseappcheck.appCheckTokens.verify); likewise.
+  if $REMOVE || is_true "$(setting APP_CHECK_REPLAY_PROTECTION)"; then "$1" "$RUNTIME_SA" roles/firebaseappcheck.tokenVerifier; fi
   # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
   "$1" "$TRIGGER_SA" roles/eventarc.eventReceiver
   for role in "${BUILD_ROLES[@]}"; do "$1" "$BUILD_SA" "$role"; done
@@ -374,6 +380,18 @@ ensure_identities() {
   ensure_service_account "$TRIGGER_SA_NAME" "Distributed counters: Eventarc and Pub/Sub push deliveries"
   ensure_service_account "$BUILD_SA_NAME" "Distributed counters: builds of the functions"
   each_project_role grant_project_role
+}
+
+# ensure_repository creates the functions' Docker repository unless it exists, and lets the build
+# account write to it, and to no other repository.
+ensure_repository() {
+  local repo=("$REPOSITORY" --project="$PROJECT" --location="$REGION")
+  if missing gcloud artifacts repositories describe "${repo[@]}"; then
+    run gcloud artifacts repositories create "${repo[@]}" --repository-format=docker \
+      --description="Distributed counters: the functions' images"
+  fi
+  run gcloud artifacts repositories add-iam-policy-binding "${repo[@]}" \
+    --member="serviceAccount:$BUILD_SA" --role=roles/artifactregistry.writer
 }
 
 ensure_topics() {
@@ -535,6 +553,7 @@ deploy_function() {
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
     --build-service-account="projects/$PROJECT/serviceAccounts/$BUILD_SA" \
+    --docker-repository="projects/$PROJECT/locations/$REGION/repositories/$REPOSITORY" \
     --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" --update-labels="$labels" \
     "${limits[@]}" --quiet "${trigger[@]}"
 }
@@ -798,6 +817,9 @@ remove_deployment() {
       delete_if_present gcloud pubsub topics delete "$topic" --project="$PROJECT" --quiet
     fi
   done
+  if present gcloud artifacts repositories describe "$REPOSITORY" --project="$PROJECT" --location="$REGION"; then
+    delete_if_present gcloud artifacts repositories delete "$REPOSITORY" --project="$PROJECT" --location="$REGION" --quiet
+  fi
   remove_indexes
   remove_fields
   remove_monitoring
@@ -814,7 +836,7 @@ remove_deployment() {
       "again (make rules APP_RULES=<file> REMOVE=1 OUT=<file> takes the block out), or run again with --replace-rules <that file>."
   fi
   note "Left as they were: the database and its documents (the counters' collections are deleted as" \
-    "docs/existing-app.md says), the enabled APIs, the build images and uploaded sources Cloud Functions keeps," \
+    "docs/existing-app.md says), the enabled APIs, the uploaded sources Cloud Functions keeps," \
     "and the logs."
 }
 
@@ -1053,6 +1075,7 @@ main() {
   enable_apis
   ensure_database
   ensure_identities
+  ensure_repository
   ensure_topics
   configure_fields
   create_indexes

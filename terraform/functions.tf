@@ -48,9 +48,10 @@ resource "google_cloudfunctions2_function" "function" {
   labels      = local.deployment.labels # counters_version: the release (docs/operations.md)
 
   build_config {
-    runtime         = var.runtime
-    entry_point     = each.value.entry_point
-    service_account = google_service_account.identity["build"].id
+    runtime           = var.runtime
+    entry_point       = each.value.entry_point
+    service_account   = google_service_account.identity["build"].id
+    docker_repository = google_artifact_registry_repository.functions.id
     source {
       storage_source {
         bucket = google_storage_bucket.source.name
@@ -102,7 +103,7 @@ resource "google_cloudfunctions2_function" "function" {
     }
   }
 
-  depends_on = [google_project_iam_member.identity_role, google_project_service.api]
+  depends_on = [google_project_iam_member.identity_role, google_artifact_registry_repository_iam_member.build_writer, google_project_service.api]
 }
 
 # Who may invoke what (2nd gen functions are Cloud Run services), by entry point: the trigger
@@ -135,7 +136,7 @@ resource "google_cloud_run_service_iam_binding" "invoker" {
 locals {
   # The functions' settings as they read them: var.environment's, an empty one unset, else the default.
   settings = merge(local.deployment.env_defaults, { for name, value in var.environment : name => value if value != "" })
-  increment_guards = { for name in ["REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "REFUSE_ANONYMOUS_USERS", "CREATE_ON_INCREMENT", "CHECK_REVOKED_TOKENS", "REQUIRE_VERIFIED_EMAIL"] :
+  increment_guards = { for name in ["REQUIRE_ID_TOKEN", "REQUIRE_APP_CHECK", "REFUSE_ANONYMOUS_USERS", "CREATE_ON_INCREMENT", "CHECK_REVOKED_TOKENS", "REQUIRE_VERIFIED_EMAIL", "APP_CHECK_REPLAY_PROTECTION"] :
     name => contains(["1", "t", "T", "TRUE", "true", "True"], local.settings[name])
   }
   public_increment_risks = var.public_increments ? compact([

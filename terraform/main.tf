@@ -43,12 +43,12 @@ locals {
   optional_environment = setsubtract(keys(local.deployment.env_defaults), ["COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"])
   unknown_environment  = setsubtract(keys(var.environment), local.optional_environment)
 
-  apis = [
+  apis = concat([
     "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
     "artifactregistry.googleapis.com", "eventarc.googleapis.com", "pubsub.googleapis.com",
     "cloudscheduler.googleapis.com", "firestore.googleapis.com", "firebaserules.googleapis.com",
     "logging.googleapis.com", "iam.googleapis.com", "storage.googleapis.com", "monitoring.googleapis.com",
-  ]
+  ], local.increment_guards.APP_CHECK_REPLAY_PROTECTION ? ["firebaseappcheck.googleapis.com"] : [])
 }
 
 resource "google_project_service" "api" {
@@ -60,7 +60,7 @@ resource "google_project_service" "api" {
 
 # Identities: the functions run as "runtime" (Firestore, this database only); Eventarc and Pub/Sub
 # push call the event functions as "trigger", which may invoke those (functions.tf) and nothing else;
-# Cloud Build builds the functions as "build" (its logs, its images, the uploaded source).
+# Cloud Build builds the functions as "build" (its logs, the uploaded source; its images: artifacts.tf).
 locals {
   identities = {
     runtime = { account_id = "counters-runtime", display_name = "Distributed counters: functions at runtime" }
@@ -80,7 +80,6 @@ locals {
     }
     "trigger roles/eventarc.eventReceiver" = { identity = "trigger", role = "roles/eventarc.eventReceiver", condition = null }
     "build roles/logging.logWriter"        = { identity = "build", role = "roles/logging.logWriter", condition = null }
-    "build roles/artifactregistry.writer"  = { identity = "build", role = "roles/artifactregistry.writer", condition = null }
     "build roles/storage.objectAdmin" = {
       identity = "build", role = "roles/storage.objectAdmin", condition = {
         title      = "counters-build-sources-only"
@@ -90,6 +89,9 @@ locals {
     # CHECK_REVOKED_TOKENS looks users up (firebaseauth.users.get).
     }, local.increment_guards.CHECK_REVOKED_TOKENS ? {
     "runtime roles/firebaseauth.viewer" = { identity = "runtime", role = "roles/firebaseauth.viewer", condition = null }
+    } : {}, local.increment_guards.APP_CHECK_REPLAY_PROTECTION ? {
+    # APP_CHECK_REPLAY_PROTECTION consumes App Check tokens (firebaseappcheck.appCheckTokens.verify).
+    "runtime roles/firebaseappcheck.tokenVerifier" = { identity = "runtime", role = "roles/firebaseappcheck.tokenVerifier", condition = null }
   } : {})
 }
 

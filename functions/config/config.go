@@ -95,9 +95,13 @@ type Config struct {
 	// (Authorization: Bearer): the user it names is the verified caller.
 	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`
 	// RequireAppCheck makes Increment accept only requests with a valid Firebase App Check token
-	// (X-Firebase-AppCheck), which the project's genuine apps get. A token is not consumed: whoever
-	// captures one may replay it, as the app, until it expires (its TTL: 1 hour by default, up to 7 days).
+	// (X-Firebase-AppCheck), which the project's genuine apps get. A captured token replays, as the
+	// app, until it expires (1 hour by default, up to 7 days) unless APP_CHECK_REPLAY_PROTECTION.
 	RequireAppCheck bool `env:"REQUIRE_APP_CHECK, default=false" usedBy:"Increment"`
+	// AppCheckReplayProtection makes Increment consume each App Check token through the App Check
+	// API: a used one gets 403, so clients send a limited-use token per request. One API call per
+	// request; the deploy grants roles/firebaseappcheck.tokenVerifier. It needs REQUIRE_APP_CHECK.
+	AppCheckReplayProtection bool `env:"APP_CHECK_REPLAY_PROTECTION, default=false" usedBy:"Increment"`
 	// PerCallerLimit, when positive, holds each verified user's total on each counter within
 	// [0, the limit] (1: one like per user, an unlike takes it back). It needs REQUIRE_ID_TOKEN.
 	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`

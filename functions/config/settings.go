@@ -121,6 +121,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	if c.RequireVerifiedEmail && !c.RequireIDToken {
 		errs = append(errs, errors.New("REQUIRE_VERIFIED_EMAIL=true needs REQUIRE_ID_TOKEN=true: it is about the ID tokens' email addresses"))
 	}
+	if c.AppCheckReplayProtection && !c.RequireAppCheck {
+		errs = append(errs, errors.New("APP_CHECK_REPLAY_PROTECTION=true needs REQUIRE_APP_CHECK=true: it consumes App Check tokens"))
+	}
 	if c.CheckRevokedTokens && !c.RequireIDToken {
 		errs = append(errs, errors.New("CHECK_REVOKED_TOKENS=true needs REQUIRE_ID_TOKEN=true: it checks the users of ID tokens"))
 	}

@@ -155,8 +155,8 @@ func TestExistingAppTerraformNamesExist(t *testing.T) {
 }
 
 // TestExistingAppListsWhatTheDeployCreates: the page's "Creates" list names every function, topic,
-// subscription, scheduler job and service account that the deploy (with every opt-in function)
-// creates, and nothing else of that kind.
+// subscription, scheduler job, service account and repository that the deploy (with every opt-in
+// function) creates, and nothing else of that kind.
 func TestExistingAppListsWhatTheDeployCreates(t *testing.T) {
 	requireBash(t)
 	useSources(t, "[]") // one function per declared pattern, named after it
@@ -179,7 +179,7 @@ func TestExistingAppListsWhatTheDeployCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creates := regexp.MustCompile(`^gcloud (?:functions deploy|pubsub topics create|pubsub subscriptions create|scheduler jobs create pubsub|iam service-accounts create) ([a-z][a-z0-9-]*)`)
+	creates := regexp.MustCompile(`^gcloud (?:functions deploy|pubsub topics create|pubsub subscriptions create|scheduler jobs create pubsub|iam service-accounts create|artifacts repositories create) ([a-z][a-z0-9-]*)`)
 	created := map[string]bool{}
 	for _, words := range printed {
 		if m := creates.FindStringSubmatch(strings.Join(words, " ")); m != nil {

@@ -18,7 +18,8 @@ const sourceLabel = "counters_source"
 
 // createdBy lists what deploy.sh's commands create, and deletedBy what --remove's commands delete, in
 // the same words, sorted and without repeats: "function NAME", "topic NAME", "subscription NAME",
-// "job NAME", "account EMAIL", "role MEMBER ROLE CONDITION", and "functions labelled KEY" for the
+// "job NAME", "account EMAIL", "repository NAME" (its grants go with it), "role MEMBER ROLE
+// CONDITION", and "functions labelled KEY" for the
 // functions of the counter sources, which a deploy creates one per declared pattern with the label
 // KEY and --remove deletes as it finds them by that label (a dry run names them
 // DEPLOYED_SOURCES_NAME after the gcloud functions list --filter=labels.KEY:* that finds them).
@@ -41,6 +42,8 @@ func createdBy(commands [][]string) []string {
 			out = append(out, "job "+words[5])
 		case strings.HasPrefix(line, "gcloud iam service-accounts create "):
 			out = append(out, "account "+words[4]+"@p.iam.gserviceaccount.com")
+		case strings.HasPrefix(line, "gcloud artifacts repositories create "):
+			out = append(out, "repository "+words[4])
 		case strings.HasPrefix(line, "gcloud projects add-iam-policy-binding "):
 			out = append(out, fmt.Sprintf("role %s %s %s", f["--member"], f["--role"], f["--condition"]))
 		}
@@ -86,6 +89,8 @@ func deletedBy(commands [][]string) []string {
 			out = append(out, "job "+words[4])
 		case strings.HasPrefix(line, "gcloud iam service-accounts delete "):
 			out = append(out, "account "+words[4])
+		case strings.HasPrefix(line, "gcloud artifacts repositories delete "):
+			out = append(out, "repository "+words[4])
 		case strings.HasPrefix(line, "gcloud projects remove-iam-policy-binding "):
 			out = append(out, fmt.Sprintf("role %s %s %s", f["--member"], f["--role"], f["--condition"]))
 		}
@@ -96,9 +101,10 @@ func deletedBy(commands [][]string) []string {
 
 // TestRemoveUndoesTheDeploy: deploy.sh --remove --dry-run deletes exactly what the deploy creates
 // (every function, opt-in ones included, the functions of the declared counter sources by their
-// label, the topics, the subscription, the scheduler job, the accounts and their project roles), and
-// puts back to the database's defaults exactly the field settings the deploy sets, with the default
-// collection names and others; it never creates, deploys or grants anything.
+// label, the topics, the subscription, the scheduler job, the functions' repository, the accounts
+// and their project roles), and puts back to the database's defaults exactly the field settings the
+// deploy sets, with the default collection names and others; it never creates, deploys or grants
+// anything.
 func TestRemoveUndoesTheDeploy(t *testing.T) {
 	requireBash(t)
 	useSources(t, twoSources)
@@ -108,9 +114,10 @@ func TestRemoveUndoesTheDeploy(t *testing.T) {
 			for _, name := range slices.Sorted(maps.Keys(names)) {
 				args = append(args, "--env", name+"="+names[name])
 			}
-			// With every role: --remove revokes CHECK_REVOKED_TOKENS' whatever the setting.
+			// With every role: --remove revokes the optional checks' whatever the settings.
 			deploy, err := deploycheck.DryRun(script, append(args, "--opt-in", "fold-extension-shards",
-				"--env", "REQUIRE_ID_TOKEN=true", "--env", "CHECK_REVOKED_TOKENS=true")...)
+				"--env", "REQUIRE_ID_TOKEN=true", "--env", "CHECK_REVOKED_TOKENS=true",
+				"--env", "REQUIRE_APP_CHECK=true", "--env", "APP_CHECK_REPLAY_PROTECTION=true")...)
 			if err != nil {
 				t.Fatal(err)
 			}
