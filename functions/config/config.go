@@ -1,4 +1,4 @@
-// Package config declares every setting as a tagged field of Config; docs/settings.md shows their docs.
+// Package config declares the settings as tagged fields of Config (docs/settings.md).
 package config
 
 import (
@@ -14,7 +14,7 @@ import (
 
 // Config is the functions' configuration, read once from the environment.
 //
-// Tags: env, min/max (or a namedBounds name), check (a stringChecks rule), usedBy, option.
+// Tags: env, min/max (a number or namedBounds name), check (a stringChecks rule), usedBy, option.
 type Config struct {
 	// Project is the Google Cloud project; empty: from the credentials.
 	Project string `env:"GOOGLE_CLOUD_PROJECT" usedBy:"*" option:"project"`
@@ -50,7 +50,7 @@ type Config struct {
 	ExtensionFoldInterval time.Duration `env:"EXTENSION_FOLD_INTERVAL, default=1s" min:"100ms" usedBy:"FoldExtensionShards"`
 	// ExtensionFolds lists what FoldExtensionShards folds (docs/migrate-from-firestore-counter.md).
 	ExtensionFolds string `env:"EXTENSION_FOLDS" check:"extensionFolds" usedBy:"FoldExtensionShards"`
-	// RollupSweepLookback is how far back the scheduled roll-up looks for written shards.
+	// RollupSweepLookback is how far back the scheduled roll-up looks for writes.
 	RollupSweepLookback time.Duration `env:"ROLLUP_SWEEP_LOOKBACK, default=10m" min:"2m" usedBy:"RollupScheduled"`
 	// GroupCommitInterval is the least time between shard writes of one counter by an instance; 0
 	// writes each increment.
@@ -58,8 +58,8 @@ type Config struct {
 	// ChangeCommitInterval is the least time between transactions of one collection counter by an
 	// instance.
 	ChangeCommitInterval time.Duration `env:"CHANGE_COMMIT_INTERVAL, default=1s" min:"0s" usedBy:"CountDocumentWrite"`
-	// CounterSources declares the collection counters, as a file path or inline (docs/collection-
-	// counters.md).
+	// CounterSources declares the collection counters, as a file path or inline
+	// (docs/collection-counters.md).
 	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"CountDocumentWrite"`
 	// DedupeTTL is how long a keyed increment is remembered; it must outlast retries.
 	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub,CountDocumentWrite"`
@@ -72,7 +72,7 @@ type Config struct {
 	AppCheckReplayProtection bool `env:"APP_CHECK_REPLAY_PROTECTION, default=false" usedBy:"Increment"`
 	// PerCallerLimit, when positive, bounds each user's total per counter. Needs REQUIRE_ID_TOKEN.
 	PerCallerLimit int64 `env:"PER_CALLER_LIMIT, default=0" min:"0" max:"MaxDeltaLimit" usedBy:"Increment"`
-	// AllowedOrigins lists the web origins whose pages may call Increment, Count and Top.
+	// AllowedOrigins lists the web origins that may call Increment, Count and Top.
 	AllowedOrigins string `env:"ALLOWED_ORIGINS" check:"origins" usedBy:"Increment,Count,Top"`
 	// MaxMemberBytes bounds the length of a distinct counter's member.
 	MaxMemberBytes int `env:"MAX_MEMBER_BYTES, default=256" min:"1" max:"MaxMemberBytes" usedBy:"Increment"`
@@ -101,19 +101,19 @@ func (c Config) Schema() shared.Schema {
 	return shared.Schema{Counters: c.CountersCollection, Rollups: c.RollupsCollection, Dedupe: c.DedupeCollection, Tops: c.TopsCollection}
 }
 
-// ExtensionTargets are EXTENSION_FOLDS, which Load has checked.
+// ExtensionTargets parses EXTENSION_FOLDS.
 func (c Config) ExtensionTargets() extshards.Targets {
 	ts, _ := extshards.ParseTargets(c.ExtensionFolds)
 	return ts
 }
 
-// Origins lists ALLOWED_ORIGINS, which Load has checked.
+// Origins lists ALLOWED_ORIGINS.
 func (c Config) Origins() []string { return strings.Fields(c.AllowedOrigins) }
 
 // VerifiesCallers says whether Increment checks any token.
 func (c Config) VerifiesCallers() bool { return c.RequireIDToken || c.RequireAppCheck }
 
-// CounterIDs compiles COUNTER_ID_PATTERN (checked by Load) to match whole IDs; nil when unset.
+// CounterIDs compiles COUNTER_ID_PATTERN to match whole IDs; nil when unset.
 func (c Config) CounterIDs() *regexp.Regexp {
 	if c.CounterIDPattern == "" {
 		return nil

@@ -21,27 +21,27 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Setting is one field of Config as its tags declare it.
+// Setting is one declared field of Config.
 type Setting struct {
 	// Name is the environment variable; Field the Config field.
 	Name, Field string
-	// Default is used when the variable is unset or empty.
+	// Default applies when the variable is unset or empty.
 	Default string
 	// Allowed says what values are accepted.
 	Allowed string
-	// UsedBy lists the entry points using it; "*" is all.
+	// UsedBy lists entry points; "*" is all.
 	UsedBy []string
-	// Option is "project" or "database" when a deploy option sets it.
+	// Option names the deploy option that sets it, if any.
 	Option string
 
 	index    int
 	kind     string // integer, duration, boolean or string
-	rule     string // the check tag of a string setting
-	min, max int64  // bounds of an integer or a duration (nanoseconds)
+	rule     string // check tag
+	min, max int64  // bounds; durations in nanoseconds
 	check    func(string) error
 }
 
-// stringChecks are the rules a check tag may name, each with what it allows.
+// stringChecks are the rules a check tag may name.
 var stringChecks = map[string]struct {
 	allowed string
 	check   func(string) error
@@ -78,19 +78,19 @@ var stringChecks = map[string]struct {
 	}},
 }
 
-// settings are in Config's order; defaults is Config with nothing set.
+// settings are in Config's order; defaults is Default.
 var settings, defaults = mustDeclare()
 
-// Settings lists every declared setting, in Config's order.
+// Settings lists the settings in Config's order.
 func Settings() []Setting { return append([]Setting(nil), settings...) }
 
-// Default is the configuration with nothing set in the environment.
+// Default is the configuration with nothing set.
 func Default() Config { return defaults }
 
 // Load reads the environment over Default; the error names every invalid variable.
 func Load() (Config, error) { return Parse(os.LookupEnv) }
 
-// Parse is Load over lookup; it returns the zero Config with an error.
+// Parse is Load over lookup.
 func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c := defaults
 	fields := reflect.ValueOf(&c).Elem()
@@ -159,7 +159,7 @@ func (s Setting) parse(v string) (reflect.Value, error) {
 	return value, err
 }
 
-// distinctCollections reports every two collection settings that name the same collection.
+// distinctCollections reports collection settings naming the same collection.
 func distinctCollections(c Config) []error {
 	var errs []error
 	var seen []Setting
@@ -178,7 +178,7 @@ func distinctCollections(c Config) []error {
 	return errs
 }
 
-// mustDeclare reads the settings from Config's tags; it panics on a bad tag.
+// mustDeclare reads Config's tags; it panics on a bad tag.
 func mustDeclare() ([]Setting, Config) {
 	var c Config
 	if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
