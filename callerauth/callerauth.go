@@ -1,9 +1,4 @@
-// Package callerauth verifies who calls a public function: a Firebase Auth ID token names the user,
-// a Firebase App Check token attests the app, both checked with the Firebase Admin SDK (signature,
-// issuer, audience = this project, expiry). The verified identity scopes idempotency keys and per-user
-// limits. It knows tokens, not HTTP: the functions read the headers and map the errors to answers.
-//
-// Not a supported import: see package counters for what users may import.
+// Package callerauth verifies Firebase Auth ID tokens and App Check tokens. Not a supported import.
 package callerauth
 
 import (
@@ -24,43 +19,32 @@ type Requirements struct {
 	IDToken bool
 	// AppCheck requires a Firebase App Check token.
 	AppCheck bool
-	// RefuseAnonymous refuses ID tokens of anonymous sign-in (sign-in provider "anonymous"), which
-	// anyone can get without limit; it matters only with IDToken.
+	// RefuseAnonymous refuses ID tokens of anonymous sign-in; only with IDToken.
 	RefuseAnonymous bool
-	// VerifiedEmail refuses ID tokens without a verified email address (claim email_verified), so
-	// that a user is an address someone controls, not an account made at will by email sign-up (nor
-	// an anonymous one); it matters only with IDToken.
+	// VerifiedEmail refuses ID tokens without email_verified; only with IDToken.
 	VerifiedEmail bool
-	// CheckRevoked also refuses ID tokens issued before the user's sessions were revoked (the
-	// user's tokensValidAfterTime: a revocation, a password change) and those of disabled users,
-	// which are otherwise accepted until they expire (up to an hour). It costs one Identity Toolkit
-	// accounts:lookup per user and RevokedCacheTTL; it matters only with IDToken.
+	// CheckRevoked refuses revoked ID tokens and disabled users; only with IDToken.
 	CheckRevoked bool
-	// RevokedCacheTTL is how long CheckRevoked reuses a user's lookup (0: none is reused), for at
-	// most MaxCachedUsers users: a revocation takes effect within it.
+	// RevokedCacheTTL is how long CheckRevoked reuses a user's lookup; 0 reuses none.
 	RevokedCacheTTL time.Duration
-	// ConsumeAppCheck consumes each App Check token through the App Check API once every other
-	// check has passed, as the Admin SDK for Node does with consume, and refuses one already
-	// consumed. It costs one API call per request; it matters only with AppCheck.
+	// ConsumeAppCheck refuses a reused App Check token; only with AppCheck.
 	ConsumeAppCheck bool
-	// AppCheckAPI, when set, is the base URL ConsumeAppCheck calls instead of Google's, without
-	// credentials: a stand-in for the API in tests.
+	// AppCheckAPI, when set, replaces the App Check API's URL (tests).
 	AppCheckAPI string
 }
 
-// MaxCachedUsers bounds the users whose lookups a Verifier keeps (Requirements.RevokedCacheTTL).
+// MaxCachedUsers bounds the users whose lookups a Verifier caches.
 const MaxCachedUsers = 10_000
 
 // Caller is who a request comes from, as verified.
 type Caller struct {
-	// UserID is the Firebase Auth user ID (the ID token's subject); empty without an ID token.
+	// UserID is the ID token's subject; empty without one.
 	UserID string
-	// AppID is the Firebase app ID (the App Check token's subject); empty without an App Check token.
+	// AppID is the App Check token's subject; empty without one.
 	AppID string
 }
 
-// Identity is the caller's identity for scoping keys and limits: "user:<uid>" when a user was
-// verified (whatever app they use), else "app:<app ID>", else empty (nobody was verified).
+// Identity scopes keys and limits: "user:<uid>", else "app:<app ID>", else empty.
 func (c Caller) Identity() string {
 	switch {
 	case c.UserID != "":
@@ -71,7 +55,7 @@ func (c Caller) Identity() string {
 	return ""
 }
 
-// IsUser reports whether identity (Caller.Identity) names a verified user, not an app or nobody.
+// IsUser reports whether identity (Caller.Identity) names a verified user.
 func IsUser(identity string) bool { return strings.HasPrefix(identity, userPrefix) }
 
 // userPrefix starts the identity of a verified user.
@@ -82,9 +66,7 @@ type Kind int
 
 // The kinds of token.
 const (
-	// IDToken is a Firebase Auth ID token.
 	IDToken Kind = iota
-	// AppCheckToken is a Firebase App Check token.
 	AppCheckToken
 )
 
@@ -93,31 +75,23 @@ type Reason int
 
 // The reasons a token is refused.
 const (
-	// Invalid: the token failed verification (signature, issuer, audience, expiry, shape).
+	// Invalid: the token failed verification.
 	Invalid Reason = iota
-	// Missing: the request carried no such token.
 	Missing
-	// Anonymous: a valid ID token of an anonymous user, refused by Requirements.RefuseAnonymous.
+	// Anonymous, Revoked, Unverified, Replayed: refused by a Requirements option.
 	Anonymous
-	// Revoked: an ID token issued before the user's sessions were revoked, or of a disabled user,
-	// refused by Requirements.CheckRevoked.
 	Revoked
-	// Unverified: a valid ID token without a verified email address, refused by
-	// Requirements.VerifiedEmail.
 	Unverified
-	// Replayed: a valid App Check token already consumed, refused by Requirements.ConsumeAppCheck.
 	Replayed
 )
 
-// TokenError is a required token that is missing, failed verification or is refused: the caller's
-// fault, never the platform's (that is an *UnavailableError).
+// TokenError is a required token missing, invalid or refused: the caller's fault.
 type TokenError struct {
 	// Kind is the token at fault.
 	Kind Kind
 	// Reason says why it was refused.
 	Reason Reason
-	// Err is why verification failed or the token was revoked (nil when Reason is Missing,
-	// Anonymous, Unverified or Replayed).
+	// Err is the verification failure, if any.
 	Err error
 }
 
@@ -140,8 +114,7 @@ func (e *TokenError) Error() string {
 
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// UnavailableError is a token that could not be verified for a reason of the platform (the public
-// keys could not be fetched, a transport failure, the request's deadline): retrying may succeed.
+// UnavailableError is a token the platform could not verify; retrying may succeed.
 type UnavailableError struct {
 	// Kind is the token that could not be verified.
 	Kind Kind
@@ -155,7 +128,7 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// Verifier checks the tokens Requirements ask for: a token is required when its client is set.
+// Verifier checks the tokens Requirements ask for.
 type Verifier struct {
 	idTokens        *auth.Client
 	appCheck        *appcheck.Client
@@ -166,9 +139,8 @@ type Verifier struct {
 	consumer        *tokenConsumer
 }
 
-// New returns a Verifier for project (empty: the project of the runtime's credentials). With
-// FIREBASE_AUTH_EMULATOR_HOST set, ID tokens are the Auth emulator's (unsigned, as it issues them);
-// App Check keys are fetched once here and refreshed by the SDK.
+// New returns a Verifier for project (empty: the credentials' project). It honours
+// FIREBASE_AUTH_EMULATOR_HOST.
 func New(ctx context.Context, project string, req Requirements) (*Verifier, error) {
 	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
 	if err != nil {
@@ -194,14 +166,11 @@ func New(ctx context.Context, project string, req Requirements) (*Verifier, erro
 	return v, nil
 }
 
-// RequiresIDToken says whether Verify requires an ID token; when not, the caller's Authorization
-// header is none of its business.
+// RequiresIDToken says whether Verify requires an ID token.
 func (v *Verifier) RequiresIDToken() bool { return v.idTokens != nil }
 
-// Verify checks the required tokens (empty strings are absent tokens) and returns the verified caller.
-// Tokens that are not required are ignored, so an optional token never changes who the caller is.
-// A missing, invalid or refused required token is a *TokenError; a token that could not be verified
-// for the platform's reasons is an *UnavailableError.
+// Verify checks the required tokens ("" is absent) and returns the caller, or a *TokenError or
+// *UnavailableError.
 func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (Caller, error) {
 	var c Caller
 	if v.appCheck != nil {
@@ -243,10 +212,7 @@ func (v *Verifier) Verify(ctx context.Context, idToken, appCheckToken string) (C
 	return c, nil
 }
 
-// checkNotRevoked looks the token's user up (Identity Toolkit accounts:lookup, or the cache), as the
-// Admin SDK's VerifyIDTokenAndCheckRevoked does, and refuses a token issued before the user's
-// tokensValidAfterTime or of a disabled user. A user that no longer exists is an invalid token; any
-// other failure of the lookup is the platform's.
+// checkNotRevoked refuses a token of a revoked session or disabled user.
 func (v *Verifier) checkNotRevoked(ctx context.Context, tok *auth.Token) error {
 	user, ok := v.users.get(tok.UID)
 	if !ok {
@@ -271,22 +237,19 @@ func (v *Verifier) checkNotRevoked(ctx context.Context, tok *auth.Token) error {
 	return nil
 }
 
-// classify tells a verification failure of the platform (the keys could not be fetched, the request
-// ended) from a bad token.
+// classify tells a platform failure from a bad token.
 func classify(ctx context.Context, kind Kind, err error) error {
 	if auth.IsCertificateFetchFailed(err) || ctx.Err() != nil ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &UnavailableError{Kind: kind, Err: err}
 	}
-	if auth.IsIDTokenRevoked(err) || auth.IsUserDisabled(err) { // the Auth emulator's verification checks
+	if auth.IsIDTokenRevoked(err) || auth.IsUserDisabled(err) { // Auth emulator
 		return &TokenError{Kind: kind, Reason: Revoked, Err: err}
 	}
 	return &TokenError{Kind: kind, Reason: Invalid, Err: err}
 }
 
-// verifyAppCheck verifies an App Check token. The SDK asserts the types of claims it reads after the
-// signature check, so a token signed by a trusted key but shaped unlike App Check's (say, a string
-// "aud") would panic; that is an invalid token, not a crash.
+// verifyAppCheck verifies token; an SDK panic on malformed claims is an error.
 func (v *Verifier) verifyAppCheck(token string) (tok *appcheck.DecodedAppCheckToken, err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -14,18 +14,15 @@ import (
 	"golang.org/x/oauth2/google"
 )
 
-// appCheckAPI is the App Check API's base URL.
 const appCheckAPI = "https://firebaseappcheck.googleapis.com"
 
-// tokenConsumer consumes App Check tokens through the App Check API's verifyAppCheckToken, the call
-// firebase-admin-node makes for verifyToken(token, {consume: true}).
+// tokenConsumer consumes App Check tokens via the API's verifyAppCheckToken.
 type tokenConsumer struct {
 	client *http.Client
 	url    string
 }
 
-// newTokenConsumer calls base (empty: Google's API, with the runtime's credentials) for project
-// (empty: the credentials' project).
+// newTokenConsumer calls base (empty: Google's, with credentials) for project.
 func newTokenConsumer(ctx context.Context, project, base string) (*tokenConsumer, error) {
 	client := http.DefaultClient
 	if base == "" {
@@ -44,8 +41,7 @@ func newTokenConsumer(ctx context.Context, project, base string) (*tokenConsumer
 	return &tokenConsumer{client: client, url: base + "/v1beta/projects/" + url.PathEscape(project) + ":verifyAppCheckToken"}, nil
 }
 
-// consume marks token consumed: one already consumed is a *TokenError (Replayed), a failed call an
-// *UnavailableError.
+// consume marks token consumed; a reuse is Replayed.
 func (c *tokenConsumer) consume(ctx context.Context, token string) error {
 	already, err := c.call(ctx, token)
 	switch {
@@ -57,7 +53,7 @@ func (c *tokenConsumer) consume(ctx context.Context, token string) error {
 	return nil
 }
 
-// call POSTs {"app_check_token": token} and returns the answer's alreadyConsumed (absent: false).
+// call POSTs token and returns the answer's alreadyConsumed.
 func (c *tokenConsumer) call(ctx context.Context, token string) (bool, error) {
 	body, err := json.Marshal(map[string]string{"app_check_token": token})
 	if err != nil {

@@ -11,8 +11,7 @@ type userState struct {
 	validAfterMillis int64
 }
 
-// userCache keeps users' states for ttl, at most max users (when full, expired entries go, then
-// any); a zero ttl keeps none. Safe for concurrent use.
+// userCache keeps up to max users' states for ttl (0: none). Safe for concurrent use.
 type userCache struct {
 	ttl time.Duration
 	max int
@@ -31,7 +30,7 @@ func newUserCache(ttl time.Duration, max int) *userCache {
 	return &userCache{ttl: ttl, max: max, now: time.Now, users: map[string]cachedUser{}}
 }
 
-// get returns uid's state if it was put less than ttl ago.
+// get returns uid's state if put within ttl.
 func (c *userCache) get(uid string) (userState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

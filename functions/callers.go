@@ -19,8 +19,7 @@ const (
 	headerAppCheck      = "X-Firebase-AppCheck"
 )
 
-// RequireCallers makes Increment verify the tokens v requires on every request; the verified caller
-// scopes Idempotency-Keys and, with PER_CALLER_LIMIT, bounds what one user adds to a counter.
+// RequireCallers makes Increment verify the tokens v requires on every request.
 func (s *Service) RequireCallers(v *callerauth.Verifier) { s.callers = v }
 
 // requireCallersFromConfig builds the Verifier that cfg asks for, if any.
@@ -40,21 +39,14 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 	return nil
 }
 
-// verifiedCaller returns the request's verified caller identity, empty when callers are not verified.
-// A missing, invalid or (with CHECK_REVOKED_TOKENS) revoked ID token is a 401 (sign in, then retry,
-// with WWW-Authenticate set); an
-// anonymous user's token, where refused, and a missing or invalid App Check token are a 403: signing
-// in again as the same kind of caller cannot change that. A token that could not be verified for the
-// platform's reasons (the public keys or the user could not be fetched) is a 503: nothing was done, retry. The
-// answers are fixed texts; why a token failed is logged, never sent. The ID token is read from
-// Authorization only: a private function's IAM caller sends its own token in
-// X-Serverless-Authorization, which Cloud Run checks, and the user's in Authorization.
+// verifiedCaller returns the request's verified caller identity (empty when not verified), or a 401,
+// 403 or 503 as docs/api.md lists; why a token failed is logged, never sent.
 func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
 	if s.callers == nil {
 		return "", nil
 	}
 	var idToken string
-	if s.callers.RequiresIDToken() { // else Authorization is not ours to judge (App Check alone)
+	if s.callers.RequiresIDToken() { // else Authorization is not ours
 		var err error
 		if idToken, err = bearerToken(r); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request"`)
@@ -78,7 +70,7 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	case !errors.As(err, &tokenErr):
 		return "", err
 	}
-	reason := tokenRefusal(tokenErr) // the refusal is logged, sampled, by countedIncrement
+	reason := tokenRefusal(tokenErr) // logged by countedIncrement
 	switch {
 	case tokenErr.Reason == callerauth.Replayed:
 		return "", &requestError{status: http.StatusForbidden, field: headerAppCheck, reason: reason, cause: err,
@@ -105,8 +97,7 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	return "", &requestError{status: http.StatusUnauthorized, field: headerAuthorization, reason: reason, cause: err, message: message}
 }
 
-// googleSigned says whether token looks like a Google-signed ID token (issuer accounts.google.com),
-// as IAM callers of a private function send: its claims are read unverified, only to pick a message.
+// googleSigned says whether token looks Google-signed (read unverified, only to pick a message).
 func googleSigned(token string) bool {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {

@@ -9,9 +9,8 @@ import (
 	"github.com/shardcount/counters/counter"
 )
 
-// CanaryCounter is the counter RollupScheduled increments at each tick, so that the next tick can
-// tell whether the shard-write trigger rolled it up (EventRollupCanary): a dead trigger reads as
-// stale, not as no data (docs/operations.md, "Service level objectives").
+// CanaryCounter is incremented by each RollupScheduled tick so the next can check the trigger
+// rolled it up (EventRollupCanary).
 const CanaryCounter = "_counters_canary"
 
 // canaryTimeout bounds the canary's increment, which runs also when the sweep ran out of time.
@@ -23,8 +22,7 @@ const (
 	canaryStale = "stale"
 )
 
-// checkCanary logs whether the canary's roll-up equals its exact value. It runs before the sweep,
-// which would roll the canary up itself, and logs nothing before the canary's first increment.
+// checkCanary logs whether the canary's roll-up equals its exact value; run it before the sweep.
 func (s *Service) checkCanary(ctx context.Context) {
 	doc, err := s.rollups.Get(ctx, CanaryCounter)
 	var sum int64
@@ -49,7 +47,7 @@ func (s *Service) checkCanary(ctx context.Context) {
 		slog.String("outcome", outcome), slog.String("counter", CanaryCounter), slog.Int64("behind", sum-rolledUp))
 }
 
-// bumpCanary increments the canary, creating it with one shard if increments may not create counters.
+// bumpCanary increments the canary, creating it if needed.
 func (s *Service) bumpCanary(ctx context.Context) {
 	_, err := s.counters.Apply(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
 	if errors.Is(err, counter.ErrNotFound) {

@@ -16,14 +16,14 @@ type configureRequest struct {
 	NumShards *int64 `json:"num_shards"`
 	MinShards *int64 `json:"min_shards"`
 	MaxShards *int64 `json:"max_shards"`
-	// Windows, when present, replaces the windows the counter counts in ([]: none).
+	// Windows, when present, replaces the counter's windows.
 	Windows *[]string `json:"windows"`
-	// Distinct, when present, makes the counter count distinct members (true) or deltas (false).
+	// Distinct, when present, sets whether the counter counts distinct members.
 	Distinct *bool `json:"distinct"`
-	// Group, when present, puts the counter in that group's top lists ("": in none).
+	// Group, when present, sets the counter's top-list group ("": none).
 	Group *string `json:"group"`
 	Reset bool    `json:"reset"`
-	// PurgeMembers asks for one more bounded purge of member documents that no longer count.
+	// PurgeMembers asks for one more bounded purge of stale member documents.
 	PurgeMembers bool `json:"purge_members"`
 }
 
@@ -36,9 +36,9 @@ type configureResponse struct {
 	Adaptive          bool   `json:"adaptive"`
 	PreviousNumShards int    `json:"previous_num_shards"`
 	Created           bool   `json:"created"`
-	// Windows are the windows the counter counts in besides all time (absent: none).
+	// Windows are the counter's windows besides all time.
 	Windows []string `json:"windows,omitempty"`
-	// Distinct is true when the counter counts distinct members (absent: it counts deltas).
+	// Distinct is true when the counter counts distinct members.
 	Distinct bool `json:"distinct,omitempty"`
 	// Group is the counter's group (absent: none).
 	Group string `json:"group,omitempty"`
@@ -52,8 +52,7 @@ type resetResponse struct {
 	membersPurge
 }
 
-// membersPurge is what a bounded purge of member documents did (counter.Store.PurgeMembers):
-// MembersLeft asks for {"counter", "purge_members": true} until it is false.
+// membersPurge is what a bounded purge of member documents did.
 type membersPurge struct {
 	MembersDeleted int  `json:"members_deleted"`
 	MembersLeft    bool `json:"members_left"`
@@ -72,24 +71,8 @@ type purgeResponse struct {
 	membersPurge
 }
 
-// ConfigureCounter is the HTTP entry point that manages a counter's life and shape:
-//
-//   - PUT or POST {"counter": "<id>", "num_shards": N}: create the counter with N zeroed shards (201)
-//     or change its count (200), pinned at N: adaptation leaves it alone. The value never changes.
-//   - PUT or POST {"counter": "<id>", "min_shards": a, "max_shards": b} (either bound, and optionally
-//     num_shards to start from): the roll-up adapts the count to the write rate within [a, b].
-//   - PUT or POST {"counter": "<id>", "windows": ["hour", "day", "month"]} (any subset, alone or with
-//     the shard fields): later increments also count in the current UTC bucket of each window.
-//   - PUT or POST {"counter": "<id>", "distinct": true}: the counter counts each member of Increment
-//     once (all time and per window bucket).
-//   - PUT or POST {"counter": "<id>", "group": "G"}: the counter is ranked in G's top lists ("": none).
-//   - PUT or POST {"counter": "<id>", "reset": true}: set the value to zero (200, with the value
-//     discarded); 404 for an unknown counter.
-//   - DELETE ?counter=<id>: delete the counter, its shards and its roll-up (200), and refresh the top
-//     lists that ranked it; 404 when unknown.
-//   - A reset and a delete then delete up to counter.MaxMembersPerPurge member documents per member
-//     collection that no longer count; "members_left": true asks for PUT or POST {"counter": "<id>",
-//     "purge_members": true}, which deletes as many more, until it answers false.
+// ConfigureCounter is the admin HTTP entry point: PUT/POST creates or configures a counter (shards,
+// windows, distinct, group), resets it or purges members; DELETE deletes it. See docs/api.md.
 func (s *Service) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, s.configure)
 }
@@ -99,7 +82,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		return 0, nil, err
 	}
 	if r.Method == http.MethodDelete {
-		// Not held to COUNTER_ID_PATTERN: counters made before the pattern must stay deletable.
+		// Not held to COUNTER_ID_PATTERN: older counters stay deletable.
 		id, err := counterParam(r, wire.ValidateCounterID)
 		if err != nil {
 			return 0, nil, err
@@ -124,7 +107,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err := wire.ValidateCounterID(req.Counter); err != nil {
 		return 0, nil, err
 	}
-	if req.PurgeMembers { // not held to COUNTER_ID_PATTERN: it follows resets and deletes
+	if req.PurgeMembers { // not held to COUNTER_ID_PATTERN
 		if req.Reset || req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
 			return 0, nil, &wire.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
 		}
@@ -134,7 +117,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, e
 		}
 		return http.StatusOK, purgeResponse{Counter: req.Counter, membersPurge: membersPurge{MembersDeleted: deleted, MembersLeft: more}}, nil
 	}
-	if req.Reset { // not held to COUNTER_ID_PATTERN either: it creates nothing
+	if req.Reset { // not held to COUNTER_ID_PATTERN
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
 			return 0, nil, &wire.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
 		}
@@ -197,8 +180,8 @@ func (req configureRequest) settings() (counter.Settings, error) {
 	return st, nil
 }
 
-// purgeMembers runs one bounded purge of counter id's member documents after a reset or a delete,
-// which has applied whatever the purge does: a failed purge is logged and answered as members left.
+// purgeMembers runs one bounded purge of id's member documents; a failure is logged and answered
+// as members left.
 func (s *Service) purgeMembers(r *http.Request, id string) membersPurge {
 	deleted, more, err := s.counters.PurgeMembers(r.Context(), id)
 	if err != nil {

@@ -27,13 +27,8 @@ var corsRequestHeaders = strings.Join([]string{"Content-Type", headerAuthorizati
 // corsExposedHeaders are the answer headers beyond the CORS-safelisted ones that clients act on.
 var corsExposedHeaders = strings.Join([]string{"Retry-After", "WWW-Authenticate", headerReplayed}, ", ")
 
-// crossOrigin serves method to pages of ALLOWED_ORIGINS (CORS); methods are those it accepts. A
-// preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered here, 204, and never
-// reaches method: for a listed origin with the origin echoed, the methods, the request headers the
-// API reads and a max age; for any other origin without CORS headers, so the browser sends nothing
-// more. Other requests go to method, their answers carrying Access-Control-Allow-Origin (and the
-// headers clients read) when the origin is listed. With any origin listed, every answer says
-// Vary: Origin.
+// crossOrigin serves method to pages of ALLOWED_ORIGINS (CORS), answering preflights itself (204,
+// CORS headers only for listed origins). See docs/api.md, "Browsers (CORS)".
 func crossOrigin(method func(*Service, http.ResponseWriter, *http.Request), methods ...string) func(*Service, http.ResponseWriter, *http.Request) {
 	allowMethods := strings.Join(methods, ", ")
 	return func(s *Service, w http.ResponseWriter, r *http.Request) {

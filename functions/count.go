@@ -38,9 +38,8 @@ type windowCountResponse struct {
 // countMethods are the methods Count accepts.
 var countMethods = []string{http.MethodGet, http.MethodHead}
 
-// Count is the HTTP entry point that reports a counter's exact value (one aggregation query) next to
-// its roll-up, read before the value (the roll-up is never ahead of it): GET ?counter=<id>; with &window=hour|day|month, the count in the window's current UTC
-// bucket, or in &bucket=<label> (2026-11-23T18, 2026-11-23, 2026-11).
+// Count is the HTTP entry point GET ?counter=<id>[&window=W[&bucket=L]]: a counter's exact value and
+// its roll-up, or one window bucket's count. See docs/api.md.
 func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.count) }
 
 func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -54,7 +53,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	if q := r.URL.Query(); q.Has("window") || q.Has("bucket") {
 		return s.windowCount(r, id)
 	}
-	// The roll-up is read before the exact value, so that the answer never shows a roll-up ahead of it.
+	// Roll-up first, so it is never ahead of the value.
 	doc, rollupErr := s.rollups.Get(r.Context(), id)
 	if rollupErr != nil && shared.IsRetryable(rollupErr) {
 		return 0, nil, rollupErr
@@ -64,8 +63,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	}
 	value, err := s.counters.Value(r.Context(), id)
 	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
-		// The stored data is broken, not the request: 500, naming what an operator must fix (Count is
-		// private; a public Increment answers "internal error").
+		// Broken data: 500 naming what to fix (Count is private).
 		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
 		return 0, nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
 	}
@@ -73,7 +71,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 		return 0, nil, err
 	}
 	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
-	// A broken roll-up must not take the exact value down with it: report it as missing, and log why.
+	// A broken roll-up is reported missing, and logged.
 	switch {
 	case rollupErr != nil:
 		s.log.ErrorContext(r.Context(), "roll-up unreadable; answered without it", "counter", id, "error", rollupErr.Error())

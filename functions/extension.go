@@ -13,20 +13,12 @@ import (
 	"github.com/shardcount/counters/functions/eventhttp"
 )
 
-// errMainMissing fails the event of a shard whose main document does not exist yet, so that the
-// platform redelivers it until the app creates the document.
+// errMainMissing fails an event whose main document does not exist yet, for redelivery.
 var errMainMissing = errors.New("main document does not exist yet; its shards wait")
 
-// FoldExtensionShards is the CloudEvent entry point for google.cloud.firestore.document.v1.written
-// on the firestore-counter extension's shards (ExtensionShardsPattern): it makes sure a fold of the
-// written shard's main document that reads the shards after this write follows, within about one
-// EXTENSION_FOLD_INTERVAL (extshards.Folder.Fold). Only documents that EXTENSION_FOLDS declares are
-// folded; the events of others are acknowledged and logged. The event is answered at once; the fold
-// runs in this instance while one event at a time, the carrier, waits for the instance's folds (see
-// extshards.Folder.Notify). Events of documents that hold nothing to fold (deletes, shards a fold
-// emptied) are acknowledged without a fold. While the main document does not exist, the event fails
-// (the platform redelivers it, for up to 24 h): its shards wait, uncounted, for the app to create
-// the document.
+// FoldExtensionShards is the CloudEvent entry point for firestore-counter extension shard writes: a
+// fold of the main document follows within about EXTENSION_FOLD_INTERVAL, for documents that
+// EXTENSION_FOLDS declares (docs/migrate-from-firestore-counter.md).
 func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error {
 	path, underDocuments := strings.CutPrefix(e.Subject(), "documents/")
 	doc, ok := extshards.MainDocument(path)
@@ -42,7 +34,7 @@ func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error 
 	}
 	written, err := eventhttp.WrittenDocument(e.Data())
 	if err != nil {
-		// A body we cannot read says nothing either way: fold, which is always safe.
+		// Unreadable: fold, which is always safe.
 		s.log.WarnContext(ctx, "event data is not a DocumentEventData; folding anyway", "event_id", e.ID(), "error", err.Error())
 	} else if !extshards.NeedsFold(written) {
 		return nil
@@ -64,8 +56,7 @@ func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error 
 		return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc))
 	}
 	if !exists {
-		// Fold all the same: shards that waited too long are deleted, and the app may have just
-		// created the document.
+		// Fold anyway: it deletes shards that waited too long.
 		res, err := s.folder.Fold(ctx, doc)
 		if err != nil {
 			return s.eventResult(ctx, e, err, "fold extension shards", slog.String("document", doc))

@@ -13,7 +13,7 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// maxBodyBytes bounds a request body; larger bodies get 413 before any work is done.
+// maxBodyBytes bounds a request body; larger ones get 413.
 const maxBodyBytes = 64 << 10
 
 // requestError is an HTTP answer other than 400 for bad input, with the header it needs.
@@ -22,15 +22,14 @@ type requestError struct {
 	message string
 	field   string // the field to blame, if any
 	allow   string // Allow header of a 405
-	outcome string // the increment's outcome, when the answer says it (see errorBody)
-	reason  string // why an increment was refused, when the status alone does not say (refusalReason)
-	cause   error  // what went wrong, logged with the refusal (sampled), never sent
+	outcome string // the increment's outcome, if known
+	reason  string // why an increment was refused (refusalReason)
+	cause   error  // logged, never sent
 }
 
 func (e *requestError) Error() string { return e.message }
 
-// errorBody is the JSON body of every 4xx and 5xx answer. Outcome, on failed increments, says
-// whether the increment was applied: "not_applied" or "unknown".
+// errorBody is the JSON body of every 4xx and 5xx answer.
 type errorBody = wire.ErrorBody
 
 // checkMethod accepts the request's method if it is one of allowed, or returns a 405 answer.
@@ -48,8 +47,8 @@ func checkMethod(r *http.Request, allowed ...string) error {
 	}
 }
 
-// decodeJSONBody decodes a request body holding exactly one JSON object into dst, refusing unknown
-// fields, other content types and bodies over maxBodyBytes.
+// decodeJSONBody decodes exactly one JSON object into dst, refusing unknown fields, other content
+// types and bodies over maxBodyBytes.
 func decodeJSONBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/json" {
@@ -69,8 +68,7 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	return wire.DecodeJSONObject(body, dst, "the body")
 }
 
-// writeJSON answers with status and v as JSON, with its Content-Length, so that the answer is
-// complete on the wire once flushed (a stopping process exits right after its last answer).
+// writeJSON answers with status and v as JSON, with Content-Length.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -81,5 +79,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(body) // the client may be gone; nothing else to do
+	_, _ = w.Write(body) // the client may be gone
 }

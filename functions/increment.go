@@ -11,11 +11,7 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// incrementRequest is the body of Increment; incrementResponse is its answer (ReceivedAt always set:
-// a time after the function received the increment and before its write committed, so apps show
-// their own increment until a roll-up with a later updated_at arrives, and then only the roll-up.
-// Unkeyed, it is when the request arrived; keyed, when the write that first applied the key was
-// planned, stored with the key, so every answer for the key repeats the first byte for byte).
+// incrementRequest is the body of Increment; incrementResponse is its answer (docs/api.md).
 type (
 	incrementRequest  = wire.IncrementRequest
 	incrementResponse = wire.IncrementAnswer
@@ -24,21 +20,16 @@ type (
 // incrementMethods are the methods Increment accepts.
 var incrementMethods = []string{http.MethodPost}
 
-// headerReplayed marks the answer to a retried Idempotency-Key request: it repeats the first answer.
+// headerReplayed marks a repeated answer to a retried Idempotency-Key.
 const headerReplayed = wire.HeaderReplayed
 
-// Increment is the HTTP entry point POST {"counter": "<id>", "delta": <int, default 1>}: it adds delta
-// to one shard of the counter, creating the counter on first use. 200 means counted exactly once, 503
-// certainly not applied, 504 unknown. With an Idempotency-Key header a key is applied once: a retry
-// gets the first answer again, and the key with another increment gets 422. With verified callers on,
-// tokens are checked first (401, 403). POST {"counter", "member"} counts member once in a distinct
-// counter (with ID tokens, the user); a key applies it once too. Requests, answers and errors:
-// docs/api.md.
+// Increment is the HTTP entry point POST {"counter", "delta"} (or "member"): 200 counted exactly
+// once, 503 certainly not applied, 504 unknown; an Idempotency-Key applies once. See docs/api.md.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, s.countedIncrement)
 }
 
-// incrementResult is what Increment did: its answer, and the domain's Result, which the metrics count.
+// incrementResult is Increment's answer and the domain's Result.
 type incrementResult struct {
 	answer  incrementResponse
 	applied counter.Result
@@ -92,9 +83,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 	return res, err
 }
 
-// memberOf is the member a member increment counts: the verified user when there is one (member
-// must then be the user's identity or ID), else member, as the client (or, under App Check alone,
-// the app) sent it, of at most maxBytes; delta must be absent or 1.
+// memberOf is the member an increment counts: the verified user if any, else member (≤ maxBytes).
 func memberOf(member, caller string, delta *int64, maxBytes int) (string, error) {
 	switch {
 	case delta != nil && *delta != 1:
@@ -107,13 +96,11 @@ func memberOf(member, caller string, delta *int64, maxBytes int) (string, error)
 	return caller, nil
 }
 
-// apply applies req, received at received, and answers: received_at is the key's first planning
-// time when keyed; a member's delta is what it counted, and a member or limited increment says
-// whether it counted.
+// apply applies req, received at received, and answers.
 func (s *Service) apply(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
 	res, err := s.counters.Apply(r.Context(), req)
 	if errors.Is(err, counter.ErrKeyReused) {
-		// Only the verified caller who spent the key learns what for: an unscoped key is anyone's to guess.
+		// Only the caller who spent the key learns what for.
 		if first := res.Applied; req.Member == "" && req.Limit == 0 && req.Key.Caller != "" && len(first) == 1 {
 			return incrementResult{}, keyReusedError(fmt.Sprintf("to add %d to counter %q", first[0].Delta, first[0].Counter))
 		}
@@ -149,8 +136,7 @@ func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
 		Message: fmt.Sprintf("send one %s header, got %d", wire.HeaderIdempotencyKey, len(values))}
 }
 
-// keyReusedError is the 422 of an Idempotency-Key that was spent on another increment (first says on
-// what, to the caller who spent it, or only that it was another increment).
+// keyReusedError is the 422 of an Idempotency-Key spent on another increment.
 func keyReusedError(first string) error {
 	return &requestError{
 		status: http.StatusUnprocessableEntity,

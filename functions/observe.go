@@ -15,39 +15,28 @@ import (
 	"github.com/shardcount/counters/rollup"
 )
 
-// Values of the "event" field of the log lines that the log-based metrics (LogMetrics) select. A
-// metric filters on these and on the fields named below: renaming one breaks
-// TestLogMetricsMatchTheLinesWritten.
+// Values of the "event" log field that the log-based metrics (LogMetrics) select; keep them stable.
 const (
-	// EventIncrementsApplied: one line per source and minute per instance, with count (increments
-	// applied) and delta (their sum).
+	// EventIncrementsApplied: per source and minute per instance, with count and delta.
 	EventIncrementsApplied = "increments_applied"
-	// EventIncrementsRefused: one line per reason and minute per instance, with count (increments
-	// refused with a 4xx); the first few refusals of a token per reason and minute also get a line
-	// of their own ("increment refused", with the error), which no metric counts.
+	// EventIncrementsRefused: per reason and minute per instance, with count (4xx).
 	EventIncrementsRefused = "increments_refused"
-	// EventTokensUnverified: one line per kind of token (id_token, app_check) and minute per
-	// instance, with count (tokens the platform could not verify: 503); the first few per minute
-	// also get a WARN line of their own, with the error.
+	// EventTokensUnverified: per token kind and minute per instance, with count (503s).
 	EventTokensUnverified = "tokens_unverified"
 	// EventIncrementOutcomeUnknown: one ERROR line per 504.
 	EventIncrementOutcomeUnknown = "increment_outcome_unknown"
-	// EventRollupWritten: one line per source and minute per instance, with count (roll-ups written)
-	// and age_seconds_max (the largest rollup.Written.Age).
+	// EventRollupWritten: per source and minute per instance, with count and age_seconds_max.
 	EventRollupWritten = "rollup_written"
-	// EventRollupCanary: one line per scheduled sweep, with outcome: canaryFresh when the trigger
-	// rolled up the canary counter's previous increment, canaryStale when not.
+	// EventRollupCanary: per sweep, with outcome canaryFresh or canaryStale.
 	EventRollupCanary = "rollup_canary"
-	// EventRollupSweep: one line per scheduled sweep, with stale, written (fixed) and done.
+	// EventRollupSweep: per sweep, with stale, written and done.
 	EventRollupSweep = "rollup_sweep"
-	// EventFoldError: one ERROR line per extension fold that failed or shard left unfolded, with kind.
+	// EventFoldError: ERROR per failed extension fold or unfolded shard, with kind.
 	EventFoldError = "fold_error"
-	// EventFoldWaiting: one WARN line per extension fold event whose shards wait for their main
-	// document (kind waiting: redelivery asked; dropped: deleted uncounted after extshards.MaxWait),
-	// with the shards' count.
+	// EventFoldWaiting: WARN per fold event whose shards wait for their main document, with kind
+	// (waiting or dropped) and count.
 	EventFoldWaiting = "fold_waiting"
-	// EventCollectionDrift: one ERROR line per scheduled sweep and quiet collection counter that
-	// differs from count()/sum() of its documents, with value and documents.
+	// EventCollectionDrift: ERROR per sweep and quiet collection counter off its documents.
 	EventCollectionDrift = "collection_counter_drift"
 )
 
@@ -60,8 +49,7 @@ const (
 // refusalsInFull is how many token refusals per reason and minute an instance logs in full.
 const refusalsInFull = 5
 
-// newTallies returns the per-instance tallies of applied and refused increments, of tokens not
-// verified and of roll-ups written.
+// newTallies returns the per-instance tallies.
 func newTallies(log *slog.Logger) (applied, refused, unverified, written *logtally.Tally) {
 	applied = logtally.New(log, logtally.Options{Event: EventIncrementsApplied, LabelKey: "source", SumKey: "delta",
 		Summary: "increments applied"})
@@ -87,8 +75,7 @@ func (s *Service) logRollupWritten(w rollup.Written) {
 	s.written.Observe(context.Background(), w.Source, w.Age.Seconds())
 }
 
-// countedIncrement runs increment, counts what the domain applied or the refusal by its reason,
-// and marks a replayed answer. Failures (503, 504, 500) are logged where they are answered.
+// countedIncrement runs increment, counts what it applied or refused, and marks a replayed answer.
 func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	res, err := s.increment(w, r)
 	ctx := context.WithoutCancel(r.Context())
@@ -122,8 +109,7 @@ func (s *Service) countApplied(ctx context.Context, source string, res counter.R
 	}
 }
 
-// refusalReason names why an increment was refused with a 4xx (the "reason" of
-// EventIncrementsRefused), or says that err is no refusal.
+// refusalReason names why err refused an increment (4xx), or reports false.
 func refusalReason(err error) (string, bool) {
 	var (
 		reqErr   *requestError
@@ -152,7 +138,7 @@ func tokenKind(k callerauth.Kind) string {
 	return "id_token"
 }
 
-// tokenRefusal is the reason of a refused token (the "reason" of EventIncrementsRefused).
+// tokenRefusal is the reason of a refused token.
 func tokenRefusal(e *callerauth.TokenError) string {
 	kind := tokenKind(e.Kind)
 	switch e.Reason {

@@ -25,11 +25,8 @@ type poisonError struct {
 
 func (e *poisonError) Error() string { return e.reason }
 
-// IncrementFromPubSub is the CloudEvent entry point for messages on the counter-increments topic
-// (format: docs/api.md). Each message, keyed by its idempotency_key attribute or else its message ID,
-// is applied exactly once, a batch all or nothing, in the window buckets of its publish time (the
-// message's publishTime, else the event's time). It returns nil once the increments are durable or
-// when the message can never succeed (logged at ERROR), and an error, for redelivery, on a transient failure.
+// IncrementFromPubSub is the CloudEvent entry point for counter-increments messages (docs/api.md):
+// each is applied exactly once, all or nothing; a transient failure returns an error (redelivery).
 func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
@@ -59,7 +56,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	case status.Code(err) == codes.InvalidArgument:
 		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
 	case err != nil:
-		// Not applied, or unknown: either way the redelivery is safe, its dedupe record settles it.
+		// Redelivery is safe: the dedupe record settles it.
 		s.log.WarnContext(ctx, "increments not confirmed; Pub/Sub will redeliver the message",
 			"message_id", msgID, "error", err.Error(), "retryable", shared.IsRetryable(err),
 			"outcome_unknown", errors.Is(err, counter.ErrOutcomeUnknown))
@@ -89,8 +86,7 @@ func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Ke
 	return key, incs, err
 }
 
-// acknowledgePoison logs a message that can never succeed at ERROR and acknowledges it (returns nil),
-// so that it is neither retried forever nor blocks the messages behind it.
+// acknowledgePoison logs a poison message at ERROR and acknowledges it (nil).
 func (s *Service) acknowledgePoison(ctx context.Context, msgID string, err error) error {
 	reason, field := err.Error(), ""
 	var (

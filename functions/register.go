@@ -19,8 +19,7 @@ import (
 	"github.com/shardcount/counters/version"
 )
 
-// Entry-point names: the names the functions are registered under, and so each deployment's
-// --entry-point.
+// Entry-point names, as registered and deployed (--entry-point).
 const (
 	EntryIncrement           = "Increment"
 	EntryCount               = "Count"
@@ -33,14 +32,11 @@ const (
 	EntryCountDocumentWrite  = "CountDocumentWrite"
 )
 
-// ExtensionShardsPattern is the documents FoldExtensionShards is triggered by: the shards of the
-// firestore-counter extension's clients under a document at any depth (the extension's own trigger
-// pattern). docs/migrate-from-firestore-counter.md says how to serve other paths.
+// ExtensionShardsPattern is the documents that trigger FoldExtensionShards: firestore-counter
+// extension shards at any depth (docs/migrate-from-firestore-counter.md).
 const ExtensionShardsPattern = "{collection}/{doc=**}/" + extshards.ShardsCollection + "/{shard}"
 
-// served are the entry points as they are served, by name: the HTTP ones that browsers may call
-// behind crossOrigin, the CloudEvent ones decoding their event themselves (see cloudEvent).
-// ConfigureCounter, the admin function, never answers browsers (docs/api.md, "Browsers (CORS)").
+// served are the entry points as served, by name; ConfigureCounter never answers browsers.
 var served = map[string]func(*Service, http.ResponseWriter, *http.Request){
 	EntryIncrement:           crossOrigin((*Service).Increment, incrementMethods...),
 	EntryCount:               crossOrigin((*Service).Count, countMethods...),
@@ -53,8 +49,7 @@ var served = map[string]func(*Service, http.ResponseWriter, *http.Request){
 	EntryCountDocumentWrite:  cloudEvent((*Service).CountDocumentWrite),
 }
 
-// EntryPoint returns s's entry point name as the deployed functions serve it (for HTTP entry
-// points: CORS included), for servers and tests that build their own Service.
+// EntryPoint returns s's entry point name as deployed functions serve it (with CORS).
 func (s *Service) EntryPoint(name string) (http.HandlerFunc, bool) {
 	method, ok := served[name]
 	if !ok {
@@ -63,7 +58,7 @@ func (s *Service) EntryPoint(name string) (http.HandlerFunc, bool) {
 	return func(w http.ResponseWriter, r *http.Request) { method(s, w, r) }, true
 }
 
-// handlers are the entry points' handlers by name, as registered: served, on this process's Service.
+// handlers are the registered handlers by name, on this process's Service.
 var handlers = func() map[string]http.HandlerFunc {
 	m := make(map[string]http.HandlerFunc, len(served))
 	for name, method := range served {
@@ -72,14 +67,13 @@ var handlers = func() map[string]http.HandlerFunc {
 	return m
 }()
 
-// Handler returns the handler registered as entry point name, for servers that must also serve it at
-// another path (the local stack's Pub/Sub push endpoints).
+// Handler returns the handler registered as entry point name.
 func Handler(name string) (http.HandlerFunc, bool) {
 	h, ok := handlers[name]
 	return h, ok
 }
 
-// init only registers: every deployed function runs every init, so clients are made on first use.
+// init only registers; clients are made on first use.
 func init() {
 	for name, h := range handlers {
 		ff.HTTP(name, h)
@@ -89,20 +83,17 @@ func init() {
 // firestoreOptions are added to the Firestore client of instance; see UseFirestoreOptions.
 var firestoreOptions []option.ClientOption
 
-// UseFirestoreOptions adds options to the Firestore client this process's functions create on first
-// use. A binary that serves the functions outside Cloud Functions (the local stack, which records
-// commits for load reports) calls it before it serves; the deployed functions never do, so nothing
-// meant for local use is compiled into them.
+// UseFirestoreOptions adds options to the Firestore client this process creates on first use; call
+// it before serving. Deployed functions never do.
 func UseFirestoreOptions(opts ...option.ClientOption) {
 	firestoreOptions = append(firestoreOptions, opts...)
 }
 
-// instance is this process's Service, built on first use from the environment; a transient failure
-// is retried by a later request (startup).
+// instance is this process's Service, built on first use; a transient failure is retried later.
 var instance = newStartup(func() (*Service, error) { return newInstance(os.Environ()) })
 
-// newInstance builds the Service from the environment (environ lists it, as os.Environ does). On Cloud
-// Run it first refuses emulator switches: see emulatorSwitches.
+// newInstance builds the Service from environ (as os.Environ); on Cloud Run it refuses emulator
+// switches.
 func newInstance(environ []string) (*Service, error) {
 	if names := emulatorSwitches(environ); len(names) > 0 {
 		return nil, &configError{fmt.Errorf("%s set on Cloud Run (K_SERVICE is set): emulator switches turn off "+
@@ -134,9 +125,7 @@ func newInstance(environ []string) (*Service, error) {
 	return s, nil
 }
 
-// emulatorSwitches lists the variables of environ named *_EMULATOR_HOST with a value, when K_SERVICE
-// (set by Cloud Run, so in every deployed function) is set too; nil elsewhere (the local stack and the
-// tests run against emulators on purpose).
+// emulatorSwitches lists environ's set *_EMULATOR_HOST variables when K_SERVICE is set; else nil.
 func emulatorSwitches(environ []string) []string {
 	vars := map[string]string{}
 	for _, kv := range environ {
@@ -156,11 +145,10 @@ func emulatorSwitches(environ []string) []string {
 	return names
 }
 
-// startupLog reports the start (logStarted) and failures to build the Service, which has no logger of
-// its own then, at every LOG_LEVEL.
+// startupLog logs the start and Service build failures, at every LOG_LEVEL.
 var startupLog = cloudlog.New(os.Stderr, slog.LevelInfo)
 
-// startedInstance is this process's Service; a failure to build it is logged at CRITICAL each time.
+// startedInstance is this process's Service; a build failure is logged at CRITICAL.
 func startedInstance(ctx context.Context) (*Service, error) {
 	s, err := instance.get()
 	if err != nil {
@@ -169,9 +157,8 @@ func startedInstance(ctx context.Context) (*Service, error) {
 	return s, err
 }
 
-// lazyHTTP adapts a Service method to an http.HandlerFunc that builds the Service on first use and
-// passes through the gate of the graceful stop. A misconfigured function answers 500 and one that
-// failed to start for a transient reason 503; events are redelivered either way.
+// lazyHTTP adapts a Service method to a handler that builds the Service on first use and passes the
+// graceful-stop gate; a misconfigured function answers 500, a transient start failure 503.
 func lazyHTTP(method func(*Service, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return gated(func(w http.ResponseWriter, r *http.Request) {
 		s, err := startedInstance(r.Context())

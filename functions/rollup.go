@@ -13,16 +13,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// RollupOnShardWrite is the CloudEvent entry point for google.cloud.firestore.document.v1.written on
-// counters/{counter}/shards/{shard}: it keeps rollups/{counter} fresh. The counter comes from the
-// event's subject (documents/counters/{id}/shards/{n}). The roll-up is always recomputed, never
-// adjusted by the event's delta, so duplicated and reordered events are harmless. The event is
-// answered at once, and the roll-up follows within about one roll-up interval (ROLLUP_INTERVAL),
-// computed by this instance while one event at a time, the carrier, waits for the instance's
-// roll-ups (see rollup.Engine.Notify); an event delivered late, after such a roll-up, costs one read.
+// RollupOnShardWrite is the CloudEvent entry point for shard writes: it recomputes the counter's
+// roll-up within about ROLLUP_INTERVAL (see rollup.Engine.Notify).
 func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
-	// The shard's update time is on Firestore's clock, as the roll-up's coverage is; a delete carries
-	// none, and its arrival on this instance's clock stands in.
+	// Firestore's clock; a delete has none, so its arrival stands in.
 	changedAt := time.Now()
 	if written, ok, err := eventhttp.WrittenDocumentUpdateTime(e.Data()); err != nil {
 		s.log.WarnContext(ctx, "event data is not a DocumentEventData; using its arrival as the time of the change",
@@ -32,7 +26,7 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 	}
 	id, ok := s.cfg.Schema().ParseShardPath(e.Subject())
 	if !ok {
-		// Redelivery cannot fix a subject that names no shard: acknowledge, and say so loudly.
+		// Redelivery cannot fix this: acknowledge.
 		s.log.ErrorContext(ctx, "event subject is not a shard document; event dropped",
 			"event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "want_pattern", s.cfg.Schema().ShardPathPattern())
 		return nil
@@ -48,11 +42,8 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 	return s.eventResult(ctx, e, err, "roll up on shard write", slog.String("counter", id), slog.Bool("carried", carried))
 }
 
-// RollupScheduled is the CloudEvent entry point for the Cloud Scheduler tick published to
-// counter-rollup-tick: the safety net that rolls up every counter changed since the previous tick
-// whose roll-up missed its trigger events; a tick that runs out of time saves its progress and the
-// next one resumes. Around the sweep it checks and then increments the canary (CanaryCounter). The
-// message content is ignored.
+// RollupScheduled is the CloudEvent entry point for the scheduler tick: it rolls up counters whose
+// roll-up missed its events, resuming across ticks, and checks the canary (CanaryCounter).
 func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 	s.checkCanary(ctx)
 	defer func() {
@@ -65,7 +56,7 @@ func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 		slog.Int("counters", res.Counters), slog.Int("reads", res.Reads), slog.Int("checked", res.Checked),
 		slog.Int("stale", res.Stale), slog.Int("written", res.Written), slog.Int("regrouped", res.Regrouped),
 		slog.Int("tops_behind", res.TopsBehind), slog.Int("tops_failed", res.TopsFailed), slog.Bool("done", res.Done)}
-	if err == nil { // the sweep metrics read this line: INFO, not eventResult's DEBUG
+	if err == nil { // INFO: a metric reads it
 		s.log.LogAttrs(ctx, slog.LevelInfo, "scheduled roll-up sweep", append(attrs, slog.String("event_id", e.ID()))...)
 		s.reportDrift(ctx)
 		return nil
@@ -73,9 +64,8 @@ func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 	return s.eventResult(ctx, e, err, "scheduled roll-up sweep", attrs...)
 }
 
-// eventResult logs the outcome of a CloudEvent function and decides its result: nil acknowledges,
-// an error makes the platform redeliver. Only transient failures are worth a redelivery; the rest are
-// acknowledged and logged at ERROR, so a poison event never becomes a retry storm.
+// eventResult logs a CloudEvent outcome: transient failures return an error (redelivery), the rest
+// are logged at ERROR and acknowledged (nil).
 func (s *Service) eventResult(ctx context.Context, e event.Event, err error, what string, attrs ...slog.Attr) error {
 	attrs = append(attrs, slog.String("event_id", e.ID()))
 	switch {
@@ -94,8 +84,7 @@ func (s *Service) eventResult(ctx context.Context, e event.Event, err error, wha
 // driftQuiet is how long a collection counter has had no write before the sweep verifies it.
 const driftQuiet = 3 * time.Minute
 
-// reportDrift logs at ERROR (event EventCollectionDrift) each quiet collection counter that
-// differs from its documents (sources.Counting.DriftOfQuiet); `sources repair` fixes one.
+// reportDrift logs EventCollectionDrift for each quiet collection counter off its documents.
 func (s *Service) reportDrift(ctx context.Context) {
 	drifts, err := s.counting.DriftOfQuiet(ctx, s.counting.Client().Collection(s.cfg.Schema().Counters), time.Now(), driftQuiet, s.cfg.RollupSweepLookback)
 	if err != nil {

@@ -23,8 +23,7 @@ import (
 	"github.com/shardcount/counters/sources"
 )
 
-// Service is every entry point over one set of dependencies. Production builds one lazily per
-// instance (see register.go); tests build their own over an emulator.
+// Service is every entry point over one set of dependencies.
 type Service struct {
 	cfg        config.Config
 	counters   *counter.Store
@@ -44,8 +43,7 @@ type Service struct {
 	betweenCountReads func(id string) // tests: runs between Count's read of the roll-up and of the exact value
 }
 
-// NewService wires the entry points to a Firestore client, with no collection counters (see
-// CountSources).
+// NewService wires the entry points to a Firestore client, with no collection counters.
 func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *Service {
 	counters := counter.NewStore(client, cfg.Schema(), counter.Options{
 		DefaultNumShards:     cfg.DefaultNumShards,
@@ -85,11 +83,8 @@ func (s *Service) CountSources(set *sources.Set) {
 	s.counting = sources.NewCounting(set, s.counters, s.counting.Client(), s.log)
 }
 
-// checkCounterID accepts a valid Firestore document ID that COUNTER_ID_PATTERN, if set, matches as a
-// whole; anything else is a *wire.FieldError of the field "counter". The error names the setting,
-// never the pattern, which callers of a public Increment need not learn: a refusal by the pattern is
-// logged at DEBUG with the ID and the pattern, for the operator (DEBUG, so a flood of bad IDs cannot
-// flood the logs).
+// checkCounterID accepts a valid document ID matching COUNTER_ID_PATTERN, else returns a
+// *wire.FieldError "counter" that never reveals the pattern (logged at DEBUG).
 func (s *Service) checkCounterID(id string) error {
 	if err := wire.ValidateCounterID(id); err != nil {
 		return err
@@ -102,12 +97,10 @@ func (s *Service) checkCounterID(id string) error {
 	return nil
 }
 
-// The Retry-After of a 503 is a whole number of seconds drawn uniformly from [retryAfterMin,
-// retryAfterMax]: Firestore's transient failures clear in about that, and callers turned away
-// together do not all come back in the same second.
+// A 503's Retry-After is drawn uniformly from [retryAfterMin, retryAfterMax] seconds.
 const retryAfterMin, retryAfterMax = 1, 3
 
-// setRetryAfter sets w's Retry-After to a jittered wait and returns it, in seconds, for the message.
+// setRetryAfter sets w's Retry-After and returns it in seconds.
 func setRetryAfter(w http.ResponseWriter) string {
 	seconds := strconv.Itoa(retryAfterMin + rand.IntN(retryAfterMax-retryAfterMin+1))
 	w.Header().Set("Retry-After", seconds)
@@ -116,17 +109,14 @@ func setRetryAfter(w http.ResponseWriter) string {
 
 // Outcomes of a failed increment, in the "outcome" field of the answer.
 const (
-	// outcomeNotApplied: the increment was certainly not applied; sending it again is safe.
+	// outcomeNotApplied: certainly not applied; resending is safe.
 	outcomeNotApplied = wire.OutcomeNotApplied
-	// outcomeUnknown: the increment may or may not have been applied.
+	// outcomeUnknown: maybe applied.
 	outcomeUnknown = wire.OutcomeUnknown
 )
 
-// writeFailure answers a failed request: 4xx for bad input with the offending field, 404 for an
-// unknown counter, 500 naming what to fix for a counter whose documents cannot be summed
-// (counter.ErrUncountable), 409 for a reset or delete of a counter with too many per-caller totals, 504 when an increment's outcome is unknown, 503 for transient failures (of an
-// increment: only when it was certainly not applied), 500 for the rest. Internal details are logged,
-// never sent.
+// writeFailure answers a failed request with the status docs/api.md lists; internal details are
+// logged, never sent.
 func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		reqErr   *requestError
@@ -156,7 +146,7 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 		}
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it " + how, Field: "counter"})
 	case errors.Is(err, counter.ErrOutcomeUnknown):
-		// Cloud Run answers 504 to a request that timed out, also an unknown outcome.
+		// Like Cloud Run's 504 on timeout: unknown outcome.
 		s.log.ErrorContext(r.Context(), "increment outcome unknown", "event", EventIncrementOutcomeUnknown, "error", err.Error(), "path", r.URL.Path)
 		writeJSON(w, http.StatusGatewayTimeout, errorBody{Outcome: outcomeUnknown,
 			Error: "the database did not confirm the increment and it may or may not have been applied; " +
@@ -188,7 +178,7 @@ func counterParam(r *http.Request, check func(id string) error) (string, error) 
 	return ids[0], check(ids[0])
 }
 
-// serve runs an HTTP handler that returns its answer, and writes that answer or the failure.
+// serve runs h and writes its answer or failure.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (int, any, error)) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()

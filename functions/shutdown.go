@@ -13,19 +13,16 @@ import (
 	"github.com/shardcount/counters/gate"
 )
 
-// Graceful stop: on SIGTERM (Cloud Run kills 10 s later) the process refuses new requests with 503,
-// writes pending group commits at once, waits for every accepted request to be answered, and exits.
-// The handler is installed by the first request, since init only registers.
+// Graceful stop: on SIGTERM, refuse new requests (503), flush group commits, answer accepted ones, exit.
 
 // stopGrace bounds the graceful stop: within Cloud Run's 10 s, with room to exit.
 const stopGrace = 8 * time.Second
 
-// requests admits the requests of this process until it stops: the registered entry points pass through it.
+// requests admits this process's requests until it stops.
 var requests gate.Gate
 
-// gated serves h through the gate: a request that arrives once the process is stopping gets 503 with
-// Retry-After and outcome not_applied (nothing was done, so retrying elsewhere is safe); an admitted one counts as answered
-// once its answer is flushed to the connection, since the process may exit right after.
+// gated serves h through the gate: once stopping, 503 not_applied; an admitted request counts as
+// answered once flushed.
 func gated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !requests.Enter() {
@@ -40,12 +37,10 @@ func gated(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// Shutdown drains the Service for a graceful stop: new increments are refused (503, not applied) and
-// the increments waiting in group commits are written now; it returns when each has its outcome, or
-// when ctx ends, and then logs the summaries of the increments applied and refused since the last
-// ones (logtally). It does not close the Firestore client, which its caller owns.
+// Shutdown refuses new increments, writes pending group commits and returns when each has its
+// outcome or ctx ends. It does not close the Firestore client.
 func (s *Service) Shutdown(ctx context.Context) error {
-	defer s.flushTallies(ctx) // the increments applied and refused since the last summary lines
+	defer s.flushTallies(ctx)
 	if err := s.counters.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
@@ -62,8 +57,7 @@ func stopOnSIGTERM(s *Service) {
 	}()
 }
 
-// stop refuses new requests, drains s and waits for the accepted requests' answers, within grace;
-// it returns the process's exit code: 0 when every accepted request was answered.
+// stop drains s and waits for accepted requests within grace; it returns the exit code.
 func stop(s *Service, grace time.Duration) int {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

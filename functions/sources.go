@@ -11,11 +11,9 @@ import (
 	"github.com/shardcount/counters/sources"
 )
 
-// CountDocumentWrite is the CloudEvent entry point for google.cloud.firestore.document.v1.written
-// on the documents of the declared collection counters (COUNTER_SOURCES): it counts the write on
-// every counter that declares its document, exactly once however often the event comes
-// (sources.Counting.Apply). An event it cannot read is acknowledged and logged at ERROR; any other
-// failure asks for redelivery.
+// CountDocumentWrite is the CloudEvent entry point for writes to COUNTER_SOURCES documents: it
+// counts each write exactly once on every counter declaring it. An unreadable event is logged and
+// acknowledged; other failures ask for redelivery.
 func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
 	path, ok := strings.CutPrefix(e.Subject(), "documents/")
 	value, old, err := eventhttp.Documents(e.Data())

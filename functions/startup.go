@@ -11,9 +11,7 @@ import (
 	"github.com/shardcount/counters/version"
 )
 
-// StartedMessage is the message of the line an instance logs once it can serve, with the release it
-// runs ("version"), and on Cloud Run its service and revision: docs/operations.md reads it to check
-// an upgrade or a rollback.
+// StartedMessage is logged once an instance can serve, with its "version" (docs/operations.md).
 const StartedMessage = "function started"
 
 // logStarted logs StartedMessage.
@@ -39,9 +37,8 @@ func isConfigError(err error) bool {
 	return errors.As(err, &c)
 }
 
-// startup builds a value on first use. A build that fails with a *configError fails every later call
-// at once; any other failure is retried by the first call after a backoff (1 s, doubling up to 1 min),
-// and calls in between get that failure without building.
+// startup builds a value on first use; a *configError is final, other failures are retried after a
+// backoff.
 type startup[T any] struct {
 	build func() (T, error)
 	now   func() time.Time

@@ -28,10 +28,8 @@ type topResponse struct {
 // topMethods are the methods Top accepts.
 var topMethods = []string{http.MethodGet, http.MethodHead}
 
-// Top is the HTTP entry point GET ?group=G[&window=hour|day|month[&bucket=L]][&limit=N]: the group's
-// counters with the highest counts, all time or in a UTC bucket of the window (without bucket: the
-// latest the list was written for, which holds its updated_at), highest first, from the group's top
-// list document (one read), refreshed by the roll-ups at most once per ROLLUP_INTERVAL.
+// Top is the HTTP entry point GET ?group=G[&window=W[&bucket=L]][&limit=N]: the group's highest
+// counters, from its top-list document. See docs/api.md.
 func (s *Service) Top(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.top) }
 
 func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -79,7 +77,7 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 	}
 	resp := topResponse{Group: group, Window: window, Bucket: list.Bucket, Top: list.Top[:min(limit, len(list.Top))]}
 	if list.UpdatedAt.IsZero() && bucket == "" && window != shared.TopWindowAll {
-		resp.Bucket = counter.Bucket(window, time.Now()) // no list yet: nothing counted in the current bucket
+		resp.Bucket = counter.Bucket(window, time.Now()) // no list yet
 	}
 	if !list.UpdatedAt.IsZero() {
 		at := list.UpdatedAt.UTC().Format(time.RFC3339Nano)

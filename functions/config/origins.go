@@ -8,9 +8,7 @@ import (
 	"strings"
 )
 
-// checkOrigins accepts a space-separated list of origins, each written as browsers send it in the
-// Origin header: scheme://host[:port], lower case, without the scheme's default port, a path or a
-// wildcard. The first origin that is not is named in the error, with what is wrong.
+// checkOrigins accepts space-separated origins as browsers send them: scheme://host[:port].
 func checkOrigins(list string) error {
 	if strings.Contains(list, ",") {
 		return errors.New("separate origins with spaces, not commas")

@@ -21,28 +21,27 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Setting is one field of Config as its tags declare it.
+// Setting is one declared field of Config.
 type Setting struct {
 	// Name is the environment variable; Field the Config field.
 	Name, Field string
-	// Default is the value taken when the variable is unset or empty, as the env tag writes it.
+	// Default applies when the variable is unset or empty.
 	Default string
-	// Allowed says what values are accepted, e.g. "an integer from 1 to 1000".
+	// Allowed says what values are accepted.
 	Allowed string
-	// UsedBy lists the entry points that use the setting; "*" stands for all.
+	// UsedBy lists entry points; "*" is all.
 	UsedBy []string
-	// Option is "project" or "database" for the variables that deployments set from their own
-	// options, "" for those set with --env (scripts/deploy.sh) or var.environment (Terraform).
+	// Option names the deploy option that sets it, if any.
 	Option string
 
 	index    int
 	kind     string // integer, duration, boolean or string
-	rule     string // the check tag of a string setting
-	min, max int64  // bounds of an integer or a duration (nanoseconds)
+	rule     string // check tag
+	min, max int64  // bounds; durations in nanoseconds
 	check    func(string) error
 }
 
-// stringChecks are the rules a check tag names for a string setting, each with what it allows.
+// stringChecks are the rules a check tag may name.
 var stringChecks = map[string]struct {
 	allowed string
 	check   func(string) error
@@ -53,8 +52,6 @@ var stringChecks = map[string]struct {
 		}
 		return nil
 	}},
-	// counterCollection is a collection that gets a TTL policy: the policy applies to every collection
-	// group of that ID in the database, an app's included, so the ID must say it is ours.
 	"counterCollection": {`a Firestore collection ID containing "counter" (it gets a TTL policy, which applies to every collection of that ID in the database), unlike the other collections`, func(v string) error {
 		if err := wire.ValidateCounterID(v); err != nil {
 			return fmt.Errorf("not a valid collection ID: %w", err)
@@ -81,21 +78,19 @@ var stringChecks = map[string]struct {
 	}},
 }
 
-// settings are the declared settings, in Config's order; defaults is Config with none of them set.
+// settings are in Config's order; defaults is Default.
 var settings, defaults = mustDeclare()
 
-// Settings lists every declared setting, in Config's order.
+// Settings lists the settings in Config's order.
 func Settings() []Setting { return append([]Setting(nil), settings...) }
 
-// Default is the configuration with nothing set in the environment.
+// Default is the configuration with nothing set.
 func Default() Config { return defaults }
 
-// Load reads the configuration from the environment, with Default for what is unset or empty.
-// Every invalid variable is reported, each with what is allowed.
+// Load reads the environment over Default; the error names every invalid variable.
 func Load() (Config, error) { return Parse(os.LookupEnv) }
 
-// Parse is Load over any variable lookup, so tests need not touch the process environment. It
-// returns the zero Config with the error.
+// Parse is Load over lookup.
 func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c := defaults
 	fields := reflect.ValueOf(&c).Elem()
@@ -134,7 +129,7 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	return c, nil
 }
 
-// parse decodes v as the setting's field (go-envconfig, with only this variable set) and checks it.
+// parse decodes v as the setting's field and checks it.
 func (s Setting) parse(v string) (reflect.Value, error) {
 	var one Config
 	err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
@@ -143,7 +138,7 @@ func (s Setting) parse(v string) (reflect.Value, error) {
 	value.Set(reflect.ValueOf(one).Field(s.index))
 	switch s.kind {
 	case "integer", "duration":
-		if s.kind == "integer" { // decimal only: envconfig would also read 0x10, 010 (octal) and 1_000
+		if s.kind == "integer" { // decimal only
 			var n int64
 			if n, err = strconv.ParseInt(v, 10, 64); err == nil {
 				value.SetInt(n)
@@ -164,7 +159,7 @@ func (s Setting) parse(v string) (reflect.Value, error) {
 	return value, err
 }
 
-// distinctCollections reports every two collection settings that name the same collection.
+// distinctCollections reports collection settings naming the same collection.
 func distinctCollections(c Config) []error {
 	var errs []error
 	var seen []Setting
@@ -183,8 +178,7 @@ func distinctCollections(c Config) []error {
 	return errs
 }
 
-// mustDeclare reads the settings from Config's tags and the defaults with go-envconfig; a mistake
-// in a tag panics at start-up, and the package's tests catch it.
+// mustDeclare reads Config's tags; it panics on a bad tag.
 func mustDeclare() ([]Setting, Config) {
 	var c Config
 	if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
@@ -233,8 +227,7 @@ func mustDeclare() ([]Setting, Config) {
 	return all, c
 }
 
-// bounds reads the min and max tags with parse, or as a name of namedBounds; an absent min is 0
-// and an absent max is unbounded.
+// bounds reads the min (default 0) and max (default unbounded) tags.
 func bounds(tag reflect.StructTag, parse func(string) (int64, error)) (lo, hi int64, err error) {
 	read := func(key string, absent int64) (int64, error) {
 		b, ok := tag.Lookup(key)
