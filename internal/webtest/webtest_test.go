@@ -24,8 +24,8 @@ const (
 	// perTest bounds each node test (its own timeout, so a stuck one fails by name), and runLimit a
 	// whole node run: a run that outlives it is killed with everything it started and fails here,
 	// with what it printed, instead of holding `make test` until go test's own timeout.
-	perTest  = 2 * time.Minute
-	runLimit = 4 * time.Minute
+	perTest  = 3 * time.Minute
+	runLimit = 6 * time.Minute
 	// pipeGrace is how long Wait waits for the output pipe once node itself has ended.
 	pipeGrace = 5 * time.Second
 )

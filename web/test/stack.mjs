@@ -122,10 +122,10 @@ export async function loadRules(path) {
 
 /**
  * Resolves with the first value of next() (a promise factory) that satisfies ok, within ms (roll-ups
- * come about a second after a write, much later on a machine busy with other load). A rejection of
+ * come about a second after a write; a lost event waits for the sweep, every minute). A rejection of
  * next() is tried again, and the last one is named if none satisfies ok.
  */
-export async function eventually(what, next, ok, ms = 90_000) {
+export async function eventually(what, next, ok, ms = 150_000) {
   const deadline = Date.now() + ms;
   let last;
   let lastError;
