@@ -23,9 +23,6 @@ import (
 	"github.com/shardcount/counters/internal/testenv"
 )
 
-// extensionShard is a shard ID of the extension's form (a client's UUID).
-const extensionShard = "0d3f2b4e-8a1c-4b7e-9f00-123456789abc"
-
 // TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor: an event of a shard holding an increment folds
 // its main document; the events of a fold's own writes (a shard at zero, a delete) and a subject
 // outside the pattern are acknowledged without a fold (the main document stays as it is, although
@@ -42,7 +39,7 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 	if _, err := client.Doc(doc).Create(ctx, map[string]any{}); err != nil { // a fold creates no document
 		t.Fatal(err)
 	}
-	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(extensionShard)
+	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(testenv.ExtensionShardID)
 	likes := func() any {
 		snap, err := client.Doc(doc).Get(ctx)
 		if err != nil {
@@ -67,17 +64,17 @@ func TestFoldExtensionShardsFoldsOnlyWhatAnEventAsksFor(t *testing.T) {
 	int64Field := func(n int64) map[string]*firestorepb.Value {
 		return map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: n}}}
 	}
-	name := "projects/p/databases/(default)/documents/" + doc + "/_counter_shards_/" + extensionShard
+	name := "projects/p/databases/(default)/documents/" + doc + "/_counter_shards_/" + testenv.ExtensionShardID
 	if _, err := shard.Set(ctx, map[string]any{"likes": firestore.Increment(3)}, firestore.MergeAll); err != nil {
 		t.Fatal(err)
 	}
-	deliver("documents/"+doc+"/_counter_shards_/"+extensionShard, &firestorepb.Document{Name: name, Fields: int64Field(0)})
-	deliver("documents/"+doc+"/_counter_shards_/"+extensionShard, nil)
+	deliver("documents/"+doc+"/_counter_shards_/"+testenv.ExtensionShardID, &firestorepb.Document{Name: name, Fields: int64Field(0)})
+	deliver("documents/"+doc+"/_counter_shards_/"+testenv.ExtensionShardID, nil)
 	deliver("documents/"+doc, &firestorepb.Document{Name: name, Fields: int64Field(3)})
 	if got := likes(); got != nil {
 		t.Fatalf("likes = %v before any event asked for a fold, want none", got)
 	}
-	deliver("documents/"+doc+"/_counter_shards_/"+extensionShard, &firestorepb.Document{Name: name, Fields: int64Field(3)})
+	deliver("documents/"+doc+"/_counter_shards_/"+testenv.ExtensionShardID, &firestorepb.Document{Name: name, Fields: int64Field(3)})
 	if got := likes(); got != int64(3) {
 		t.Fatalf("likes = %v after the shard's event, want 3", got)
 	}
@@ -195,10 +192,10 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	}
 }
 
-// shardEvent is the event of a write of doc's shard extensionShard holding likes.
+// shardEvent is the event of a write of doc's shard testenv.ExtensionShardID holding likes.
 func shardEvent(t *testing.T, doc string, likes int64) event.Event {
 	t.Helper()
-	name := doc + "/" + extshards.ShardsCollection + "/" + extensionShard
+	name := doc + "/" + extshards.ShardsCollection + "/" + testenv.ExtensionShardID
 	e := event.New()
 	e.SetID(testenv.UniqueID("event"))
 	e.SetType(eventhttp.EventFirestoreDocWritten)
@@ -228,12 +225,12 @@ func TestFoldExtensionShardsCannotRaiseAFieldOfAnUndeclaredDocument(t *testing.T
 	if _, err := client.Doc(user).Set(ctx, map[string]any{"credits": 5}); err != nil {
 		t.Fatal(err)
 	}
-	shard := client.Doc(user).Collection(extshards.ShardsCollection).Doc(extensionShard)
+	shard := client.Doc(user).Collection(extshards.ShardsCollection).Doc(testenv.ExtensionShardID)
 	if _, err := shard.Set(ctx, map[string]any{"credits": firestore.Increment(1_000_000)}, firestore.MergeAll); err != nil {
 		t.Fatal(err)
 	}
 	e := shardEvent(t, user, 0)
-	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + user + "/_counter_shards_/" + extensionShard,
+	value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + user + "/_counter_shards_/" + testenv.ExtensionShardID,
 		Fields: map[string]*firestorepb.Value{"credits": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1_000_000}}}}
 	if err := e.SetData("application/protobuf", testenv.DocumentEventData(t, value, nil)); err != nil {
 		t.Fatal(err)
@@ -266,7 +263,7 @@ func TestFoldExtensionShardsWaitsForALateParent(t *testing.T) {
 	var logs testenv.LogBuffer
 	s := NewService(cfg, client, cloudlog.New(&logs, slog.LevelDebug))
 	doc := "posts/" + testenv.UniqueID("late")
-	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(extensionShard)
+	shard := client.Doc(doc).Collection(extshards.ShardsCollection).Doc(testenv.ExtensionShardID)
 	if _, err := shard.Set(ctx, map[string]any{"likes": firestore.Increment(1)}, firestore.MergeAll); err != nil {
 		t.Fatal(err)
 	}

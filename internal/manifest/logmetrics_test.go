@@ -29,9 +29,6 @@ import (
 	"github.com/shardcount/counters/sources"
 )
 
-// extensionShard is a shard ID of the extension's form (a client's UUID).
-const extensionShard = "0d3f2b4e-8a1c-4b7e-9f00-123456789abc"
-
 // TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (manifest.LogMetrics) matches a line that
 // its functions really write, captured from real calls against the emulator: an increment applied
 // and one refused (the summaries at shutdown), a message applied, a 504, a roll-up by the trigger,
@@ -157,7 +154,7 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 			e.SetID(testenv.UniqueID("event"))
 			e.SetType(eventhttp.EventFirestoreDocWritten)
 			e.SetSource("//firestore.googleapis.com/projects/p/databases/(default)")
-			name := doc + "/" + extshards.ShardsCollection + "/" + extensionShard
+			name := doc + "/" + extshards.ShardsCollection + "/" + testenv.ExtensionShardID
 			e.SetSubject("documents/" + name)
 			value := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/" + name,
 				Fields: map[string]*firestorepb.Value{"likes": {ValueType: &firestorepb.Value_IntegerValue{IntegerValue: 1}}}}

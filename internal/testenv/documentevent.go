@@ -35,3 +35,6 @@ func DocumentWritten(t testing.TB, path string, at time.Time, value, oldValue *f
 	}
 	return req
 }
+
+// ExtensionShardID is a shard ID of the firestore-counter extension's form (a client's UUID).
+const ExtensionShardID = "0d3f2b4e-8a1c-4b7e-9f00-123456789abc"
