@@ -16,6 +16,8 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
   const page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
+  const consoleLines = [];
+  page.on('console', (msg) => { if (msg.type() !== 'log') consoleLines.push(`${msg.type()}: ${msg.text()}`.slice(0, 300)); });
 
   const [cats, dogs, owls] = ['cats', 'dogs', 'owls'].map(uniqueID);
   const group = uniqueID('pets');
@@ -48,7 +50,11 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
     const s = await state(cats);
     highest = Math.max(highest, s.value);
     return s;
-  }, (s) => s.rollup === '3' && s.pending === 0);
+  }, (s) => s.rollup === '3' && s.pending === 0).catch(async (err) => {
+    // Tells a roll-up never written from one the page's listener never heard of.
+    const count = await fetch(`${stack.functionsURL}/Count?counter=${cats}`).then((r) => r.text(), (e) => e.message);
+    throw new Error(`${err.message}; Count answers ${count}; the page's console: ${JSON.stringify(consoleLines.slice(-10))}`);
+  });
   assert.equal(settled.value, 3);
   assert.equal(highest, 3, 'a like was shown twice while the roll-up caught up');
 
