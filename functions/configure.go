@@ -71,78 +71,92 @@ type purgeResponse struct {
 	membersPurge
 }
 
+// configureAnswer is ConfigureCounter's answer: configureResponse, or resetResponse, deleteResponse or
+// purgeResponse (through membersPurge).
+type configureAnswer interface {
+	answer
+	configureAnswer()
+}
+
+// status is 201 when the configuration created the counter.
+func (c configureResponse) status() int {
+	if c.Created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+func (membersPurge) status() int           { return http.StatusOK }
+func (configureResponse) configureAnswer() {}
+func (membersPurge) configureAnswer()      {}
+
 // ConfigureCounter is the admin HTTP entry point: PUT/POST creates or configures a counter (shards,
 // windows, distinct, group), resets it or purges members; DELETE deletes it. See docs/api.md.
 func (s *Service) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, s.configure)
+	serve(s, w, r, s.configure)
 }
 
-func (s *Service) configure(w http.ResponseWriter, r *http.Request) (int, any, error) {
+func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAnswer, error) {
 	if err := checkMethod(r, http.MethodPut, http.MethodPost, http.MethodDelete); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if r.Method == http.MethodDelete {
 		// Not held to COUNTER_ID_PATTERN: older counters stay deletable.
 		id, err := counterParam(r, wire.ValidateCounterID)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		ranked, err := s.rollups.Get(r.Context(), id) // the top lists it is in
 		if err != nil && shared.IsRetryable(err) {
-			return 0, nil, err
+			return nil, err
 		}
 		if err := s.counters.Delete(r.Context(), id); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if err := s.engine.RefreshTopsAfterDelete(r.Context(), id, ranked); err != nil {
 			s.log.WarnContext(r.Context(), "top lists not refreshed after a counter delete; they rank it until their group's next roll-up",
 				"counter", id, "error", err.Error())
 		}
-		return http.StatusOK, deleteResponse{Counter: id, Deleted: true, membersPurge: s.purgeMembers(r, id)}, nil
+		return deleteResponse{Counter: id, Deleted: true, membersPurge: s.purgeMembers(r, id)}, nil
 	}
 	var req configureRequest
 	if err := decodeJSONBody(w, r, &req); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if err := wire.ValidateCounterID(req.Counter); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if req.PurgeMembers { // not held to COUNTER_ID_PATTERN
 		if req.Reset || req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
-			return 0, nil, &wire.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
+			return nil, &wire.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
 		}
 		deleted, more, err := s.counters.PurgeMembers(r.Context(), req.Counter)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
-		return http.StatusOK, purgeResponse{Counter: req.Counter, membersPurge: membersPurge{MembersDeleted: deleted, MembersLeft: more}}, nil
+		return purgeResponse{Counter: req.Counter, membersPurge: membersPurge{MembersDeleted: deleted, MembersLeft: more}}, nil
 	}
 	if req.Reset { // not held to COUNTER_ID_PATTERN
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
-			return 0, nil, &wire.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
+			return nil, &wire.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
 		}
 		discarded, err := s.counters.Reset(r.Context(), req.Counter)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
-		return http.StatusOK, resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: s.purgeMembers(r, req.Counter)}, nil
+		return resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: s.purgeMembers(r, req.Counter)}, nil
 	}
 	if err := s.checkCounterID(req.Counter); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	settings, err := req.settings()
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	cfg, err := s.counters.Configure(r.Context(), req.Counter, settings)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	status := http.StatusOK
-	if cfg.Created {
-		status = http.StatusCreated
-	}
-	return status, configureResponse{
+	return configureResponse{
 		Counter: req.Counter, NumShards: cfg.NumShards, MinShards: cfg.MinShards, MaxShards: cfg.MaxShards,
 		Adaptive: !cfg.Pinned(), PreviousNumShards: cfg.PreviousNumShards, Created: cfg.Created,
 		Windows: cfg.Windows, Distinct: cfg.Distinct, Group: cfg.Group,

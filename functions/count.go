@@ -35,20 +35,31 @@ type windowCountResponse struct {
 	Windows []string `json:"windows"`
 }
 
+// countAnswer is Count's answer: countResponse or windowCountResponse.
+type countAnswer interface {
+	answer
+	countAnswer()
+}
+
+func (countResponse) status() int        { return http.StatusOK }
+func (windowCountResponse) status() int  { return http.StatusOK }
+func (countResponse) countAnswer()       {}
+func (windowCountResponse) countAnswer() {}
+
 // countMethods are the methods Count accepts.
 var countMethods = []string{http.MethodGet, http.MethodHead}
 
 // Count is the HTTP entry point GET ?counter=<id>[&window=W[&bucket=L]]: a counter's exact value and
 // its roll-up, or one window bucket's count. See docs/api.md.
-func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.count) }
+func (s *Service) Count(w http.ResponseWriter, r *http.Request) { serve(s, w, r, s.count) }
 
-func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error) {
+func (s *Service) count(w http.ResponseWriter, r *http.Request) (countAnswer, error) {
 	if err := checkMethod(r, countMethods...); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	id, err := counterParam(r, s.checkCounterID)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if q := r.URL.Query(); q.Has("window") || q.Has("bucket") {
 		return s.windowCount(r, id)
@@ -56,7 +67,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	// Roll-up first, so it is never ahead of the value.
 	doc, rollupErr := s.rollups.Get(r.Context(), id)
 	if rollupErr != nil && shared.IsRetryable(rollupErr) {
-		return 0, nil, rollupErr
+		return nil, rollupErr
 	}
 	if s.betweenCountReads != nil {
 		s.betweenCountReads(id)
@@ -65,10 +76,10 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
 		// Broken data: 500 naming what to fix (Count is private).
 		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
-		return 0, nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
+		return nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
 	}
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
 	// A broken roll-up is reported missing, and logged.
@@ -78,32 +89,32 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (int, any, error
 	case doc != nil:
 		resp.Rollup = &rollupSummary{Count: doc.Count, UpdatedAt: doc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 	}
-	return http.StatusOK, resp, nil
+	return resp, nil
 }
 
 // windowCount answers Count for one bucket of a window.
-func (s *Service) windowCount(r *http.Request, id string) (int, any, error) {
+func (s *Service) windowCount(r *http.Request, id string) (windowCountResponse, error) {
 	window, err := oneParam(r, "window")
 	if err != nil {
-		return 0, nil, err
+		return windowCountResponse{}, err
 	}
 	if !counter.ValidWindow(window) {
-		return 0, nil, &wire.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q", window, counter.Windows)}
+		return windowCountResponse{}, &wire.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q", window, counter.Windows)}
 	}
 	var bucket string
 	if r.URL.Query().Has("bucket") {
 		if bucket, err = oneParam(r, "bucket"); err != nil {
-			return 0, nil, err
+			return windowCountResponse{}, err
 		}
 		if !counter.ValidBucket(window, bucket) {
-			return 0, nil, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
+			return windowCountResponse{}, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
 		}
 	}
 	v, err := s.counters.WindowValue(r.Context(), id, window, bucket)
 	if err != nil {
-		return 0, nil, err
+		return windowCountResponse{}, err
 	}
-	return http.StatusOK, windowCountResponse{Counter: id, Window: window, Bucket: v.Bucket, Count: v.Count, Windows: v.Windows}, nil
+	return windowCountResponse{Counter: id, Window: window, Bucket: v.Bucket, Count: v.Count, Windows: v.Windows}, nil
 }
 
 // oneParam is the query parameter name, given exactly once.

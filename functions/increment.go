@@ -14,8 +14,10 @@ import (
 // incrementRequest is the body of Increment; incrementResponse is its answer (docs/api.md).
 type (
 	incrementRequest  = wire.IncrementRequest
-	incrementResponse = wire.IncrementAnswer
+	incrementResponse wire.IncrementAnswer
 )
+
+func (incrementResponse) status() int { return http.StatusOK }
 
 // incrementMethods are the methods Increment accepts.
 var incrementMethods = []string{http.MethodPost}
@@ -26,7 +28,7 @@ const headerReplayed = wire.HeaderReplayed
 // Increment is the HTTP entry point POST {"counter", "delta"} (or "member"): 200 counted exactly
 // once, 503 certainly not applied, 504 unknown; an Idempotency-Key applies once. See docs/api.md.
 func (s *Service) Increment(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, s.countedIncrement)
+	serve(s, w, r, s.countedIncrement)
 }
 
 // incrementResult is Increment's answer and the domain's Result.

@@ -76,7 +76,7 @@ func (s *Service) logRollupWritten(w rollup.Written) {
 }
 
 // countedIncrement runs increment, counts what it applied or refused, and marks a replayed answer.
-func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int, any, error) {
+func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (incrementResponse, error) {
 	res, err := s.increment(w, r)
 	ctx := context.WithoutCancel(r.Context())
 	if err == nil {
@@ -84,7 +84,7 @@ func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int,
 			w.Header().Set(headerReplayed, "true")
 		}
 		s.countApplied(ctx, sourceHTTP, res.applied)
-		return http.StatusOK, res.answer, nil
+		return res.answer, nil
 	}
 	if reason, ok := refusalReason(err); ok {
 		var details []slog.Attr
@@ -94,7 +94,7 @@ func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (int,
 		}
 		s.refused.Add(ctx, reason, 1, slog.LevelInfo, details...)
 	}
-	return 0, nil, err
+	return incrementResponse{}, err
 }
 
 // countApplied counts each shard write of res, unless res repeats an earlier application.

@@ -178,14 +178,17 @@ func counterParam(r *http.Request, check func(id string) error) (string, error) 
 	return ids[0], check(ids[0])
 }
 
+// answer is a handler's JSON body; status is its HTTP status.
+type answer interface{ status() int }
+
 // serve runs h and writes its answer or failure.
-func (s *Service) serve(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (int, any, error)) {
+func serve[T answer](s *Service, w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (T, error)) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	status, body, err := h(w, r.WithContext(ctx))
+	body, err := h(w, r.WithContext(ctx))
 	if err != nil {
 		s.writeFailure(w, r, err)
 		return
 	}
-	writeJSON(w, status, body)
+	writeJSON(w, body.status(), body)
 }

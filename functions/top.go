@@ -25,55 +25,57 @@ type topResponse struct {
 	UpdatedAt *string           `json:"updated_at"`
 }
 
+func (topResponse) status() int { return http.StatusOK }
+
 // topMethods are the methods Top accepts.
 var topMethods = []string{http.MethodGet, http.MethodHead}
 
 // Top is the HTTP entry point GET ?group=G[&window=W[&bucket=L]][&limit=N]: the group's highest
 // counters, from its top-list document. See docs/api.md.
-func (s *Service) Top(w http.ResponseWriter, r *http.Request) { s.serve(w, r, s.top) }
+func (s *Service) Top(w http.ResponseWriter, r *http.Request) { serve(s, w, r, s.top) }
 
-func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) {
+func (s *Service) top(w http.ResponseWriter, r *http.Request) (topResponse, error) {
 	if err := checkMethod(r, topMethods...); err != nil {
-		return 0, nil, err
+		return topResponse{}, err
 	}
 	group, err := oneParam(r, "group")
 	if err != nil {
-		return 0, nil, err
+		return topResponse{}, err
 	}
 	if err := wire.ValidateGroup(group); err != nil {
-		return 0, nil, err
+		return topResponse{}, err
 	}
 	q := r.URL.Query()
 	window, bucket := shared.TopWindowAll, ""
 	if q.Has("window") {
 		if window, err = oneParam(r, "window"); err != nil {
-			return 0, nil, err
+			return topResponse{}, err
 		}
 		if !counter.ValidWindow(window) {
-			return 0, nil, &wire.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q (leave it out for all time)", window, counter.Windows)}
+			return topResponse{}, &wire.FieldError{Field: "window", Message: fmt.Sprintf("unknown window %q; windows are %q (leave it out for all time)", window, counter.Windows)}
 		}
 	}
 	if q.Has("bucket") {
 		if bucket, err = oneParam(r, "bucket"); err != nil {
-			return 0, nil, err
+			return topResponse{}, err
 		}
 		if !counter.ValidBucket(window, bucket) {
-			return 0, nil, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a UTC bucket label of window %q (hour 2026-11-23T18, day 2026-11-23, month 2026-11; none for all time)", bucket, window)}
+			return topResponse{}, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a UTC bucket label of window %q (hour 2026-11-23T18, day 2026-11-23, month 2026-11; none for all time)", bucket, window)}
 		}
 	}
 	limit := defaultTopLimit
 	if q.Has("limit") {
 		v, err := oneParam(r, "limit")
 		if err != nil {
-			return 0, nil, err
+			return topResponse{}, err
 		}
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > rollup.MaxTop {
-			return 0, nil, &wire.FieldError{Field: "limit", Message: fmt.Sprintf("limit must be an integer from 1 to %d", rollup.MaxTop)}
+			return topResponse{}, &wire.FieldError{Field: "limit", Message: fmt.Sprintf("limit must be an integer from 1 to %d", rollup.MaxTop)}
 		}
 	}
 	list, err := s.rollups.Top(r.Context(), group, window, bucket)
 	if err != nil {
-		return 0, nil, err
+		return topResponse{}, err
 	}
 	resp := topResponse{Group: group, Window: window, Bucket: list.Bucket, Top: list.Top[:min(limit, len(list.Top))]}
 	if list.UpdatedAt.IsZero() && bucket == "" && window != shared.TopWindowAll {
@@ -83,5 +85,5 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (int, any, error) 
 		at := list.UpdatedAt.UTC().Format(time.RFC3339Nano)
 		resp.UpdatedAt = &at
 	}
-	return http.StatusOK, resp, nil
+	return resp, nil
 }
