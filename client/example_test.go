@@ -19,8 +19,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// The order's ID as the key: however often this line runs for the order, it counts once.
-	if _, err := c.Increment(ctx, client.Increment{Counter: "likes", Delta: 1, Key: "order-42"}); err != nil {
+	// The order's key (a UUID made with the order): however often this line runs for it, it counts once.
+	if _, err := c.Increment(ctx, client.Increment{Counter: "likes", Delta: 1, Key: "5f0c6a8e-2b1d-4e7a-9c3f-8d4b2a1e6f70"}); err != nil {
 		log.Fatal(err)
 	}
 	n, err := c.Count(ctx, "likes")
@@ -51,7 +51,7 @@ func ExampleClient_Increment() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = c.Increment(ctx, client.Increment{Counter: "views", Delta: 3, Key: "page-view-7f3a"})
+	_, err = c.Increment(ctx, client.Increment{Counter: "views", Delta: 3, Key: "9b2e4d71-3c5a-4f08-a6e2-1d7c8b9f0a34"})
 	var (
 		unknown *client.OutcomeUnknownError
 		refused *client.Error

@@ -11,7 +11,7 @@ import (
 )
 
 // Increment is Delta (0: 1) added to Counter, or Member counted once in a distinct counter. Key ("":
-// a random one) is the Idempotency-Key.
+// a random one) is the Idempotency-Key: without an ID token, a secret of 22+ characters.
 type Increment struct {
 	Counter string
 	Delta   int64

@@ -23,11 +23,13 @@ import (
 	"firebase.google.com/go/v4/appcheck"
 	"firebase.google.com/go/v4/auth"
 	"github.com/golang-jwt/jwt/v4"
+	"github.com/google/uuid"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/testenv"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // authEmulatorUser signs a new email user up with the Firebase Auth emulator that the local stack
@@ -158,9 +160,9 @@ func TestIncrementRequiresAVerifiedIDToken(t *testing.T) {
 	}
 }
 
-// TestIdempotencyKeysAreScopedToTheVerifiedUser: two users sending the same Idempotency-Key each get
-// their increment counted (neither consumes the other's key) and each retry replays only its own
-// first answer.
+// TestIdempotencyKeysAreScopedToTheVerifiedUser: bob sending ann's key with her very request gets a
+// fresh increment of his own, not her answer (shard, received_at), and each retry replays only its
+// sender's first answer. Short keys are allowed: the scope is the user.
 func TestIdempotencyKeysAreScopedToTheVerifiedUser(t *testing.T) {
 	srv := newCallerServer(t, callerauth.Requirements{IDToken: true}, 0)
 	ann, _ := authEmulatorUser(t, "ann.keys@example.com")
@@ -169,20 +171,29 @@ func TestIdempotencyKeysAreScopedToTheVerifiedUser(t *testing.T) {
 		return srv.incrementAs(t, map[string]string{"Authorization": "Bearer " + token, "Idempotency-Key": "order-1"},
 			fmt.Sprintf(`{"counter":"orders","delta":%d}`, delta))
 	}
-	if a := send(ann, 2); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("ann's first: %d %s", a.status, a.raw)
+	annFirst := send(ann, 2)
+	if annFirst.status != http.StatusOK || annFirst.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("ann's first: %d %s", annFirst.status, annFirst.raw)
 	}
-	if a := send(bob, 5); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("bob's first use of the same key: %d %s; want applied, not refused or replayed", a.status, a.raw)
+	annAnswered := time.Now()
+	bobFirst := send(bob, 2)
+	if bobFirst.status != http.StatusOK || bobFirst.header.Get("Idempotent-Replayed") != "" || !receivedAt(t, bobFirst).After(annAnswered) {
+		t.Fatalf("bob sending ann's key and request: %d %s (ann's: %s); want a fresh answer received after hers", bobFirst.status, bobFirst.raw, annFirst.raw)
 	}
-	if a := send(ann, 2); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "true" || a.body["delta"] != 2.0 {
-		t.Fatalf("ann's retry: %d %s; want her own first answer replayed", a.status, a.raw)
+	for _, c := range []struct {
+		name  string
+		token string
+		first answer
+	}{{"ann", ann, annFirst}, {"bob", bob, bobFirst}} {
+		if a := send(c.token, 2); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "true" || a.raw != c.first.raw {
+			t.Errorf("%s's retry: %d %s; want %s's own first answer %s replayed", c.name, a.status, a.raw, c.name, c.first.raw)
+		}
 	}
 	if a := send(ann, 3); a.status != http.StatusUnprocessableEntity || !strings.Contains(a.raw, `to add 2 to counter \"orders\"`) {
 		t.Errorf("ann's key with another delta: %d %s; want 422 telling her own first use", a.status, a.raw)
 	}
-	if got := srv.count(t, "orders"); got != 7 {
-		t.Errorf("orders = %d, want 7 (ann 2 + bob 5, retries not counted)", got)
+	if got := srv.count(t, "orders"); got != 4 {
+		t.Errorf("orders = %d, want 4 (ann 2 + bob 2, retries not counted)", got)
 	}
 }
 
@@ -373,6 +384,31 @@ func TestIncrementRequiresAnAppCheckToken(t *testing.T) {
 	}
 	if got := srv.count(t, "views"); got != 2 {
 		t.Errorf("views = %d, want 2: refused requests must change nothing", got)
+	}
+}
+
+// TestAppCheckAloneKeysAreSecrets: with App Check alone every install is one caller, so a key is a
+// bearer secret: a short one is refused and writes nothing, and a spent one's 422 does not tell what
+// it was spent on.
+func TestAppCheckAloneKeysAreSecrets(t *testing.T) {
+	iss := newAppCheckIssuer(t)
+	srv := newCallerServer(t, callerauth.Requirements{AppCheck: true}, 0)
+	token := iss.validToken(t, os.Getenv("GOOGLE_CLOUD_PROJECT"))
+	send := func(key, body string) answer {
+		return srv.incrementAs(t, map[string]string{"X-Firebase-AppCheck": token, wire.HeaderIdempotencyKey: key}, body)
+	}
+	if a := send("order-1", `{"counter":"orders"}`); a.status != http.StatusBadRequest || a.body["field"] != wire.HeaderIdempotencyKey {
+		t.Errorf("a short key: %d %s, want 400 naming %s", a.status, a.raw, wire.HeaderIdempotencyKey)
+	}
+	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
+		t.Errorf("a short key wrote %v", paths)
+	}
+	key := uuid.NewString()
+	if a := send(key, `{"counter":"orders","delta":2}`); a.status != http.StatusOK {
+		t.Fatalf("a random key: %d %s", a.status, a.raw)
+	}
+	if a := send(key, `{"counter":"orders","delta":3}`); a.status != http.StatusUnprocessableEntity || strings.Contains(a.raw, "orders") {
+		t.Errorf("the key with another delta: %d %s; want 422 not naming its first use", a.status, a.raw)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v4"
+	"github.com/google/uuid"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/functions/config"
@@ -101,17 +102,18 @@ func TestKeyedMemberResendIsAReplay(t *testing.T) {
 	if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": "visitors", "distinct": true}); a.status != http.StatusCreated {
 		t.Fatalf("configure: %d %s", a.status, a.raw)
 	}
-	first := srv.postKeyed(t, `{"counter":"visitors","member":"ann"}`, "k-ann")
+	key := uuid.NewString()
+	first := srv.postKeyed(t, `{"counter":"visitors","member":"ann"}`, key)
 	if first.status != http.StatusOK || first.body["counted"] != true {
 		t.Fatalf("first: %d %s, want 200 counted", first.status, first.raw)
 	}
-	again := srv.postKeyed(t, `{"counter":"visitors","member":"ann"}`, "k-ann")
+	again := srv.postKeyed(t, `{"counter":"visitors","member":"ann"}`, key)
 	if again.status != http.StatusOK || again.header.Get("Idempotent-Replayed") != "true" || again.body["counted"] != true ||
 		again.raw != first.raw {
 		t.Errorf("resend: %d %v %s; want the first answer %s (counted), replayed",
 			again.status, again.header.Get("Idempotent-Replayed"), again.raw, first.raw)
 	}
-	if other := srv.postKeyed(t, `{"counter":"visitors","member":"bob"}`, "k-ann"); other.status != http.StatusUnprocessableEntity {
+	if other := srv.postKeyed(t, `{"counter":"visitors","member":"bob"}`, key); other.status != http.StatusUnprocessableEntity {
 		t.Errorf("the key with another member: %d %s, want 422", other.status, other.raw)
 	}
 	if got := srv.count(t, "visitors"); got != 1 {

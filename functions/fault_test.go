@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/shardcount/counters/shared/wire"
 
 	"github.com/shardcount/counters/counter"
@@ -95,7 +97,7 @@ func TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged(t *testing.T) {
 						keyed := c%2 == 0
 						key, id := "", "plain"
 						if keyed {
-							key, id = fmt.Sprintf("client-%d-%d", c, i), "keyed"
+							key, id = uuid.NewString(), "keyed"
 						}
 						for try := 1; ; try++ {
 							status := post(srv, id, key)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/shardcount/counters/shared/wire"
 
 	"github.com/shardcount/counters/functions/config"
@@ -40,19 +42,20 @@ func (s *testServer) postKeyed(t testing.TB, body string, keys ...string) answer
 
 func TestIncrementWithIdempotencyKeyCountsOnceAndReplaysTheAnswer(t *testing.T) {
 	srv := newTestServer(t, config.Default())
-	first := srv.postKeyed(t, `{"counter":"likes","delta":5}`, "order-42")
+	key := uuid.NewString()
+	first := srv.postKeyed(t, `{"counter":"likes","delta":5}`, key)
 	if first.status != http.StatusOK || first.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("first request: %d %v %s", first.status, first.header, first.raw)
 	}
 	// The retry may spell the same increment differently; the answer is the first one, shard included.
 	for _, body := range []string{`{"counter":"likes","delta":5}`, `{"delta":5,"counter":"likes"}`} {
-		again := srv.postKeyed(t, body, "order-42")
+		again := srv.postKeyed(t, body, key)
 		if again.status != http.StatusOK || again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
 			t.Errorf("retry: %d %q (replayed %q), want the first answer %q", again.status, again.raw, again.header.Get("Idempotent-Replayed"), first.raw)
 		}
 	}
 	// A key is not a counter: another key, or no key, counts again.
-	srv.postKeyed(t, `{"counter":"likes","delta":5}`, "order-43")
+	srv.postKeyed(t, `{"counter":"likes","delta":5}`, uuid.NewString())
 	srv.increment(t, "likes", 5)
 	if got := srv.count(t, "likes"); got != 15 {
 		t.Errorf("likes = %d, want 15 (three distinct increments of 5)", got)
@@ -63,9 +66,10 @@ func TestIncrementWithIdempotencyKeyCountsOnceAndReplaysTheAnswer(t *testing.T) 
 // refused and changes nothing, and the answer does not tell what the key was first used for.
 func TestIncrementIdempotencyKeyReusedForAnotherIncrementIs422(t *testing.T) {
 	srv := newTestServer(t, config.Default())
-	srv.postKeyed(t, `{"counter":"likes"}`, "k1")
+	key := uuid.NewString()
+	srv.postKeyed(t, `{"counter":"likes"}`, key)
 	for _, body := range []string{`{"counter":"likes","delta":2}`, `{"counter":"views"}`} {
-		a := srv.postKeyed(t, body, "k1")
+		a := srv.postKeyed(t, body, key)
 		msg, _ := a.body["error"].(string)
 		if a.status != http.StatusUnprocessableEntity || a.body["field"] != wire.HeaderIdempotencyKey ||
 			!bytesContains(msg, "already used", "new key") {
@@ -87,10 +91,11 @@ func TestIncrementIdempotencyKeyReusedForAnotherIncrementIs422(t *testing.T) {
 func TestIncrementConcurrentRetriesOfOneKeyAnswerAlike(t *testing.T) {
 	srv := newTestServer(t, config.Default())
 	const retries = 20
+	key := uuid.NewString()
 	answers := make([]answer, retries)
 	var wg sync.WaitGroup
 	for i := range retries {
-		wg.Go(func() { answers[i] = srv.postKeyed(t, `{"counter":"concurrent","delta":3}`, "same") })
+		wg.Go(func() { answers[i] = srv.postKeyed(t, `{"counter":"concurrent","delta":3}`, key) })
 	}
 	wg.Wait()
 	replayed := 0
@@ -110,9 +115,13 @@ func TestIncrementConcurrentRetriesOfOneKeyAnswerAlike(t *testing.T) {
 	}
 }
 
+// TestIncrementBadIdempotencyKeysChangeNothing: without an ID token a key is a bearer secret, so one
+// too short to be random (an order ID, 21 characters) is refused like a malformed one.
 func TestIncrementBadIdempotencyKeysChangeNothing(t *testing.T) {
 	srv := newTestServer(t, config.Default())
 	cases := map[string][]string{
+		"an order ID":       {"order-42"},
+		"key of 21 chars":   {strings.Repeat("k", 21)},
 		"empty key":         {""},
 		"key over 1 KiB":    {strings.Repeat("k", wire.MaxIdempotencyKeyBytes+1)},
 		"key not UTF-8":     {"caf\xe9"},
@@ -132,8 +141,12 @@ func TestIncrementBadIdempotencyKeysChangeNothing(t *testing.T) {
 	if paths := testenv.DocumentPaths(t, srv.client); len(paths) != 0 {
 		t.Errorf("bad keys wrote %v", paths)
 	}
-	longest := strings.Repeat("k", wire.MaxIdempotencyKeyBytes)
-	if a := srv.postKeyed(t, `{"counter":"a"}`, longest); a.status != http.StatusOK {
-		t.Errorf("a key of exactly %d bytes: %d %s", wire.MaxIdempotencyKeyBytes, a.status, a.raw)
+	if a := srv.postKeyed(t, `{"counter":"a"}`, "order-42"); !strings.Contains(a.raw, "at least 22 characters") {
+		t.Errorf("a short key: %s; want the answer to say what length is allowed", a.raw)
+	}
+	for _, key := range []string{strings.Repeat("k", wire.MaxIdempotencyKeyBytes), strings.Repeat("é", 22)} {
+		if a := srv.postKeyed(t, `{"counter":"a"}`, key); a.status != http.StatusOK {
+			t.Errorf("a key of %d bytes, %d characters: %d %s", len(key), len([]rune(key)), a.status, a.raw)
+		}
 	}
 }

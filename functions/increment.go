@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
@@ -60,7 +61,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 	if err := wire.ValidateDelta(req.Delta, s.cfg.MaxDelta); err != nil {
 		return incrementResult{}, err
 	}
-	key, keyed, err := idempotencyKey(r)
+	key, keyed, err := idempotencyKey(r, caller)
 	if err != nil {
 		return incrementResult{}, err
 	}
@@ -103,7 +104,7 @@ func (s *Service) apply(r *http.Request, req counter.Request, received time.Time
 	res, err := s.counters.Apply(r.Context(), req)
 	if errors.Is(err, counter.ErrKeyReused) {
 		// Only the caller who spent the key learns what for.
-		if first := res.Applied; req.Member == "" && req.Limit == 0 && req.Key.Caller != "" && len(first) == 1 {
+		if first := res.Applied; req.Member == "" && req.Limit == 0 && callerauth.IsUser(req.Key.Caller) && len(first) == 1 {
 			return incrementResult{}, keyReusedError(fmt.Sprintf("to add %d to counter %q", first[0].Delta, first[0].Counter))
 		}
 		return incrementResult{}, keyReusedError("for another increment")
@@ -125,14 +126,27 @@ func (s *Service) apply(r *http.Request, req counter.Request, received time.Time
 	return incrementResult{answer: answer, applied: res}, nil
 }
 
+// minSecretKeyChars is the shortest key of a caller who is no verified user: the key is a bearer
+// secret (22 base64url characters hold 128 bits).
+const minSecretKeyChars = 22
+
 // idempotencyKey reads the optional Idempotency-Key header; keyed is false when there is none.
-func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
+func idempotencyKey(r *http.Request, caller string) (key string, keyed bool, err error) {
 	values := r.Header.Values(wire.HeaderIdempotencyKey)
 	switch len(values) {
 	case 0:
 		return "", false, nil
 	case 1:
-		return values[0], true, wire.ValidateIdempotencyKey(values[0], wire.HeaderIdempotencyKey)
+		key = values[0]
+		if err := wire.ValidateIdempotencyKey(key, wire.HeaderIdempotencyKey); err != nil {
+			return "", false, err
+		}
+		if n := utf8.RuneCountInString(key); n < minSecretKeyChars && !callerauth.IsUser(caller) {
+			return "", false, &wire.FieldError{Field: wire.HeaderIdempotencyKey, Message: fmt.Sprintf(
+				"without an ID token an %s is a secret: send a random one of at least %d characters (a UUID has 36), not %d",
+				wire.HeaderIdempotencyKey, minSecretKeyChars, n)}
+		}
+		return key, true, nil
 	}
 	return "", false, &wire.FieldError{Field: wire.HeaderIdempotencyKey,
 		Message: fmt.Sprintf("send one %s header, got %d", wire.HeaderIdempotencyKey, len(values))}

@@ -2,11 +2,12 @@ package functions_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/functions/config"
@@ -37,13 +38,14 @@ func TestKeyedAnswersCarryTheFirstReceivedAt(t *testing.T) {
 	}
 	limited := newCallerServer(t, callerauth.Requirements{IDToken: true}, 1)
 	token, _ := authEmulatorUser(t, "keyed.received@example.com")
+	deltaKey, memberKey := uuid.NewString(), uuid.NewString()
 	cases := []struct {
 		name, counter string
 		srv           *testServer
 		send          func() answer
 	}{
-		{"delta", "likes", plain, func() answer { return plain.postKeyed(t, `{"counter":"likes","delta":3}`, "k-delta") }},
-		{"member", "visitors", distinct, func() answer { return distinct.postKeyed(t, `{"counter":"visitors","member":"ann"}`, "k-member") }},
+		{"delta", "likes", plain, func() answer { return plain.postKeyed(t, `{"counter":"likes","delta":3}`, deltaKey) }},
+		{"member", "visitors", distinct, func() answer { return distinct.postKeyed(t, `{"counter":"visitors","member":"ann"}`, memberKey) }},
 		{"limited", "photo", limited, func() answer {
 			return limited.incrementAs(t, map[string]string{"Authorization": "Bearer " + token, "Idempotency-Key": "k-limited"}, `{"counter":"photo"}`)
 		}},
@@ -77,7 +79,7 @@ func TestConcurrentKeyedRequestsAnswerOneReceivedAt(t *testing.T) {
 	b := newTestServerWithClient(t, config.Default(), a.client)
 	const perInstance = 6
 	for round := range 3 {
-		key := fmt.Sprintf("k-concurrent-%d", round)
+		key := uuid.NewString()
 		answers := make([]answer, 2*perInstance)
 		var wg sync.WaitGroup
 		for i := range answers {

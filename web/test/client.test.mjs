@@ -196,12 +196,13 @@ test('a 4xx is a refusal carrying the API message and field, sent once', async (
 test('tokens the app provides are sent; a given key is used; none without', async () => {
   const counter = uniqueID('tokens');
   const s = proxy.scenario(counter, () => ({ forward: true }));
+  const key = crypto.randomUUID();
   const withTokens = await increment(page, counter, counter,
-    { clientOptions: { idToken: 'id-token-1', appCheckToken: 'app-check-1' }, incrementOptions: { key: `${counter}-k` } });
+    { clientOptions: { idToken: 'id-token-1', appCheckToken: 'app-check-1' }, incrementOptions: { key } });
   assert.ok(withTokens.answer, JSON.stringify(withTokens));
   const plain = await increment(page, counter, counter);
   assert.ok(plain.answer, JSON.stringify(plain));
-  assert.deepEqual(s.requests.map((r) => [r.authorization, r.appCheck, r.key === `${counter}-k`]),
+  assert.deepEqual(s.requests.map((r) => [r.authorization, r.appCheck, r.key === key]),
     [['Bearer id-token-1', 'app-check-1', true], [undefined, undefined, false]]);
   assert.match(s.requests[1].key, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a fresh UUID');
   assert.equal(await exactCount(counter), 2);
