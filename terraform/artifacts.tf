@@ -14,6 +14,6 @@ resource "google_artifact_registry_repository_iam_member" "build_writer" {
   project    = google_artifact_registry_repository.functions.project
   location   = google_artifact_registry_repository.functions.location
   repository = google_artifact_registry_repository.functions.name
-  role       = "roles/artifactregistry.writer"
-  member     = "serviceAccount:${google_service_account.identity["build"].email}"
+  role       = local.deployment.repository_role.role
+  member     = "serviceAccount:${google_service_account.identity[local.deployment.repository_role.account].email}"
 }
