@@ -77,8 +77,6 @@ EOF
 # shellcheck source=scripts/deployment.gen.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/deployment.gen.sh"
 
-# The Artifact Registry repository of the functions' images, in the region.
-readonly REPOSITORY=counters-functions
 # The first line of the counters' block in a ruleset that holds it (rules.Marker, written by make rules).
 readonly RULES_MARKER='// BEGIN distributed-counters rules'
 # Where the script was started: --replace-rules FILE is relative to it.
@@ -377,7 +375,7 @@ ensure_repository() {
   local repo=("$REPOSITORY" --project="$PROJECT" --location="$REGION")
   if missing gcloud artifacts repositories describe "${repo[@]}"; then
     run gcloud artifacts repositories create "${repo[@]}" --repository-format=docker \
-      --description="Distributed counters: the functions' images"
+      --description="$REPOSITORY_DESCRIPTION"
   fi
   each_role repository grant_repository_role
 }

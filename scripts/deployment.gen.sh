@@ -72,6 +72,10 @@ readonly SERVICE_ACCOUNTS=(
   'build counters-build Distributed counters: builds of the functions'
 )
 
+# The Artifact Registry repository of the functions' images, in the region.
+readonly REPOSITORY=counters-functions
+readonly REPOSITORY_DESCRIPTION='Distributed counters: the functions'\'' images'
+
 # The accounts' roles, one row each: account key, role, on (project, or repository: the
 # functions'), the boolean setting it needs, then the IAM condition's title and expression, whose
 # resource names hold {project} {database} {project_number} {region}; "-" is none.

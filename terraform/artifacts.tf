@@ -3,9 +3,9 @@
 resource "google_artifact_registry_repository" "functions" {
   project       = var.project
   location      = var.region
-  repository_id = "${local.name_prefix}counters-functions"
+  repository_id = "${local.name_prefix}${local.deployment.repository.id}"
   format        = "DOCKER"
-  description   = "Distributed counters: the functions' images"
+  description   = local.deployment.repository.description
 
   depends_on = [google_project_service.api]
 }

@@ -374,14 +374,15 @@ func TestFunctionsAreBuiltByTheBuildAccountIntoTheirRepository(t *testing.T) {
 	}
 }
 
-// expressionText is an attribute's value when it is a string of literals and local.name_prefix
-// (empty), else its source text; "" when absent.
+// expressionText is an attribute's value when it is a string of literals, local.name_prefix
+// (empty) and local.deployment, else its source text; "" when absent.
 func expressionText(t *testing.T, a *hclsyntax.Attribute) string {
 	t.Helper()
 	if a == nil {
 		return ""
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"local": cty.ObjectVal(map[string]cty.Value{"name_prefix": cty.StringVal("")})}}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"local": cty.ObjectVal(map[string]cty.Value{
+		"name_prefix": cty.StringVal(""), "deployment": generatedDeployment(t)})}}
 	if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && v.Type() == cty.String {
 		return v.AsString()
 	}

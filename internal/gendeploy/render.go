@@ -276,7 +276,7 @@ func shellData() []byte {
 	return b.Bytes()
 }
 
-// shellIAM writes the accounts, roles and APIs of internal/manifest/iam.go as bash arrays.
+// shellIAM writes the accounts, repository, roles and APIs of internal/manifest/iam.go.
 func shellIAM(p func(string, ...any)) {
 	p("# Service accounts, one row each: key, account ID, display name.\n")
 	p("readonly SERVICE_ACCOUNTS=(\n")
@@ -284,6 +284,9 @@ func shellIAM(p func(string, ...any)) {
 		p("  %s\n", shellQuote(a.Key+" "+a.ID+" "+a.DisplayName))
 	}
 	p(")\n\n")
+	p("# The Artifact Registry repository of the functions' images, in the region.\n")
+	p("readonly REPOSITORY=%s\n", shellQuote(manifest.Repository.ID))
+	p("readonly REPOSITORY_DESCRIPTION=%s\n\n", shellQuote(manifest.Repository.Description))
 	p("# The accounts' roles, one row each: account key, role, on (project, or repository: the\n")
 	p("# functions'), the boolean setting it needs, then the IAM condition's title and expression, whose\n")
 	p("# resource names hold %s; \"-\" is none.\n", strings.Join(manifest.Placeholders, " "))
@@ -561,6 +564,7 @@ func terraformLocals() ([]byte, error) {
 				"service_accounts":  accounts,
 				"project_roles":     projectRoles,
 				"repository_role":   repositoryRole,
+				"repository":        map[string]string{"id": manifest.Repository.ID, "description": manifest.Repository.Description},
 				"apis":              apis,
 				"version":           version.Version,
 				"labels":            map[string]string{versionLabelKey: versionLabel()},

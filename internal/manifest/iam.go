@@ -15,6 +15,10 @@ func Accounts() []Account {
 	}
 }
 
+// Repository is the Artifact Registry repository of the functions' images, in the region; ID is
+// before Terraform's name_prefix.
+var Repository = struct{ ID, Description string }{"counters-functions", "Distributed counters: the functions' images"}
+
 // Role is a role an Account gets on the project, or on the functions' Artifact Registry repository
 // when OnRepository.
 type Role struct {
