@@ -204,33 +204,28 @@ func shellData() []byte {
 	p("# concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),\n")
 	p("# document pattern from root, opt-in (deployed only when asked for by name); \"-\" is none (an\n")
 	p("# HTTP trigger, the platform's default vCPU).\n")
-	p("readonly FUNCTIONS=(\n")
+	var rows, sourceRows, schedules []string
 	for _, f := range manifest.Deployed() {
-		if !f.PerSource {
-			p("  %s\n", shellQuote(shellRow(f)))
+		if f.PerSource {
+			sourceRows = append(sourceRows, shellRow(f))
+		} else {
+			rows = append(rows, shellRow(f))
+		}
+		if f.Trigger.Schedule != "" {
+			schedules = append(schedules, f.Trigger.Topic+" "+f.Trigger.Schedule)
 		}
 	}
-	p(")\n\n")
+	shellArray(p, "FUNCTIONS", rows)
+	p("\n")
 	p("# The functions deployed once per document pattern of the counter sources (COUNTER_SOURCES), rows\n")
 	p("# as above with the name and the document pattern \"-\": each deployed function is named\n")
 	p("# NAME-<8 hex of the pattern's SHA-256> (manifest.SourceFunctions; go run ./cmd/sources deploy lists\n")
 	p("# them) and labelled %s=NAME, by which deploy.sh finds those whose pattern is no longer declared.\n", sourceLabelKey)
-	p("readonly SOURCE_FUNCTIONS=(\n")
-	for _, f := range manifest.Deployed() {
-		if f.PerSource {
-			p("  %s\n", shellQuote(shellRow(f)))
-		}
-	}
-	p(")\n")
+	shellArray(p, "SOURCE_FUNCTIONS", sourceRows)
 	p("readonly SOURCE_LABEL=%s\n\n", sourceLabelKey)
 	p("# Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).\n")
-	p("readonly SCHEDULES=(\n")
-	for _, f := range manifest.Deployed() {
-		if f.Trigger.Schedule != "" {
-			p("  %s\n", shellQuote(f.Trigger.Topic+" "+f.Trigger.Schedule))
-		}
-	}
-	p(")\n\n")
+	shellArray(p, "SCHEDULES", schedules)
+	p("\n")
 	p("# Pub/Sub topics of the triggers and dead letters.\n")
 	p("readonly TOPICS=(%s)\n\n", strings.Join(manifest.Topics(), " "))
 	p("# The functions' settings that --env NAME=VALUE may set (functions/config; docs/settings.md), and\n")
@@ -257,40 +252,50 @@ func shellData() []byte {
 	shellIAM(p)
 	p("# Firestore field settings, one row each: collection group (a setting's name: its value), field,\n")
 	p("# TTL policy, ascending index only (false: no index).\n")
-	p("readonly FIELD_SETTINGS=(\n")
+	var fields []string
 	for _, f := range manifest.FieldSettings() {
-		p("  %s\n", shellQuote(fmt.Sprintf("%s %s %t %t", f.Collection, f.Field, f.TTL, f.Ascending)))
+		fields = append(fields, fmt.Sprintf("%s %s %t %t", f.Collection, f.Field, f.TTL, f.Ascending))
 	}
-	p(")\n\n")
+	shellArray(p, "FIELD_SETTINGS", fields)
+	p("\n")
 	p("# Firestore composite indexes, one row each: collection (a setting's name: its value), then each\n")
 	p("# field as path:ascending or path:descending.\n")
-	p("readonly COMPOSITE_INDEXES=(\n")
+	var indexes []string
 	for _, i := range manifest.CompositeIndexes() {
 		row := i.Collection
 		for _, f := range i.Fields {
 			row += " " + f.Path + ":" + strings.ToLower(indexOrder(f))
 		}
-		p("  %s\n", shellQuote(row))
+		indexes = append(indexes, row)
+	}
+	shellArray(p, "COMPOSITE_INDEXES", indexes)
+	return b.Bytes()
+}
+
+// shellArray writes the bash array name, one quoted row a line.
+func shellArray(p func(string, ...any), name string, rows []string) {
+	p("readonly %s=(\n", name)
+	for _, r := range rows {
+		p("  %s\n", shellQuote(r))
 	}
 	p(")\n")
-	return b.Bytes()
 }
 
 // shellIAM writes the accounts, repository, roles and APIs of internal/manifest/iam.go.
 func shellIAM(p func(string, ...any)) {
 	p("# Service accounts, one row each: key, account ID, display name.\n")
-	p("readonly SERVICE_ACCOUNTS=(\n")
+	var accounts, roles, apis []string
 	for _, a := range manifest.Accounts() {
-		p("  %s\n", shellQuote(a.Key+" "+a.ID+" "+a.DisplayName))
+		accounts = append(accounts, a.Key+" "+a.ID+" "+a.DisplayName)
 	}
-	p(")\n\n")
+	shellArray(p, "SERVICE_ACCOUNTS", accounts)
+	p("\n")
 	p("# The Artifact Registry repository of the functions' images, in the region.\n")
 	p("readonly REPOSITORY=%s\n", shellQuote(manifest.Repository.ID))
 	p("readonly REPOSITORY_DESCRIPTION=%s\n\n", shellQuote(manifest.Repository.Description))
 	p("# The accounts' roles, one row each: account key, role, on (project, or repository: the\n")
 	p("# functions'), the boolean setting it needs, then the IAM condition's title and expression, whose\n")
 	p("# resource names hold %s; \"-\" is none.\n", strings.Join(manifest.Placeholders, " "))
-	p("readonly ROLES=(\n")
 	for _, r := range manifest.Roles() {
 		on, title, expression := "project", "-", ""
 		if r.OnRepository {
@@ -299,18 +304,19 @@ func shellIAM(p func(string, ...any)) {
 		if r.Condition != nil {
 			title, expression = r.Condition.Title, " "+r.Condition.Expression()
 		}
-		p("  %s\n", shellQuote(strings.Join([]string{r.Account, r.Role, on, dash(r.Setting), title}, " ")+expression))
+		roles = append(roles, strings.Join([]string{r.Account, r.Role, on, dash(r.Setting), title}, " ")+expression)
 	}
-	p(")\n\n")
+	shellArray(p, "ROLES", roles)
+	p("\n")
 	p("# APIs to enable, one row each: name, the boolean setting it needs (\"-\": none), whether only\n")
 	p("# with --replace-rules.\n")
-	p("readonly APIS=(\n")
 	for _, a := range manifest.APIs() {
 		if !a.TerraformOnly {
-			p("  %s\n", shellQuote(fmt.Sprintf("%s %s %t", a.Name, dash(a.Setting), a.Rules)))
+			apis = append(apis, fmt.Sprintf("%s %s %t", a.Name, dash(a.Setting), a.Rules))
 		}
 	}
-	p(")\n\n")
+	shellArray(p, "APIS", apis)
+	p("\n")
 }
 
 // sourceLabelKey is the label of every function deployed per counter source; its value is the
