@@ -5,8 +5,8 @@
 # point), and the log-based metrics, SLOs, alert policies and dashboard of scripts/monitoring/. Every step
 # is idempotent: run it again to update. See docs/operations.md.
 #
-# What it deploys (functions, triggers, limits, topics, settings, field settings) is declared in Go
-# (internal/manifest/deployment.go, functions/config) and read from deployment.gen.sh, which
+# What it deploys (functions, triggers, limits, topics, settings, field settings, accounts, roles,
+# APIs) is declared in Go (internal/manifest, functions/config) and read from deployment.gen.sh, which
 # `go generate ./...` writes.
 set -euo pipefail
 
@@ -77,16 +77,6 @@ EOF
 # shellcheck source=scripts/deployment.gen.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/deployment.gen.sh"
 
-readonly RUNTIME_SA_NAME=counters-runtime
-readonly TRIGGER_SA_NAME=counters-trigger
-readonly BUILD_SA_NAME=counters-build
-# What the build account needs on the project to build a function from source (Google's list for a
-# custom build service account): write the build's logs. It reads the uploaded source with
-# roles/storage.objectAdmin on the source bucket alone (each_project_role) and writes the images
-# to the functions' repository alone (ensure_repository).
-readonly BUILD_ROLES=(roles/logging.logWriter)
-# The Artifact Registry repository of the functions' images, in the region.
-readonly REPOSITORY=counters-functions
 # The first line of the counters' block in a ruleset that holds it (rules.Marker, written by make rules).
 readonly RULES_MARKER='// BEGIN distributed-counters rules'
 # Where the script was started: --replace-rules FILE is relative to it.
@@ -107,6 +97,8 @@ PUBLIC_INCREMENTS=false
 INVOKERS=()
 ADMIN_INVOKERS=()
 declare -A ENV_VALUES=()
+# Each service account's email, by key (SERVICE_ACCOUNTS).
+declare -A ACCOUNT=()
 # The functions of the counter sources (load_sources): FUNCTIONS rows, and each one's base name.
 SOURCE_ROWS=()
 SOURCE_NAMES=()
@@ -311,15 +303,14 @@ go_runtime() {
 }
 
 enable_apis() {
-  local optional=()
-  [[ -z $REPLACE_RULES ]] || optional=(firebaserules.googleapis.com)
-  ! is_true "$(setting APP_CHECK_REPLAY_PROTECTION)" || optional+=(firebaseappcheck.googleapis.com)
-  run gcloud services enable --project="$PROJECT" \
-    cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
-    artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com \
-    cloudscheduler.googleapis.com firestore.googleapis.com logging.googleapis.com iam.googleapis.com \
-    monitoring.googleapis.com \
-    "${optional[@]}"
+  local row api needs rules apis=()
+  for row in "${APIS[@]}"; do
+    read -r api needs rules <<<"$row"
+    if [[ $needs != - ]] && ! is_true "$(setting "$needs")"; then continue; fi
+    if $rules && [[ -z $REPLACE_RULES ]]; then continue; fi
+    apis+=("$api")
+  done
+  run gcloud services enable --project="$PROJECT" "${apis[@]}"
 }
 
 ensure_database() {
@@ -338,14 +329,6 @@ ensure_database() {
   fi
 }
 
-# ensure_service_account NAME DESCRIPTION creates the account unless it exists.
-ensure_service_account() {
-  local email="$1@$PROJECT.iam.gserviceaccount.com"
-  if missing gcloud iam service-accounts describe "$email" --project="$PROJECT"; then
-    run gcloud iam service-accounts create "$1" --project="$PROJECT" --display-name="$2"
-  fi
-}
-
 # grant_project_role ACCOUNT ROLE [CONDITION] grants ROLE on the project, under the IAM condition
 # CONDITION (gcloud's expression=...,title=... form) if given.
 grant_project_role() {
@@ -353,33 +336,37 @@ grant_project_role() {
     --condition="${3:-None}" --quiet
 }
 
-# each_project_role CALLBACK calls CALLBACK ACCOUNT ROLE [CONDITION] for every role the accounts
-# have on the project.
-each_project_role() {
-  # The functions read and write Firestore, this database only, nothing else.
-  local db="projects/$PROJECT/databases/$DATABASE" role PROJECT_NUMBER bucket
-  "$1" "$RUNTIME_SA" roles/datastore.user \
-    "expression=resource.name == \"$db\" || resource.name.startsWith(\"$db/\"),title=counters-database-only"
-  # CHECK_REVOKED_TOKENS looks users up (firebaseauth.users.get); --remove revokes it whatever the setting.
-  if $REMOVE || is_true "$(setting CHECK_REVOKED_TOKENS)"; then "$1" "$RUNTIME_SA" roles/firebaseauth.viewer; fi
-  # APP_CHECK_REPLAY_PROTECTION consumes App Check tokens (firebaseappcheck.appCheckTokens.verify); likewise.
-  if $REMOVE || is_true "$(setting APP_CHECK_REPLAY_PROTECTION)"; then "$1" "$RUNTIME_SA" roles/firebaseappcheck.tokenVerifier; fi
-  # Eventarc delivers Firestore events as this account; roles/run.invoker is granted per function below.
-  "$1" "$TRIGGER_SA" roles/eventarc.eventReceiver
-  for role in "${BUILD_ROLES[@]}"; do "$1" "$BUILD_SA" "$role"; done
-  # Cloud Functions copies the uploaded source into its source bucket of the region, which it
-  # creates on the first deploy, and the build reads it there: the role holds on that bucket alone.
-  lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
-  bucket="projects/_/buckets/gcf-v2-sources-$PROJECT_NUMBER-$REGION"
-  "$1" "$BUILD_SA" roles/storage.objectAdmin \
-    "expression=resource.name == \"$bucket\" || resource.name.startsWith(\"$bucket/\"),title=counters-build-sources-only"
+# each_role ON CALLBACK calls CALLBACK ACCOUNT ROLE [CONDITION] for every role of ROLES on ON
+# (project or repository) whose setting is on; --remove takes them all.
+each_role() {
+  local row key role on needs title expression PROJECT_NUMBER=
+  for row in "${ROLES[@]}"; do
+    read -r key role on needs title expression <<<"$row"
+    [[ $on == "$1" ]] || continue
+    if [[ $needs != - ]] && ! $REMOVE && ! is_true "$(setting "$needs")"; then continue; fi
+    if [[ $title == - ]]; then
+      "$2" "${ACCOUNT[$key]}" "$role"
+      continue
+    fi
+    if [[ $expression == *'{project_number}'* && -z $PROJECT_NUMBER ]]; then
+      lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
+    fi
+    expression=${expression//'{project}'/$PROJECT}
+    expression=${expression//'{database}'/$DATABASE}
+    expression=${expression//'{project_number}'/$PROJECT_NUMBER}
+    "$2" "${ACCOUNT[$key]}" "$role" "expression=${expression//'{region}'/$REGION},title=$title"
+  done
 }
 
 ensure_identities() {
-  ensure_service_account "$RUNTIME_SA_NAME" "Distributed counters: functions at runtime"
-  ensure_service_account "$TRIGGER_SA_NAME" "Distributed counters: Eventarc and Pub/Sub push deliveries"
-  ensure_service_account "$BUILD_SA_NAME" "Distributed counters: builds of the functions"
-  each_project_role grant_project_role
+  local row key id name
+  for row in "${SERVICE_ACCOUNTS[@]}"; do
+    read -r key id name <<<"$row"
+    if missing gcloud iam service-accounts describe "${ACCOUNT[$key]}" --project="$PROJECT"; then
+      run gcloud iam service-accounts create "$id" --project="$PROJECT" --display-name="$name"
+    fi
+  done
+  each_role project grant_project_role
 }
 
 # ensure_repository creates the functions' Docker repository unless it exists, and lets the build
@@ -388,10 +375,15 @@ ensure_repository() {
   local repo=("$REPOSITORY" --project="$PROJECT" --location="$REGION")
   if missing gcloud artifacts repositories describe "${repo[@]}"; then
     run gcloud artifacts repositories create "${repo[@]}" --repository-format=docker \
-      --description="Distributed counters: the functions' images"
+      --description="$REPOSITORY_DESCRIPTION"
   fi
-  run gcloud artifacts repositories add-iam-policy-binding "${repo[@]}" \
-    --member="serviceAccount:$BUILD_SA" --role=roles/artifactregistry.writer
+  each_role repository grant_repository_role
+}
+
+# grant_repository_role ACCOUNT ROLE grants ROLE on the functions' repository.
+grant_repository_role() {
+  run gcloud artifacts repositories add-iam-policy-binding "$REPOSITORY" --project="$PROJECT" --location="$REGION" \
+    --member="serviceAccount:$1" --role="$2"
 }
 
 ensure_topics() {
@@ -539,11 +531,11 @@ deploy_function() {
   if [[ $event_type == - ]]; then
     if $public_on_request && $PUBLIC_INCREMENTS; then trigger=(--trigger-http --allow-unauthenticated); fi
   elif [[ $topic != - ]]; then
-    trigger=(--trigger-service-account="$TRIGGER_SA" --trigger-topic="$topic")
+    trigger=(--trigger-service-account="${ACCOUNT[trigger]}" --trigger-topic="$topic")
   else
     # The Firestore trigger lives where the database is.
     $from_root || document="$(setting COUNTERS_COLLECTION)/$document"
-    trigger=(--trigger-location="$DATABASE_LOCATION" --trigger-service-account="$TRIGGER_SA"
+    trigger=(--trigger-location="$DATABASE_LOCATION" --trigger-service-account="${ACCOUNT[trigger]}"
       --trigger-event-filters=type="$event_type" --trigger-event-filters=database="$DATABASE"
       --trigger-event-filters-path-pattern=document="$document")
   fi
@@ -552,9 +544,9 @@ deploy_function() {
   [[ -z ${SOURCE_BASE[$name]:-} ]] || labels+=",$SOURCE_LABEL=${SOURCE_BASE[$name]}"
   run gcloud functions deploy "$name" --gen2 --project="$PROJECT" --region="$REGION" \
     --runtime="$RUNTIME" --source=. --entry-point="$entry_point" \
-    --build-service-account="projects/$PROJECT/serviceAccounts/$BUILD_SA" \
+    --build-service-account="projects/$PROJECT/serviceAccounts/${ACCOUNT[build]}" \
     --docker-repository="projects/$PROJECT/locations/$REGION/repositories/$REPOSITORY" \
-    --service-account="$RUNTIME_SA" --set-env-vars="$ENV_VARS" --update-labels="$labels" \
+    --service-account="${ACCOUNT[runtime]}" --set-env-vars="$ENV_VARS" --update-labels="$labels" \
     "${limits[@]}" --quiet "${trigger[@]}"
 }
 
@@ -567,7 +559,7 @@ sync_invokers() {
   local name=$1 event_type=$3 public_on_request=${13} admin=${14} member CURRENT_INVOKERS
   local wanted=("${INVOKERS[@]}")
   if [[ $event_type != - ]]; then
-    wanted=("serviceAccount:$TRIGGER_SA")
+    wanted=("serviceAccount:${ACCOUNT[trigger]}")
   elif $admin; then
     wanted=("${ADMIN_INVOKERS[@]}")
   fi
@@ -823,8 +815,9 @@ remove_deployment() {
   remove_indexes
   remove_fields
   remove_monitoring
-  each_project_role revoke_project_role
-  for name in "$RUNTIME_SA" "$TRIGGER_SA" "$BUILD_SA"; do
+  each_role project revoke_project_role
+  for row in "${SERVICE_ACCOUNTS[@]}"; do
+    name=${ACCOUNT[${row%% *}]}
     if present gcloud iam service-accounts describe "$name" --project="$PROJECT"; then
       delete_if_present gcloud iam service-accounts delete "$name" --project="$PROJECT" --quiet
     fi
@@ -1057,9 +1050,11 @@ main() {
   check_ttl_collections
   check_origins
   RUNTIME=$(go_runtime)
-  RUNTIME_SA="$RUNTIME_SA_NAME@$PROJECT.iam.gserviceaccount.com"
-  TRIGGER_SA="$TRIGGER_SA_NAME@$PROJECT.iam.gserviceaccount.com"
-  BUILD_SA="$BUILD_SA_NAME@$PROJECT.iam.gserviceaccount.com"
+  local row key id
+  for row in "${SERVICE_ACCOUNTS[@]}"; do
+    read -r key id _ <<<"$row"
+    ACCOUNT[$key]="$id@$PROJECT.iam.gserviceaccount.com"
+  done
   $REMOVE || $DEAD_LETTER_ONLY || load_sources
   env_vars
 

@@ -3,9 +3,9 @@
 resource "google_artifact_registry_repository" "functions" {
   project       = var.project
   location      = var.region
-  repository_id = "${local.name_prefix}counters-functions"
+  repository_id = "${local.name_prefix}${local.deployment.repository.id}"
   format        = "DOCKER"
-  description   = "Distributed counters: the functions' images"
+  description   = local.deployment.repository.description
 
   depends_on = [google_project_service.api]
 }
@@ -14,6 +14,6 @@ resource "google_artifact_registry_repository_iam_member" "build_writer" {
   project    = google_artifact_registry_repository.functions.project
   location   = google_artifact_registry_repository.functions.location
   repository = google_artifact_registry_repository.functions.name
-  role       = "roles/artifactregistry.writer"
-  member     = "serviceAccount:${google_service_account.identity["build"].email}"
+  role       = local.deployment.repository_role.role
+  member     = "serviceAccount:${google_service_account.identity[local.deployment.repository_role.account].email}"
 }

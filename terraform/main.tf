@@ -1,6 +1,6 @@
 # The distributed counters as one Terraform module: the same system scripts/deploy.sh deploys with
 # gcloud. What it deploys (functions, triggers, limits, topics, the scheduler, settings, field
-# settings) is declared in Go (internal/manifest/deployment.go, functions/config) and read from
+# settings, accounts, roles, APIs) is declared in Go (internal/manifest, functions/config) and read from
 # local.deployment, which `go generate ./...` writes into deployment.gen.tf.json.
 
 locals {
@@ -43,12 +43,7 @@ locals {
   optional_environment = setsubtract(keys(local.deployment.env_defaults), ["COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"])
   unknown_environment  = setsubtract(keys(var.environment), local.optional_environment)
 
-  apis = concat([
-    "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
-    "artifactregistry.googleapis.com", "eventarc.googleapis.com", "pubsub.googleapis.com",
-    "cloudscheduler.googleapis.com", "firestore.googleapis.com", "firebaserules.googleapis.com",
-    "logging.googleapis.com", "iam.googleapis.com", "storage.googleapis.com", "monitoring.googleapis.com",
-  ], local.increment_guards.APP_CHECK_REPLAY_PROTECTION ? ["firebaseappcheck.googleapis.com"] : [])
+  apis = [for a in local.deployment.apis : a.name if a.setting == null ? true : local.increment_guards[a.setting]]
 }
 
 resource "google_project_service" "api" {
@@ -58,41 +53,17 @@ resource "google_project_service" "api" {
   disable_on_destroy = false
 }
 
-# Identities: the functions run as "runtime" (Firestore, this database only); Eventarc and Pub/Sub
-# push call the event functions as "trigger", which may invoke those (functions.tf) and nothing else;
-# Cloud Build builds the functions as "build" (its logs, the uploaded source; its images: artifacts.tf).
+# Identities and their roles: internal/manifest/iam.go (docs/operations.md, "Identities").
 locals {
-  identities = {
-    runtime = { account_id = "counters-runtime", display_name = "Distributed counters: functions at runtime" }
-    trigger = { account_id = "counters-trigger", display_name = "Distributed counters: Eventarc and Pub/Sub push deliveries" }
-    build   = { account_id = "counters-build", display_name = "Distributed counters: builds of the functions" }
-  }
-  database_name = "projects/${var.project}/databases/${var.database}"
-  # Cloud Functions copies the source object into its source bucket of the region, which it creates
-  # on the first deploy, and the build reads it there: the build's storage role holds on that bucket alone.
-  sources_bucket = "projects/_/buckets/gcf-v2-sources-${data.google_project.project.number}-${var.region}"
-  identity_roles = merge({
-    "runtime roles/datastore.user" = {
-      identity = "runtime", role = "roles/datastore.user", condition = {
-        title      = "counters-database-only"
-        expression = "resource.name == \"${local.database_name}\" || resource.name.startsWith(\"${local.database_name}/\")"
-      }
+  identity_roles = { for key, r in local.deployment.project_roles : key => {
+    identity = r.account
+    role     = r.role
+    condition = r.condition == null ? null : {
+      title = r.condition.title
+      expression = replace(replace(replace(replace(r.condition.expression, "{project}", var.project),
+      "{database}", var.database), "{project_number}", data.google_project.project.number), "{region}", var.region)
     }
-    "trigger roles/eventarc.eventReceiver" = { identity = "trigger", role = "roles/eventarc.eventReceiver", condition = null }
-    "build roles/logging.logWriter"        = { identity = "build", role = "roles/logging.logWriter", condition = null }
-    "build roles/storage.objectAdmin" = {
-      identity = "build", role = "roles/storage.objectAdmin", condition = {
-        title      = "counters-build-sources-only"
-        expression = "resource.name == \"${local.sources_bucket}\" || resource.name.startsWith(\"${local.sources_bucket}/\")"
-      }
-    }
-    # CHECK_REVOKED_TOKENS looks users up (firebaseauth.users.get).
-    }, local.increment_guards.CHECK_REVOKED_TOKENS ? {
-    "runtime roles/firebaseauth.viewer" = { identity = "runtime", role = "roles/firebaseauth.viewer", condition = null }
-    } : {}, local.increment_guards.APP_CHECK_REPLAY_PROTECTION ? {
-    # APP_CHECK_REPLAY_PROTECTION consumes App Check tokens (firebaseappcheck.appCheckTokens.verify).
-    "runtime roles/firebaseappcheck.tokenVerifier" = { identity = "runtime", role = "roles/firebaseappcheck.tokenVerifier", condition = null }
-  } : {})
+  } if r.setting == null ? true : local.increment_guards[r.setting] }
 }
 
 data "google_project" "project" {
@@ -100,7 +71,7 @@ data "google_project" "project" {
 }
 
 resource "google_service_account" "identity" {
-  for_each     = local.identities
+  for_each     = local.deployment.service_accounts
   project      = var.project
   account_id   = "${local.name_prefix}${each.value.account_id}"
   display_name = each.value.display_name

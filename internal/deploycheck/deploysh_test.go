@@ -2,7 +2,6 @@ package deploycheck_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,45 +165,6 @@ func TestDescribeFailuresOtherThanNotFoundStopTheDeploy(t *testing.T) {
 	}
 }
 
-// TestRuntimeRoleIsTheDatabasesOnly: the runtime account's roles/datastore.user is conditioned on the
-// deployment's database, and every function is built by the build account, not the default one,
-// the functions of two declared counter sources included.
-func TestRuntimeRoleIsTheDatabasesOnly(t *testing.T) {
-	requireBash(t)
-	useSources(t, twoSources)
-	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r", "--database", "counts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conditioned, built := false, 0
-	for _, words := range commands {
-		f, line := flags(words), strings.Join(words, " ")
-		if strings.Contains(line, "--role=roles/datastore.user") {
-			conditioned = strings.Contains(line, `--condition=expression=resource.name == "projects/p/databases/counts" || resource.name.startsWith("projects/p/databases/counts/")`)
-		}
-		if strings.HasPrefix(line, "gcloud functions deploy ") &&
-			strings.Join(f["--build-service-account"], ",") == "projects/p/serviceAccounts/counters-build@p.iam.gserviceaccount.com" {
-			built++
-		}
-	}
-	if !conditioned {
-		t.Error("roles/datastore.user is not conditioned on projects/p/databases/counts")
-	}
-	want := 0
-	for _, f := range manifest.Deployed() {
-		switch {
-		case f.OptIn: // deployed only when named
-		case f.PerSource: // one per declared pattern
-			want += len(sourceNames("posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"))
-		default:
-			want++
-		}
-	}
-	if built != want {
-		t.Errorf("%d functions built by counters-build, want every function deployed by default (%d)", built, want)
-	}
-}
-
 // fakeCurlScript records each call (its arguments, the file it sends, whether the token came on
 // standard input) and answers as the Firebase Rules API would: a created ruleset's name, and for the
 // release's update NOT_FOUND (failing, as --fail-with-body does) when $FAKE_NO_RELEASE is set.
@@ -362,185 +322,67 @@ func TestRulesAreReplacedOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// TestBuildAccountReachesOnlyTheSourceBucket: the build account's storage role, which lets it read
-// the uploaded source, holds on Cloud Functions' source bucket of the region
-// (gcf-v2-sources-PROJECT_NUMBER-REGION, where both paths' sources are built from) and its objects,
-// not on every bucket of the project: deploy.sh and Terraform grant it under that condition.
-func TestBuildAccountReachesOnlyTheSourceBucket(t *testing.T) {
+// TestFunctionsAreBuiltByTheBuildAccountIntoTheirRepository: both paths create the functions'
+// Docker repository in the region and build every function into it, deploy.sh with the build
+// account, not the default one, the functions of two declared counter sources included.
+func TestFunctionsAreBuiltByTheBuildAccountIntoTheirRepository(t *testing.T) {
 	requireBash(t)
-	const scoped = `resource.name == "projects/_/buckets/gcf-v2-sources-%s-r" || resource.name.startsWith("projects/_/buckets/gcf-v2-sources-%s-r/")`
-	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	granted := 0
-	for _, words := range commands {
-		line := strings.Join(words, " ")
-		if !strings.Contains(line, "add-iam-policy-binding") || !strings.Contains(line, "--role=roles/storage.") {
-			continue
-		}
-		granted++
-		if want := fmt.Sprintf(scoped, "PROJECT_NUMBER", "PROJECT_NUMBER"); strings.Join(flags(words)["--condition"], "") != "expression="+want+",title=counters-build-sources-only" {
-			t.Errorf("deploy.sh grants a storage role beyond the source bucket: %s", line)
-		}
-	}
-	if granted == 0 {
-		t.Error("deploy.sh grants the build account no storage role: it cannot read the source")
-	}
-
-	granted = 0
-	for key, r := range identityRoles(t, "", false) {
-		if !strings.HasPrefix(r.GetAttr("role").AsString(), "roles/storage.") {
-			continue
-		}
-		granted++
-		c := r.GetAttr("condition")
-		if want := fmt.Sprintf(scoped, "123", "123"); c.IsNull() || c.GetAttr("expression").AsString() != want {
-			t.Errorf("terraform: %s is granted beyond the source bucket (condition %#v)", key, c.GoString())
-		}
-	}
-	if granted == 0 {
-		t.Error("terraform grants the build account no storage role: it cannot read the source")
-	}
-}
-
-// TestRevocationCheckIsGrantedItsRole: CHECK_REVOKED_TOKENS looks users up, which the runtime
-// account may do only with roles/firebaseauth.viewer.
-func TestRevocationCheckIsGrantedItsRole(t *testing.T) {
-	checkGrantedWhenOn(t, "REQUIRE_ID_TOKEN", "CHECK_REVOKED_TOKENS", "roles/firebaseauth.viewer")
-}
-
-// TestReplayProtectionIsGrantedItsRole: APP_CHECK_REPLAY_PROTECTION consumes App Check tokens, which
-// the runtime account may do only with firebaseappcheck.appCheckTokens.verify.
-func TestReplayProtectionIsGrantedItsRole(t *testing.T) {
-	checkGrantedWhenOn(t, "REQUIRE_APP_CHECK", "APP_CHECK_REPLAY_PROTECTION", "roles/firebaseappcheck.tokenVerifier")
-}
-
-// checkGrantedWhenOn checks that both deploy paths grant the runtime account role on the project
-// when setting (which needs prerequisite) is on, and only then; --remove revokes it either way.
-func checkGrantedWhenOn(t *testing.T, prerequisite, setting, role string) {
-	t.Helper()
-	requireBash(t)
-	grant := "--member=serviceAccount:counters-runtime@p.iam.gserviceaccount.com --role=" + role + " "
-	for _, c := range []struct {
-		args []string
-		want bool
-	}{
-		{[]string{"--env", prerequisite + "=true", "--env", setting + "=true"}, true},
-		{[]string{"--env", prerequisite + "=true"}, false},
-		{[]string{"--remove"}, true},
-	} {
-		commands, err := deploycheck.DryRun(script, append([]string{"--project", "p", "--region", "r"}, c.args...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		granted := false
-		for _, words := range commands {
-			line := strings.Join(words, " ")
-			granted = granted || strings.Contains(line, "-iam-policy-binding p ") && strings.Contains(line, grant)
-		}
-		if granted != c.want {
-			t.Errorf("deploy.sh %q: %s granted (or revoked) %t, want %t", c.args, role, granted, c.want)
-		}
-	}
-	for _, on := range []bool{true, false} {
-		granted := false
-		for _, r := range identityRoles(t, setting, on) {
-			granted = granted || r.GetAttr("role").AsString() == role && r.GetAttr("identity").AsString() == "runtime"
-		}
-		if granted != on {
-			t.Errorf("terraform, %s %t: %s granted %t", setting, on, role, granted)
-		}
-	}
-}
-
-// identityRoles evaluates terraform's local.identity_roles for project p in region r, every
-// increment guard off but guard, which is on when on says so.
-func identityRoles(t *testing.T, guard string, on bool) map[string]cty.Value {
-	t.Helper()
-	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
-		"var": cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("(default)"), "region": cty.StringVal("r")}),
-		"data": cty.ObjectVal(map[string]cty.Value{"google_project": cty.ObjectVal(map[string]cty.Value{
-			"project": cty.ObjectVal(map[string]cty.Value{"number": cty.StringVal("123")})})}),
-	}}
-	guards := map[string]cty.Value{"CHECK_REVOKED_TOKENS": cty.False, "APP_CHECK_REPLAY_PROTECTION": cty.False}
-	if guard != "" {
-		guards[guard] = cty.BoolVal(on)
-	}
-	locals := evalLocals(t, ctx, map[string]cty.Value{"increment_guards": cty.ObjectVal(guards)}, "database_name", "sources_bucket", "identity_roles")
-	return locals["identity_roles"].AsValueMap()
-}
-
-// TestBuildAccountWritesOnlyTheFunctionsRepository: both paths create the functions' Docker
-// repository in the region, grant the build account roles/artifactregistry.writer on it alone (no
-// Artifact Registry role on the project), and build every function into it.
-func TestBuildAccountWritesOnlyTheFunctionsRepository(t *testing.T) {
-	requireBash(t)
+	useSources(t, twoSources)
 	const repository = "projects/p/locations/r/repositories/counters-functions"
 	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, granted, deployed := false, false, 0
+	created, built := false, 0
 	for _, words := range commands {
 		line, f := strings.Join(words, " "), flags(words)
 		switch {
 		case strings.HasPrefix(line, "gcloud artifacts repositories create counters-functions "):
 			created = slices.Equal(f["--location"], []string{"r"}) && slices.Equal(f["--repository-format"], []string{"docker"})
-		case strings.HasPrefix(line, "gcloud artifacts repositories add-iam-policy-binding counters-functions "):
-			granted = slices.Equal(f["--location"], []string{"r"}) && slices.Equal(f["--role"], []string{"roles/artifactregistry.writer"}) &&
-				slices.Equal(f["--member"], []string{"serviceAccount:counters-build@p.iam.gserviceaccount.com"})
 		case strings.HasPrefix(line, "gcloud functions deploy "):
-			deployed++
-			if !slices.Equal(f["--docker-repository"], []string{repository}) {
-				t.Errorf("deploy.sh builds a function elsewhere than %s: %s", repository, line)
+			if slices.Equal(f["--docker-repository"], []string{repository}) &&
+				slices.Equal(f["--build-service-account"], []string{"projects/p/serviceAccounts/counters-build@p.iam.gserviceaccount.com"}) {
+				built++
+			} else {
+				t.Errorf("deploy.sh builds a function elsewhere than %s or by another account: %s", repository, line)
 			}
-		case strings.Contains(line, "add-iam-policy-binding") && strings.Contains(line, "--role=roles/artifactregistry."):
-			t.Errorf("deploy.sh grants an Artifact Registry role beyond the functions' repository: %s", line)
 		}
 	}
-	if !created || !granted || deployed == 0 {
-		t.Errorf("deploy.sh: repository created in r %t, build account its writer %t, functions deployed %d", created, granted, deployed)
+	want := 0
+	for _, f := range manifest.Deployed() {
+		switch {
+		case f.OptIn: // deployed only when named
+		case f.PerSource: // one per declared pattern
+			want += len(sourceNames("posts/{post}/likes/{like}", "shops/{shop}/orders/{order}"))
+		default:
+			want++
+		}
+	}
+	if !created || built != want {
+		t.Errorf("deploy.sh: repository created in r %t, %d functions built there by counters-build, want every function deployed by default (%d)", created, built, want)
 	}
 
-	for key, r := range identityRoles(t, "", false) {
-		if strings.HasPrefix(r.GetAttr("role").AsString(), "roles/artifactregistry.") {
-			t.Errorf("terraform grants %s on the project", key)
-		}
-	}
 	repo := terraformBody(t, "resource", "google_artifact_registry_repository", "functions")
 	for name, want := range map[string]string{"repository_id": "counters-functions", "format": "DOCKER", "location": "var.region"} {
 		if got := expressionText(t, repo.Attributes[name]); got != want {
 			t.Errorf("terraform: the repository's %s is %s, want %s", name, got, want)
 		}
 	}
-	writers := 0
-	for _, b := range terraformBlocks(t) {
-		role := b.Body.Attributes["role"]
-		if b.Type != "resource" || role == nil || !strings.HasPrefix(expressionText(t, role), "roles/artifactregistry.") {
-			continue
-		}
-		writers++
-		if b.Labels[0] != "google_artifact_registry_repository_iam_member" ||
-			expressionText(t, b.Body.Attributes["repository"]) != "google_artifact_registry_repository.functions.name" ||
-			!strings.Contains(expressionText(t, b.Body.Attributes["member"]), `google_service_account.identity["build"].email`) {
-			t.Errorf("terraform: %s.%s grants an Artifact Registry role beyond the build account on the functions' repository", b.Labels[0], b.Labels[1])
-		}
-	}
 	build := nested(t, terraformBody(t, "resource", "google_cloudfunctions2_function", "function"), "build_config")
-	if got := expressionText(t, build.Attributes["docker_repository"]); writers == 0 || got != "google_artifact_registry_repository.functions.id" {
-		t.Errorf("terraform: %d repository grants; the functions are built into %q, want the functions' repository", writers, got)
+	if got := expressionText(t, build.Attributes["docker_repository"]); got != "google_artifact_registry_repository.functions.id" {
+		t.Errorf("terraform: the functions are built into %q, want the functions' repository", got)
 	}
 }
 
-// expressionText is an attribute's value when it is a string of literals and local.name_prefix
-// (empty), else its source text; "" when absent.
+// expressionText is an attribute's value when it is a string of literals, local.name_prefix
+// (empty) and local.deployment, else its source text; "" when absent.
 func expressionText(t *testing.T, a *hclsyntax.Attribute) string {
 	t.Helper()
 	if a == nil {
 		return ""
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"local": cty.ObjectVal(map[string]cty.Value{"name_prefix": cty.StringVal("")})}}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"local": cty.ObjectVal(map[string]cty.Value{
+		"name_prefix": cty.StringVal(""), "deployment": generatedDeployment(t)})}}
 	if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && v.Type() == cty.String {
 		return v.AsString()
 	}

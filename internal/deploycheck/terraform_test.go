@@ -70,7 +70,7 @@ func nested(t *testing.T, body *hclsyntax.Body, typ string) *hclsyntax.Body {
 var terraformFunctions = map[string]function.Function{
 	"contains": stdlib.ContainsFunc, "lookup": stdlib.LookupFunc, "length": stdlib.LengthFunc,
 	"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc, "merge": stdlib.MergeFunc,
-	"regexall": stdlib.RegexAllFunc, "concat": stdlib.ConcatFunc, "compact": stdlib.CompactFunc, "join": stdlib.JoinFunc,
+	"regexall": stdlib.RegexAllFunc, "replace": stdlib.ReplaceFunc, "concat": stdlib.ConcatFunc, "compact": stdlib.CompactFunc, "join": stdlib.JoinFunc,
 }
 
 // evalBool evaluates expr with the variables vars (as var.NAME) and the other roots in more.

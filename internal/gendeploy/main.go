@@ -1,5 +1,6 @@
 // Command gendeploy writes the deployment files from the Go declarations of the deployed
-// functions (manifest.Deployed, manifest.FieldSettings) and of the settings (functions/config):
+// functions, field settings, accounts, roles and APIs (internal/manifest) and of the settings
+// (functions/config):
 //
 //	scripts/deployment.gen.sh        sourced by scripts/deploy.sh
 //	terraform/deployment.gen.tf.json locals read by the Terraform module
