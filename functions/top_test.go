@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/internal/testenv"
 )
 
 // topOf asks Top and returns the answer's counters and counts, in order.
@@ -92,10 +94,12 @@ func TestTopListsRankAGroupAllTimeAndToday(t *testing.T) {
 // TestTopListStaleness measures how far a top list lags while a group's counters are incremented and
 // rolled up as their trigger would (each shard write starts a roll-up), with the default 1 s
 // ROLLUP_INTERVAL: the list's age (now − updated_at) sampled every 50 ms, and the time from the last
-// increment until the list holds every exact count. Both stay within a few intervals.
+// increment until the list holds every exact count. Both stay within a few intervals, and the
+// list's commits are an interval apart (a hot document otherwise).
 func TestTopListStaleness(t *testing.T) {
 	cfg := config.Default()
-	srv := newTestServer(t, cfg)
+	client, commits := testenv.FirestoreWithCommits(t)
+	srv := newTestServerWithClient(t, cfg, client)
 	ids := []string{"s1", "s2", "s3"}
 	for _, id := range ids {
 		if a := srv.postJSON(t, http.MethodPut, "/ConfigureCounter", map[string]any{"counter": id, "group": "stale"}); a.status != http.StatusCreated {
@@ -148,6 +152,16 @@ func TestTopListStaleness(t *testing.T) {
 		cfg.RollupInterval, worst.Round(time.Millisecond), settled.Round(time.Millisecond), want)
 	if limit := 4 * cfg.RollupInterval; worst > limit || settled > limit {
 		t.Errorf("the list lagged %s under load and settled after %s, want both within %s", worst, settled, limit)
+	}
+	var prev time.Time
+	for _, c := range commits() {
+		if !slices.Contains(c.Docs, "tops/stale_all") {
+			continue
+		}
+		if gap := c.Time.Sub(prev); gap < cfg.RollupInterval {
+			t.Errorf("tops/stale_all written %s after its previous write, want at least ROLLUP_INTERVAL %s", gap, cfg.RollupInterval)
+		}
+		prev = c.Time
 	}
 }
 

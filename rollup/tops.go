@@ -106,7 +106,8 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 				if !t.Before(writtenAt) {
 					return nil // ranks ours already
 				}
-				if wait := t.Add(b.interval).Sub(readAt); wait > 0 {
+				// Spaced from the list's last commit, not its ranking's read time: one write an interval.
+				if wait := snap.UpdateTime.Add(b.interval).Sub(readAt); wait > 0 {
 					if err := clock.SleepUntil(ctx, clock.System{}, time.Now().Add(wait)); err != nil {
 						return err
 					}
