@@ -6,7 +6,7 @@
 # is idempotent: run it again to update. See docs/operations.md.
 #
 # What it deploys (functions, triggers, limits, topics, settings, field settings, accounts, roles,
-# APIs) is declared in Go (internal/manifest, functions/config) and read from deployment.gen.sh, which
+# invokers, dead letters, APIs) is declared in Go (internal/manifest, functions/config) and read from deployment.gen.sh, which
 # `go generate ./...` writes.
 set -euo pipefail
 
@@ -404,14 +404,14 @@ ensure_dead_letter_subscription() {
   [[ $dead_letter != - ]] || return 0
   if missing gcloud pubsub subscriptions describe "$dead_letter" --project="$PROJECT"; then
     run gcloud pubsub subscriptions create "$dead_letter" --project="$PROJECT" \
-      --topic="$dead_letter" --message-retention-duration=7d --expiration-period=never
+      --topic="$dead_letter" --message-retention-duration="$DEAD_LETTER_RETENTION" --expiration-period=never
   fi
 }
 
 # each_function CALLBACK calls CALLBACK with the columns of every FUNCTIONS row that is deployed (an
 # opt-in function only when --opt-in names it), then of every SOURCE_ROWS row, in order: name, entry point, event type, topic,
 # document pattern, retry, dead-letter topic, memory, vCPU, concurrency, timeout, max instances,
-# public on request, admin, document pattern from root, opt-in.
+# public on request, invoker, document pattern from root, opt-in.
 each_function() {
   local row columns
   for row in "${FUNCTIONS[@]}" "${SOURCE_ROWS[@]}"; do
@@ -444,11 +444,11 @@ attach_dead_letter() {
   lookup SUBSCRIPTION gcloud eventarc triggers describe "$TRIGGER" --project="$PROJECT" --location="$REGION" \
     --format='value(transport.pubsub.subscription)'
   lookup PROJECT_NUMBER gcloud projects describe "$PROJECT" --format='value(projectNumber)'
-  agent="serviceAccount:service-$PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com"
+  agent="serviceAccount:${PUBSUB_AGENT//'{project_number}'/$PROJECT_NUMBER}"
   run gcloud pubsub topics add-iam-policy-binding "$dead_letter" --project="$PROJECT" \
-    --member="$agent" --role=roles/pubsub.publisher
+    --member="$agent" --role="$DEAD_LETTER_TOPIC_ROLE"
   run gcloud pubsub subscriptions add-iam-policy-binding "$SUBSCRIPTION" --project="$PROJECT" \
-    --member="$agent" --role=roles/pubsub.subscriber
+    --member="$agent" --role="$DEAD_LETTER_SUBSCRIPTION_ROLE"
   run gcloud pubsub subscriptions update "$SUBSCRIPTION" --project="$PROJECT" \
     --dead-letter-topic="projects/$PROJECT/topics/$dead_letter" --max-delivery-attempts="$MAX_DELIVERY_ATTEMPTS"
 }
@@ -550,26 +550,25 @@ deploy_function() {
     "${limits[@]}" --quiet "${trigger[@]}"
 }
 
-# sync_invokers makes the invokers of a function exactly its list: the trigger account for an event
-# function (Pub/Sub push and Eventarc call it as that account, and only it), --admin-invoker members
-# for an admin function, --invoker members for the other HTTP ones, plus allUsers for a function that
-# is public on request when --allow-unauthenticated-increments is given. It grants the listed members,
-# then reads the service's policy and revokes roles/run.invoker from every other member.
+# sync_invokers makes the invokers of a function exactly its invoker column's (manifest.Invoker): an
+# account, or the --admin-invoker or --invoker members, plus allUsers for a function that is public
+# on request when --allow-unauthenticated-increments is given. It grants the listed members, then
+# reads the service's policy and revokes INVOKER_ROLE from every other member.
 sync_invokers() {
-  local name=$1 event_type=$3 public_on_request=${13} admin=${14} member CURRENT_INVOKERS
-  local wanted=("${INVOKERS[@]}")
-  if [[ $event_type != - ]]; then
-    wanted=("serviceAccount:${ACCOUNT[trigger]}")
-  elif $admin; then
-    wanted=("${ADMIN_INVOKERS[@]}")
-  fi
+  local name=$1 public_on_request=${13} invoker=${14} member CURRENT_INVOKERS wanted
+  case $invoker in
+  account:*) wanted=("serviceAccount:${ACCOUNT[${invoker#account:}]}") ;;
+  list:admin) wanted=("${ADMIN_INVOKERS[@]}") ;;
+  list:http) wanted=("${INVOKERS[@]}") ;;
+  *) die "$name: invoker $invoker: deployment.gen.sh names no account:KEY, list:admin or list:http" ;;
+  esac
   if $public_on_request && $PUBLIC_INCREMENTS; then wanted+=(allUsers); fi
   for member in "${wanted[@]}"; do
     run gcloud functions add-invoker-policy-binding "$name" --project="$PROJECT" --region="$REGION" \
       --member="$member"
   done
   lookup CURRENT_INVOKERS gcloud run services get-iam-policy "$name" --project="$PROJECT" --region="$REGION" \
-    --flatten='bindings[].members' --filter='bindings.role=roles/run.invoker' --format='value(bindings.members)'
+    --flatten='bindings[].members' --filter="bindings.role=$INVOKER_ROLE" --format='value(bindings.members)'
   if $DRY_RUN; then
     note "then, for each member of CURRENT_INVOKERS not granted above:"
     run gcloud functions remove-invoker-policy-binding "$name" --project="$PROJECT" --region="$REGION" \
@@ -622,16 +621,16 @@ warn_public_increments() {
   warn "Increment is public. ${risks[*]} See docs/operations.md, \"Public increments\"."
 }
 
-# ensure_scheduler_jobs makes each job of SCHEDULES publish "tick" to its topic on its schedule (at
-# least once).
+# ensure_scheduler_jobs makes each job of SCHEDULES publish its message to its topic on its schedule
+# (at least once).
 ensure_scheduler_jobs() {
-  local row topic schedule verb
+  local row topic time_zone message schedule verb
   for row in "${SCHEDULES[@]}"; do
-    read -r topic schedule <<<"$row"
+    read -r topic time_zone message schedule <<<"$row"
     verb=update
     missing gcloud scheduler jobs describe "$topic" --project="$PROJECT" --location="$REGION" && verb=create
     run gcloud scheduler jobs "$verb" pubsub "$topic" --project="$PROJECT" --location="$REGION" \
-      --schedule="$schedule" --time-zone=Etc/UTC --topic="$topic" --message-body=tick
+      --schedule="$schedule" --time-zone="$time_zone" --topic="$topic" --message-body="$message"
   done
 }
 

@@ -9,36 +9,44 @@ readonly VERSION_LABEL=v0-11-0
 
 # Every deployed function, one row each: name, entry point, event type, topic, document pattern
 # (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,
-# concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),
-# document pattern from root, opt-in (deployed only when asked for by name); "-" is none (an
-# HTTP trigger, the platform's default vCPU).
+# concurrency, timeout, max instances, public on request, invoker (who holds roles/run.invoker:
+# account:KEY or list:NAME), document pattern from root, opt-in (deployed only when asked for by
+# name); "-" is none (an HTTP trigger, the platform's default vCPU).
 readonly FUNCTIONS=(
-  'increment Increment - - - false - 256Mi 1 80 60s 100 true false false false'
-  'count Count - - - false - 256Mi - 1 60s 10 false false false false'
-  'top Top - - - false - 256Mi - 1 60s 10 false false false false'
-  'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false true false false'
-  'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false false false false'
-  'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false false false false'
-  'rollup-scheduled RollupScheduled google.cloud.pubsub.topic.v1.messagePublished counter-rollup-tick - false - 256Mi - 1 300s 1 false false false false'
-  'fold-extension-shards FoldExtensionShards google.cloud.firestore.document.v1.written - {collection}/{doc=**}/_counter_shards_/{shard} true - 256Mi 1 80 60s 20 false false true true'
+  'increment Increment - - - false - 256Mi 1 80 60s 100 true list:http false false'
+  'count Count - - - false - 256Mi - 1 60s 10 false list:http false false'
+  'top Top - - - false - 256Mi - 1 60s 10 false list:http false false'
+  'configure-counter ConfigureCounter - - - false - 256Mi - 1 60s 5 false list:admin false false'
+  'increment-from-pubsub IncrementFromPubSub google.cloud.pubsub.topic.v1.messagePublished counter-increments - true counter-increments-dead-letter 256Mi 1 1000 60s 100 false account:trigger false false'
+  'rollup-on-shard-write RollupOnShardWrite google.cloud.firestore.document.v1.written - {counter}/shards/{shard} true - 512Mi 1 80 60s 20 false account:trigger false false'
+  'rollup-scheduled RollupScheduled google.cloud.pubsub.topic.v1.messagePublished counter-rollup-tick - false - 256Mi - 1 300s 1 false account:trigger false false'
+  'fold-extension-shards FoldExtensionShards google.cloud.firestore.document.v1.written - {collection}/{doc=**}/_counter_shards_/{shard} true - 256Mi 1 80 60s 20 false account:trigger true true'
 )
+readonly INVOKER_ROLE=roles/run.invoker
 
 # The functions deployed once per document pattern of the counter sources (COUNTER_SOURCES), rows
 # as above with the name and the document pattern "-": each deployed function is named
 # NAME-<8 hex of the pattern's SHA-256> (manifest.SourceFunctions; go run ./cmd/sources deploy lists
 # them) and labelled counters_source=NAME, by which deploy.sh finds those whose pattern is no longer declared.
 readonly SOURCE_FUNCTIONS=(
-  'count-documents CountDocumentWrite google.cloud.firestore.document.v1.written - - true - 256Mi 1 80 60s 20 false false true false'
+  'count-documents CountDocumentWrite google.cloud.firestore.document.v1.written - - true - 256Mi 1 80 60s 20 false account:trigger true false'
 )
 readonly SOURCE_LABEL=counters_source
 
-# Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).
+# Cloud Scheduler jobs, one row each: the topic (also the job's name), time zone, message, cron
+# schedule.
 readonly SCHEDULES=(
-  'counter-rollup-tick * * * * *'
+  'counter-rollup-tick Etc/UTC tick * * * * *'
 )
 
 # Pub/Sub topics of the triggers and dead letters.
 readonly TOPICS=(counter-increments counter-increments-dead-letter counter-rollup-tick)
+
+# Dead letters: Pub/Sub's service agent gets the first role on the dead-letter topic, the second on
+# the function's subscription; the subscription named after the topic keeps them this long.
+readonly PUBSUB_AGENT='service-{project_number}@gcp-sa-pubsub.iam.gserviceaccount.com'
+readonly DEAD_LETTER_TOPIC_ROLE=roles/pubsub.publisher DEAD_LETTER_SUBSCRIPTION_ROLE=roles/pubsub.subscriber
+readonly DEAD_LETTER_RETENTION=7d
 
 # The functions' settings that --env NAME=VALUE may set (functions/config; docs/settings.md), and
 # their defaults.

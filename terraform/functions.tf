@@ -106,17 +106,16 @@ resource "google_cloudfunctions2_function" "function" {
   depends_on = [google_project_iam_member.identity_role, google_artifact_registry_repository_iam_member.build_writer, google_project_service.api]
 }
 
-# Who may invoke what (2nd gen functions are Cloud Run services), by entry point: the trigger
-# identity the event functions; admin_invokers the admin function (ConfigureCounter); http_invokers
-# the other HTTP functions; allUsers Increment only when public_increments is on. Each list is
-# authoritative: one binding per function holds the whole list, so apply removes roles/run.invoker
-# from every member not in it (one dropped from a variable, an allUsers left by an earlier run or
-# the console), and an empty list leaves nobody.
+# Who may invoke what, by entry point: each function's invoker (manifest.Invoker), an account or
+# an invoker list, plus allUsers when public. Each list is authoritative: one binding per function
+# holds the whole list, so apply removes the role from every member not in it (one dropped from a
+# variable, an allUsers left by an earlier run or the console), and an empty list leaves nobody.
 locals {
-  invokers = merge(
-    { for entry_point, f in local.event_functions : entry_point => ["serviceAccount:${google_service_account.identity["trigger"].email}"] },
-    { for entry_point, f in local.http_functions : entry_point => concat(f.admin ? var.admin_invokers : var.http_invokers, f.public ? ["allUsers"] : []) },
-  )
+  invoker_lists = { admin = var.admin_invokers, http = var.http_invokers }
+  invokers = { for entry_point, f in local.functions : entry_point => concat(
+    f.invoker.account == null ? local.invoker_lists[f.invoker.list] : ["serviceAccount:${google_service_account.identity[f.invoker.account].email}"],
+    f.public ? ["allUsers"] : [],
+  ) }
 }
 
 resource "google_cloud_run_service_iam_binding" "invoker" {
@@ -124,7 +123,7 @@ resource "google_cloud_run_service_iam_binding" "invoker" {
   project  = var.project
   location = var.region
   service  = google_cloudfunctions2_function.function[each.key].service_config[0].service
-  role     = "roles/run.invoker"
+  role     = local.deployment.invoker_role
   members  = each.value
 }
 

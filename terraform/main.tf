@@ -1,6 +1,6 @@
 # The distributed counters as one Terraform module: the same system scripts/deploy.sh deploys with
 # gcloud. What it deploys (functions, triggers, limits, topics, the scheduler, settings, field
-# settings, accounts, roles, APIs) is declared in Go (internal/manifest, functions/config) and read from
+# settings, accounts, roles, invokers, dead letters, APIs) is declared in Go (internal/manifest, functions/config) and read from
 # local.deployment, which `go generate ./...` writes into deployment.gen.tf.json.
 
 locals {
@@ -26,8 +26,7 @@ locals {
   ) if !f.opt_in || contains(var.opt_in, f.name) }, local.source_functions)
   opt_in_names = [for f in local.deployment.functions : f.name if f.opt_in]
 
-  event_functions = { for entry_point, f in local.functions : entry_point => f if f.event_type != null }
-  http_functions  = { for entry_point, f in local.functions : entry_point => f if f.event_type == null }
+  http_functions = { for entry_point, f in local.functions : entry_point => f if f.event_type == null }
 
   # The functions' environment: var.environment may set the settings deployment.gen.tf.json lists,
   # but those the module sets itself (the project, the database, the collections).
@@ -101,7 +100,7 @@ resource "google_pubsub_topic" "topic" {
   depends_on = [google_project_service.api]
 }
 
-# The Cloud Scheduler job publishes "tick" to its topic on its schedule, at least once
+# The Cloud Scheduler job publishes its message to its topic on its schedule, at least once
 # (RollupScheduled rolls up the counters that changed). Cloud Scheduler publishes with its own
 # service agent.
 locals {
@@ -113,11 +112,11 @@ resource "google_cloud_scheduler_job" "rollup_tick" {
   region    = var.region
   name      = "${local.name_prefix}${local.schedule.topic}"
   schedule  = local.schedule.schedule
-  time_zone = "Etc/UTC"
+  time_zone = local.schedule.time_zone
 
   pubsub_target {
     topic_name = google_pubsub_topic.topic[local.schedule.topic].id
-    data       = base64encode("tick")
+    data       = base64encode(local.schedule.message)
   }
 
   depends_on = [google_project_service.api]

@@ -7,7 +7,7 @@
 locals {
   dead_letter = one([for entry_point, f in local.functions : { entry_point = entry_point, topic = f.topic, dead_letter_topic = f.dead_letter_topic } if f.dead_letter_topic != null])
   # Pub/Sub's service agent: it publishes what is dead-lettered and signs the pushes' OIDC tokens.
-  pubsub_agent = "serviceAccount:service-${data.google_project.project.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  pubsub_agent = "serviceAccount:${replace(local.deployment.dead_letters.agent, "{project_number}", data.google_project.project.number)}"
   push_url     = google_cloudfunctions2_function.function[local.dead_letter.entry_point].url
 }
 
@@ -54,14 +54,14 @@ resource "google_service_account_iam_member" "push_token" {
 resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
   project = var.project
   topic   = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].name
-  role    = "roles/pubsub.publisher"
+  role    = local.deployment.dead_letters.topic_role
   member  = local.pubsub_agent
 }
 
 resource "google_pubsub_subscription_iam_member" "dead_letter_subscriber" {
   project      = var.project
   subscription = google_pubsub_subscription.push.name
-  role         = "roles/pubsub.subscriber"
+  role         = local.deployment.dead_letters.subscription_role
   member       = local.pubsub_agent
 }
 
@@ -69,7 +69,7 @@ resource "google_pubsub_subscription" "dead_letter" {
   project                    = var.project
   name                       = "${local.name_prefix}${local.dead_letter.dead_letter_topic}"
   topic                      = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].id
-  message_retention_duration = "604800s"
+  message_retention_duration = local.deployment.dead_letters.retention
   ack_deadline_seconds       = 60
   labels                     = { system = "distributed-counters" }
 

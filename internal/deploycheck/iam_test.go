@@ -1,12 +1,14 @@
 package deploycheck_test
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/shardcount/counters/internal/deploycheck"
@@ -206,4 +208,91 @@ func terraformIAM(t *testing.T, on bool) map[string]cty.Value {
 	}
 	locals := map[string]cty.Value{"increment_guards": cty.ObjectVal(guards), "deployment": generatedDeployment(t)}
 	return evalLocals(t, ctx, locals, "identity_roles", "apis")
+}
+
+// TestDeployPathsGrantTheDeclaredInvokers: deploy.sh and Terraform let exactly the declared invoker
+// (manifest.Invoker: an account, or the admin or http list) call each function, plus allUsers on a
+// function public on request once public increments are on.
+func TestDeployPathsGrantTheDeclaredInvokers(t *testing.T) {
+	requireBash(t)
+	useSources(t, "[]") // per-source functions share their rows' invoker column
+	lists := map[string][]string{"admin": {"user:ops@x.com"}, "http": {"user:app@x.com", "user:b@x.com"}}
+	emails, identities := map[string]string{}, map[string]cty.Value{}
+	for _, a := range manifest.Accounts() {
+		emails[a.Key] = a.ID + "@p.iam.gserviceaccount.com"
+		identities[a.Key] = cty.ObjectVal(map[string]cty.Value{"email": cty.StringVal(emails[a.Key])})
+	}
+	args := []string{"--project", "p", "--region", "r", "--admin-invoker", lists["admin"][0]}
+	for _, m := range lists["http"] {
+		args = append(args, "--invoker", m)
+	}
+	var optIn []cty.Value
+	for _, f := range manifest.Deployed() {
+		if f.OptIn {
+			args, optIn = append(args, "--opt-in", f.Name), append(optIn, cty.StringVal(f.Name))
+		}
+	}
+	funcs := maps.Clone(terraformFunctions)
+	funcs["try"] = tryfunc.TryFunc
+	for _, public := range []bool{false, true} {
+		want := map[string]string{}
+		for _, f := range manifest.Deployed() {
+			if f.PerSource {
+				continue
+			}
+			members := lists[f.Invoker().List]
+			if a := f.Invoker().Account; a != "" {
+				members = []string{"serviceAccount:" + emails[a]}
+			}
+			if public && f.PublicOnRequest {
+				members = append(slices.Clone(members), "allUsers")
+			}
+			want[f.Name] = strings.Join(members, " ")
+		}
+
+		shArgs := args
+		if public {
+			shArgs = append(slices.Clone(args), "--allow-unauthenticated-increments")
+		}
+		commands, err := deploycheck.DryRun(script, shArgs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		granted := map[string][]string{}
+		for _, words := range commands {
+			if len(words) > 3 && strings.Join(words[:3], " ") == "gcloud functions add-invoker-policy-binding" {
+				granted[words[3]] = append(granted[words[3]], flags(words)["--member"]...)
+			}
+		}
+		got := map[string]string{}
+		for name := range want {
+			got[name] = strings.Join(granted[name], " ")
+		}
+		if !maps.Equal(got, want) || len(granted) != len(want) {
+			t.Errorf("deploy.sh, public %t, grants %v, want %v", public, granted, want)
+		}
+
+		ctx := &hcl.EvalContext{Functions: funcs, Variables: map[string]cty.Value{
+			"var": cty.ObjectVal(map[string]cty.Value{
+				"opt_in": cty.SetVal(optIn), "function_settings": cty.MapValEmpty(cty.DynamicPseudoType),
+				"counters_collection": cty.StringVal("counters"), "public_increments": cty.BoolVal(public),
+				"admin_invokers": strings2cty(lists["admin"]...), "http_invokers": strings2cty(lists["http"]...),
+			}),
+			"google_service_account": cty.ObjectVal(map[string]cty.Value{"identity": cty.ObjectVal(identities)}),
+		}}
+		locals := evalLocals(t, ctx, map[string]cty.Value{"deployment": generatedDeployment(t), "source_functions": cty.EmptyObjectVal,
+			"name_prefix": cty.StringVal("")}, "functions", "invoker_lists", "invokers")
+		got = map[string]string{}
+		for entry, members := range locals["invokers"].AsValueMap() {
+			f, _ := manifest.DeployedFunction(entry)
+			var list []string
+			for _, m := range members.AsValueSlice() {
+				list = append(list, m.AsString())
+			}
+			got[f.Name] = strings.Join(list, " ")
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("terraform, public %t, invokers %v, want %v", public, got, want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcount/counters/internal/manifest"
 )
@@ -60,5 +61,19 @@ func TestCheckIAMRefusesWhatNoPathCanApply(t *testing.T) {
 		if err := checkIAM(accounts, c.roles, c.apis); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
+	}
+}
+
+// TestCheckDeclarationsRefusesPartDaysOfDeadLetters: deploy.sh gives gcloud the dead-letter
+// retention in days, so a retention of part of a day is refused; the declaration passes.
+func TestCheckDeclarationsRefusesPartDaysOfDeadLetters(t *testing.T) {
+	declared := manifest.DeadLetters.Retention
+	t.Cleanup(func() { manifest.DeadLetters.Retention = declared })
+	if err := checkDeclarations(); err != nil {
+		t.Fatal(err)
+	}
+	manifest.DeadLetters.Retention = 36 * time.Hour
+	if err := checkDeclarations(); err == nil || !strings.Contains(err.Error(), "whole days") {
+		t.Errorf("retention 36h: %v, want an error asking for whole days", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/shardcount/counters/functions/config"
@@ -74,6 +75,9 @@ func checkDeclarations() error {
 		if isSettingName(i.Collection) && envDefault(i.Collection) == nil {
 			return fmt.Errorf("composite index %s: %s is not a setting of functions/config", i.Key, i.Collection)
 		}
+	}
+	if d := manifest.DeadLetters.Retention; d <= 0 || d%(24*time.Hour) != 0 {
+		return fmt.Errorf("dead-letter retention %v: want whole days (deploy.sh gives gcloud days)", d)
 	}
 	return checkIAM(manifest.Accounts(), manifest.Roles(), manifest.APIs())
 }
@@ -201,9 +205,9 @@ func shellData() []byte {
 	p("readonly VERSION_LABEL=%s\n\n", versionLabel())
 	p("# Every deployed function, one row each: name, entry point, event type, topic, document pattern\n")
 	p("# (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,\n")
-	p("# concurrency, timeout, max instances, public on request, admin (invoked by the admin invokers),\n")
-	p("# document pattern from root, opt-in (deployed only when asked for by name); \"-\" is none (an\n")
-	p("# HTTP trigger, the platform's default vCPU).\n")
+	p("# concurrency, timeout, max instances, public on request, invoker (who holds %s:\n", manifest.InvokerRole)
+	p("# account:KEY or list:NAME), document pattern from root, opt-in (deployed only when asked for by\n")
+	p("# name); \"-\" is none (an HTTP trigger, the platform's default vCPU).\n")
 	var rows, sourceRows, schedules []string
 	for _, f := range manifest.Deployed() {
 		if f.PerSource {
@@ -212,22 +216,29 @@ func shellData() []byte {
 			rows = append(rows, shellRow(f))
 		}
 		if f.Trigger.Schedule != "" {
-			schedules = append(schedules, f.Trigger.Topic+" "+f.Trigger.Schedule)
+			schedules = append(schedules, strings.Join([]string{f.Trigger.Topic, manifest.ScheduleTimeZone, manifest.ScheduleMessage, f.Trigger.Schedule}, " "))
 		}
 	}
 	shellArray(p, "FUNCTIONS", rows)
-	p("\n")
+	p("readonly INVOKER_ROLE=%s\n\n", manifest.InvokerRole)
 	p("# The functions deployed once per document pattern of the counter sources (COUNTER_SOURCES), rows\n")
 	p("# as above with the name and the document pattern \"-\": each deployed function is named\n")
 	p("# NAME-<8 hex of the pattern's SHA-256> (manifest.SourceFunctions; go run ./cmd/sources deploy lists\n")
 	p("# them) and labelled %s=NAME, by which deploy.sh finds those whose pattern is no longer declared.\n", sourceLabelKey)
 	shellArray(p, "SOURCE_FUNCTIONS", sourceRows)
 	p("readonly SOURCE_LABEL=%s\n\n", sourceLabelKey)
-	p("# Cloud Scheduler jobs, one row each: the topic (also the job's name) and the cron schedule (UTC).\n")
+	p("# Cloud Scheduler jobs, one row each: the topic (also the job's name), time zone, message, cron\n")
+	p("# schedule.\n")
 	shellArray(p, "SCHEDULES", schedules)
 	p("\n")
 	p("# Pub/Sub topics of the triggers and dead letters.\n")
 	p("readonly TOPICS=(%s)\n\n", strings.Join(manifest.Topics(), " "))
+	d := manifest.DeadLetters
+	p("# Dead letters: Pub/Sub's service agent gets the first role on the dead-letter topic, the second on\n")
+	p("# the function's subscription; the subscription named after the topic keeps them this long.\n")
+	p("readonly PUBSUB_AGENT=%s\n", shellQuote(d.Agent))
+	p("readonly DEAD_LETTER_TOPIC_ROLE=%s DEAD_LETTER_SUBSCRIPTION_ROLE=%s\n", d.TopicRole, d.SubscriptionRole)
+	p("readonly DEAD_LETTER_RETENTION=%dd\n\n", int(d.Retention.Hours()/24))
 	p("# The functions' settings that --env NAME=VALUE may set (functions/config; docs/settings.md), and\n")
 	p("# their defaults.\n")
 	var names, defaults []string
@@ -328,7 +339,15 @@ func shellRow(f manifest.Function) string {
 	t := f.Trigger
 	return strings.Join([]string{f.Name, f.EntryPoint, dash(t.EventType), dash(t.Topic), dash(t.Document), fmt.Sprint(t.Retry),
 		dash(t.DeadLetterTopic), f.Memory, dash(f.CPU), fmt.Sprint(f.Concurrency), fmt.Sprintf("%ds", int(f.Timeout.Seconds())),
-		fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), fmt.Sprint(f.Admin), fmt.Sprint(t.FromRoot), fmt.Sprint(f.OptIn)}, " ")
+		fmt.Sprint(f.MaxInstances), fmt.Sprint(f.PublicOnRequest), shellInvoker(f.Invoker()), fmt.Sprint(t.FromRoot), fmt.Sprint(f.OptIn)}, " ")
+}
+
+// shellInvoker is i as FUNCTIONS writes it: account:KEY or list:NAME.
+func shellInvoker(i manifest.Invoker) string {
+	if i.Account != "" {
+		return "account:" + i.Account
+	}
+	return "list:" + i.List
 }
 
 // wrap joins words into lines of at most width characters, each starting with indent.
@@ -360,25 +379,30 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 
 // tfFunction is a function as terraform/ reads it (null: not set).
 type tfFunction struct {
-	Name            string  `json:"name"`
-	EntryPoint      string  `json:"entry_point"`
-	EventType       *string `json:"event_type"`
-	Topic           *string `json:"topic"`
-	Document        *string `json:"document"`
-	Retry           bool    `json:"retry"`
-	DeadLetterTopic *string `json:"dead_letter_topic"`
-	Memory          string  `json:"memory"`
-	CPU             *string `json:"cpu"`
-	Concurrency     int     `json:"concurrency"`
-	TimeoutSeconds  int     `json:"timeout_seconds"`
-	MaxInstances    int     `json:"max_instances"`
-	PublicOnRequest bool    `json:"public_on_request"`
-	Admin           bool    `json:"admin"`
-	FromRoot        bool    `json:"document_from_root"`
-	OptIn           bool    `json:"opt_in"`
+	Name            string    `json:"name"`
+	EntryPoint      string    `json:"entry_point"`
+	EventType       *string   `json:"event_type"`
+	Topic           *string   `json:"topic"`
+	Document        *string   `json:"document"`
+	Retry           bool      `json:"retry"`
+	DeadLetterTopic *string   `json:"dead_letter_topic"`
+	Memory          string    `json:"memory"`
+	CPU             *string   `json:"cpu"`
+	Concurrency     int       `json:"concurrency"`
+	TimeoutSeconds  int       `json:"timeout_seconds"`
+	MaxInstances    int       `json:"max_instances"`
+	PublicOnRequest bool      `json:"public_on_request"`
+	Invoker         tfInvoker `json:"invoker"`
+	FromRoot        bool      `json:"document_from_root"`
+	OptIn           bool      `json:"opt_in"`
 }
 
-// tfField is a field setting as terraform/ reads it.
+// tfInvoker is a manifest.Invoker as terraform/ reads it.
+type tfInvoker struct {
+	Account *string `json:"account"`
+	List    *string `json:"list"`
+}
+
 // tfIndex is a composite index as terraform/ reads it.
 type tfIndex struct {
 	Collection string          `json:"collection"`
@@ -453,6 +477,7 @@ func defaultName(collection string) string {
 	return collection
 }
 
+// tfField is a field setting as terraform/ reads it.
 type tfField struct {
 	Collection string `json:"collection"`
 	Field      string `json:"field"`
@@ -464,6 +489,8 @@ type tfField struct {
 type tfSchedule struct {
 	Topic    string `json:"topic"`
 	Schedule string `json:"schedule"`
+	TimeZone string `json:"time_zone"`
+	Message  string `json:"message"`
 }
 
 // null is s, or nil (JSON null) for an empty s.
@@ -530,9 +557,9 @@ func terraformLocals() ([]byte, error) {
 		into[f.EntryPoint] = tfFunction{Name: f.Name, EntryPoint: f.EntryPoint, EventType: null(t.EventType), Topic: null(t.Topic), Document: null(t.Document),
 			Retry: t.Retry, DeadLetterTopic: null(t.DeadLetterTopic), Memory: f.Memory, CPU: null(f.CPU),
 			Concurrency: f.Concurrency, TimeoutSeconds: int(f.Timeout.Seconds()), MaxInstances: f.MaxInstances,
-			PublicOnRequest: f.PublicOnRequest, Admin: f.Admin, FromRoot: t.FromRoot, OptIn: f.OptIn}
+			PublicOnRequest: f.PublicOnRequest, Invoker: tfInvoker{null(f.Invoker().Account), null(f.Invoker().List)}, FromRoot: t.FromRoot, OptIn: f.OptIn}
 		if t.Schedule != "" {
-			schedules = append(schedules, tfSchedule{Topic: t.Topic, Schedule: t.Schedule})
+			schedules = append(schedules, tfSchedule{Topic: t.Topic, Schedule: t.Schedule, TimeZone: manifest.ScheduleTimeZone, Message: manifest.ScheduleMessage})
 		}
 	}
 	env := map[string]string{}
@@ -572,8 +599,11 @@ func terraformLocals() ([]byte, error) {
 				"repository_role":   repositoryRole,
 				"repository":        map[string]string{"id": manifest.Repository.ID, "description": manifest.Repository.Description},
 				"apis":              apis,
-				"version":           version.Version,
-				"labels":            map[string]string{versionLabelKey: versionLabel()},
+				"invoker_role":      manifest.InvokerRole,
+				"dead_letters": map[string]string{"agent": manifest.DeadLetters.Agent, "topic_role": manifest.DeadLetters.TopicRole,
+					"subscription_role": manifest.DeadLetters.SubscriptionRole, "retention": fmt.Sprintf("%ds", int(manifest.DeadLetters.Retention.Seconds()))},
+				"version": version.Version,
+				"labels":  map[string]string{versionLabelKey: versionLabel()},
 			},
 		},
 	}

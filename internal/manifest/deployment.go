@@ -44,8 +44,11 @@ type Trigger struct {
 	FromRoot        bool
 	Retry           bool
 	DeadLetterTopic string
-	Schedule        string // UTC cron of a job publishing "tick" to Topic
+	Schedule        string // cron (ScheduleTimeZone) of a job publishing ScheduleMessage to Topic
 }
+
+// ScheduleTimeZone and ScheduleMessage are every Schedule's.
+const ScheduleTimeZone, ScheduleMessage = "Etc/UTC", "tick"
 
 // DocumentPattern is the Firestore trigger's full path pattern, or "".
 func (t Trigger) DocumentPattern(schema shared.Schema) string {

@@ -1,5 +1,7 @@
 package manifest
 
+import "time"
+
 // Account is a service account both deploy paths create; Key names it in Roles and Terraform,
 // ID is before Terraform's name_prefix.
 type Account struct {
@@ -84,3 +86,32 @@ func APIs() []API {
 		API{Name: "firebaserules.googleapis.com", Rules: true},
 		API{Name: "firebaseappcheck.googleapis.com", Setting: "APP_CHECK_REPLAY_PROTECTION"})
 }
+
+// InvokerRole lets a member call a function (a 2nd gen function is a Cloud Run service).
+const InvokerRole = "roles/run.invoker"
+
+// Invoker is who holds InvokerRole on a function, and no one else: an Account, by key, or the list
+// the deployer gives: "admin" (deploy.sh --admin-invoker, Terraform admin_invokers) or "http"
+// (--invoker, http_invokers). A PublicOnRequest function adds allUsers when asked to.
+type Invoker struct{ Account, List string }
+
+// Invoker is f's: the trigger account for an event function (Eventarc and Pub/Sub push deliver as
+// it), the admin list for an admin function, else the http list.
+func (f Function) Invoker() Invoker {
+	switch {
+	case f.Trigger.EventType != "":
+		return Invoker{Account: "trigger"}
+	case f.Admin:
+		return Invoker{List: "admin"}
+	}
+	return Invoker{List: "http"}
+}
+
+// DeadLetters is how a function's dead-letter topic gets and keeps what Pub/Sub parks
+// (docs/operations.md, "Dead letters"): Agent, Pub/Sub's service agent ({project_number} a
+// placeholder), gets TopicRole on the topic and SubscriptionRole on the function's subscription; the
+// pull subscription named after the topic keeps the messages for Retention, whole days.
+var DeadLetters = struct {
+	Agent, TopicRole, SubscriptionRole string
+	Retention                          time.Duration
+}{"service-{project_number}@gcp-sa-pubsub.iam.gserviceaccount.com", "roles/pubsub.publisher", "roles/pubsub.subscriber", 7 * 24 * time.Hour}
