@@ -31,6 +31,7 @@ test('the example app counts likes at once, exactly once, live', async (t) => {
     pending: Number(el.dataset.pending),
     today: Number(el.dataset.today),
     freshness: el.querySelector('.freshness').textContent,
+    error: el.querySelector('.error').textContent,
   }));
   // The app configures its counters, whose zero shards may be rolled up (count 0) before this reads.
   await eventually('the cards render', () => state(cats),
