@@ -404,7 +404,8 @@ ensure_dead_letter_subscription() {
   [[ $dead_letter != - ]] || return 0
   if missing gcloud pubsub subscriptions describe "$dead_letter" --project="$PROJECT"; then
     run gcloud pubsub subscriptions create "$dead_letter" --project="$PROJECT" \
-      --topic="$dead_letter" --message-retention-duration="$DEAD_LETTER_RETENTION" --expiration-period=never
+      --topic="$dead_letter" --message-retention-duration="$DEAD_LETTER_RETENTION" \
+      --ack-deadline="$DEAD_LETTER_ACK_DEADLINE" --expiration-period=never
   fi
 }
 

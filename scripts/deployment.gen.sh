@@ -46,7 +46,7 @@ readonly TOPICS=(counter-increments counter-increments-dead-letter counter-rollu
 # the function's subscription; the subscription named after the topic keeps them this long.
 readonly PUBSUB_AGENT='service-{project_number}@gcp-sa-pubsub.iam.gserviceaccount.com'
 readonly DEAD_LETTER_TOPIC_ROLE=roles/pubsub.publisher DEAD_LETTER_SUBSCRIPTION_ROLE=roles/pubsub.subscriber
-readonly DEAD_LETTER_RETENTION=7d
+readonly DEAD_LETTER_RETENTION=7d DEAD_LETTER_ACK_DEADLINE=60
 
 # The functions' settings that --env NAME=VALUE may set (functions/config; docs/settings.md), and
 # their defaults.

@@ -70,7 +70,7 @@ resource "google_pubsub_subscription" "dead_letter" {
   name                       = "${local.name_prefix}${local.dead_letter.dead_letter_topic}"
   topic                      = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].id
   message_retention_duration = local.deployment.dead_letters.retention
-  ack_deadline_seconds       = 60
+  ack_deadline_seconds       = local.deployment.dead_letters.ack_deadline_seconds
   labels                     = { system = "distributed-counters" }
 
   expiration_policy {

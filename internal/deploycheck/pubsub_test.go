@@ -32,7 +32,7 @@ func terraformAttr(t *testing.T, ctx *hcl.EvalContext, typ, name string, path ..
 
 // TestDeployPathsParkDeadLettersAsDeclared: both paths give Pub/Sub's service agent
 // (manifest.DeadLetters) its role on the dead-letter topic and on the function's subscription, and
-// keep parked messages for the declared retention.
+// keep parked messages for the declared retention and ack deadline.
 func TestDeployPathsParkDeadLettersAsDeclared(t *testing.T) {
 	requireBash(t)
 	d, topic := manifest.DeadLetters, ""
@@ -47,7 +47,7 @@ func TestDeployPathsParkDeadLettersAsDeclared(t *testing.T) {
 	want := map[string]string{
 		"topics add-iam-policy-binding " + topic:            agent + " " + d.TopicRole,
 		"subscriptions add-iam-policy-binding SUBSCRIPTION": agent + " " + d.SubscriptionRole,
-		"subscriptions create " + topic:                     strconv.Itoa(int(d.Retention.Hours()/24)) + "d",
+		"subscriptions create " + topic:                     strconv.Itoa(int(d.Retention.Hours()/24)) + "d " + strconv.Itoa(int(d.AckDeadline.Seconds())),
 	}
 	got := map[string]string{}
 	for _, words := range commands {
@@ -59,7 +59,7 @@ func TestDeployPathsParkDeadLettersAsDeclared(t *testing.T) {
 		case strings.Contains(key, "add-iam-policy-binding"):
 			got[key] = f["--member"][0] + " " + f["--role"][0]
 		case strings.HasPrefix(key, "subscriptions create "):
-			got[key] = f["--message-retention-duration"][0]
+			got[key] = f["--message-retention-duration"][0] + " " + f["--ack-deadline"][0]
 		}
 	}
 	if !maps.Equal(got, want) {
@@ -82,6 +82,9 @@ func TestDeployPathsParkDeadLettersAsDeclared(t *testing.T) {
 	retention, err := time.ParseDuration(terraformAttr(t, ctx, "google_pubsub_subscription", "dead_letter", "message_retention_duration").AsString())
 	if err != nil || retention != d.Retention {
 		t.Errorf("terraform keeps dead letters %v (%v), want %v", retention, err, d.Retention)
+	}
+	if ack := terraformAttr(t, ctx, "google_pubsub_subscription", "dead_letter", "ack_deadline_seconds"); !ack.Equals(cty.NumberIntVal(int64(d.AckDeadline.Seconds()))).True() {
+		t.Errorf("terraform gives dead-letter readers %s s, want %v", ack.GoString(), d.AckDeadline)
 	}
 }
 

@@ -79,6 +79,9 @@ func checkDeclarations() error {
 	if d := manifest.DeadLetters.Retention; d <= 0 || d%(24*time.Hour) != 0 {
 		return fmt.Errorf("dead-letter retention %v: want whole days (deploy.sh gives gcloud days)", d)
 	}
+	if d := manifest.DeadLetters.AckDeadline; d < 10*time.Second || d > 600*time.Second || d%time.Second != 0 {
+		return fmt.Errorf("dead-letter ack deadline %v: want whole seconds from 10 to 600 (Pub/Sub's range)", d)
+	}
 	return checkIAM(manifest.Accounts(), manifest.Roles(), manifest.APIs())
 }
 
@@ -238,7 +241,7 @@ func shellData() []byte {
 	p("# the function's subscription; the subscription named after the topic keeps them this long.\n")
 	p("readonly PUBSUB_AGENT=%s\n", shellQuote(d.Agent))
 	p("readonly DEAD_LETTER_TOPIC_ROLE=%s DEAD_LETTER_SUBSCRIPTION_ROLE=%s\n", d.TopicRole, d.SubscriptionRole)
-	p("readonly DEAD_LETTER_RETENTION=%dd\n\n", int(d.Retention.Hours()/24))
+	p("readonly DEAD_LETTER_RETENTION=%dd DEAD_LETTER_ACK_DEADLINE=%d\n\n", int(d.Retention.Hours()/24), int(d.AckDeadline.Seconds()))
 	p("# The functions' settings that --env NAME=VALUE may set (functions/config; docs/settings.md), and\n")
 	p("# their defaults.\n")
 	var names, defaults []string
@@ -600,8 +603,9 @@ func terraformLocals() ([]byte, error) {
 				"repository":        map[string]string{"id": manifest.Repository.ID, "description": manifest.Repository.Description},
 				"apis":              apis,
 				"invoker_role":      manifest.InvokerRole,
-				"dead_letters": map[string]string{"agent": manifest.DeadLetters.Agent, "topic_role": manifest.DeadLetters.TopicRole,
-					"subscription_role": manifest.DeadLetters.SubscriptionRole, "retention": fmt.Sprintf("%ds", int(manifest.DeadLetters.Retention.Seconds()))},
+				"dead_letters": map[string]any{"agent": manifest.DeadLetters.Agent, "topic_role": manifest.DeadLetters.TopicRole,
+					"subscription_role": manifest.DeadLetters.SubscriptionRole, "retention": fmt.Sprintf("%ds", int(manifest.DeadLetters.Retention.Seconds())),
+					"ack_deadline_seconds": int(manifest.DeadLetters.AckDeadline.Seconds())},
 				"version": version.Version,
 				"labels":  map[string]string{versionLabelKey: versionLabel()},
 			},

@@ -110,8 +110,9 @@ func (f Function) Invoker() Invoker {
 // DeadLetters is how a function's dead-letter topic gets and keeps what Pub/Sub parks
 // (docs/operations.md, "Dead letters"): Agent, Pub/Sub's service agent ({project_number} a
 // placeholder), gets TopicRole on the topic and SubscriptionRole on the function's subscription; the
-// pull subscription named after the topic keeps the messages for Retention, whole days.
+// pull subscription named after the topic keeps the messages for Retention, whole days, and gives a
+// reader AckDeadline, whole seconds, to handle one.
 var DeadLetters = struct {
 	Agent, TopicRole, SubscriptionRole string
-	Retention                          time.Duration
-}{"service-{project_number}@gcp-sa-pubsub.iam.gserviceaccount.com", "roles/pubsub.publisher", "roles/pubsub.subscriber", 7 * 24 * time.Hour}
+	Retention, AckDeadline             time.Duration
+}{"service-{project_number}@gcp-sa-pubsub.iam.gserviceaccount.com", "roles/pubsub.publisher", "roles/pubsub.subscriber", 7 * 24 * time.Hour, time.Minute}
