@@ -332,3 +332,15 @@ func TestDriftOfQuietReportsTheDriftedCounterOnly(t *testing.T) {
 		t.Errorf("drifts %+v, want likes-p0 alone, 5 above its documents", drifts)
 	}
 }
+
+// TestFirstEventsOnManyInstancesMakeOneBase: likes written before their counter exists, whose first
+// events reach four instances at once (a burst over a fresh counter), are each counted once.
+func TestFirstEventsOnManyInstancesMakeOneBase(t *testing.T) {
+	client, newInstance := project(t)
+	w := newWriter(t, client)
+	for u := range 20 {
+		w.set(fmt.Sprintf("posts/p0/likes/u%d", u), map[string]any{"at": u})
+	}
+	deliver(t, w.writes, newInstance(), newInstance(), newInstance(), newInstance())
+	checkExact(t, client, sumOf(t, client), 1, 0)
+}

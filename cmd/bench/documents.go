@@ -348,10 +348,11 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	warmDeadline := time.Now().Add(5 * time.Minute)
 	if guide == nil {
 		for i := 0; i < o.parents; {
+			c, err := exactCount(s.functionsURL, counterOfParent(i))
 			if time.Now().After(warmDeadline) {
-				return run, fmt.Errorf("warm-up: counter %s never reached %d", counterOfParent(i), st.count[i])
+				return run, fmt.Errorf("warm-up: counter %s never reached %d (last %d, %v)", counterOfParent(i), st.count[i], c, err)
 			}
-			if c, err := exactCount(s.functionsURL, counterOfParent(i)); err != nil || c != st.count[i] {
+			if err != nil || c != st.count[i] {
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}
