@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -173,68 +172,50 @@ func (s *Store) planChanges(ctx context.Context, id string, batch []request, fre
 	return w, nil
 }
 
-// ledgerSlots is the documents per second of a collection counter's ledger: with up to this many
-// instances committing once a second, each takes at most a write a second.
-const ledgerSlots = 4
-
-// ledger is one second of a collection counter's ledger: ledgerSlots documents.
+// ledger is one second of a collection counter's ledger: one document.
 type ledger struct {
 	second string
-	keys   map[string]any   // counted, in any slot
-	slot   int              // the least recently written slot: where add goes
-	exists bool             // whether slot's document exists
+	exists bool
+	keys   map[string]any   // counted
 	add    map[string]int64 // to add
 }
 
 // bucketID is t's ledger second.
 func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
-// readLedgers reads, in tx, every slot of the ledger seconds of batch's changes.
+// readLedgers reads, in tx, the ledger documents of batch's seconds.
 func (s *Store) readLedgers(tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
 	ledgers := map[string]*ledger{}
-	var order []*ledger
 	var refs []*firestore.DocumentRef
 	for _, req := range batch {
 		second := bucketID(req.change.Bucket)
 		if ledgers[second] == nil {
-			ledgers[second] = &ledger{second: second, keys: map[string]any{}, add: map[string]int64{}}
-			order = append(order, ledgers[second])
-			for slot := range ledgerSlots {
-				refs = append(refs, s.ledgerRef(id, second, slot))
-			}
+			ledgers[second] = &ledger{second: second, add: map[string]int64{}}
+			refs = append(refs, s.ledgerRef(id, second))
 		}
 	}
 	snaps, err := tx.GetAll(refs)
 	if err != nil {
 		return nil, fmt.Errorf("read change ledgers: %w", err)
 	}
-	for i, l := range order {
-		var oldest time.Time
-		for slot, snap := range snaps[i*ledgerSlots : (i+1)*ledgerSlots] {
-			if slot == 0 || snap.UpdateTime.Before(oldest) { // a missing document's is zero
-				l.slot, l.exists, oldest = slot, snap.Exists(), snap.UpdateTime
-			}
-			if snap.Exists() {
-				keys, _ := snap.Data()[shared.FieldLedgerKeys].(map[string]any)
-				maps.Copy(l.keys, keys)
-			}
+	for _, snap := range snaps {
+		l := ledgers[snap.Ref.ID]
+		if l.exists = snap.Exists(); l.exists {
+			l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
 		}
 	}
 	return ledgers, nil
 }
 
-// ledgerRef is counter id's ledger document of second and slot: {second}, or {second}-{slot}.
-func (s *Store) ledgerRef(id, second string, slot int) *firestore.DocumentRef {
-	if slot > 0 {
-		second += "-" + strconv.Itoa(slot)
-	}
+// ledgerRef is counter id's ledger document of second.
+func (s *Store) ledgerRef(id, second string) *firestore.DocumentRef {
 	return s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(second)
 }
 
-// ledgerOp adds l's new keys to its slot's document, created when missing.
+// ledgerOp adds l's new keys to its document, created when missing.
 func (s *Store) ledgerOp(id string, l *ledger) op {
 	expires := s.clock.Now().Add(s.dedupeTTL)
-	ref := s.ledgerRef(id, l.second, l.slot)
+	ref := s.ledgerRef(id, l.second)
 	if !l.exists {
 		keys := make(map[string]any, len(l.add))
 		for k, d := range l.add {

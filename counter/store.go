@@ -71,7 +71,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 	}
 	if opts.ChangeCommitInterval > 0 {
 		s.changes = newGroupCommitter(opts.ChangeCommitInterval, clock, s.commitBatch)
-		s.changes.afterCommit = true // an instance's commits of a counter are a second apart
+		s.changes.afterCommit = true // one write a second on a counter's ledger document
 	}
 	return s
 }
