@@ -140,6 +140,9 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		if err != nil {
 			return err
 		}
+		if stamped, _ := snap.Data()[shared.FieldTouchedMinute].(int64); w.stamp && !s.requireExisting && stamped >= w.minute {
+			w.stamp = false // another instance stamped this minute: no write to the counter document
+		}
 		for _, i := range fresh {
 			inc := batch[i].incs[0]
 			ledgers[bucketID(batch[i].change.Bucket)].add[batch[i].change.Key] = inc.Delta

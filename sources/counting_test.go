@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -343,4 +344,41 @@ func TestFirstEventsOnManyInstancesMakeOneBase(t *testing.T) {
 	}
 	deliver(t, w.writes, newInstance(), newInstance(), newInstance(), newInstance())
 	checkExact(t, client, sumOf(t, client), 1, 0)
+}
+
+// TestInstancesStampACounterOnceAMinute: three more instances counting one counter's likes write
+// its counter document (touched_minute) only when its stamp is older than their minute, not once
+// each on their first commit.
+func TestInstancesStampACounterOnceAMinute(t *testing.T) {
+	clients, commits := testenv.FirestoreInstancesWithCommits(t, 4)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var instances []*sources.Counting
+	for _, c := range clients {
+		store := counter.NewStore(c, schema, counter.Options{DefaultNumShards: 3, GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: time.Hour})
+		t.Cleanup(func() { _ = store.Close(context.Background()) })
+		instances = append(instances, sources.NewCounting(set, store, c, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	}
+	first := newWriter(t, clients[0])
+	first.set("posts/p0/likes/first", map[string]any{"at": 0})
+	deliver(t, first.writes, instances[0]) // the base, stamped by instance 0
+	before := len(commits())
+	w := newWriter(t, clients[0])
+	for u := range 40 {
+		w.set(fmt.Sprintf("posts/p0/likes/u%d", u), map[string]any{"at": u})
+	}
+	deliver(t, w.writes, instances...)
+	checkExact(t, clients[0], sumOf(t, clients[0]), 1, 0)
+	stamps := 0
+	for _, c := range commits()[before:] {
+		if slices.Contains(c.Docs, "counters/likes-p0") {
+			stamps++
+		}
+	}
+	// Instances' minutes differ by one at most (their stamps' random offsets), once more across a boundary.
+	if stamps > 2 {
+		t.Errorf("the counter document was written %d times by four instances' changes, want at most 2", stamps)
+	}
 }
