@@ -105,7 +105,11 @@ func project(t *testing.T) (*firestore.Client, func() *sources.Counting) {
 
 // instance is one functions instance: its own client, Store and Counting.
 func instance(t *testing.T, project string, set *sources.Set) *sources.Counting {
-	client := testenv.FirestoreOf(t, project)
+	return instanceOf(t, testenv.FirestoreOf(t, project), set)
+}
+
+// instanceOf is one functions instance over client.
+func instanceOf(t *testing.T, client *firestore.Client, set *sources.Set) *sources.Counting {
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
 		GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour})
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
@@ -357,9 +361,7 @@ func TestInstancesStampACounterOnceAMinute(t *testing.T) {
 	}
 	var instances []*sources.Counting
 	for _, c := range clients {
-		store := counter.NewStore(c, schema, counter.Options{DefaultNumShards: 3, GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: time.Hour})
-		t.Cleanup(func() { _ = store.Close(context.Background()) })
-		instances = append(instances, sources.NewCounting(set, store, c, slog.New(slog.NewTextHandler(io.Discard, nil))))
+		instances = append(instances, instanceOf(t, c, set))
 	}
 	first := newWriter(t, clients[0])
 	first.set("posts/p0/likes/first", map[string]any{"at": 0})

@@ -3,13 +3,10 @@ package sources_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/sources"
@@ -33,10 +30,7 @@ func TestLostAnswersOnFourInstancesCountEachDocumentOnce(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = p.Close() })
 		c, _ := testenv.FirestoreThrough(t, p.Addr(), id)
-		store := counter.NewStore(c, schema, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
-			GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour})
-		t.Cleanup(func() { _ = store.Close(context.Background()) })
-		instances = append(instances, sources.NewCounting(set, store, c, slog.New(slog.NewTextHandler(io.Discard, nil))))
+		instances = append(instances, instanceOf(t, c, set))
 	}
 	w := newWriter(t, client)
 	const posts = 10
