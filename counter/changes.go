@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -99,22 +100,23 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 	outer := ctx // for InBase's own transactions
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		outcomes, written = make([]Result, len(batch)), nil
-		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
-		if status.Code(err) == codes.NotFound {
-			return errNoBase
-		}
+		ledgers, refs := ledgersOf(batch, func(second string) *firestore.DocumentRef { return s.ledgerRef(id, second) })
+		snaps, err := tx.GetAll(append([]*firestore.DocumentRef{s.schema.CounterRef(s.client, id)}, refs...))
 		if err != nil {
-			return err
+			return fmt.Errorf("read the counter and its change ledgers: %w", err)
+		}
+		snap := snaps[0]
+		if !snap.Exists() {
+			return errNoBase
 		}
 		baseAt, done := baseOf(snap)
 		if !done {
 			return errNoBase
 		}
-		ledgers, err := s.readLedgers(tx, id, batch)
-		if err != nil {
-			return err
+		for _, l := range snaps[1:] {
+			ledgers[l.Ref.ID].read(l)
 		}
-		var fresh []int
+		var unseen []int
 		seen := map[string]bool{}
 		for i, req := range batch {
 			ch := req.change
@@ -123,11 +125,15 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 				continue
 			}
 			seen[ch.Key] = true
-			inBase, err := ch.InBase(outer, baseAt)
-			if err != nil {
-				return fmt.Errorf("is change %s in the base: %w", ch.Key, err)
-			}
-			if inBase {
+			unseen = append(unseen, i)
+		}
+		inBase, err := inBaseAll(outer, batch, unseen, baseAt)
+		if err != nil {
+			return err
+		}
+		var fresh []int
+		for k, i := range unseen {
+			if inBase[k] {
 				outcomes[i] = Result{InBase: true}
 				continue
 			}
@@ -186,28 +192,47 @@ type ledger struct {
 // bucketID is t's ledger second.
 func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
-// readLedgers reads, in tx, the ledger documents of batch's seconds.
-func (s *Store) readLedgers(tx *firestore.Transaction, id string, batch []request) (map[string]*ledger, error) {
+// ledgersOf is the ledgers of batch's seconds, unread, and their documents (via ref).
+func ledgersOf(batch []request, ref func(second string) *firestore.DocumentRef) (map[string]*ledger, []*firestore.DocumentRef) {
 	ledgers := map[string]*ledger{}
 	var refs []*firestore.DocumentRef
 	for _, req := range batch {
 		second := bucketID(req.change.Bucket)
 		if ledgers[second] == nil {
 			ledgers[second] = &ledger{second: second, add: map[string]int64{}}
-			refs = append(refs, s.ledgerRef(id, second))
+			refs = append(refs, ref(second))
 		}
 	}
-	snaps, err := tx.GetAll(refs)
-	if err != nil {
-		return nil, fmt.Errorf("read change ledgers: %w", err)
+	return ledgers, refs
+}
+
+// read takes in the ledger's document.
+func (l *ledger) read(snap *firestore.DocumentSnapshot) {
+	if l.exists = snap.Exists(); l.exists {
+		l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
 	}
-	for _, snap := range snaps {
-		l := ledgers[snap.Ref.ID]
-		if l.exists = snap.Exists(); l.exists {
-			l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
-		}
+}
+
+// maxInBaseReads bounds the InBase calls of one batch at once.
+const maxInBaseReads = 32
+
+// inBaseAll asks, concurrently, whether each change batch[indexes[k]] is in the base read at base.
+func inBaseAll(ctx context.Context, batch []request, indexes []int, base time.Time) ([]bool, error) {
+	in, errs := make([]bool, len(indexes)), make([]error, len(indexes))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxInBaseReads)
+	for k, i := range indexes {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			ch := batch[i].change
+			if in[k], errs[k] = ch.InBase(ctx, base); errs[k] != nil {
+				errs[k] = fmt.Errorf("is change %s in the base: %w", ch.Key, errs[k])
+			}
+		})
 	}
-	return ledgers, nil
+	wg.Wait()
+	return in, errors.Join(errs...)
 }
 
 // ledgerRef is counter id's ledger document of second.
