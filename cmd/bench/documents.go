@@ -385,27 +385,6 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		guide.applied, guide.ids = 0, map[string]int{}
 		guide.mu.Unlock()
 	}
-	fmt.Fprintf(os.Stderr, "  warm-up done; the load starts\n")
-	obs := documentsLoad(ctx, o, client, st)
-	if obs.firstErr != nil {
-		fmt.Fprintf(os.Stderr, "  %d changes failed, the first: %v\n", obs.failed, obs.firstErr)
-	}
-	doc.Changes, doc.Failed = obs.changes, obs.failed
-	doc.ChangesPerSecond = float64(obs.changes) / obs.end.Sub(obs.start).Seconds()
-	fmt.Fprintf(os.Stderr, "  %d changes in %s (%.0f/s); waiting for the counts\n", obs.changes, obs.end.Sub(obs.start).Round(time.Millisecond), doc.ChangesPerSecond)
-
-	// A change whose commit failed may have been applied: the counts to reach are count()'s.
-	for i := range o.parents {
-		want, err := countLikes(ctx, client, i)
-		if err != nil {
-			return run, err
-		}
-		if want != obs.state.count[i] && obs.failed == 0 {
-			return run, fmt.Errorf("count() of %s's likes is %d, the harness made %d", parentID(i), want, obs.state.count[i])
-		}
-		obs.state.count[i] = want
-	}
-
 	// value reads each counter as the mode keeps it: the roll-up, or the parent's likes field.
 	refs := make([]*firestore.DocumentRef, o.parents)
 	for i := range refs {
@@ -427,6 +406,29 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		n, ok := v.(int64)
 		return n, err == nil && ok
 	}
+	values := watchValues(ctx, refs, valueOf)
+	defer values.close()
+	fmt.Fprintf(os.Stderr, "  warm-up done; the load starts\n")
+	obs := documentsLoad(ctx, o, client, st)
+	if obs.firstErr != nil {
+		fmt.Fprintf(os.Stderr, "  %d changes failed, the first: %v\n", obs.failed, obs.firstErr)
+	}
+	doc.Changes, doc.Failed = obs.changes, obs.failed
+	doc.ChangesPerSecond = float64(obs.changes) / obs.end.Sub(obs.start).Seconds()
+	fmt.Fprintf(os.Stderr, "  %d changes in %s (%.0f/s); waiting for the counts\n", obs.changes, obs.end.Sub(obs.start).Round(time.Millisecond), doc.ChangesPerSecond)
+
+	// A change whose commit failed may have been applied: the counts to reach are count()'s.
+	for i := range o.parents {
+		want, err := countLikes(ctx, client, i)
+		if err != nil {
+			return run, err
+		}
+		if want != obs.state.count[i] && obs.failed == 0 {
+			return run, fmt.Errorf("count() of %s's likes is %d, the harness made %d", parentID(i), want, obs.state.count[i])
+		}
+		obs.state.count[i] = want
+	}
+
 	drained := func() (bool, time.Time) {
 		if guideBridge != nil {
 			st := guideBridge.Stats()
@@ -439,55 +441,37 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		return ok && st.Delivered+st.Failed == st.Received, time.Time{}
 	}
 
-	// Each counter's lag from its parent's last change until it showed the harness's count.
-	exactAfter := make([]time.Duration, o.parents)
-	pending := map[int]bool{}
-	for i := range o.parents {
-		pending[i] = true
-	}
+	// Each counter's lag from its parent's last change until it showed the harness's count for
+	// good, as its listener saw it.
 	var drainedAt time.Time
 	deadline := obs.end.Add(settleTimeout)
-	for len(pending) > 0 && time.Now().Before(deadline) {
-		snaps, err := client.GetAll(ctx, refs)
+	for time.Now().Before(deadline) {
 		now := time.Now()
-		if err == nil {
-			for i := range pending {
-				n, ok := valueOf(snaps[i])
-				if !ok || n != obs.state.count[i] {
-					continue
-				}
-				if p.mode == "collection" {
-					if c, err := exactCount(s.functionsURL, counterOfParent(i)); err != nil || c != n {
-						continue
-					}
-					now = time.Now()
-				}
-				exactAfter[i] = now.Sub(obs.state.lastChange[i])
-				delete(pending, i)
-			}
-		}
 		if done, _ := drained(); done && drainedAt.IsZero() {
 			drainedAt = now
 		} else if !done {
 			drainedAt = time.Time{}
 		}
+		showing := 0
+		for i := range o.parents {
+			if n, ok := values.latest(i); ok && n == obs.state.count[i] {
+				showing++
+			}
+		}
 		// Write-time aggregation that double counts never shows count(): stop 5 s after its
 		// queue is empty.
-		if !drainedAt.IsZero() && now.Sub(drainedAt) > 5*time.Second {
+		if !drainedAt.IsZero() && (showing == o.parents || now.Sub(drainedAt) > 5*time.Second) {
 			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for drainedAt.IsZero() && time.Now().Before(deadline) {
-		if done, _ := drained(); done {
-			drainedAt = time.Now()
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if err := values.close(); err != nil {
+		return run, fmt.Errorf("listen to the counts: %w", err)
+	}
 	var exact []time.Duration
 	for i := range o.parents {
-		if !pending[i] {
-			exact = append(exact, exactAfter[i])
+		if lag, ok := values.exactAfter(i, obs.state.count[i], obs.state.lastChange[i]); ok {
+			exact = append(exact, lag)
 		}
 	}
 	doc.Exact = len(exact)
@@ -507,14 +491,21 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		}
 		guide.mu.Unlock()
 	} else if records, err := s.deliveries("posts/"); err == nil {
+		var listen, handle []time.Duration
 		for _, r := range records {
 			if !r.Answered.IsZero() && !r.Received.Before(obs.start) {
 				doc.Deliveries++
 				if r.Answered.After(lastHandled) {
 					lastHandled = r.Answered
 				}
+				if !r.Written.IsZero() {
+					listen = append(listen, r.Received.Sub(r.Written))
+				}
+				handle = append(handle, r.Answered.Sub(r.Reached))
 			}
 		}
+		doc.ListenP50, doc.ListenP90 = loadreport.Percentile(listen, 0.5), loadreport.Percentile(listen, 0.9)
+		doc.HandleP50, doc.HandleP90 = loadreport.Percentile(handle, 0.5), loadreport.Percentile(handle, 0.9)
 		doc.Invocations = doc.Deliveries
 		if st, ok := s.eventStats(); ok {
 			doc.DeliveriesFailed = st.Failed

@@ -30,8 +30,14 @@ type Documents struct {
 	AppliedTwice int64 `json:"applied_twice,omitempty"`
 	// Drained is how long after the last change the event queue was empty.
 	Drained time.Duration `json:"drained_ns"`
-	// ExactAfter is how long after its last change a counter first equalled count(); Exact of
-	// Parents ever did.
+	// Listen is, for the stack's events of the counted documents, write to the bridge's receipt
+	// (versions only: a delete has no write time); Handle is delivery to the function's answer.
+	ListenP50 time.Duration `json:"listen_p50_ns"`
+	ListenP90 time.Duration `json:"listen_p90_ns"`
+	HandleP50 time.Duration `json:"handle_p50_ns"`
+	HandleP90 time.Duration `json:"handle_p90_ns"`
+	// ExactAfter is how long after its last change a counter showed count() for good, as a listener
+	// saw it; Exact of Parents did.
 	ExactAfterP50 time.Duration `json:"exact_after_p50_ns"`
 	ExactAfterMax time.Duration `json:"exact_after_max_ns"`
 	Exact         int           `json:"exact"`
@@ -108,6 +114,12 @@ var documentRows = []struct {
 	}},
 	{"events handled/s (until the queue was empty)", func(_ Run, d *Documents) string { return fmt.Sprintf("%.0f", d.HandledPerSecond) }},
 	{"event queue empty after the last change", func(_ Run, d *Documents) string { return seconds(d.Drained) }},
+	{"an event's time in the emulator's listen stream / in the function, p50 / p90", func(_ Run, d *Documents) string {
+		if d.HandleP50 == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %s, %s / %s", seconds(d.ListenP50), seconds(d.ListenP90), seconds(d.HandleP50), seconds(d.HandleP90))
+	}},
 	{"counters exact (= count()) after their last change, p50 / max", func(_ Run, d *Documents) string {
 		if d.Exact < d.Parents {
 			return fmt.Sprintf("%d of %d never (within the wait); exact ones: %s / %s", d.Parents-d.Exact, d.Parents, seconds(d.ExactAfterP50), seconds(d.ExactAfterMax))
