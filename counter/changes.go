@@ -281,7 +281,7 @@ func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) err
 			return nil
 		}
 		if at, _ := snap.Data()[shared.FieldBaseAt].(time.Time); !at.IsZero() {
-			return s.completeBase(ctx, id, at, base)
+			return s.completeBase(ctx, id, base)
 		}
 	}
 	return s.Rebase(ctx, id, base)
@@ -294,7 +294,7 @@ func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 	if base.MirrorDocument != "" {
 		mirrorDoc, mirrorField = base.MirrorDocument, base.MirrorField
 	}
-	res, err := s.schema.CounterRef(s.client, id).Update(ctx, []firestore.Update{
+	_, err := s.schema.CounterRef(s.client, id).Update(ctx, []firestore.Update{
 		{Path: shared.FieldSource, Value: base.Source},
 		{Path: shared.FieldBaseAt, Value: firestore.ServerTimestamp},
 		{Path: shared.FieldBaseDone, Value: false},
@@ -305,11 +305,24 @@ func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 		return fmt.Errorf("stamp the base of counter %q: %w", id, err)
 	}
 	s.shardCounts.forget(id)
-	return s.completeBase(ctx, id, res.UpdateTime, base)
+	return s.completeBase(ctx, id, base)
 }
 
-// completeBase adds base.ValueAt(at) minus counter id's value at at, once.
-func (s *Store) completeBase(ctx context.Context, id string, at time.Time, base Baseline) error {
+// completeBase completes counter id's pending base once: it adds base.ValueAt(at) minus the
+// counter's value at at, where at is the read time of a counter snapshot showing the pending stamp,
+// and records at as the base. The stamp's own value only names it: it may be earlier than the
+// stamp's commit (the emulator's server timestamp), and shard writes before that commit count.
+func (s *Store) completeBase(ctx context.Context, id string, base Baseline) error {
+	ref := s.schema.CounterRef(s.client, id)
+	snap, err := ref.Get(ctx)
+	if err != nil {
+		return fmt.Errorf("read counter %q: %w", id, err)
+	}
+	stamp, done := baseOf(snap)
+	if done || stamp.IsZero() {
+		return nil
+	}
+	at := snap.ReadTime.Truncate(time.Microsecond) // Firestore's precision
 	want, err := base.ValueAt(ctx, at)
 	if err != nil {
 		return fmt.Errorf("value of the documents of counter %q at its base: %w", id, err)
@@ -319,17 +332,15 @@ func (s *Store) completeBase(ctx context.Context, id string, at time.Time, base 
 		return err
 	}
 	correction := want - have.Count
-	ref := s.schema.CounterRef(s.client, id)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(ref)
 		if err != nil {
 			return err
 		}
-		stamped, _ := snap.Data()[shared.FieldBaseAt].(time.Time)
-		if _, done := baseOf(snap); done || !stamped.Equal(at) {
+		if now, done := baseOf(snap); done || !now.Equal(stamp) {
 			return nil // done, or a newer stamp completes
 		}
-		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}}}}
+		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}}}
 		if correction != 0 {
 			w, err := s.planShard(ctx, id, correction, at, false, true)
 			if err != nil {

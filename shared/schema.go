@@ -35,7 +35,8 @@ const (
 	FieldSource             = "source_documents"
 	FieldMirrorDocument     = "mirror_document"
 	FieldMirrorField        = "mirror_field"
-	// FieldBaseAt and FieldBaseDone are counter.Store.Rebase's progress.
+	// FieldBaseAt names a pending base (counter.Store.Rebase's stamp); with FieldBaseDone, it is the
+	// read time the counter was made exact at.
 	FieldBaseAt            = "base_at"
 	FieldBaseDone          = "base_done"
 	ChangeLedgerCollection = "counter_change_ledger"
