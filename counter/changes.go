@@ -308,10 +308,9 @@ func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 	return s.completeBase(ctx, id, base)
 }
 
-// completeBase completes counter id's pending base once: it adds base.ValueAt(at) minus the
-// counter's value at at, where at is the read time of a counter snapshot showing the pending stamp,
-// and records at as the base. The stamp's own value only names it: it may be earlier than the
-// stamp's commit (the emulator's server timestamp), and shard writes before that commit count.
+// completeBase completes counter id's pending base once: at the read time B of a snapshot showing
+// its stamp, it adds base.ValueAt(B) minus the counter's value at B, and records B. Why B and not
+// the stamp's value: docs/collection-counters.md, "How it stays exact".
 func (s *Store) completeBase(ctx context.Context, id string, base Baseline) error {
 	ref := s.schema.CounterRef(s.client, id)
 	snap, err := ref.Get(ctx)
