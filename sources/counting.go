@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -148,15 +150,18 @@ func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	return b
 }
 
-// valueAt is count() or sum() of d's documents in collection at read time at.
+// valueAt is d's value of the documents in collection at read time at: count(), or the sum of the
+// integer values of d.Sum. sum() answers a double when any value is not an integer; those documents
+// are then read one by one, as a change counts them: 0.
 func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
 	q := c.client.Collection(collection).Query
 	for field, want := range d.Where {
 		q = q.WherePath(firestore.FieldPath{field}, "==", want)
 	}
 	agg := q.NewAggregationQuery().WithCount("value")
+	var path firestore.FieldPath
 	if d.Sum != "" {
-		path, _ := fieldPath(d.Sum)
+		path, _ = fieldPath(d.Sum)
 		agg = q.NewAggregationQuery().WithSumPath(path, "value")
 	}
 	var value int64
@@ -166,13 +171,30 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection strin
 			return err
 		}
 		v, _ := res["value"].(*firestorepb.Value)
-		switch x := v.GetValueType().(type) {
-		case *firestorepb.Value_IntegerValue:
-			value = x.IntegerValue
-		case *firestorepb.Value_DoubleValue:
-			c.log.WarnContext(ctx, "sum over documents holding non-integer values: truncated", "collection", collection, "sum", d.Sum, "value", x.DoubleValue)
-			value = int64(x.DoubleValue)
+		if n, ok := v.GetValueType().(*firestorepb.Value_IntegerValue); ok {
+			value = n.IntegerValue
+			return nil
 		}
+		value = 0
+		docs := tx.Documents(q.SelectPaths(path))
+		defer docs.Stop()
+		skipped := 0
+		for {
+			doc, err := docs.Next()
+			if errors.Is(err, iterator.Done) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			n, err := doc.DataAtPath(path)
+			if i, ok := n.(int64); ok && err == nil {
+				value += i
+			} else if err == nil {
+				skipped++
+			}
+		}
+		c.log.WarnContext(ctx, "summed field is not an integer in some documents; counted as 0", "collection", collection, "sum", d.Sum, "documents", skipped)
 		return nil
 	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
 	if err != nil {

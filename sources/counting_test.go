@@ -80,6 +80,8 @@ func values(data map[string]any) map[string]*firestorepb.Value {
 		switch x := v.(type) {
 		case int:
 			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_IntegerValue{IntegerValue: int64(x)}}
+		case float64:
+			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_DoubleValue{DoubleValue: x}}
 		case string:
 			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_StringValue{StringValue: x}}
 		case bool:
@@ -379,6 +381,24 @@ func TestBaseStampedBeforeItsCommitCountsOnce(t *testing.T) {
 	more.set("posts/p0/likes/late", map[string]any{"at": 20})
 	deliver(t, more.writes, counting)
 	checkExact(t, client, sumOf(t, client), 1, 0)
+}
+
+// TestNonIntegerSumsCountZeroFromTheBase: a summed value that is not an integer counts 0 whether
+// the base holds it (sum() then answers a double) or a change brings it.
+func TestNonIntegerSumsCountZeroFromTheBase(t *testing.T) {
+	client, newInstance := project(t)
+	w := newWriter(t, client)
+	w.set("shops/s0/orders/a", map[string]any{"paid": true, "amount": 10})
+	w.set("shops/s0/orders/b", map[string]any{"paid": true, "amount": 2.5})
+	w.set("shops/s0/orders/c", map[string]any{"paid": true, "amount": 4})
+	counting := newInstance()
+	deliver(t, w.writes[:1], counting) // the base holds all three
+	w.set("shops/s0/orders/d", map[string]any{"paid": true, "amount": 0.5})
+	w.set("shops/s0/orders/b", map[string]any{"paid": true, "amount": 3})
+	deliver(t, w.writes[1:], counting)
+	if got := sumOf(t, client)("revenue-s0"); got != 17 {
+		t.Errorf("revenue-s0 = %d, want 17: 10 + 4 + 3, the non-integer 2.5 (in the base) and 0.5 (a change) counting 0", got)
+	}
 }
 
 // TestInstancesStampACounterOnceAMinute: three more instances counting one counter's likes write
