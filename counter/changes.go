@@ -309,16 +309,29 @@ func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
 }
 
 // completeBase completes counter id's pending base once: at the read time B of a snapshot showing
-// its stamp, it adds base.ValueAt(B) minus the counter's value at B, and records B. Why B and not
-// the stamp's value: docs/collection-counters.md, "How it stays exact".
+// its stamp, it adds base.ValueAt(B) minus the counter's value at B, and records B, unless the
+// counter document changed after B. Why B and not the stamp's value: docs/collection-counters.md,
+// "How it stays exact".
 func (s *Store) completeBase(ctx context.Context, id string, base Baseline) error {
+	for attempt := 1; ; attempt++ {
+		err := s.completeBaseAt(ctx, id, base)
+		if !errors.Is(err, errCounterMoved) || attempt == maxChangeAttempts {
+			return err
+		}
+	}
+}
+
+// errCounterMoved: the counter document changed after the snapshot a base was computed at.
+var errCounterMoved = errors.New("the counter document changed while its base was computed")
+
+// completeBaseAt is one attempt of completeBase; errCounterMoved.
+func (s *Store) completeBaseAt(ctx context.Context, id string, base Baseline) error {
 	ref := s.schema.CounterRef(s.client, id)
 	snap, err := ref.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("read counter %q: %w", id, err)
 	}
-	stamp, done := baseOf(snap)
-	if done || stamp.IsZero() {
+	if stamp, done := baseOf(snap); done || stamp.IsZero() {
 		return nil
 	}
 	at := snap.ReadTime.Truncate(time.Microsecond) // Firestore's precision
@@ -332,12 +345,15 @@ func (s *Store) completeBase(ctx context.Context, id string, base Baseline) erro
 	}
 	correction := want - have.Count
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
+		now, err := tx.Get(ref)
 		if err != nil {
 			return err
 		}
-		if now, done := baseOf(snap); done || !now.Equal(stamp) {
-			return nil // done, or a newer stamp completes
+		if _, done := baseOf(now); done {
+			return nil
+		}
+		if !now.UpdateTime.Equal(snap.UpdateTime) {
+			return errCounterMoved // a newer stamp, or a completion and a stamp
 		}
 		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}}}
 		if correction != 0 {
