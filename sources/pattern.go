@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/shardcount/counters/shared/wire"
 
@@ -65,7 +66,8 @@ func ours(id string, schema shared.Schema) bool {
 		shared.OursByName(id)
 }
 
-// match binds p's wildcards to path's segments; false when it does not match.
+// match binds p's wildcards to path's segments; false when it does not match, or a wildcard's
+// segment is no document ID (empty, or not UTF-8).
 func (p pattern) match(path string) (map[string]string, bool) {
 	segs := strings.Split(path, "/")
 	if len(segs) != len(p) {
@@ -74,6 +76,9 @@ func (p pattern) match(path string) (map[string]string, bool) {
 	bound := map[string]string{}
 	for i, seg := range p {
 		if name, ok := wildcard(seg); ok {
+			if segs[i] == "" || !utf8.ValidString(segs[i]) {
+				return nil, false // not a document ID
+			}
 			bound[name] = segs[i]
 		} else if seg != segs[i] {
 			return nil, false
