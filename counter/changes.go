@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -100,7 +100,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 	outer := ctx // for InBase's own transactions
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		outcomes, written = make([]Result, len(batch)), nil
-		ledgers, refs := ledgersOf(batch, func(second string) *firestore.DocumentRef { return s.ledgerRef(id, second) })
+		ledgers, refs := s.ledgersOf(id, batch)
 		snaps, err := tx.GetAll(append([]*firestore.DocumentRef{s.schema.CounterRef(s.client, id)}, refs...))
 		if err != nil {
 			return fmt.Errorf("read the counter and its change ledgers: %w", err)
@@ -192,15 +192,15 @@ type ledger struct {
 // bucketID is t's ledger second.
 func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
-// ledgersOf is the ledgers of batch's seconds, unread, and their documents (via ref).
-func ledgersOf(batch []request, ref func(second string) *firestore.DocumentRef) (map[string]*ledger, []*firestore.DocumentRef) {
+// ledgersOf is counter id's ledgers of batch's seconds, unread, and their documents.
+func (s *Store) ledgersOf(id string, batch []request) (map[string]*ledger, []*firestore.DocumentRef) {
 	ledgers := map[string]*ledger{}
 	var refs []*firestore.DocumentRef
 	for _, req := range batch {
 		second := bucketID(req.change.Bucket)
 		if ledgers[second] == nil {
 			ledgers[second] = &ledger{second: second, add: map[string]int64{}}
-			refs = append(refs, ref(second))
+			refs = append(refs, s.ledgerRef(id, second))
 		}
 	}
 	return ledgers, refs
@@ -218,21 +218,20 @@ const maxInBaseReads = 32
 
 // inBaseAll asks, concurrently, whether each change batch[indexes[k]] is in the base read at base.
 func inBaseAll(ctx context.Context, batch []request, indexes []int, base time.Time) ([]bool, error) {
-	in, errs := make([]bool, len(indexes)), make([]error, len(indexes))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxInBaseReads)
+	in := make([]bool, len(indexes))
+	var g errgroup.Group
+	g.SetLimit(maxInBaseReads)
 	for k, i := range indexes {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
+		g.Go(func() error {
 			ch := batch[i].change
-			if in[k], errs[k] = ch.InBase(ctx, base); errs[k] != nil {
-				errs[k] = fmt.Errorf("is change %s in the base: %w", ch.Key, errs[k])
+			var err error
+			if in[k], err = ch.InBase(ctx, base); err != nil {
+				return fmt.Errorf("is change %s in the base: %w", ch.Key, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	return in, errors.Join(errs...)
+	return in, g.Wait()
 }
 
 // ledgerRef is counter id's ledger document of second.
