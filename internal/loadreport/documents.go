@@ -23,12 +23,16 @@ type Documents struct {
 	Deliveries       int64 `json:"deliveries"`
 	DeliveriesFailed int64 `json:"deliveries_failed"`
 	Invocations      int64 `json:"invocations"`
+	// Redeliveries are attempts after an event's first, asked for by failed answers; InDelivery
+	// events had not settled (acknowledged or given up) when the counts were judged.
+	Redeliveries int64 `json:"redeliveries"`
+	InDelivery   int64 `json:"in_delivery"`
 	// HandledPerSecond is events handled per second until the event queue was empty.
 	HandledPerSecond float64 `json:"handled_per_second"`
 	// Applied and AppliedTwice (same event ID again) are write-time aggregation's; else zero.
 	Applied      int64 `json:"applied,omitempty"`
 	AppliedTwice int64 `json:"applied_twice,omitempty"`
-	// Drained is how long after the last change the event queue was empty.
+	// Drained is how long after the last change the last event was acknowledged.
 	Drained time.Duration `json:"drained_ns"`
 	// Listen is, for the stack's events of the counted documents, write to the bridge's receipt
 	// (versions only: a delete has no write time); Handle is delivery to the function's answer.
@@ -111,6 +115,9 @@ var documentRows = []struct {
 			return "- (the ledger counts each change once: see the final error)"
 		}
 		return fmt.Sprintf("%d / %d", d.Applied, d.AppliedTwice)
+	}},
+	{"redeliveries asked for (failed answers) / events still in delivery when judged", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%d / %d", d.Redeliveries, d.InDelivery)
 	}},
 	{"events handled/s (until the queue was empty)", func(_ Run, d *Documents) string { return fmt.Sprintf("%.0f", d.HandledPerSecond) }},
 	{"event queue empty after the last change", func(_ Run, d *Documents) string { return seconds(d.Drained) }},

@@ -12,13 +12,16 @@ import (
 const maxDeliveryRecords = 100_000
 
 // DeliveryRecord is one Firestore event's times: its document written, received by the bridge, its
-// first attempt begun (Reached; zero while waiting) and answered.
+// first attempt begun (Reached; zero while waiting) and answered, and its last attempt answered
+// (Settled: acknowledged or given up; zero while it is retried), after Attempts attempts.
 type DeliveryRecord struct {
 	Document string    `json:"document"` // counters/likes/shards/3
 	Written  time.Time `json:"written"`
 	Received time.Time `json:"received"`
 	Reached  time.Time `json:"reached"`
 	Answered time.Time `json:"answered"`
+	Settled  time.Time `json:"settled"`
+	Attempts int       `json:"attempts"`
 }
 
 // deliveryLog keeps the latest maxDeliveryRecords records, in order received.
@@ -54,6 +57,11 @@ func (l *deliveryLog) answered(seq uint64) {
 			r.Answered = time.Now()
 		}
 	})
+}
+
+// settled records that event seq's delivery ended now, after attempts attempts.
+func (l *deliveryLog) settled(seq uint64, attempts int) {
+	l.update(seq, func(r *DeliveryRecord) { r.Settled, r.Attempts = time.Now(), attempts })
 }
 
 // update applies f to record seq, unless it was overwritten since.

@@ -28,6 +28,7 @@ func TestDeliveryLogKeepsTheLatestRecordsInOrder(t *testing.T) {
 	l.reached(0) // overwritten
 	l.reached(maxDeliveryRecords + 2)
 	l.answered(maxDeliveryRecords + 2)
+	l.settled(maxDeliveryRecords+2, 3)
 
 	w := httptest.NewRecorder()
 	l.serve(w, httptest.NewRequest("GET", "/deliveries?prefix=counters/c/", nil))
@@ -41,8 +42,8 @@ func TestDeliveryLogKeepsTheLatestRecordsInOrder(t *testing.T) {
 	if first, last := got[0], got[len(got)-1]; first.Document != "counters/c/shards/4" || last.Document != fmt.Sprintf("counters/c/shards/%d", maxDeliveryRecords+2) {
 		t.Errorf("records from %s to %s, want from counters/c/shards/4 (the oldest kept) to the latest", first.Document, last.Document)
 	}
-	if last := got[len(got)-1]; last.Reached.IsZero() || last.Answered.Before(last.Reached) || !last.Written.Equal(written) {
-		t.Errorf("latest record %+v, want written, reached and answered", last)
+	if last := got[len(got)-1]; last.Reached.IsZero() || last.Answered.Before(last.Reached) || last.Settled.Before(last.Answered) || last.Attempts != 3 || !last.Written.Equal(written) {
+		t.Errorf("latest record %+v, want written, reached, answered and settled after 3 attempts", last)
 	}
 	if !got[0].Reached.IsZero() {
 		t.Errorf("oldest kept record %+v was marked reached by an update of the record it replaced", got[0])

@@ -263,10 +263,12 @@ func (b *EventBridge) work() {
 				b.deliveries.answered(q.seq)
 			}
 			if err == nil {
+				b.deliveries.settled(q.seq, attempt)
 				b.delivered.Add(1)
 				break
 			}
 			if attempt == bridgeMaxAttempts {
+				b.deliveries.settled(q.seq, attempt)
 				b.failed.Add(1)
 				fmt.Fprintf(b.log, "event bridge: giving up on %s after %d attempts: %v\n", req.Header.Get("Ce-Subject"), attempt, err)
 				break
