@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/shared/wire"
 )
 
 // CanaryCounter is incremented by each RollupScheduled tick so the next can check the trigger
 // rolled it up (EventRollupCanary).
-const CanaryCounter = "_counters_canary"
+const CanaryCounter = wire.ReservedCounterPrefix + "canary"
 
 // canaryTimeout bounds the canary's increment, which runs also when the sweep ran out of time.
 const canaryTimeout = 10 * time.Second

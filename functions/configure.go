@@ -101,7 +101,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 	}
 	if r.Method == http.MethodDelete {
 		// Not held to COUNTER_ID_PATTERN: older counters stay deletable.
-		id, err := counterParam(r, wire.ValidateCounterID)
+		id, err := counterParam(r, wire.ValidateWritableCounterID)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +122,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 	if err := decodeJSONBody(w, r, &req); err != nil {
 		return nil, err
 	}
-	if err := wire.ValidateCounterID(req.Counter); err != nil {
+	if err := wire.ValidateWritableCounterID(req.Counter); err != nil {
 		return nil, err
 	}
 	if req.PurgeMembers { // not held to COUNTER_ID_PATTERN
@@ -145,7 +145,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		}
 		return resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: s.purgeMembers(r, req.Counter)}, nil
 	}
-	if err := s.checkCounterID(req.Counter); err != nil {
+	if err := s.checkWritableCounterID(req.Counter); err != nil {
 		return nil, err
 	}
 	settings, err := req.settings()

@@ -46,6 +46,7 @@ func poisonMessages(prefix string) []pubsubMessage {
 		msg("counter with slash", fmt.Sprintf(`{"counter":"%s/x","delta":1}`, prefix)),
 		msg("counter is dot dot", `{"counter":"..","delta":1}`),
 		msg("reserved counter ID", `{"counter":"__`+prefix+`__","delta":1}`),
+		msg("the SLO canary", `{"counter":"`+wire.ReservedCounterPrefix+`canary","delta":-1}`),
 		msg("counter over 1500 bytes", `{"counter":"`+prefix+strings.Repeat("x", wire.MaxCounterIDBytes)+`"}`),
 		msg("delta zero", fmt.Sprintf(`{"counter":"%s-poison-5","delta":0}`, prefix)),
 		msg("delta is a string", fmt.Sprintf(`{"counter":"%s-poison-6","delta":"1"}`, prefix)),

@@ -86,7 +86,17 @@ func (s *Service) CountSources(set *sources.Set) {
 // checkCounterID accepts a valid document ID matching COUNTER_ID_PATTERN, else returns a
 // *wire.FieldError "counter" that never reveals the pattern (logged at DEBUG).
 func (s *Service) checkCounterID(id string) error {
-	if err := wire.ValidateCounterID(id); err != nil {
+	return s.checkIDWith(id, wire.ValidateCounterID)
+}
+
+// checkWritableCounterID is checkCounterID for a counter a caller changes: no reserved ID.
+func (s *Service) checkWritableCounterID(id string) error {
+	return s.checkIDWith(id, wire.ValidateWritableCounterID)
+}
+
+// checkIDWith is checkCounterID with validate in place of wire.ValidateCounterID.
+func (s *Service) checkIDWith(id string, validate func(string) error) error {
+	if err := validate(id); err != nil {
 		return err
 	}
 	if s.ids != nil && !s.ids.MatchString(id) {

@@ -21,6 +21,7 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"an unknown window", `[{"documents": "orders/{o}", "counter": "n", "windows": ["week"]}]`, `unknown window "week"`},
 		{"two entries, one counter", `[{"documents": "a/{x}", "counter": "n"}, {"documents": "b/{x}", "counter": "n"}]`, "one counter counts one declaration"},
 		{"an unknown field", `[{"documents": "a/{x}", "counter": "n", "count": "x"}]`, `unknown field "count"`},
+		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
 		if err == nil || !strings.Contains(err.Error(), "entry ") || !strings.Contains(err.Error(), c.want) {

@@ -121,7 +121,7 @@ func (p pattern) checkTemplate(tmpl string) error {
 			return fmt.Errorf("%q must use {%s}: a counter counts the documents of one collection", tmpl, name)
 		}
 	}
-	if err := wire.ValidateCounterID(expand(tmpl, map[string]string{})); err != nil {
+	if err := wire.ValidateWritableCounterID(expand(tmpl, map[string]string{})); err != nil {
 		return err
 	}
 	return nil

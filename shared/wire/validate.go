@@ -46,6 +46,22 @@ func ValidateCounterID(id string) error {
 	return nil
 }
 
+// ReservedCounterPrefix starts the IDs of the deployment's own counters (the SLO canary): only the
+// functions change them.
+const ReservedCounterPrefix = "_counters_"
+
+// ValidateWritableCounterID is ValidateCounterID for a counter a caller would change or configure:
+// IDs starting ReservedCounterPrefix are refused too.
+func ValidateWritableCounterID(id string) error {
+	if err := ValidateCounterID(id); err != nil {
+		return err
+	}
+	if strings.HasPrefix(id, ReservedCounterPrefix) {
+		return &FieldError{Field: "counter", Message: fmt.Sprintf("counter IDs starting %q are reserved for the deployment's own counters (the SLO canary); choose another ID", ReservedCounterPrefix)}
+	}
+	return nil
+}
+
 // ValidateDelta accepts |delta| in 1..maxMagnitude.
 func ValidateDelta(delta, maxMagnitude int64) error {
 	if delta == 0 {

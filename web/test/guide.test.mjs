@@ -9,7 +9,7 @@ import {
   collection, deleteDoc, doc, getDoc, getDocs, increment, onSnapshot, setDoc, updateDoc,
 } from 'firebase/firestore';
 import {
-  callFunction, eventually, firestoreClient, idToken, loadRules, restQuery, signedInFirestoreClient, stack, uniqueID,
+  adminSet, callFunction, eventually, exactCount, firestoreClient, idToken, loadRules, restQuery, signedInFirestoreClient, stack, uniqueID,
 } from './stack.mjs';
 
 const variant = fileURLToPath(new URL('../../firestore.guide-clients.rules', import.meta.url));
@@ -73,6 +73,15 @@ test('a guide client may do nothing else', async (t) => {
   }
   const exact = await fetch(`${stack.functionsURL}/Count?counter=${id}`).then((r) => r.json());
   assert.equal(exact.count, -1, 'only the allowed unlike counted');
+});
+
+test("a guide client may not write a collection counter's shards", async (t) => {
+  const db = await signedInFirestoreClient(t);
+  const post = uniqueID('guide-post');
+  await adminSet(`posts/${post}/likes/u1`, { at: { integerValue: '1' } });
+  await eventually('the like makes its collection counter', () => exactCount(`likes-${post}`), (n) => n === 1);
+  await assert.rejects(() => updateDoc(doc(db, 'counters', `likes-${post}`, 'shards', '0'), 'count', increment(1)),
+    (err) => err.code === 'permission-denied', "a collection counter's shard must be closed to clients");
 });
 
 test('every shard of a ConfigureCounter counter exists; a counter made by Increment lacks some', async (t) => {
