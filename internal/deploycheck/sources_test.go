@@ -23,6 +23,7 @@ import (
 	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/internal/deploycheck"
 	"github.com/shardcount/counters/internal/manifest"
+	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -138,6 +139,37 @@ func TestDryRunDeploysOneFunctionPerDeclaredPattern(t *testing.T) {
 	}
 	for _, r := range refused {
 		t.Error(r)
+	}
+}
+
+// TestAFreshCloneDeploysNoCollectionCounter: the repository's own declaration file declares nothing
+// (the example app's are in its own file), so a deploy that sets no COUNTER_SOURCES deploys no
+// count-documents function and gives every function empty declarations: it counts and mirrors none
+// of an app's documents. Terraform reads the same file.
+func TestAFreshCloneDeploysNoCollectionCounter(t *testing.T) {
+	requireBash(t)
+	set, err := sources.Load(filepath.Join(root, sources.DefaultFile), shared.Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe", Tops: "tops"})
+	if err != nil || len(set.Declarations) != 0 {
+		t.Fatalf("%s: %v, %v; want no declarations", sources.DefaultFile, set, err)
+	}
+	t.Setenv("COUNTER_SOURCES", "")
+	commands, err := deploycheck.DryRun(script, "--project", "p", "--region", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploys := functionDeploys(commands)
+	if len(deploys) == 0 {
+		t.Fatal("the dry run deploys no function at all")
+	}
+	for name, words := range deploys {
+		if strings.HasPrefix(name, "count-documents") {
+			t.Errorf("a fresh clone deploys %s", name)
+		}
+		for _, pair := range envPairs(strings.Join(flags(words)["--set-env-vars"], ",")) {
+			if v, ok := strings.CutPrefix(pair, "COUNTER_SOURCES="); ok && v != "[]" {
+				t.Errorf("%s: COUNTER_SOURCES=%s, want []", name, v)
+			}
+		}
 	}
 }
 

@@ -47,6 +47,8 @@ type Options struct {
 	Instances          int
 	FunctionsFirestore string // if set, the functions' Firestore address (e.g. a fault proxy)
 	RulesFile          string // absolute path of the rules loaded into the emulator
+	// CounterSources is COUNTER_SOURCES of the functions: an absolute path, or inline declarations.
+	CounterSources string
 	EventCopies        int    // deliveries of each Firestore event (>1 plays at-least-once)
 }
 
@@ -79,8 +81,13 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("LOCALSTACK_WEB: %w", err)
 	}
+	declared, err := counterSources(os.Getenv("COUNTER_SOURCES"))
+	if err != nil {
+		return Options{}, fmt.Errorf("COUNTER_SOURCES: %w", err)
+	}
 	return Options{
 		RulesFile:          rules,
+		CounterSources:     declared,
 		WebDir:             web,
 		AuthPort:           env("AUTH_PORT", "9099"),
 		AppPort:            env("APP_PORT", "8000"),
@@ -95,6 +102,19 @@ func OptionsFromEnv() (Options, error) {
 		FunctionsFirestore: os.Getenv("LOCALSTACK_FUNCTIONS_FIRESTORE"),
 		EventCopies:        copies,
 	}, nil
+}
+
+// ExampleCounterSources is the example app's declarations, the local stack's when COUNTER_SOURCES is
+// unset; a deployment declares none unless its operator does (counter-sources.json is empty).
+const ExampleCounterSources = "web/counter-sources.json"
+
+// counterSources is value as the functions' COUNTER_SOURCES: inline declarations as they are, a
+// path made absolute, or, if empty, the example app's file.
+func counterSources(value string) (string, error) {
+	if strings.HasPrefix(strings.TrimSpace(value), "[") {
+		return value, nil
+	}
+	return repoPath(value, ExampleCounterSources)
 }
 
 // repoPath is value made absolute or, if empty, name in the nearest parent directory holding go.mod
@@ -226,7 +246,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
-	counted, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	counted, err := sources.Load(o.CounterSources, cfg.Schema())
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +295,7 @@ func (s *Stack) Env() []string {
 	}
 	return append(env,
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
+		"COUNTER_SOURCES="+s.Options.CounterSources,
 		emulators.EnvRulesFile+"="+s.Options.RulesFile,
 		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
 		"LOCALSTACK_EVENTS_STATS_URL=http://"+s.Events.Addr()+"/stats")

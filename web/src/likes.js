@@ -1,6 +1,6 @@
 // Likes kept as the app's own documents, counted by a collection counter: a like is
 // posts/{post}/likes/{uid} (its ID is the user's uid, so one per user, which the app's rules enforce:
-// web/example-app.rules), and counter-sources.json declares the counter likes-{post} over them. The
+// web/example-app.rules), and web/counter-sources.json declares the counter likes-{post} over them. The
 // app writes and deletes the document with the Firebase JS SDK, offline too, and listens to the count
 // on rollups/likes-{post}, one document. docs/collection-counters.md shows the same in Swift and Kotlin.
 import { deleteDoc, doc, onSnapshot, serverTimestamp, setDoc } from 'firebase/firestore';
