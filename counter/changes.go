@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -18,8 +17,6 @@ import (
 // Change is one change of a counted document in one collection counter.
 type Change struct {
 	Key string // the same for every delivery of the change
-	// Bucket, agreed by every delivery, picks the key's ledger second.
-	Bucket time.Time
 	// InBase reports whether the base read at base holds the change.
 	InBase   func(ctx context.Context, base time.Time) (bool, error)
 	Baseline Baseline // for a counter without a base
@@ -27,7 +24,7 @@ type Change struct {
 
 // Baseline is what a collection counter starts from.
 type Baseline struct {
-	Source   string   // the declaration's name
+	Source   string   // the declaration's name: only its changes change the counter
 	Settings Settings // for a new counter
 	// ValueAt is the exact value of the counter's documents at read time at.
 	ValueAt func(ctx context.Context, at time.Time) (int64, error)
@@ -51,119 +48,213 @@ func (s *Store) applyChange(ctx context.Context, r Request) (Result, error) {
 	return rep.outcome, nil
 }
 
-// maxChangeAttempts bounds the transactions of one batch of changes.
+// maxChangeAttempts bounds the failed transactions of one batch of changes; a commit that finds
+// records of some changes (AlreadyExists) is not one: it answers them, and the rest commit again.
 const maxChangeAttempts = 5
 
-// commitChanges counts batch's changes, all of one counter, in one transaction.
+// commitChanges counts batch's changes, all of one counter: each change not in the base gets a
+// record of its own, created in the transaction that adds its delta to a shard. See
+// docs/collection-counters.md, "How it stays exact".
 func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 	replies := make([]reply, len(batch))
 	id := batch[0].incs[0].Counter
+	open := firstOfEachKey(batch, replies)
+	inBase := map[int]bool{} // of open's changes, judged at judgedAt
+	var judgedAt time.Time
 	var err error
-	for attempt := 1; attempt <= maxChangeAttempts; attempt++ {
-		var outcomes []Result
-		var w *shardWrite
-		outcomes, w, err = s.changesInTransaction(ctx, id, batch, attempt > 1)
-		if errors.Is(err, errNoBase) {
-			if berr := s.EstablishBase(ctx, id, batch[0].change.Baseline); berr != nil {
-				err = berr
+	for failures := 0; failures < maxChangeAttempts && len(open) > 0; {
+		var base time.Time
+		var source string
+		if base, source, err = s.changeBase(ctx, id, batch[open[0]].change.Baseline); err != nil {
+			break
+		}
+		open = refuseOthers(batch, open, source, replies)
+		if !base.Equal(judgedAt) {
+			var in []bool
+			if in, err = inBaseAll(ctx, batch, open, base); err != nil {
 				break
 			}
-			continue
+			for k, i := range open {
+				inBase[i] = in[k]
+			}
+			judgedAt = base
 		}
+		var fresh []int
+		for _, i := range open {
+			if !inBase[i] {
+				fresh = append(fresh, i)
+			}
+		}
+		var w *shardWrite
+		w, err = s.changesInTransaction(ctx, id, batch, fresh, base, failures > 0)
 		if err == nil {
 			if w != nil {
 				s.remember([]shardWrite{*w})
 			}
-			for i := range batch {
-				replies[i] = reply{outcome: outcomes[i]}
+			for _, i := range open {
+				replies[i] = reply{outcome: Result{InBase: true}}
+				if !inBase[i] {
+					replies[i] = reply{outcome: Result{Applied: []AppliedIncrement{{Counter: id, Delta: batch[i].incs[0].Delta, Shard: w.shard}}, Counted: true}}
+				}
 			}
 			return replies
 		}
-		s.shardCounts.forget(id)
+		if errors.Is(err, ErrNotItsCounter) {
+			continue // the counter changed hands: refuseOthers answers
+		}
+		if status.Code(err) == codes.AlreadyExists {
+			// Another delivery of some change committed first: answer those, commit the rest.
+			if open, err = s.takeOutRecorded(ctx, id, batch, open, replies); err != nil {
+				break
+			}
+			continue
+		}
+		failures++
+		if !errors.Is(err, errBaseMoved) {
+			s.shardCounts.forget(id)
+		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	for i := range replies {
+	for _, i := range open {
 		replies[i] = reply{err: err}
 	}
 	return replies
 }
 
+// refuseOthers answers the changes of batch at open that source's declaration did not make with
+// ErrNotItsCounter, and returns the others.
+func refuseOthers(batch []request, open []int, source string, replies []reply) []int {
+	var mine []int
+	for _, i := range open {
+		if batch[i].change.Baseline.Source != source {
+			replies[i] = reply{err: fmt.Errorf("counter %q counts %q: %w", batch[i].incs[0].Counter, source, ErrNotItsCounter)}
+			continue
+		}
+		mine = append(mine, i)
+	}
+	return mine
+}
+
+// firstOfEachKey answers each later delivery of a change in batch as a duplicate and returns the
+// indexes of the first ones.
+func firstOfEachKey(batch []request, replies []reply) []int {
+	var first []int
+	seen := map[string]bool{}
+	for i, req := range batch {
+		if seen[req.change.Key] {
+			replies[i] = reply{outcome: Result{Duplicate: true}}
+			continue
+		}
+		seen[req.change.Key] = true
+		first = append(first, i)
+	}
+	return first
+}
+
+// ErrNotItsCounter refuses a change of a counter its declaration did not create: an ordinary
+// counter, or another declaration's. Such a change never counts.
+var ErrNotItsCounter = errors.New("the counter is not a collection counter of the change's declaration")
+
 // errNoBase: a collection counter has no complete base yet.
 var errNoBase = errors.New("the collection counter has no base yet")
 
-// changesInTransaction writes the fresh changes' sum to one shard and their keys to the ledger.
-func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, verify bool) ([]Result, *shardWrite, error) {
-	var outcomes []Result
+// errBaseMoved: the counter's base changed after its changes were judged against it.
+var errBaseMoved = errors.New("the collection counter's base changed while its changes were judged")
+
+// changeBase is collection counter id's complete base and the declaration it counts (an ordinary
+// counter: ""), establishing a base with baseline first when it has none.
+func (s *Store) changeBase(ctx context.Context, id string, baseline Baseline) (time.Time, string, error) {
+	for range 2 {
+		snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return time.Time{}, "", fmt.Errorf("read counter %q: %w", id, err)
+		}
+		if err == nil {
+			source, _ := snap.Data()[shared.FieldSource].(string)
+			if at, done := baseOf(snap); done || source != baseline.Source {
+				return at, source, nil
+			}
+		}
+		if err := s.EstablishBase(ctx, id, baseline); err != nil {
+			return time.Time{}, "", err
+		}
+	}
+	return time.Time{}, "", errNoBase
+}
+
+// changesInTransaction adds the fresh changes' deltas to one shard and creates their records, in one
+// transaction that holds the counter at base; errBaseMoved, or AlreadyExists when a record exists.
+// With no fresh change it only checks the base.
+func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, fresh []int, base time.Time, verify bool) (*shardWrite, error) {
 	var written *shardWrite
-	outer := ctx // for InBase's own transactions
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		outcomes, written = make([]Result, len(batch)), nil
-		ledgers, refs := s.ledgersOf(id, batch)
-		snaps, err := tx.GetAll(append([]*firestore.DocumentRef{s.schema.CounterRef(s.client, id)}, refs...))
+		written = nil
+		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
+		if status.Code(err) == codes.NotFound {
+			return errBaseMoved
+		}
 		if err != nil {
-			return fmt.Errorf("read the counter and its change ledgers: %w", err)
+			return fmt.Errorf("read the counter: %w", err)
 		}
-		snap := snaps[0]
-		if !snap.Exists() {
-			return errNoBase
+		if source, _ := snap.Data()[shared.FieldSource].(string); len(fresh) > 0 && source != batch[fresh[0]].change.Baseline.Source {
+			return ErrNotItsCounter
 		}
-		baseAt, done := baseOf(snap)
-		if !done {
-			return errNoBase
-		}
-		for _, l := range snaps[1:] {
-			ledgers[l.Ref.ID].read(l)
-		}
-		var unseen []int
-		seen := map[string]bool{}
-		for i, req := range batch {
-			ch := req.change
-			if _, dup := ledgers[bucketID(ch.Bucket)].keys[ch.Key]; dup || seen[ch.Key] {
-				outcomes[i] = Result{Duplicate: true}
-				continue
-			}
-			seen[ch.Key] = true
-			unseen = append(unseen, i)
-		}
-		inBase, err := inBaseAll(outer, batch, unseen, baseAt)
-		if err != nil {
-			return err
-		}
-		var fresh []int
-		for k, i := range unseen {
-			if inBase[k] {
-				outcomes[i] = Result{InBase: true}
-				continue
-			}
-			fresh = append(fresh, i)
+		if at, done := baseOf(snap); !done || !at.Equal(base) {
+			return errBaseMoved
 		}
 		if len(fresh) == 0 {
 			return nil
 		}
 		w, err := s.planChanges(ctx, id, batch, fresh, verify)
+		if errors.Is(err, errNoBase) {
+			return errBaseMoved // the cached configuration predates the counter's conversion
+		}
 		if err != nil {
 			return err
 		}
 		if stamped, _ := snap.Data()[shared.FieldTouchedMinute].(int64); w.stamp && !s.requireExisting && stamped >= w.minute {
 			w.stamp = false // another instance stamped this minute: no write to the counter document
 		}
-		for _, i := range fresh {
-			inc := batch[i].incs[0]
-			ledgers[bucketID(batch[i].change.Bucket)].add[batch[i].change.Key] = inc.Delta
-			outcomes[i] = Result{Applied: []AppliedIncrement{{Counter: id, Delta: inc.Delta, Shard: w.shard}}, Counted: true}
-		}
 		ops := s.shardWriteOps(w)
-		for _, l := range ledgers {
-			if len(l.add) > 0 {
-				ops = append(ops, s.ledgerOp(id, l))
-			}
+		expires := s.clock.Now().Add(s.dedupeTTL)
+		for _, i := range fresh {
+			ops = append(ops, op{kind: opCreate, ref: s.changeRecordRef(id, batch[i].change.Key),
+				data: map[string]any{shared.FieldChangeDelta: batch[i].incs[0].Delta, shared.FieldExpiresAt: expires}})
 		}
 		written = &w
 		return addToTransaction(tx, ops)
 	})
-	return outcomes, written, err
+	if errors.Is(err, errBaseMoved) {
+		s.shardCounts.forget(id)
+	}
+	return written, err
+}
+
+// takeOutRecorded answers the changes of batch at open whose records exist as duplicates and
+// returns the others; open and an error when none exists.
+func (s *Store) takeOutRecorded(ctx context.Context, id string, batch []request, open []int, replies []reply) ([]int, error) {
+	refs := make([]*firestore.DocumentRef, len(open))
+	for k, i := range open {
+		refs[k] = s.changeRecordRef(id, batch[i].change.Key)
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return open, fmt.Errorf("read the change records of counter %q: %w", id, err)
+	}
+	var rest []int
+	for k, i := range open {
+		if snaps[k].Exists() {
+			replies[i] = reply{outcome: Result{Duplicate: true}}
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) == len(open) {
+		return open, fmt.Errorf("commit the changes of counter %q: a record already existed, yet none does now", id)
+	}
+	return rest, nil
 }
 
 // planChanges plans the shard write of batch's fresh changes.
@@ -179,38 +270,6 @@ func (s *Store) planChanges(ctx context.Context, id string, batch []request, fre
 		}
 	}
 	return w, nil
-}
-
-// ledger is one second of a collection counter's ledger: one document.
-type ledger struct {
-	second string
-	exists bool
-	keys   map[string]any   // counted
-	add    map[string]int64 // to add
-}
-
-// bucketID is t's ledger second.
-func bucketID(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
-
-// ledgersOf is counter id's ledgers of batch's seconds, unread, and their documents.
-func (s *Store) ledgersOf(id string, batch []request) (map[string]*ledger, []*firestore.DocumentRef) {
-	ledgers := map[string]*ledger{}
-	var refs []*firestore.DocumentRef
-	for _, req := range batch {
-		second := bucketID(req.change.Bucket)
-		if ledgers[second] == nil {
-			ledgers[second] = &ledger{second: second, add: map[string]int64{}}
-			refs = append(refs, s.ledgerRef(id, second))
-		}
-	}
-	return ledgers, refs
-}
-
-// read takes in the ledger's document.
-func (l *ledger) read(snap *firestore.DocumentSnapshot) {
-	if l.exists = snap.Exists(); l.exists {
-		l.keys, _ = snap.Data()[shared.FieldLedgerKeys].(map[string]any)
-	}
 }
 
 // maxInBaseReads bounds the InBase calls of one batch at once.
@@ -234,27 +293,9 @@ func inBaseAll(ctx context.Context, batch []request, indexes []int, base time.Ti
 	return in, g.Wait()
 }
 
-// ledgerRef is counter id's ledger document of second.
-func (s *Store) ledgerRef(id, second string) *firestore.DocumentRef {
-	return s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(second)
-}
-
-// ledgerOp adds l's new keys to its document, created when missing.
-func (s *Store) ledgerOp(id string, l *ledger) op {
-	expires := s.clock.Now().Add(s.dedupeTTL)
-	ref := s.ledgerRef(id, l.second)
-	if !l.exists {
-		keys := make(map[string]any, len(l.add))
-		for k, d := range l.add {
-			keys[k] = d
-		}
-		return op{kind: opCreate, ref: ref, data: map[string]any{shared.FieldLedgerKeys: keys, shared.FieldExpiresAt: expires}}
-	}
-	updates := []firestore.Update{{Path: shared.FieldExpiresAt, Value: expires}}
-	for k, d := range l.add {
-		updates = append(updates, firestore.Update{FieldPath: firestore.FieldPath{shared.FieldLedgerKeys, k}, Value: d})
-	}
-	return op{kind: opUpdate, ref: ref, updates: updates}
+// changeRecordRef is the record of counter id's change key.
+func (s *Store) changeRecordRef(id, key string) *firestore.DocumentRef {
+	return s.schema.CounterRef(s.client, id).Collection(shared.ChangeLedgerCollection).Doc(key)
 }
 
 // baseOf is a collection counter's base time, and whether its correction is applied.
@@ -265,46 +306,66 @@ func baseOf(snap *firestore.DocumentSnapshot) (at time.Time, done bool) {
 }
 
 // EstablishBase makes collection counter id exact unless it has a base (an unfinished one is
-// completed), configuring a missing counter with base.Settings.
+// completed), configuring a missing counter with base.Settings. Of instances establishing one
+// counter's base at once, one stamps it and all complete that stamp.
 func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) error {
-	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+	_, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
-		if _, err := s.Configure(ctx, id, base.Settings); err != nil {
+		st := base.Settings
+		st.source = base.Source
+		if _, err := s.Configure(ctx, id, st); err != nil {
 			return fmt.Errorf("configure collection counter %q: %w", id, err)
 		}
 	case err != nil:
 		return fmt.Errorf("read counter %q: %w", id, err)
-	default:
-		if _, done := baseOf(snap); done {
-			return nil
-		}
-		if at, _ := snap.Data()[shared.FieldBaseAt].(time.Time); !at.IsZero() {
-			return s.completeBase(ctx, id, base)
-		}
 	}
-	return s.Rebase(ctx, id, base)
+	if err := s.stampBase(ctx, id, base, false); err != nil {
+		return err
+	}
+	return s.completeBase(ctx, id, base)
 }
 
 // Rebase makes collection counter id exact at a new base time, stamping base's mirror. Safe to
 // repeat and with changes in flight.
 func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
+	if err := s.stampBase(ctx, id, base, true); err != nil {
+		return err
+	}
+	return s.completeBase(ctx, id, base)
+}
+
+// stampBase stamps counter id with a pending base and base's source and mirror; unless again, only
+// a counter that has no base, pending or complete.
+func (s *Store) stampBase(ctx context.Context, id string, base Baseline, again bool) error {
 	var mirrorDoc, mirrorField any = firestore.Delete, firestore.Delete
 	if base.MirrorDocument != "" {
 		mirrorDoc, mirrorField = base.MirrorDocument, base.MirrorField
 	}
-	_, err := s.schema.CounterRef(s.client, id).Update(ctx, []firestore.Update{
-		{Path: shared.FieldSource, Value: base.Source},
-		{Path: shared.FieldBaseAt, Value: firestore.ServerTimestamp},
-		{Path: shared.FieldBaseDone, Value: false},
-		{Path: shared.FieldMirrorDocument, Value: mirrorDoc},
-		{Path: shared.FieldMirrorField, Value: mirrorField},
+	ref := s.schema.CounterRef(s.client, id)
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if source, _ := snap.Data()[shared.FieldSource].(string); source != base.Source {
+			return fmt.Errorf("counter %q counts %q: %w", id, source, ErrNotItsCounter)
+		}
+		if at, _ := snap.Data()[shared.FieldBaseAt].(time.Time); !again && !at.IsZero() {
+			return nil
+		}
+		return tx.Update(ref, []firestore.Update{
+			{Path: shared.FieldBaseAt, Value: firestore.ServerTimestamp},
+			{Path: shared.FieldBaseDone, Value: false},
+			{Path: shared.FieldMirrorDocument, Value: mirrorDoc},
+			{Path: shared.FieldMirrorField, Value: mirrorField},
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("stamp the base of counter %q: %w", id, err)
 	}
 	s.shardCounts.forget(id)
-	return s.completeBase(ctx, id, base)
+	return nil
 }
 
 // completeBase completes counter id's pending base once: at the read time B of a snapshot showing

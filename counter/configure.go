@@ -22,6 +22,8 @@ type Settings struct {
 	Windows                         []string
 	Distinct                        *bool
 	Group                           *string
+	// source, set by EstablishBase alone, makes the counter a collection counter of that declaration.
+	source string
 }
 
 // shardFieldsSet reports whether st sets shard fields.
@@ -47,6 +49,9 @@ func (st Settings) features(minute int64) map[string]any {
 	}
 	if st.Group != nil {
 		f[shared.FieldTouchedMinute] = firestore.FieldTransformMaximum(minute)
+	}
+	if st.source != "" {
+		f[shared.FieldSource] = st.source
 	}
 	return f
 }

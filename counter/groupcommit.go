@@ -144,7 +144,7 @@ func takeBatch(group *counterGroup) []*queued {
 		if !ok {
 			break
 		}
-		if req.key != nil {
+		if req.key != nil || req.change != nil { // a record each
 			if keyed == maxKeyedPerGroup {
 				break
 			}

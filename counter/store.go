@@ -75,3 +75,6 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 	}
 	return s
 }
+
+// CounterRef is counter id's document.
+func (s *Store) CounterRef(id string) *firestore.DocumentRef { return s.schema.CounterRef(s.client, id) }

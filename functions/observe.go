@@ -36,6 +36,9 @@ const (
 	// EventFoldWaiting: WARN per fold event whose shards wait for their main document, with kind
 	// (waiting or dropped) and count.
 	EventFoldWaiting = "fold_waiting"
+	// EventCollectionRefused: ERROR per document write whose counter ID names a counter its
+	// declaration did not create (an ordinary counter, or another declaration's).
+	EventCollectionRefused = "collection_change_refused"
 	// EventCollectionDrift: ERROR per sweep and quiet collection counter off its documents.
 	EventCollectionDrift = "collection_counter_drift"
 )

@@ -27,6 +27,10 @@ func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
 		s.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)
 		return err
 	}
+	for _, why := range t.Refused {
+		s.log.ErrorContext(ctx, "document maps to a counter its declaration did not create; not counted there", "event", EventCollectionRefused,
+			"event_id", e.ID(), "document", path, "error", why)
+	}
 	s.log.Log(ctx, slog.LevelDebug, "document write counted", attrs...)
 	return nil
 }

@@ -125,7 +125,7 @@ readonly FIELD_SETTINGS=(
   'shards buckets false true'
   'counter_members expires_at true false'
   'counter_change_ledger expires_at true false'
-  'counter_change_ledger keys false false'
+  'counter_change_ledger delta false false'
 )
 
 # Firestore composite indexes, one row each: collection (a setting's name: its value), then each

@@ -37,10 +37,12 @@ const (
 	FieldMirrorField        = "mirror_field"
 	// FieldBaseAt names a pending base (counter.Store.Rebase's stamp); with FieldBaseDone, it is the
 	// read time the counter was made exact at.
-	FieldBaseAt            = "base_at"
-	FieldBaseDone          = "base_done"
+	FieldBaseAt   = "base_at"
+	FieldBaseDone = "base_done"
+	// ChangeLedgerCollection holds one record per counted change of a collection counter, named by
+	// the change's key, with its FieldChangeDelta.
 	ChangeLedgerCollection = "counter_change_ledger"
-	FieldLedgerKeys        = "keys"
+	FieldChangeDelta       = "delta"
 	ShardsCollection       = "shards"
 	CallersCollection      = "callers"
 	FieldNet               = "net"

@@ -48,9 +48,11 @@ type Write struct {
 	Time     time.Time
 }
 
-// Tally is what Apply did with a write, per outcome.
+// Tally is what Apply did with a write, per outcome. Refused says, per counter, why a counter ID
+// named a counter its declaration did not create (counter.ErrNotItsCounter): nothing counted there.
 type Tally struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
+	Refused                                          []string
 }
 
 // Apply counts w once on every counter whose documents it matches, however often it is applied; on
@@ -63,7 +65,7 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 			continue
 		}
 		id := expand(d.Counter, bound)
-		if err := wire.ValidateCounterID(id); err != nil {
+		if err := wire.ValidateWritableCounterID(id); err != nil {
 			c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", w.Path, "counter", id, "error", err.Error())
 			t.Unmatched++
 			continue
@@ -74,6 +76,10 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 			continue
 		}
 		res, err := c.store.Apply(ctx, c.change(w, id, after-before, c.baseline(d, w.Path)))
+		if errors.Is(err, counter.ErrNotItsCounter) {
+			t.Refused = append(t.Refused, fmt.Sprintf("%s (declaration %s): %v", id, d.source(), err))
+			continue
+		}
 		if err != nil {
 			return t, fmt.Errorf("count %s on %q: %w", w.Path, id, err)
 		}
@@ -110,7 +116,7 @@ func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline
 		return !held, err
 	}
 	return counter.Request{Counter: id, Delta: delta, At: at,
-		Change: &counter.Change{Key: hex.EncodeToString(sum[:16]), Bucket: at, InBase: inBase, Baseline: base}}
+		Change: &counter.Change{Key: hex.EncodeToString(sum[:16]), InBase: inBase, Baseline: base}}
 }
 
 // heldAt reports whether path was at version at read time at; beyond version retention, whether
@@ -140,7 +146,7 @@ func updateTime(doc *firestorepb.Document) time.Time {
 // baseline is the base of d's counter of path's collection.
 func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	collection := path[:strings.LastIndex(path, "/")]
-	b := counter.Baseline{Source: d.Documents, Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
+	b := counter.Baseline{Source: d.source(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
 		return c.valueAt(ctx, d, collection, at)
 	}}
 	if d.Mirror != "" {
@@ -210,35 +216,60 @@ type Drift struct {
 	Value, Documents    int64
 }
 
-// find returns the declaration whose template makes id, and the collection it counts.
-func (c *Counting) find(id string) (*Declaration, string, error) {
-	for _, d := range c.set.Declarations {
-		var names []string
-		expr, rest := "^", d.Counter
-		for _, loc := range placeholder.FindAllStringIndex(d.Counter, -1) {
-			expr += regexp.QuoteMeta(d.Counter[len(d.Counter)-len(rest) : loc[0]])
-			names = append(names, d.Counter[loc[0]+1:loc[1]-1])
-			expr += "([^/]+)"
-			rest = d.Counter[loc[1]:]
+// find returns the declaration that keeps counter id, and the collection it counts: the one the
+// counter records, or for a missing counter the one whose template makes id.
+func (c *Counting) find(ctx context.Context, id string) (*Declaration, string, error) {
+	snap, err := c.store.CounterRef(id).Get(ctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, "", err
+	}
+	var recorded string
+	if err == nil {
+		var ok bool
+		if recorded, ok = snap.Data()[shared.FieldSource].(string); !ok {
+			return nil, "", fmt.Errorf("counter %q is not a collection counter: %w", id, counter.ErrNotItsCounter)
 		}
-		m := regexp.MustCompile(expr + regexp.QuoteMeta(rest) + "$").FindStringSubmatch(id)
-		if m == nil {
+	}
+	for _, d := range c.set.Declarations {
+		if recorded != "" && d.source() != recorded {
 			continue
 		}
-		bound := map[string]string{}
-		for i, n := range names {
-			bound[n] = m[i+1]
+		if bound, ok := d.matchCounter(id); ok {
+			doc := expand(strings.Join(d.pattern, "/"), bound)
+			return d, doc[:strings.LastIndex(doc, "/")], nil
 		}
-		doc := expand(strings.Join(d.pattern, "/"), bound)
-		return d, doc[:strings.LastIndex(doc, "/")], nil
+	}
+	if recorded != "" {
+		return nil, "", fmt.Errorf("counter %q counts %q, which this deployment no longer declares", id, recorded)
 	}
 	return nil, "", fmt.Errorf("counter %q is kept by no declaration", id)
+}
+
+// matchCounter binds d's template's wildcards to make id.
+func (d *Declaration) matchCounter(id string) (map[string]string, bool) {
+	var names []string
+	expr, rest := "^", d.Counter
+	for _, loc := range placeholder.FindAllStringIndex(d.Counter, -1) {
+		expr += regexp.QuoteMeta(d.Counter[len(d.Counter)-len(rest) : loc[0]])
+		names = append(names, d.Counter[loc[0]+1:loc[1]-1])
+		expr += "([^/]+)"
+		rest = d.Counter[loc[1]:]
+	}
+	m := regexp.MustCompile(expr + regexp.QuoteMeta(rest) + "$").FindStringSubmatch(id)
+	if m == nil {
+		return nil, false
+	}
+	bound := map[string]string{}
+	for i, n := range names {
+		bound[n] = m[i+1]
+	}
+	return bound, true
 }
 
 // Verify compares counter id with its documents at read time at (within version retention): a
 // difference is drift, or changes not yet counted.
 func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, error) {
-	d, collection, err := c.find(id)
+	d, collection, err := c.find(ctx, id)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -256,7 +287,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 
 // Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight.
 func (c *Counting) Repair(ctx context.Context, id string) error {
-	d, collection, err := c.find(id)
+	d, collection, err := c.find(ctx, id)
 	if err != nil {
 		return err
 	}

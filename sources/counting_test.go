@@ -2,11 +2,13 @@ package sources_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,8 +117,11 @@ func instanceOf(t *testing.T, client *firestore.Client, set *sources.Set) *sourc
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
 		GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour})
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
-	return sources.NewCounting(set, store, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return sources.NewCounting(set, store, client, quietLog)
 }
+
+// quietLog discards the instances' logs.
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // deliver applies every write 1 to 3 times, shuffled, from 4 goroutines spread over instances,
 // each retrying until its write is applied.
@@ -434,4 +439,62 @@ func TestInstancesStampACounterOnceAMinute(t *testing.T) {
 	if stamps > 2 {
 		t.Errorf("the counter document was written %d times by four instances' changes, want at most 2", stamps)
 	}
+}
+
+// TestNoDocumentChangesAReservedCounter: a like whose post ID makes a counter ID of the deployment's
+// own (the SLO canary's) is counted nowhere, and the canary is left alone.
+func TestNoDocumentChangesAReservedCounter(t *testing.T) {
+	id := testenv.Project(t)
+	client := testenv.FirestoreOf(t, id)
+	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{like}", "counter": "{post}"}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, client)
+	tally, err := instance(t, id, set).Apply(context.Background(), w.set("posts/_counters_canary/likes/u1", map[string]any{"at": 1}))
+	if err != nil || tally.Unmatched != 1 || tally.Counted != 0 {
+		t.Errorf("Apply = %+v, %v: want the like unmatched and nothing counted", tally, err)
+	}
+	if paths := testenv.DocumentPaths(t, client); slices.ContainsFunc(paths, func(p string) bool { return strings.HasPrefix(p, schema.Counters+"/") }) {
+		t.Errorf("documents %v: a like under a reserved post ID wrote a counter", paths)
+	}
+}
+
+// TestADocumentNeverTakesOverAnotherCounter: a like whose counter ID names an ordinary counter (made
+// by increments) or a counter of another declaration changes neither; the write is refused, not
+// failed (no redelivery), and repair refuses the ordinary counter too.
+func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
+	client, newInstance := project(t)
+	ctx := context.Background()
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
+	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, client)
+	counting := newInstance()
+	tally, err := counting.Apply(ctx, w.set("posts/launch/likes/u1", map[string]any{"at": 1}))
+	if err != nil || len(tally.Refused) != 1 || tally.Counted != 0 {
+		t.Errorf("a like on an ordinary counter: %+v, %v; want it refused, without error", tally, err)
+	}
+	if got := sumOf(t, client)("likes-launch"); got != 5 {
+		t.Errorf("likes-launch = %d, want the 5 increments alone", got)
+	}
+	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
+		t.Errorf("increment likes-launch after the like: %v, want it still an ordinary counter", err)
+	}
+	if err := counting.Repair(ctx, "likes-launch"); !errors.Is(err, counter.ErrNotItsCounter) {
+		t.Errorf("repair of an ordinary counter: %v, want ErrNotItsCounter", err)
+	}
+
+	// Another deployment's declaration whose template makes the same ID as a counter of ours.
+	deliver(t, []sources.Write{w.set("posts/p0/likes/u1", map[string]any{"at": 1})}, counting)
+	other, err := sources.Parse([]byte(`[{"documents": "photos/{photo}/likes/{like}", "counter": "likes-{photo}"}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally, err = instanceOf(t, client, other).Apply(ctx, w.set("photos/p0/likes/u9", map[string]any{"at": 1}))
+	if err != nil || len(tally.Refused) != 1 {
+		t.Errorf("a photo like on the post counter likes-p0: %+v, %v; want it refused", tally, err)
+	}
+	checkExact(t, client, sumOf(t, client), 1, 0)
 }

@@ -186,6 +186,10 @@ func (d *Declaration) checkSettings() error {
 	return nil
 }
 
+// source names d on the counters it creates (shared.FieldSource): its counter template, unique in a
+// set, and its documents.
+func (d *Declaration) source() string { return d.Counter + " of " + d.Documents }
+
 // Settings is the counter configuration the declaration asks for.
 func (d *Declaration) Settings() counter.Settings {
 	st := counter.Settings{NumShards: d.NumShards, MinShards: d.MinShards, MaxShards: d.MaxShards, Group: d.Group}

@@ -170,7 +170,7 @@ func FieldSettings() []FieldSetting {
 		{Key: "shard_buckets", Collection: shared.ShardsCollection, Field: shared.FieldBuckets, Ascending: true},
 		{Key: "member_expires_at", Collection: shared.MembersCollection, Field: shared.FieldExpiresAt, TTL: true},
 		{Key: "ledger_expires_at", Collection: shared.ChangeLedgerCollection, Field: shared.FieldExpiresAt, TTL: true},
-		{Key: "ledger_keys", Collection: shared.ChangeLedgerCollection, Field: shared.FieldLedgerKeys},
+		{Key: "ledger_delta", Collection: shared.ChangeLedgerCollection, Field: shared.FieldChangeDelta},
 	}
 }
 
