@@ -153,6 +153,10 @@ func firstOfEachKey(batch []request, replies []reply) []int {
 	return first
 }
 
+// ErrDeclared refuses an operator action that would make a collection counter differ from its
+// documents, or change what its declaration owns: reset, windows, distinct, group.
+var ErrDeclared = errors.New("the counter counts documents (a collection counter): its value follows its documents and its declaration sets its windows and group")
+
 // ErrNotItsCounter refuses a change of a counter its declaration did not create: an ordinary
 // counter, or another declaration's. Such a change never counts.
 var ErrNotItsCounter = errors.New("the counter is not a collection counter of the change's declaration")

@@ -52,6 +52,9 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 		if err != nil {
 			return err
 		}
+		if _, declared := locked.counter.Data()[shared.FieldSource]; declared {
+			return fmt.Errorf("reset counter %q: %w", id, ErrDeclared)
+		}
 		changed := false
 		for _, shard := range locked.shards {
 			count, ok := int64Field(shard, shared.FieldCount)

@@ -30,6 +30,20 @@ type reshapeResult struct {
 
 // reshape sets counter id's shape to change(current, existed) (errShapeUnchanged: none) and its
 // fields features, in one transaction keeping the value; a shrink folds the shards it drops.
+// declaredFeatures reports whether features change what a collection counter's declaration owns
+// (windows, distinct, group) rather than its declaration's own base (the source).
+func declaredFeatures(features map[string]any) bool {
+	if _, base := features[shared.FieldSource]; base {
+		return false
+	}
+	for _, f := range []string{shared.FieldWindows, shared.FieldDistinct, shared.FieldGroup} {
+		if _, ok := features[f]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error), features map[string]any) (reshapeResult, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var res reshapeResult
@@ -48,6 +62,9 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 			res.windows = windowsOf(snap.Data())
 			res.distinct = snap.Data()[shared.FieldDistinct] == true
 			res.group = GroupOf(snap)
+			if _, declared := snap.Data()[shared.FieldSource]; declared && declaredFeatures(features) {
+				return ErrDeclared
+			}
 		}
 		if res.after, err = change(res.before, res.existed); err != nil {
 			return err

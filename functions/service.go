@@ -149,6 +149,10 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 	case errors.Is(err, counter.ErrSourceCounter):
 		writeJSON(w, http.StatusConflict, errorBody{Field: "counter",
 			Error: "the counter counts documents (a collection counter, COUNTER_SOURCES): write or delete its documents instead; nothing was counted"})
+	case errors.Is(err, counter.ErrDeclared):
+		writeJSON(w, http.StatusConflict, errorBody{Field: "counter",
+			Error: "the counter counts documents (a collection counter, COUNTER_SOURCES): its value is its documents' count or sum, and its windows and group are its declaration's. " +
+				"Change its documents instead of resetting it, change windows or group in the declaration, and run `go run ./cmd/sources repair` if it drifted; nothing was changed"})
 	case errors.Is(err, counter.ErrNotFound):
 		how := "with ConfigureCounter or by incrementing it"
 		if !s.cfg.CreateOnIncrement {

@@ -54,4 +54,39 @@ func TestCountDocumentWriteCountsEachWriteOnceAndRefusesIncrements(t *testing.T)
 	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p1", "", nil); a.body["count"] != float64(2) {
 		t.Errorf("Count after the refused increment: %v, want 2", a.body)
 	}
+
+	// Every ConfigureCounter action keeps it equal to its documents or is refused with 409.
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"counter": "likes-p1", "reset": true}`, http.StatusConflict},
+		{`{"counter": "likes-p1", "distinct": true}`, http.StatusConflict},
+		{`{"counter": "likes-p1", "windows": ["day"]}`, http.StatusConflict},
+		{`{"counter": "likes-p1", "group": "posts"}`, http.StatusConflict},
+		{`{"counter": "likes-p1", "num_shards": 7}`, http.StatusOK},
+		{`{"counter": "likes-p1", "min_shards": 2, "max_shards": 50}`, http.StatusOK},
+	} {
+		a := srv.do(t, http.MethodPost, "/ConfigureCounter", "application/json", []byte(c.body))
+		if a.status != c.status || c.status == http.StatusConflict && a.body["field"] != "counter" {
+			t.Errorf("ConfigureCounter %s: %d %v, want %d", c.body, a.status, a.body, c.status)
+		}
+		if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p1", "", nil); a.body["count"] != float64(2) {
+			t.Errorf("Count after ConfigureCounter %s: %v, want 2", c.body, a.body)
+		}
+	}
+	// Deleted, it is based again on its documents by the next event.
+	if a := srv.do(t, http.MethodDelete, "/ConfigureCounter?counter=likes-p1", "", nil); a.status != http.StatusOK {
+		t.Fatalf("delete: %d %v", a.status, a.body)
+	}
+	res, err = srv.client.Doc("posts/p1/likes/u2").Set(ctx, map[string]any{"at": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value = &firestorepb.Document{Name: "projects/p/databases/(default)/documents/posts/p1/likes/u2", UpdateTime: timestamppb.New(res.UpdateTime), CreateTime: timestamppb.New(res.UpdateTime)}
+	rec := httptest.NewRecorder()
+	handler(rec, testenv.DocumentWritten(t, "posts/p1/likes/u2", res.UpdateTime, value, nil))
+	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p1", "", nil); rec.Code/100 != 2 || a.body["count"] != float64(3) {
+		t.Errorf("after a delete and a like: event %d, Count %v, want 3", rec.Code, a.body)
+	}
 }
