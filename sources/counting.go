@@ -285,10 +285,14 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	return Drift{Counter: id, Collection: collection, At: at, Value: sums.Count, Documents: docs}, nil
 }
 
-// Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight.
+// Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight;
+// a missing counter is created and based.
 func (c *Counting) Repair(ctx context.Context, id string) error {
 	d, collection, err := c.find(ctx, id)
 	if err != nil {
+		return err
+	}
+	if missing, err := c.establishMissing(ctx, id, d, collection); missing || err != nil {
 		return err
 	}
 	return c.store.Rebase(ctx, id, c.baseline(d, collection+"/x"))

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/sources"
@@ -114,10 +115,30 @@ func instance(t *testing.T, project string, set *sources.Set) *sources.Counting 
 
 // instanceOf is one functions instance over client.
 func instanceOf(t *testing.T, client *firestore.Client, set *sources.Set) *sources.Counting {
-	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
+	return instanceWith(t, client, set, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
 		GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour})
+}
+
+// instanceWith is one functions instance over client whose Store has opts.
+func instanceWith(t *testing.T, client *firestore.Client, set *sources.Set, opts counter.Options) *sources.Counting {
+	store := counter.NewStore(client, schema, opts)
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
 	return sources.NewCounting(set, store, client, quietLog)
+}
+
+// recordedInstances is n functions instances of declarations in one fresh project, each over a
+// client of its own (newInstance), whose commits are recorded in one log.
+func recordedInstances(t *testing.T, n int, newInstance func(*firestore.Client, *sources.Set) *sources.Counting) ([]*firestore.Client, []*sources.Counting, func() []commitlog.Commit) {
+	clients, commits := testenv.FirestoreInstancesWithCommits(t, n)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var instances []*sources.Counting
+	for _, c := range clients {
+		instances = append(instances, newInstance(c, set))
+	}
+	return clients, instances, commits
 }
 
 // quietLog discards the instances' logs.
@@ -410,15 +431,9 @@ func TestNonIntegerSumsCountZeroFromTheBase(t *testing.T) {
 // its counter document (touched_minute) only when its stamp is older than their minute, not once
 // each on their first commit.
 func TestInstancesStampACounterOnceAMinute(t *testing.T) {
-	clients, commits := testenv.FirestoreInstancesWithCommits(t, 4)
-	set, err := sources.Parse([]byte(declarations), schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var instances []*sources.Counting
-	for _, c := range clients {
-		instances = append(instances, instanceOf(t, c, set))
-	}
+	clients, instances, commits := recordedInstances(t, 4, func(c *firestore.Client, set *sources.Set) *sources.Counting {
+		return instanceOf(t, c, set)
+	})
 	first := newWriter(t, clients[0])
 	first.set("posts/p0/likes/first", map[string]any{"at": 0})
 	deliver(t, first.writes, instances[0]) // the base, stamped by instance 0

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/shardcount/counters/counter"
-	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -21,18 +22,10 @@ import (
 // change is counted once, no delivery fails (none would be redelivered), and each change's record
 // is written by one commit: no ledger document takes the writes of several instances' transactions.
 func TestAViralCounterOnFourInstancesNeedsNoRedelivery(t *testing.T) {
-	clients, commits := testenv.FirestoreInstancesWithCommits(t, 4)
-	set, err := sources.Parse([]byte(declarations), schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var instances []*sources.Counting
-	for _, c := range clients {
-		store := counter.NewStore(c, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute,
+	clients, instances, commits := recordedInstances(t, 4, func(c *firestore.Client, set *sources.Set) *sources.Counting {
+		return instanceWith(t, c, set, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute,
 			ChangeCommitInterval: 250 * time.Millisecond, DedupeTTL: 24 * time.Hour})
-		t.Cleanup(func() { _ = store.Close(context.Background()) })
-		instances = append(instances, sources.NewCounting(set, store, c, quietLog))
-	}
+	})
 	const likers = 150
 	before := newWriter(t, clients[0])
 	for u := range likers {

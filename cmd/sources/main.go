@@ -8,7 +8,9 @@
 //	sources verify [-project P] [-database D] [-wait 30s] COUNTER...
 //	                   compare collection counters with count()/sum() of their documents
 //	sources repair [-project P] [-database D] COUNTER...
-//	                   make collection counters exact again
+//	                   make collection counters exact again (a missing one is created)
+//	sources backfill [-project P] [-database D] [-after COLLECTION] [COUNTER_OR_PATTERN...]
+//	                   create and base the counters of documents that already exist
 //
 // A file that cannot work exits 2 with sources.Load's message.
 package main
@@ -36,11 +38,11 @@ var settingNames = []string{"COUNTER_SOURCES", "COUNTERS_COLLECTION", "ROLLUPS_C
 
 // run runs the command and returns its exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) (string, bool)) int {
-	if len(args) > 0 && (args[0] == "verify" || args[0] == "repair") {
+	if len(args) > 0 && slices.Contains([]string{"verify", "repair", "backfill"}, args[0]) {
 		return verifyOrRepair(args, stdout, stderr)
 	}
 	if len(args) != 1 || !slices.Contains([]string{"check", "deploy", "terraform"}, args[0]) {
-		fmt.Fprintln(stderr, "usage: sources check|deploy|terraform|verify|repair (docs/collection-counters.md)")
+		fmt.Fprintln(stderr, "usage: sources check|deploy|terraform|verify|repair|backfill (docs/collection-counters.md)")
 		return 2
 	}
 	lookup := env

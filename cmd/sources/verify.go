@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shardcount/counters/counter"
@@ -15,15 +16,18 @@ import (
 	"github.com/shardcount/counters/sources"
 )
 
-// verifyOrRepair runs `sources verify|repair [flags] COUNTER...`: verify exits 1 when a counter
-// still differs from its documents after -wait; repair rebases each (counter.Store.Rebase).
+// verifyOrRepair runs `sources verify|repair|backfill [flags] COUNTER...`: verify exits 1 when a
+// counter still differs from its documents after -wait; repair rebases each (counter.Store.Rebase);
+// backfill bases the counters of existing documents (sources.Counting.Backfill).
 func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("sources "+args[0], flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	db := firestoreflags.Add(flags, os.Getenv("GOOGLE_CLOUD_PROJECT"), "(default)")
 	wait := flags.Duration("wait", 30*time.Second, "verify: how long a difference may last (events in flight) before it is drift")
-	if err := flags.Parse(args[1:]); err != nil || flags.NArg() == 0 {
-		fmt.Fprintf(stderr, "usage: sources %s [-project P] [-database D] [-wait 30s] COUNTER...\n", args[0])
+	after := flags.String("after", "", "backfill: resume after this collection (the one an interrupted run names)")
+	if err := flags.Parse(args[1:]); err != nil || flags.NArg() == 0 && args[0] != "backfill" {
+		fmt.Fprintf(stderr, "usage: sources %s [-project P] [-database D] [-wait 30s] COUNTER...\n"+
+			"       sources backfill [-project P] [-database D] [-after COLLECTION] [COUNTER_OR_PATTERN...]\n", args[0])
 		return 2
 	}
 	cfg, err := config.Load()
@@ -45,6 +49,9 @@ func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	defer client.Close()
 	store := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: cfg.DefaultNumShards, DedupeTTL: cfg.DedupeTTL})
 	counting := sources.NewCounting(set, store, client, slog.New(slog.NewJSONHandler(stderr, nil)))
+	if args[0] == "backfill" {
+		return backfill(ctx, counting, set, flags.Args(), *after, stdout, stderr)
+	}
 	status := 0
 	for _, id := range flags.Args() {
 		if args[0] == "repair" {
@@ -82,4 +89,34 @@ func verify(ctx context.Context, counting *sources.Counting, id string, wait tim
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// backfill bases the counters of the named declarations (all when none is named) and counters.
+func backfill(ctx context.Context, counting *sources.Counting, set *sources.Set, names []string, after string, stdout, stderr io.Writer) int {
+	var declarations, ids []string
+	for _, n := range names {
+		if set.Declares(n) {
+			declarations = append(declarations, n)
+		} else {
+			ids = append(ids, n)
+		}
+	}
+	for _, id := range ids {
+		if err := counting.Establish(ctx, id); err != nil {
+			fmt.Fprintf(stderr, "sources backfill %s: %v\n", id, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: based\n", id)
+	}
+	if len(ids) > 0 && len(declarations) == 0 {
+		return 0
+	}
+	last, err := counting.Backfill(ctx, declarations, after, func(id, collection string) {
+		fmt.Fprintf(stdout, "%s: based (%s)\n", id, collection)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "sources backfill: %v\nresume with: sources backfill -after '%s' %s\n", err, last, strings.Join(declarations, " "))
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,98 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcount/counters/shared/wire"
+)
+
+// afterCollection sorts after every document ID of a collection that Firestore's name order puts
+// before the private-use block; a later ID only costs its collection one more read.
+const afterCollection = "\uf8ff"
+
+// Backfill creates and bases every counter of the declarations named in only (a counter template or
+// documents pattern; none: all) whose documents exist, calling done after each. It walks each
+// declaration's collection group in name order, a page of one document per collection, starting
+// after the collection path after (resume where an earlier run stopped). A counter with a base is
+// left as it is, so a second run changes nothing; a base is exact whatever writes race it
+// (docs/collection-counters.md). On error it returns the collection to resume after.
+func (c *Counting) Backfill(ctx context.Context, only []string, after string, done func(counter, collection string)) (string, error) {
+	matched := false
+	for _, d := range c.set.Declarations {
+		if len(only) > 0 && !slices.Contains(only, d.Counter) && !slices.Contains(only, d.Documents) {
+			continue
+		}
+		matched = true
+		if last, err := c.backfill(ctx, d, after, done); err != nil {
+			return last, err
+		}
+	}
+	if !matched {
+		return "", fmt.Errorf("no declaration has the counter template or documents pattern %q", only)
+	}
+	return "", nil
+}
+
+// backfill is Backfill of one declaration.
+func (c *Counting) backfill(ctx context.Context, d *Declaration, after string, done func(counter, collection string)) (string, error) {
+	q := c.client.CollectionGroup(d.pattern[len(d.pattern)-2]).OrderBy(firestore.DocumentID, firestore.Asc).Limit(1)
+	cursor := after
+	for {
+		page := q
+		if cursor != "" {
+			page = q.StartAfter(c.client.Doc(cursor + "/" + afterCollection))
+		}
+		snaps, err := page.Documents(ctx).GetAll()
+		if err != nil && !errors.Is(err, iterator.Done) {
+			return cursor, fmt.Errorf("find the next collection of %s after %q: %w", d.Documents, cursor, err)
+		}
+		if len(snaps) == 0 {
+			return "", nil
+		}
+		_, path, _ := strings.Cut(snaps[0].Ref.Path, "/documents/") // projects/P/databases/D/documents/<path>
+		collection := path[:strings.LastIndex(path, "/")]
+		if bound, ok := d.pattern.match(path); ok {
+			id := expand(d.Counter, bound)
+			if wire.ValidateWritableCounterID(id) == nil {
+				if err := c.store.EstablishBase(ctx, id, c.baseline(d, path)); err != nil {
+					return cursor, fmt.Errorf("base counter %q on %s: %w", id, collection, err)
+				}
+				done(id, collection)
+			}
+		}
+		cursor = collection
+	}
+}
+
+// Establish creates and bases counter id unless it has a base (counter.Store.EstablishBase).
+func (c *Counting) Establish(ctx context.Context, id string) error {
+	d, collection, err := c.find(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.store.EstablishBase(ctx, id, c.baseline(d, collection+"/x"))
+}
+
+// Declares reports whether name is one of the set's counter templates or documents patterns.
+func (s *Set) Declares(name string) bool {
+	return slices.ContainsFunc(s.Declarations, func(d *Declaration) bool { return d.Counter == name || d.Documents == name })
+}
+
+// establishMissing bases counter id of declaration d, which counts collection, if it is missing;
+// it reports whether it was.
+func (c *Counting) establishMissing(ctx context.Context, id string, d *Declaration, collection string) (bool, error) {
+	_, err := c.store.CounterRef(id).Get(ctx)
+	if status.Code(err) != codes.NotFound {
+		return false, err
+	}
+	return true, c.store.EstablishBase(ctx, id, c.baseline(d, collection+"/x"))
+}
