@@ -77,4 +77,6 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 }
 
 // CounterRef is counter id's document.
-func (s *Store) CounterRef(id string) *firestore.DocumentRef { return s.schema.CounterRef(s.client, id) }
+func (s *Store) CounterRef(id string) *firestore.DocumentRef {
+	return s.schema.CounterRef(s.client, id)
+}

@@ -49,7 +49,7 @@ type Options struct {
 	RulesFile          string // absolute path of the rules loaded into the emulator
 	// CounterSources is COUNTER_SOURCES of the functions: an absolute path, or inline declarations.
 	CounterSources string
-	EventCopies        int    // deliveries of each Firestore event (>1 plays at-least-once)
+	EventCopies    int // deliveries of each Firestore event (>1 plays at-least-once)
 }
 
 // OptionsFromEnv reads Options from PORT, GOOGLE_CLOUD_PROJECT, *_PORT, FIRESTORE_RULES and
