@@ -96,62 +96,12 @@ func (b *firestoreBackend) sums(ctx context.Context, id string, at time.Time, wi
 
 func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w rollupWrite) error {
 	ref := b.schema.RollupRef(b.client, id)
-	var coolSince any = firestore.Delete
-	if !w.decision.coolSince.IsZero() {
-		coolSince = w.decision.coolSince
-	}
-	windows := windowsField(w.windows)
-	var group any = firestore.Delete
-	if prev.group != "" {
-		group = prev.group
-	}
-	var (
-		writtenAt time.Time
-		err       error
-	)
-	if prev.rollup == nil {
-		err = b.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
-			if _, err := tx.Get(b.schema.CounterRef(b.client, id)); status.Code(err) == codes.NotFound {
-				return errConflict // deleted since read
-			} else if err != nil {
-				return err
-			}
-			doc := map[string]any{
-				shared.FieldCount: w.count, shared.FieldUpdatedAt: w.computedAt, FieldSource: w.source, FieldRevision: 1,
-				FieldShardWrites: w.shardWrites, FieldWriteRate: w.decision.rate, FieldWriter: w.writer,
-			}
-			if !w.decision.coolSince.IsZero() {
-				doc[FieldCoolSince] = w.decision.coolSince
-			}
-			if windows != firestore.Delete {
-				doc[shared.FieldWindows] = windows
-			}
-			if prev.group != "" {
-				doc[shared.FieldGroup] = prev.group
-			}
-			return tx.Create(ref, doc)
-		})
-	} else {
-		updates := []firestore.Update{
-			{Path: shared.FieldCount, Value: w.count},
-			{Path: shared.FieldUpdatedAt, Value: w.computedAt},
-			{Path: FieldSource, Value: w.source},
-			{Path: FieldWriter, Value: w.writer},
-			{Path: FieldRevision, Value: firestore.Increment(1)},
-			{Path: FieldShardWrites, Value: w.shardWrites},
-			{Path: FieldWriteRate, Value: w.decision.rate},
-			{Path: FieldCoolSince, Value: coolSince},
-			{Path: shared.FieldWindows, Value: windows},
-			{Path: shared.FieldGroup, Value: group},
-		}
-		if left := prev.leftGroup(); left != "" {
-			updates = append(updates, firestore.Update{Path: FieldLeftGroup, Value: left})
-		}
-		var res *firestore.WriteResult
-		res, err = ref.Update(ctx, updates, firestore.LastUpdateTime(prev.version))
-		if err == nil {
-			writtenAt = res.UpdateTime
-		}
+	// The mirror is written in the roll-up's commit, so it never takes an older count than it has;
+	// a missing mirror document (NotFound) stays missing: the commit is sent again without it.
+	mirror := prev.mirrorDocument != ""
+	writtenAt, err := b.commitRollup(ctx, ref, id, prev, w, mirror)
+	if mirror && status.Code(err) == codes.NotFound {
+		writtenAt, err = b.commitRollup(ctx, ref, id, prev, w, false)
 	}
 	switch code := status.Code(err); {
 	case errors.Is(err, errConflict):
@@ -160,9 +110,6 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 		return fmt.Errorf("write roll-up of counter %q: %w: %w", id, errConflict, err)
 	case err != nil:
 		return fmt.Errorf("write roll-up of counter %q: %w", id, err)
-	}
-	if err := b.mirror(ctx, prev, w.count); err != nil {
-		return err
 	}
 	left := prev.leftGroup()
 	if prev.group == "" && left == "" {
@@ -184,6 +131,73 @@ func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w ro
 		return nil
 	}
 	return b.refreshTops(ctx, prev.group, prev.windows, writtenAt)
+}
+
+// commitRollup writes w as the roll-up at ref: the first one in a transaction that finds the
+// counter, a later one unless the roll-up changed since prev; with mirror, w's count goes into
+// prev's mirror in the same commit. It returns the commit time when known.
+func (b *firestoreBackend) commitRollup(ctx context.Context, ref *firestore.DocumentRef, id string, prev view, w rollupWrite, mirror bool) (time.Time, error) {
+	windows := windowsField(w.windows)
+	if prev.rollup == nil {
+		return time.Time{}, b.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+			if _, err := tx.Get(b.schema.CounterRef(b.client, id)); status.Code(err) == codes.NotFound {
+				return errConflict // deleted since read
+			} else if err != nil {
+				return err
+			}
+			doc := map[string]any{
+				shared.FieldCount: w.count, shared.FieldUpdatedAt: w.computedAt, FieldSource: w.source, FieldRevision: 1,
+				FieldShardWrites: w.shardWrites, FieldWriteRate: w.decision.rate, FieldWriter: w.writer,
+			}
+			if !w.decision.coolSince.IsZero() {
+				doc[FieldCoolSince] = w.decision.coolSince
+			}
+			if windows != firestore.Delete {
+				doc[shared.FieldWindows] = windows
+			}
+			if prev.group != "" {
+				doc[shared.FieldGroup] = prev.group
+			}
+			if mirror {
+				if err := tx.Update(b.client.Doc(prev.mirrorDocument), mirrorUpdate(prev, w.count)); err != nil {
+					return err
+				}
+			}
+			return tx.Create(ref, doc)
+		})
+	}
+	var coolSince, group any = firestore.Delete, firestore.Delete
+	if !w.decision.coolSince.IsZero() {
+		coolSince = w.decision.coolSince
+	}
+	if prev.group != "" {
+		group = prev.group
+	}
+	updates := []firestore.Update{
+		{Path: shared.FieldCount, Value: w.count},
+		{Path: shared.FieldUpdatedAt, Value: w.computedAt},
+		{Path: FieldSource, Value: w.source},
+		{Path: FieldWriter, Value: w.writer},
+		{Path: FieldRevision, Value: firestore.Increment(1)},
+		{Path: FieldShardWrites, Value: w.shardWrites},
+		{Path: FieldWriteRate, Value: w.decision.rate},
+		{Path: FieldCoolSince, Value: coolSince},
+		{Path: shared.FieldWindows, Value: windows},
+		{Path: shared.FieldGroup, Value: group},
+	}
+	if left := prev.leftGroup(); left != "" {
+		updates = append(updates, firestore.Update{Path: FieldLeftGroup, Value: left})
+	}
+	batch := b.client.Batch()
+	batch.Update(ref, updates, firestore.LastUpdateTime(prev.version))
+	if mirror {
+		batch.Update(b.client.Doc(prev.mirrorDocument), mirrorUpdate(prev, w.count))
+	}
+	res, err := batch.Commit(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return res[0].UpdateTime, nil
 }
 
 // leftGroup is the previous roll-up's group when the counter's is now another, else "".
@@ -228,14 +242,7 @@ func (b *firestoreBackend) pruneHours(ctx context.Context, id string, now time.T
 	return err
 }
 
-// mirror copies count into v's mirror field, if any; a missing document stays missing.
-func (b *firestoreBackend) mirror(ctx context.Context, v view, count int64) error {
-	if v.mirrorDocument == "" {
-		return nil
-	}
-	_, err := b.client.Doc(v.mirrorDocument).Update(ctx, []firestore.Update{{FieldPath: strings.Split(v.mirrorField, "."), Value: count}})
-	if err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("mirror the count into %s.%s: %w", v.mirrorDocument, v.mirrorField, err)
-	}
-	return nil
+// mirrorUpdate sets v's mirror field to count.
+func mirrorUpdate(v view, count int64) []firestore.Update {
+	return []firestore.Update{{FieldPath: strings.Split(v.mirrorField, "."), Value: count}}
 }
