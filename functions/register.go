@@ -105,6 +105,9 @@ func newInstance(environ []string) (*Service, error) {
 		return nil, &configError{err}
 	}
 	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err == nil {
+		err = set.CheckFolds(cfg.ExtensionTargets())
+	}
 	if err != nil {
 		return nil, &configError{err}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -93,6 +94,9 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 			}
 			if d.Mirror != "" && o.pattern.overlaps(d.mirror.document) {
 				return nil, fmt.Errorf("entry %d (%q): mirror %q is a document that entry %d counts: its writes would feed its own count", i, d.Documents, d.Mirror, j)
+			}
+			if i != j && d.Mirror != "" && o.Mirror != "" && d.mirror.writesInto(o.mirror.document, o.mirror.field) {
+				return nil, fmt.Errorf("entry %d (%q): mirror %q writes the field of entry %d's mirror %q: each would overwrite the other's count", i, d.Documents, d.Mirror, j, o.Mirror)
 			}
 		}
 	}
@@ -181,6 +185,21 @@ func (d *Declaration) checkSettings() error {
 	if d.Group != nil && *d.Group != "" {
 		if err := wire.ValidateGroup(*d.Group); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// CheckFolds refuses a mirror into a field that an extension fold (EXTENSION_FOLDS) writes: each
+// would overwrite the other's count.
+func (s *Set) CheckFolds(folds extshards.Targets) error {
+	for i, d := range s.Declarations {
+		for _, f := range folds {
+			for _, field := range f.Fields {
+				if d.Mirror != "" && d.mirror.writesInto(pattern(strings.Split(f.Pattern, "/")), strings.Split(field, ".")) {
+					return fmt.Errorf("counter sources: entry %d (%q): mirror %q writes a field the extension fold writes (EXTENSION_FOLDS %s:%s): mirror into another field", i, d.Documents, d.Mirror, f.Pattern, field)
+				}
+			}
 		}
 	}
 	return nil

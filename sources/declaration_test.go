@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -21,6 +22,8 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"an unknown window", `[{"documents": "orders/{o}", "counter": "n", "windows": ["week"]}]`, `unknown window "week"`},
 		{"two entries, one counter", `[{"documents": "a/{x}", "counter": "n"}, {"documents": "b/{x}", "counter": "n"}]`, "one counter counts one declaration"},
 		{"an unknown field", `[{"documents": "a/{x}", "counter": "n", "count": "x"}]`, `unknown field "count"`},
+		{"two mirrors into one field", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "mirror": "posts/{post}.stats"},
+		  {"documents": "posts/{post}/saves/{save}", "counter": "saves-{post}", "mirror": "posts/{post}.stats.saves"}]`, "writes the field of entry 1's mirror"},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
@@ -35,5 +38,15 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 	}
 	if got := set.Patterns(); len(got) != 2 {
 		t.Errorf("patterns %q, want two", got)
+	}
+	folds, err := extshards.ParseTargets("pages/{page}:visits posts/{post}:likes,stats.views")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.CheckFolds(folds); err == nil || !strings.Contains(err.Error(), "EXTENSION_FOLDS posts/{post}:likes") {
+		t.Errorf("a mirror into a folded field: %v, want it refused naming the fold", err)
+	}
+	if folds, _ = extshards.ParseTargets("posts/{post}:saves"); set.CheckFolds(folds) != nil {
+		t.Errorf("a mirror beside a fold of another field: %v, want it accepted", set.CheckFolds(folds))
 	}
 }

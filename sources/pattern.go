@@ -143,6 +143,13 @@ type mirror struct {
 	field    []string
 }
 
+// writesInto reports whether m may write field (split at dots) of a document matching document:
+// the documents overlap and one field path is, or holds, the other.
+func (m mirror) writesInto(document pattern, field []string) bool {
+	n := min(len(m.field), len(field))
+	return m.document.overlaps(document) && slices.Equal(m.field[:n], field[:n])
+}
+
 // parseMirror checks "document.field", whose document uses only counted's collection wildcards.
 func parseMirror(s string, counted pattern, schema shared.Schema) (mirror, error) {
 	slash := strings.LastIndex(s, "/")

@@ -100,6 +100,9 @@ func load(lookup func(string) (string, bool)) (deployment, error) {
 		return deployment{}, err
 	}
 	set, err := sources.Load(cfg.CounterSources, cfg.Schema())
+	if err == nil {
+		err = set.CheckFolds(cfg.ExtensionTargets())
+	}
 	if err != nil {
 		return deployment{}, err
 	}

@@ -89,12 +89,12 @@ func TestCollectionCounterFollowsTheAppsDocumentsOnTheStack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got = snap.Data(); got["likes"] == wantLikes {
+		if got = snap.Data(); got["like_count"] == wantLikes {
 			break
 		}
 	}
-	if got["likes"] != wantLikes || got["title"] != "hello" || len(got) != 2 {
-		t.Errorf("posts/%s = %v, want its title and likes: %d", post, got, wantLikes)
+	if got["like_count"] != wantLikes || got["title"] != "hello" || len(got) != 2 {
+		t.Errorf("posts/%s = %v, want its title and like_count: %d", post, got, wantLikes)
 	}
 }
 

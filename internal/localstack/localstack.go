@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/sources"
@@ -102,6 +103,15 @@ func OptionsFromEnv() (Options, error) {
 		FunctionsFirestore: os.Getenv("LOCALSTACK_FUNCTIONS_FIRESTORE"),
 		EventCopies:        copies,
 	}, nil
+}
+
+// stackFolds is the functions' EXTENSION_FOLDS: cfg's, or when unset the example app's.
+func stackFolds(cfg config.Config) extshards.Targets {
+	if _, set := os.LookupEnv("EXTENSION_FOLDS"); set {
+		return cfg.ExtensionTargets()
+	}
+	folds, _ := extshards.ParseTargets(rules.ExampleFolds)
+	return folds
 }
 
 // ExampleCounterSources is the example app's declarations, the local stack's when COUNTER_SOURCES is
@@ -247,6 +257,9 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 		return nil, err
 	}
 	counted, err := sources.Load(o.CounterSources, cfg.Schema())
+	if err == nil {
+		err = counted.CheckFolds(stackFolds(cfg))
+	}
 	if err != nil {
 		return nil, err
 	}
