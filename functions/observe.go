@@ -39,6 +39,8 @@ const (
 	// EventCollectionRefused: ERROR per document write whose counter ID names a counter its
 	// declaration did not create (an ordinary counter, or another declaration's).
 	EventCollectionRefused = "collection_change_refused"
+	// EventCollectionUnverified: ERROR per sweep and quiet collection counter it could not verify.
+	EventCollectionUnverified = "collection_counter_unverified"
 	// EventCollectionDrift: ERROR per sweep and quiet collection counter off its documents.
 	EventCollectionDrift = "collection_counter_drift"
 )

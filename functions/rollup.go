@@ -84,13 +84,19 @@ func (s *Service) eventResult(ctx context.Context, e event.Event, err error, wha
 // driftQuiet is how long a collection counter has had no write before the sweep verifies it.
 const driftQuiet = 3 * time.Minute
 
-// reportDrift logs EventCollectionDrift for each quiet collection counter off its documents.
+// reportDrift logs EventCollectionDrift for each quiet collection counter off its documents, and
+// EventCollectionUnverified for each it could not verify.
 func (s *Service) reportDrift(ctx context.Context) {
-	drifts, err := s.counting.DriftOfQuiet(ctx, s.counting.Client().Collection(s.cfg.Schema().Counters), time.Now(), driftQuiet, s.cfg.RollupSweepLookback)
+	schema, client := s.cfg.Schema(), s.counting.Client()
+	check, err := s.counting.DriftOfQuiet(ctx, client.Collection(schema.Counters), client.Collection(schema.Sweep()).Doc("drift"), time.Now(), driftQuiet, s.cfg.RollupSweepLookback)
 	if err != nil {
 		s.log.WarnContext(ctx, "verify quiet collection counters failed", "error", err.Error())
 	}
-	for _, d := range drifts {
+	for id, why := range check.Unverified {
+		s.log.ErrorContext(ctx, "collection counter could not be verified; skipped (run go run ./cmd/sources verify)", "event", EventCollectionUnverified,
+			"counter", id, "error", why)
+	}
+	for _, d := range check.Drifts {
 		s.log.ErrorContext(ctx, "collection counter differs from its documents; run go run ./cmd/sources repair", "event", EventCollectionDrift,
 			"counter", d.Counter, "collection", d.Collection, "value", d.Value, "documents", d.Documents)
 	}

@@ -301,31 +301,67 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 // maxQuietChecks bounds the collection counters one DriftOfQuiet call verifies.
 const maxQuietChecks = 20
 
-// DriftOfQuiet verifies up to maxQuietChecks collection counters last written between lookback and
-// quiet ago (no event should be in flight) and returns those that differ.
-func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.CollectionRef, now time.Time, quiet, lookback time.Duration) ([]Drift, error) {
+// DriftCheck is what one DriftOfQuiet call found: the counters that differ from their documents,
+// and those it could not verify (Unverified: counter ID → why), skipped.
+type DriftCheck struct {
+	Drifts     []Drift
+	Unverified map[string]string
+}
+
+// Fields of the drift check's cursor document: the last counter checked, with its touched minute.
+const (
+	fieldCursorMinute  = "minute"
+	fieldCursorCounter = "counter"
+)
+
+// DriftOfQuiet verifies, in order of last write then ID, up to maxQuietChecks collection counters
+// last written between lookback and quiet ago (no event should be in flight), starting after the
+// counter cursor names and moving cursor past them, so each quiet counter is verified once, within
+// quiet plus a minute per maxQuietChecks counters ahead of it (docs/collection-counters.md).
+func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.CollectionRef, cursor *firestore.DocumentRef, now time.Time, quiet, lookback time.Duration) (DriftCheck, error) {
+	check := DriftCheck{Unverified: map[string]string{}}
 	if len(c.set.Declarations) == 0 {
-		return nil, nil
+		return check, nil
 	}
-	snaps, err := counters.Where(shared.FieldTouchedMinute, ">=", shared.UnixMinute(now.Add(-lookback))).
-		Where(shared.FieldTouchedMinute, "<=", shared.UnixMinute(now.Add(-quiet))).Limit(200).Documents(ctx).GetAll()
+	from, to := shared.UnixMinute(now.Add(-lookback)), shared.UnixMinute(now.Add(-quiet))
+	q := counters.Where(shared.FieldTouchedMinute, ">=", from).Where(shared.FieldTouchedMinute, "<=", to).
+		OrderBy(shared.FieldTouchedMinute, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
+	last, err := cursor.Get(ctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return check, fmt.Errorf("read the drift check's cursor: %w", err)
+	}
+	if minute, _ := last.Data()[fieldCursorMinute].(int64); err == nil && minute >= from {
+		q = q.StartAfter(minute, last.Data()[fieldCursorCounter])
+	}
+	snaps, err := q.Limit(200).Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("find quiet collection counters: %w", err)
+		return check, fmt.Errorf("find quiet collection counters: %w", err)
 	}
-	var drifts []Drift
 	checked := 0
+	var at *firestore.DocumentSnapshot // the last counter passed
 	for _, snap := range snaps {
-		if _, ok := snap.Data()[shared.FieldSource]; !ok || checked == maxQuietChecks {
+		if checked == maxQuietChecks {
+			break
+		}
+		at = snap
+		if _, ok := snap.Data()[shared.FieldSource]; !ok {
 			continue
 		}
 		checked++
 		d, err := c.Verify(ctx, snap.Ref.ID, now)
-		if err != nil {
-			return drifts, err
-		}
-		if d.Value != d.Documents {
-			drifts = append(drifts, d)
+		switch {
+		case err != nil:
+			check.Unverified[snap.Ref.ID] = err.Error()
+		case d.Value != d.Documents:
+			check.Drifts = append(check.Drifts, d)
 		}
 	}
-	return drifts, nil
+	if at == nil {
+		return check, nil
+	}
+	minute, _ := at.Data()[shared.FieldTouchedMinute].(int64)
+	if _, err := cursor.Set(ctx, map[string]any{fieldCursorMinute: minute, fieldCursorCounter: at.Ref.ID}); err != nil {
+		return check, fmt.Errorf("move the drift check's cursor: %w", err)
+	}
+	return check, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -357,12 +358,66 @@ func TestDriftOfQuietReportsTheDriftedCounterOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	drifts, err := a.DriftOfQuiet(ctx, client.Collection(schema.Counters), time.Now(), 3*time.Minute, 10*time.Minute)
+	check, err := a.DriftOfQuiet(ctx, client.Collection(schema.Counters), client.Doc("counters_sweep/drift"), time.Now(), 3*time.Minute, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(drifts) != 1 || drifts[0].Counter != "likes-p0" || drifts[0].Value != drifts[0].Documents+5 {
+	if drifts := check.Drifts; len(drifts) != 1 || drifts[0].Counter != "likes-p0" || drifts[0].Value != drifts[0].Documents+5 {
 		t.Errorf("drifts %+v, want likes-p0 alone, 5 above its documents", drifts)
+	}
+}
+
+// TestDriftChecksAreNotStarved: 30 quiet collection counters among 40 quiet ordinary ones, one of
+// them no longer declared: successive checks verify each collection counter once, in turn, and
+// find the drifted one last in line; the one that cannot be verified is reported and skipped.
+func TestDriftChecksAreNotStarved(t *testing.T) {
+	client, newInstance := project(t)
+	a := newInstance()
+	ctx := context.Background()
+	w := newWriter(t, client)
+	for p := range 30 {
+		w.set(fmt.Sprintf("posts/p%02d/likes/u1", p), map[string]any{"at": 1})
+	}
+	deliver(t, w.writes, a)
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1})
+	for n := range 40 {
+		if _, err := store.Apply(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.Doc("counters/likes-p29/shards/0").Set(ctx, map[string]any{"count": firestore.Increment(2)}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Doc("counters/likes-p05").Update(ctx, []firestore.Update{{Path: shared.FieldSource, Value: "gone of nowhere/{x}"}}); err != nil {
+		t.Fatal(err)
+	}
+	quietSince := shared.UnixMinute(time.Now().Add(-5 * time.Minute))
+	snaps, err := client.Collection(schema.Counters).Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, snap := range snaps {
+		if _, err := snap.Ref.Update(ctx, []firestore.Update{{Path: shared.FieldTouchedMinute, Value: quietSince}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var drifted []string
+	unverified := map[string]string{}
+	for range 3 {
+		check, err := a.DriftOfQuiet(ctx, client.Collection(schema.Counters), client.Doc("counters_sweep/drift"), time.Now(), 3*time.Minute, 10*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range check.Drifts {
+			drifted = append(drifted, d.Counter)
+		}
+		maps.Copy(unverified, check.Unverified)
+	}
+	if !slices.Equal(drifted, []string{"likes-p29"}) {
+		t.Errorf("three checks found drift in %v, want likes-p29 alone, once", drifted)
+	}
+	if _, ok := unverified["likes-p05"]; len(unverified) != 1 || !ok {
+		t.Errorf("unverified %v, want likes-p05 alone", unverified)
 	}
 }
 

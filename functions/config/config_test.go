@@ -346,7 +346,7 @@ func TestParseReportsEveryInvalidVariable(t *testing.T) {
 
 func TestLoadReadsEnvironment(t *testing.T) {
 	for _, name := range []string{"GOOGLE_CLOUD_PROJECT", "FIRESTORE_DATABASE", "COUNTERS_COLLECTION", "ROLLUPS_COLLECTION",
-		"DEFAULT_NUM_SHARDS", "MAX_DELTA", "SHARD_COUNT_CACHE_TTL", "LOG_LEVEL"} {
+		"DEFAULT_NUM_SHARDS", "MAX_DELTA", "SHARD_COUNT_CACHE_TTL", "LOG_LEVEL", "COUNTER_SOURCES"} {
 		t.Setenv(name, "")
 	}
 	t.Setenv("DEFAULT_NUM_SHARDS", "3")

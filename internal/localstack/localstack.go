@@ -308,7 +308,6 @@ func (s *Stack) Env() []string {
 	}
 	return append(env,
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
-		"COUNTER_SOURCES="+s.Options.CounterSources,
 		emulators.EnvRulesFile+"="+s.Options.RulesFile,
 		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
 		"LOCALSTACK_EVENTS_STATS_URL=http://"+s.Events.Addr()+"/stats")
@@ -347,7 +346,7 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("find the localstack binary: %w", err)
 	}
 	env := append(os.Environ(), s.Env()...)
-	env = append(env, "LOCAL_ONLY=true")
+	env = append(env, "LOCAL_ONLY=true", "COUNTER_SOURCES="+o.CounterSources)
 	if _, set := os.LookupEnv("EXTENSION_FOLDS"); !set {
 		env = append(env, "EXTENSION_FOLDS="+rules.ExampleFolds)
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/shardcount/counters/extshards"
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
@@ -146,7 +147,39 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		if _, err := counterRef.Update(ctx, quiet); err != nil {
 			t.Fatal(err)
 		}
+		// And one whose declaration is gone: it cannot be verified.
+		gone := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: 1})
+		goneID := "stars-" + testenv.UniqueID("gone")
+		if _, err := gone.Apply(ctx, counter.Request{Counter: goneID, Delta: 1}); err != nil {
+			t.Fatal(err)
+		}
+		undeclared := append([]firestore.Update{{Path: shared.FieldSource, Value: "gone of nowhere/{x}"}}, quiet...)
+		if _, err := client.Collection(cfg.Schema().Counters).Doc(goneID).Update(ctx, undeclared); err != nil {
+			t.Fatal(err)
+		}
 		tick(s, time.Minute)
+	})
+	run(functions.EntryCountDocumentWrite, func(s *functions.Service) { // a star on an ordinary counter
+		set, err := sources.Parse([]byte(`[{"documents": "notes/{note}/stars/{uid}", "counter": "stars-{note}"}]`), cfg.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.CountSources(set)
+		note := testenv.UniqueID("note")
+		if code := post(s, fmt.Sprintf(`{"counter":"stars-%s"}`, note)); code != http.StatusOK {
+			t.Fatalf("increment: %d", code)
+		}
+		res, err := client.Doc("notes/"+note+"/stars/u1").Set(ctx, map[string]any{"at": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/notes/" + note + "/stars/u1",
+			CreateTime: timestamppb.New(res.UpdateTime), UpdateTime: timestamppb.New(res.UpdateTime)}
+		handler, _ := s.EntryPoint(functions.EntryCountDocumentWrite)
+		rec := httptest.NewRecorder()
+		if handler(rec, testenv.DocumentWritten(t, "notes/"+note+"/stars/u1", res.UpdateTime, doc, nil)); rec.Code >= 300 {
+			t.Fatalf("event answered %d %s", rec.Code, rec.Body)
+		}
 	})
 	run(functions.EntryFoldExtensionShards, func(s *functions.Service) {
 		deliver := func(doc string) error {

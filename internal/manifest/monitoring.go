@@ -120,6 +120,8 @@ func (n Naming) LogMetrics() []LogMetric {
 			Description: "Extension folds that failed and extension shards left unfolded, by kind (fold_failed, shard_left_unfolded, not_declared)."},
 		{Name: "counters_collection_drift", Event: functions.EventCollectionDrift, EntryPoints: []string{functions.EntryRollupScheduled},
 			Description: "Quiet collection counters the scheduled sweep found different from count()/sum() of their documents (sources repair fixes one)."},
+		{Name: "counters_collection_unverified", Event: functions.EventCollectionUnverified, EntryPoints: []string{functions.EntryRollupScheduled},
+			Description: "Quiet collection counters the scheduled sweep could not verify (skipped; the others are still checked): sources verify names why."},
 		{Name: "counters_collection_refused", Event: functions.EventCollectionRefused, EntryPoints: []string{functions.EntryCountDocumentWrite},
 			Description: "Document writes whose counter ID names a counter their declaration did not create (an ordinary counter, or another declaration's): not counted there."},
 		{Name: "counters_fold_waiting", Event: functions.EventFoldWaiting, EntryPoints: []string{functions.EntryFoldExtensionShards},
