@@ -17,8 +17,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/functions/cloudlog"
 	"github.com/shardcount/counters/functions/config"
