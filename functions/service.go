@@ -80,6 +80,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 
 // CountSources makes s keep the collection counters of set (CountDocumentWrite).
 func (s *Service) CountSources(set *sources.Set) {
+	set.InheritCounterIDPattern(s.ids)
 	s.counting = sources.NewCounting(set, s.counters, s.counting.Client(), s.log)
 }
 

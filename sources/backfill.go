@@ -62,7 +62,7 @@ func (c *Counting) backfill(ctx context.Context, d *Declaration, after string, d
 		collection := path[:strings.LastIndex(path, "/")]
 		if bound, ok := d.pattern.match(path); ok {
 			id := expand(d.Counter, bound)
-			if wire.ValidateWritableCounterID(id) == nil {
+			if wire.ValidateWritableCounterID(id) == nil && d.accepts(id) {
 				if err := c.store.EstablishBase(ctx, id, c.baseline(d, path)); err != nil {
 					return cursor, fmt.Errorf("base counter %q on %s: %w", id, collection, err)
 				}

@@ -70,6 +70,11 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 			t.Unmatched++
 			continue
 		}
+		if !d.accepts(id) {
+			c.log.WarnContext(ctx, "document maps to a counter ID its counter_id_pattern (or COUNTER_ID_PATTERN) refuses; not counted", "document", w.Path, "counter", id)
+			t.Unmatched++
+			continue
+		}
 		before, after := c.contribution(ctx, d, w.Path, w.Old), c.contribution(ctx, d, w.Path, w.New)
 		if before == after {
 			t.Unchanged++

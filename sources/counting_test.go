@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -567,4 +568,34 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 		t.Errorf("a photo like on the post counter likes-p0: %+v, %v; want it refused", tally, err)
 	}
 	checkExact(t, client, sumOf(t, client), 1, 0)
+}
+
+// TestMadeUpParentsMakeNoCounters: likes under post IDs that the declaration's counter_id_pattern,
+// or else the deployment's COUNTER_ID_PATTERN, refuses make no counter and are acknowledged.
+func TestMadeUpParentsMakeNoCounters(t *testing.T) {
+	id := testenv.Project(t)
+	client := testenv.FirestoreOf(t, id)
+	ctx := context.Background()
+	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "counter_id_pattern": "likes-p[0-9]+"},
+	  {"documents": "notes/{note}/stars/{star}", "counter": "stars-{note}"}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.InheritCounterIDPattern(regexp.MustCompile(`^(?:stars-n[0-9]+)$`))
+	counting := instance(t, id, set)
+	w := newWriter(t, client)
+	for path, counted := range map[string]bool{
+		"posts/p1/likes/u1": true, "posts/made-up/likes/u1": false, "posts/p1x/likes/u1": false,
+		"notes/n7/stars/u1": true, "notes/junk/stars/u1": false,
+	} {
+		tally, err := counting.Apply(ctx, w.set(path, map[string]any{"at": 1}))
+		if err != nil || (tally.Counted+tally.InBase == 1) != counted || (tally.Unmatched == 1) == counted {
+			t.Errorf("%s: %+v, %v; want counted %v (its first like is in the base)", path, tally, err, counted)
+		}
+	}
+	for _, p := range testenv.DocumentPaths(t, client) {
+		if strings.HasPrefix(p, schema.Counters+"/") && !strings.HasPrefix(p, schema.Counters+"/likes-p1") && !strings.HasPrefix(p, schema.Counters+"/stars-n7") {
+			t.Errorf("%s: a refused counter ID made a document", p)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -33,9 +34,13 @@ type Declaration struct {
 	MaxShards int            `json:"max_shards,omitempty"`
 	Windows   []string       `json:"windows,omitempty"`
 	Group     *string        `json:"group,omitempty"`
+	// CounterIDPattern (a regular expression of whole IDs) bounds the counters the documents make;
+	// unset, the deployment's COUNTER_ID_PATTERN does (InheritCounterIDPattern).
+	CounterIDPattern string `json:"counter_id_pattern,omitempty"`
 
 	pattern pattern
 	mirror  mirror
+	ids     *regexp.Regexp // nil: any
 }
 
 // Set is the declarations of a deployment, checked.
@@ -79,7 +84,7 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 		dec.UseNumber()
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&decls[i]); err != nil || decls[i] == nil {
-			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group}: %v", i, err)
+			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, counter_id_pattern}: %v", i, err)
 		}
 	}
 	for i, d := range decls {
@@ -128,6 +133,11 @@ func (d *Declaration) check(schema shared.Schema) error {
 	if d.Mirror != "" {
 		if d.mirror, err = parseMirror(d.Mirror, d.pattern, schema); err != nil {
 			return fmt.Errorf("mirror: %w", err)
+		}
+	}
+	if d.CounterIDPattern != "" {
+		if d.ids, err = regexp.Compile(`^(?:` + d.CounterIDPattern + `)$`); err != nil {
+			return fmt.Errorf("counter_id_pattern: %w", err)
 		}
 	}
 	return d.checkSettings()
@@ -189,6 +199,19 @@ func (d *Declaration) checkSettings() error {
 	}
 	return nil
 }
+
+// InheritCounterIDPattern bounds the counters of declarations without a counter_id_pattern by ids
+// (the deployment's COUNTER_ID_PATTERN, whole IDs; nil: none).
+func (s *Set) InheritCounterIDPattern(ids *regexp.Regexp) {
+	for _, d := range s.Declarations {
+		if d.CounterIDPattern == "" {
+			d.ids = ids
+		}
+	}
+}
+
+// accepts reports whether d may make counter id.
+func (d *Declaration) accepts(id string) bool { return d.ids == nil || d.ids.MatchString(id) }
 
 // CheckFolds refuses a mirror into a field that an extension fold (EXTENSION_FOLDS) writes: each
 // would overwrite the other's count.

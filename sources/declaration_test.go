@@ -24,6 +24,7 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"an unknown field", `[{"documents": "a/{x}", "counter": "n", "count": "x"}]`, `unknown field "count"`},
 		{"two mirrors into one field", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "mirror": "posts/{post}.stats"},
 		  {"documents": "posts/{post}/saves/{save}", "counter": "saves-{post}", "mirror": "posts/{post}.stats.saves"}]`, "writes the field of entry 1's mirror"},
+		{"a counter_id_pattern that is no regular expression", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "counter_id_pattern": "likes-(["}]`, "counter_id_pattern: error parsing regexp"},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)

@@ -40,6 +40,7 @@ func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sources:", err)
 		return 2
 	}
+	set.InheritCounterIDPattern(cfg.CounterIDs())
 	ctx := context.Background()
 	client, err := db.Client(ctx)
 	if err != nil {
