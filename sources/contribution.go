@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"math"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 )
@@ -51,15 +52,24 @@ func equal(v *firestorepb.Value, want any) bool {
 		case int64:
 			return w == x.IntegerValue
 		case float64:
-			return w == float64(x.IntegerValue)
+			return sameNumber(x.IntegerValue, w)
 		}
 	case *firestorepb.Value_DoubleValue:
 		switch w := want.(type) {
 		case int64:
-			return float64(w) == x.DoubleValue
+			return sameNumber(w, x.DoubleValue)
 		case float64:
 			return w == x.DoubleValue
 		}
 	}
 	return false
+}
+
+// sameNumber reports whether i and f are one number, as Firestore compares an integer and a double:
+// exactly, so 2^53+1 is not the double 2^53 that float64(2^53+1) rounds to.
+func sameNumber(i int64, f float64) bool {
+	if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 { // MaxInt64 rounds up to 2^63
+		return false
+	}
+	return int64(f) == i
 }

@@ -27,12 +27,15 @@ func str(s string) *firestorepb.Value {
 // missing field equals nothing, and a sum adds integers only (anything else counts 0).
 func TestContributionFollowsFirestoresEqualityAndSum(t *testing.T) {
 	set, err := Parse([]byte(`[{"documents": "a/{x}", "counter": "n", "where": {"level": 1, "kind": "x"}},
-	  {"documents": "b/{x}", "counter": "m", "sum": "totals.amount"}]`), shared.Schema{Counters: "counters"})
+	  {"documents": "b/{x}", "counter": "m", "sum": "totals.amount"},
+	  {"documents": "c/{x}", "counter": "c", "where": {"n": 9007199254740992.0}},
+	  {"documents": "d/{x}", "counter": "d", "where": {"n": 9007199254740993}},
+	  {"documents": "e/{x}", "counter": "e", "where": {"n": 9223372036854775807}}]`), shared.Schema{Counters: "counters"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Counting{set: set, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	count, sum := set.Declarations[0], set.Declarations[1]
+	count, sum, big, bigInt, maxInt := set.Declarations[0], set.Declarations[1], set.Declarations[2], set.Declarations[3], set.Declarations[4]
 	doc := func(fields map[string]*firestorepb.Value) *firestorepb.Document {
 		return &firestorepb.Document{Fields: fields}
 	}
@@ -49,6 +52,10 @@ func TestContributionFollowsFirestoresEqualityAndSum(t *testing.T) {
 		{"integer equals", count, doc(map[string]*firestorepb.Value{"level": integer(1), "kind": str("x")}), 1},
 		{"double equals integer", count, doc(map[string]*firestorepb.Value{"level": double(1), "kind": str("x")}), 1},
 		{"other value", count, doc(map[string]*firestorepb.Value{"level": integer(2), "kind": str("x")}), 0},
+		{"integer past 2^53 is not the nearest double", big, doc(map[string]*firestorepb.Value{"n": integer(1<<53 + 1)}), 0},
+		{"integer 2^53 is the double", big, doc(map[string]*firestorepb.Value{"n": integer(1 << 53)}), 1},
+		{"double is not the integer past 2^53", bigInt, doc(map[string]*firestorepb.Value{"n": double(1 << 53)}), 0},
+		{"double 2^63 is no integer", maxInt, doc(map[string]*firestorepb.Value{"n": double(1 << 63)}), 0},
 		{"missing field", count, doc(map[string]*firestorepb.Value{"level": integer(1)}), 0},
 		{"integer summed", sum, doc(nested(integer(42))), 42},
 		{"double counts 0", sum, doc(nested(double(4.5))), 0},

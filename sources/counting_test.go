@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -597,5 +598,34 @@ func TestMadeUpParentsMakeNoCounters(t *testing.T) {
 		if strings.HasPrefix(p, schema.Counters+"/") && !strings.HasPrefix(p, schema.Counters+"/likes-p1") && !strings.HasPrefix(p, schema.Counters+"/stars-n7") {
 			t.Errorf("%s: a refused counter ID made a document", p)
 		}
+	}
+}
+
+// TestWhereEqualityIsFirestores: integers and doubles near 2^53 and 2^63, changed after the base,
+// count as Firestore's == counts them (count() of the same where on the emulator).
+func TestWhereEqualityIsFirestores(t *testing.T) {
+	id := testenv.Project(t)
+	client := testenv.FirestoreOf(t, id)
+	set, err := sources.Parse([]byte(`[{"documents": "polls/{poll}/votes/{vote}", "counter": "votes-{poll}", "where": {"n": 9007199254740992.0}}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := instance(t, id, set)
+	w := newWriter(t, client)
+	w.set("polls/p/votes/first", map[string]any{"n": "none"})
+	deliver(t, w.writes, counting) // the base
+	before := len(w.writes)
+	for i, n := range []any{1<<53 + 1, 1 << 53, float64(1 << 53), 1<<53 - 1, float64(1 << 63), math.MaxInt64, math.MinInt64} {
+		w.set(fmt.Sprintf("polls/p/votes/v%d", i), map[string]any{"n": n})
+	}
+	deliver(t, w.writes[before:], counting)
+	q := client.Collection("polls/p/votes").Where("n", "==", float64(1<<53))
+	res, err := q.NewAggregationQuery().WithCount("v").Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res["v"].(*firestorepb.Value).GetIntegerValue()
+	if got := sumOf(t, client)("votes-p"); got != want || want != 2 {
+		t.Errorf("votes-p = %d, count() where n == 2^53 (a double) = %d, want both 2 (the integer and the double 2^53)", got, want)
 	}
 }
