@@ -3,12 +3,14 @@ package sources
 import (
 	"context"
 	"math"
+	"strconv"
+	"strings"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 )
 
 // contribution is what doc adds to d's counter: 0 when nil or outside Where, else 1, or with Sum its
-// integer field (else 0).
+// field's value as d.summed takes it (else 0).
 func (c *Counting) contribution(ctx context.Context, d *Declaration, path string, doc *firestorepb.Document) int64 {
 	if doc == nil {
 		return 0
@@ -26,14 +28,46 @@ func (c *Counting) contribution(ctx context.Context, d *Declaration, path string
 	for _, p := range parts {
 		v = v.GetMapValue().GetFields()[p]
 	}
-	switch x := v.GetValueType().(type) {
+	var x any
+	switch n := v.GetValueType().(type) {
 	case nil:
 		return 0
 	case *firestorepb.Value_IntegerValue:
-		return x.IntegerValue
+		x = n.IntegerValue
+	case *firestorepb.Value_DoubleValue:
+		x = n.DoubleValue
 	}
-	c.log.WarnContext(ctx, "summed field is not an integer; counted as 0", "document", path, "sum", d.Sum)
+	if n, ok := d.summed(x); ok {
+		return n
+	}
+	c.log.WarnContext(ctx, "summed field is not a number the declaration sums; counted as 0", "document", path, "sum", d.Sum, "scale", d.Scale)
 	return 0
+}
+
+// summed is what d sums of the value x of its Sum field: an integer, or with Scale N an integer or
+// a double of at most N decimals, in units of 10^-N; false for anything else, or a value that
+// leaves int64 in those units.
+func (d *Declaration) summed(x any) (int64, bool) {
+	unit := int64(math.Pow10(d.Scale))
+	switch n := x.(type) {
+	case int64:
+		if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+			return 0, false
+		}
+		return n * unit, true
+	case float64:
+		if d.Scale == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+			return 0, false
+		}
+		// The shortest decimal that reads back as n: 12.5 is "12.5", whatever its binary digits.
+		whole, fraction, _ := strings.Cut(strconv.FormatFloat(n, 'f', -1, 64), ".")
+		if len(fraction) > d.Scale {
+			return 0, false
+		}
+		units, err := strconv.ParseInt(whole+fraction+strings.Repeat("0", d.Scale-len(fraction)), 10, 64)
+		return units, err == nil
+	}
+	return 0, false
 }
 
 // equal is Firestore's == of a document value and a where value; nil equals nothing.

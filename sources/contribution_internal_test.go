@@ -30,12 +30,13 @@ func TestContributionFollowsFirestoresEqualityAndSum(t *testing.T) {
 	  {"documents": "b/{x}", "counter": "m", "sum": "totals.amount"},
 	  {"documents": "c/{x}", "counter": "c", "where": {"n": 9007199254740992.0}},
 	  {"documents": "d/{x}", "counter": "d", "where": {"n": 9007199254740993}},
-	  {"documents": "e/{x}", "counter": "e", "where": {"n": 9223372036854775807}}]`), shared.Schema{Counters: "counters"})
+	  {"documents": "e/{x}", "counter": "e", "where": {"n": 9223372036854775807}},
+	  {"documents": "f/{x}", "counter": "f", "sum": "totals.amount", "scale": 2}]`), shared.Schema{Counters: "counters"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Counting{set: set, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	count, sum, big, bigInt, maxInt := set.Declarations[0], set.Declarations[1], set.Declarations[2], set.Declarations[3], set.Declarations[4]
+	count, sum, big, bigInt, maxInt, cents := set.Declarations[0], set.Declarations[1], set.Declarations[2], set.Declarations[3], set.Declarations[4], set.Declarations[5]
 	doc := func(fields map[string]*firestorepb.Value) *firestorepb.Document {
 		return &firestorepb.Document{Fields: fields}
 	}
@@ -56,6 +57,12 @@ func TestContributionFollowsFirestoresEqualityAndSum(t *testing.T) {
 		{"integer 2^53 is the double", big, doc(map[string]*firestorepb.Value{"n": integer(1 << 53)}), 1},
 		{"double is not the integer past 2^53", bigInt, doc(map[string]*firestorepb.Value{"n": double(1 << 53)}), 0},
 		{"double 2^63 is no integer", maxInt, doc(map[string]*firestorepb.Value{"n": double(1 << 63)}), 0},
+		{"cents of a double", cents, doc(nested(double(12.5))), 1250},
+		{"cents of 0.1", cents, doc(nested(double(0.1))), 10},
+		{"cents of an integer", cents, doc(nested(integer(3))), 300},
+		{"three decimals count 0", cents, doc(nested(double(1.005))), 0},
+		{"cents past int64 count 0", cents, doc(nested(integer(1 << 62))), 0},
+		{"negative cents", cents, doc(nested(double(-0.25))), -25},
 		{"missing field", count, doc(map[string]*firestorepb.Value{"level": integer(1)}), 0},
 		{"integer summed", sum, doc(nested(integer(42))), 42},
 		{"double counts 0", sum, doc(nested(double(4.5))), 0},

@@ -161,9 +161,10 @@ func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	return b
 }
 
-// valueAt is d's value of the documents in collection at read time at: count(), or the sum of the
-// integer values of d.Sum. sum() answers a double when any value is not an integer; those documents
-// are then read one by one, as a change counts them: 0.
+// valueAt is d's value of the documents in collection at read time at: count(), or the sum of
+// d.Sum's values as d.summed takes them. sum() answers a double when any value is not an integer;
+// the documents are then read one by one, as they are with a scale, and a value d does not sum
+// counts 0, as a change counts it.
 func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
 	q := c.client.Collection(collection).Query
 	for field, want := range d.Where {
@@ -177,14 +178,16 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection strin
 	}
 	var value int64
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		res, err := agg.Transaction(tx).Get(ctx)
-		if err != nil {
-			return err
-		}
-		v, _ := res["value"].(*firestorepb.Value)
-		if n, ok := v.GetValueType().(*firestorepb.Value_IntegerValue); ok {
-			value = n.IntegerValue
-			return nil
+		if d.Scale == 0 {
+			res, err := agg.Transaction(tx).Get(ctx)
+			if err != nil {
+				return err
+			}
+			v, _ := res["value"].(*firestorepb.Value)
+			if n, ok := v.GetValueType().(*firestorepb.Value_IntegerValue); ok {
+				value = n.IntegerValue
+				return nil
+			}
 		}
 		value = 0
 		docs := tx.Documents(q.SelectPaths(path))
@@ -199,13 +202,15 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection strin
 				return err
 			}
 			n, err := doc.DataAtPath(path)
-			if i, ok := n.(int64); ok && err == nil {
+			if i, ok := d.summed(n); ok && err == nil {
 				value += i
 			} else if err == nil {
 				skipped++
 			}
 		}
-		c.log.WarnContext(ctx, "summed field is not an integer in some documents; counted as 0", "collection", collection, "sum", d.Sum, "documents", skipped)
+		if skipped > 0 {
+			c.log.WarnContext(ctx, "summed field is not a number the declaration sums in some documents; counted as 0", "collection", collection, "sum", d.Sum, "scale", d.Scale, "documents", skipped)
+		}
 		return nil
 	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
 	if err != nil {

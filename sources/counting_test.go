@@ -629,3 +629,32 @@ func TestWhereEqualityIsFirestores(t *testing.T) {
 		t.Errorf("votes-p = %d, count() where n == 2^53 (a double) = %d, want both 2 (the integer and the double 2^53)", got, want)
 	}
 }
+
+// TestScaledSumsCountDecimalsExactly: a sum with "scale": 2 counts amounts in cents, from the base
+// (documents read one by one) and from changes alike; an amount with three decimals counts 0, and
+// verify agrees.
+func TestScaledSumsCountDecimalsExactly(t *testing.T) {
+	id := testenv.Project(t)
+	client := testenv.FirestoreOf(t, id)
+	set, err := sources.Parse([]byte(`[{"documents": "shops/{shop}/orders/{order}", "counter": "cents-{shop}", "sum": "amount", "scale": 2}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := instance(t, id, set)
+	w := newWriter(t, client)
+	for o, amount := range []any{12.5, 0.1, 1.005, 3} {
+		w.set(fmt.Sprintf("shops/s/orders/o%d", o), map[string]any{"amount": amount})
+	}
+	deliver(t, w.writes[:1], counting) // the base: 1250 + 10 + 0 + 300
+	before := len(w.writes)
+	w.set("shops/s/orders/o4", map[string]any{"amount": 2.25})
+	w.set("shops/s/orders/o1", nil)
+	deliver(t, w.writes[before:], counting)
+	if got := sumOf(t, client)("cents-s"); got != 1775 {
+		t.Errorf("cents-s = %d, want 1775: 12.50 + 3 + 2.25 in cents, 1.005 counting 0", got)
+	}
+	drift, err := counting.Verify(context.Background(), "cents-s", time.Now())
+	if err != nil || drift.Value != drift.Documents {
+		t.Errorf("verify: %+v, %v; want the counter equal to its documents", drift, err)
+	}
+}

@@ -34,6 +34,8 @@ type Declaration struct {
 	MaxShards int            `json:"max_shards,omitempty"`
 	Windows   []string       `json:"windows,omitempty"`
 	Group     *string        `json:"group,omitempty"`
+	// Scale N sums Sum's decimal values exactly, in units of 10^-N (0..9; 2: cents).
+	Scale int `json:"scale,omitempty"`
 	// CounterIDPattern (a regular expression of whole IDs) bounds the counters the documents make;
 	// unset, the deployment's COUNTER_ID_PATTERN does (InheritCounterIDPattern).
 	CounterIDPattern string `json:"counter_id_pattern,omitempty"`
@@ -84,7 +86,7 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 		dec.UseNumber()
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&decls[i]); err != nil || decls[i] == nil {
-			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, counter_id_pattern}: %v", i, err)
+			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern}: %v", i, err)
 		}
 	}
 	for i, d := range decls {
@@ -129,6 +131,9 @@ func (d *Declaration) check(schema shared.Schema) error {
 		if _, err := fieldPath(d.Sum); err != nil {
 			return fmt.Errorf("sum: %w", err)
 		}
+	}
+	if d.Scale < 0 || d.Scale > 9 || d.Scale != 0 && d.Sum == "" {
+		return fmt.Errorf("scale: %d; a scale of 0 to 9 decimals goes with a sum", d.Scale)
 	}
 	if d.Mirror != "" {
 		if d.mirror, err = parseMirror(d.Mirror, d.pattern, schema); err != nil {

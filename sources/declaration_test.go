@@ -25,6 +25,8 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"two mirrors into one field", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "mirror": "posts/{post}.stats"},
 		  {"documents": "posts/{post}/saves/{save}", "counter": "saves-{post}", "mirror": "posts/{post}.stats.saves"}]`, "writes the field of entry 1's mirror"},
 		{"a counter_id_pattern that is no regular expression", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "counter_id_pattern": "likes-(["}]`, "counter_id_pattern: error parsing regexp"},
+		{"a scale without a sum", `[{"documents": "orders/{o}", "counter": "n", "scale": 2}]`, "scale: 2; a scale of 0 to 9 decimals goes with a sum"},
+		{"a scale of 10", `[{"documents": "orders/{o}", "counter": "n", "sum": "amount", "scale": 10}]`, "scale: 10"},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
