@@ -61,7 +61,7 @@ func (c *Counting) backfill(ctx context.Context, d *Declaration, after string, d
 		_, path, _ := strings.Cut(snaps[0].Ref.Path, "/documents/") // projects/P/databases/D/documents/<path>
 		collection := path[:strings.LastIndex(path, "/")]
 		if bound, ok := d.pattern.match(path); ok {
-			id := expand(d.Counter, bound)
+			id := d.counterID(bound)
 			if wire.ValidateWritableCounterID(id) == nil && d.accepts(id) {
 				if err := c.store.EstablishBase(ctx, id, c.baseline(d, path)); err != nil {
 					return cursor, fmt.Errorf("base counter %q on %s: %w", id, collection, err)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 		if !ok {
 			continue
 		}
-		id := expand(d.Counter, bound)
+		id := d.counterID(bound)
 		if err := wire.ValidateWritableCounterID(id); err != nil {
 			c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", w.Path, "counter", id, "error", err.Error())
 			t.Unmatched++
@@ -253,27 +252,6 @@ func (c *Counting) find(ctx context.Context, id string) (*Declaration, string, e
 		return nil, "", fmt.Errorf("counter %q counts %q, which this deployment no longer declares", id, recorded)
 	}
 	return nil, "", fmt.Errorf("counter %q is kept by no declaration", id)
-}
-
-// matchCounter binds d's template's wildcards to make id.
-func (d *Declaration) matchCounter(id string) (map[string]string, bool) {
-	var names []string
-	expr, rest := "^", d.Counter
-	for _, loc := range placeholder.FindAllStringIndex(d.Counter, -1) {
-		expr += regexp.QuoteMeta(d.Counter[len(d.Counter)-len(rest) : loc[0]])
-		names = append(names, d.Counter[loc[0]+1:loc[1]-1])
-		expr += "([^/]+)"
-		rest = d.Counter[loc[1]:]
-	}
-	m := regexp.MustCompile(expr + regexp.QuoteMeta(rest) + "$").FindStringSubmatch(id)
-	if m == nil {
-		return nil, false
-	}
-	bound := map[string]string{}
-	for i, n := range names {
-		bound[n] = m[i+1]
-	}
-	return bound, true
 }
 
 // Verify compares counter id with its documents at read time at (within version retention): a

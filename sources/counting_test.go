@@ -658,3 +658,33 @@ func TestScaledSumsCountDecimalsExactly(t *testing.T) {
 		t.Errorf("verify: %+v, %v; want the counter equal to its documents", drift, err)
 	}
 }
+
+// TestTwoWildcardsNeverShareACounter: with a template of two wildcards, documents whose values
+// would run together ("1-2" and "3", "1" and "2-3") count in counters of their own, found again
+// from their IDs by verify and repair.
+func TestTwoWildcardsNeverShareACounter(t *testing.T) {
+	id := testenv.Project(t)
+	client := testenv.FirestoreOf(t, id)
+	set, err := sources.Parse([]byte(`[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k-{x}-{y}"}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := instance(t, id, set)
+	w := newWriter(t, client)
+	w.set("a/1-2/b/3/c/u", map[string]any{"at": 1})
+	w.set("a/1/b/2-3/c/u", map[string]any{"at": 1})
+	w.set("a/1/b/2-3/c/v", map[string]any{"at": 1})
+	deliver(t, w.writes, counting)
+	ctx := context.Background()
+	for counterID, want := range map[string]int64{"k-1%2D2-3": 1, "k-1-2%2D3": 2} {
+		if got := sumOf(t, client)(counterID); got != want {
+			t.Errorf("%s = %d, want %d", counterID, got, want)
+		}
+		if err := counting.Repair(ctx, counterID); err != nil {
+			t.Errorf("repair %s: %v", counterID, err)
+		}
+		if d, err := counting.Verify(ctx, counterID, time.Now()); err != nil || d.Value != want || d.Documents != want {
+			t.Errorf("verify %s: %+v, %v; want %d both", counterID, d, err, want)
+		}
+	}
+}

@@ -96,8 +96,8 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 	}
 	for i, d := range decls {
 		for j, o := range decls {
-			if i != j && d.Counter == o.Counter {
-				return nil, fmt.Errorf("entry %d (%q): counter %q is also entry %d's: one counter counts one declaration", i, d.Documents, d.Counter, j)
+			if i < j && canShareIDs(d, o) {
+				return nil, fmt.Errorf("entry %d (%q): counter %q can build the IDs entry %d's %q builds: one counter counts one declaration; start or end the templates differently", i, d.Documents, d.Counter, j, o.Counter)
 			}
 			if d.Mirror != "" && o.pattern.overlaps(d.mirror.document) {
 				return nil, fmt.Errorf("entry %d (%q): mirror %q is a document that entry %d counts: its writes would feed its own count", i, d.Documents, d.Mirror, j)

@@ -27,12 +27,20 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"a counter_id_pattern that is no regular expression", `[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "counter_id_pattern": "likes-(["}]`, "counter_id_pattern: error parsing regexp"},
 		{"a scale without a sum", `[{"documents": "orders/{o}", "counter": "n", "scale": 2}]`, "scale: 2; a scale of 0 to 9 decimals goes with a sum"},
 		{"a scale of 10", `[{"documents": "orders/{o}", "counter": "n", "sum": "amount", "scale": 10}]`, "scale: 10"},
+		{"templates sharing IDs", `[{"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}"}, {"documents": "shops/{shop}/likes/{l}", "counter": "likes-shop-{shop}"}]`, `can build the IDs entry 1's "likes-shop-{shop}" builds`},
+		{"templates sharing IDs by their ends", `[{"documents": "a/{x}/n/{l}", "counter": "{x}-n"}, {"documents": "b/{z}/n/{l}", "counter": "n-{z}"}]`, "can build the IDs"},
+		{"two wildcards run together", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k-{x}{y}"}]`, "between {x} and {y} put a character other than letters"},
+		{"two wildcards parted by letters", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k{x}and{y}"}]`, "between {x} and {y}"},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
 		if err == nil || !strings.Contains(err.Error(), "entry ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming the entry and %q", c.name, err, c.want)
 		}
+	}
+	if _, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}"}, {"documents": "posts/{post}/saves/{s}", "counter": "saves-{post}"},
+	  {"documents": "a/{x}/b/{y}/c/{z}", "counter": "k-{x}-{y}"}]`), schema); err != nil {
+		t.Errorf("templates that never share an ID: %v", err)
 	}
 	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{like}", "counter": "likes-{post}", "mirror": "posts/{post}.likes", "where": {"ok": true, "n": 1.5}},
 	  {"documents": "shops/{shop}/orders/{o}", "counter": "revenue-{shop}", "sum": "totals.amount", "group": "shops", "windows": ["day"]}]`), schema)

@@ -124,6 +124,9 @@ func (p pattern) checkTemplate(tmpl string) error {
 	if err := wire.ValidateWritableCounterID(expand(tmpl, map[string]string{})); err != nil {
 		return err
 	}
+	if err := checkSeparators(tmpl); err != nil {
+		return err
+	}
 	return nil
 }
 
