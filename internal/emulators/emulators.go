@@ -39,6 +39,16 @@ func Firestore() Kind {
 	}
 }
 
+// FirestoreImporting is the Firestore emulator starting with the data of an export (the path of
+// its .overall_export_metadata file).
+func FirestoreImporting(metadata string) Kind {
+	k := Firestore()
+	k.args = func(host, port string) []string {
+		return []string{"start", "--host=" + host, "--port=" + port, "--import-data=" + metadata}
+	}
+	return k
+}
+
 // PubSub is the Pub/Sub emulator.
 func PubSub() Kind {
 	return Kind{

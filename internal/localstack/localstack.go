@@ -50,6 +50,8 @@ type Options struct {
 	RulesFile          string // absolute path of the rules loaded into the emulator
 	// CounterSources is COUNTER_SOURCES of the functions: an absolute path, or inline declarations.
 	CounterSources string
+	// DataDir, when set, keeps the Firestore emulator's data across restarts (LOCALSTACK_DATA).
+	DataDir string
 	EventCopies    int // deliveries of each Firestore event (>1 plays at-least-once)
 }
 
@@ -86,9 +88,16 @@ func OptionsFromEnv() (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("COUNTER_SOURCES: %w", err)
 	}
+	var data string
+	if v := os.Getenv("LOCALSTACK_DATA"); v != "" {
+		if data, err = filepath.Abs(v); err != nil {
+			return Options{}, fmt.Errorf("LOCALSTACK_DATA: %w", err)
+		}
+	}
 	return Options{
 		RulesFile:          rules,
 		CounterSources:     declared,
+		DataDir:            data,
 		WebDir:             web,
 		AuthPort:           env("AUTH_PORT", "9099"),
 		AppPort:            env("APP_PORT", "8000"),
@@ -174,8 +183,18 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 		fsErr, psErr error
 		authErr      error
 	)
+	firestore := emulators.Firestore()
+	if o.DataDir != "" {
+		export, err := latestExport(o.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("LOCALSTACK_DATA: %w", err)
+		}
+		if export != "" {
+			firestore = emulators.FirestoreImporting(export)
+		}
+	}
 	wg.Go(func() {
-		e.Firestore, fsErr = start(emulators.Firestore(), loopback(o.FirestorePort), "firestore.log")
+		e.Firestore, fsErr = start(firestore, loopback(o.FirestorePort), "firestore.log")
 	})
 	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
 	wg.Go(func() {
@@ -334,6 +353,13 @@ func (s *Stack) Stop() {
 		s.Balancer.stop()
 	}
 	s.Events.stop()
+	if s.Options.DataDir != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := exportFirestore(ctx, s.Emulators.Firestore.HostPort, s.Options.Project, s.Options.DataDir); err != nil {
+			fmt.Fprintf(os.Stderr, "localstack: %v; the data of this run is not kept\n", err)
+		}
+		cancel()
+	}
 	s.Emulators.Stop()
 }
 
