@@ -51,8 +51,8 @@ type Options struct {
 	// CounterSources is COUNTER_SOURCES of the functions: an absolute path, or inline declarations.
 	CounterSources string
 	// DataDir, when set, keeps the Firestore emulator's data across restarts (LOCALSTACK_DATA).
-	DataDir string
-	EventCopies    int // deliveries of each Firestore event (>1 plays at-least-once)
+	DataDir     string
+	EventCopies int // deliveries of each Firestore event (>1 plays at-least-once)
 }
 
 // OptionsFromEnv reads Options from PORT, GOOGLE_CLOUD_PROJECT, *_PORT, FIRESTORE_RULES and
