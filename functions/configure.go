@@ -1,8 +1,12 @@
 package functions
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/shared/wire"
 
@@ -148,6 +152,9 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 	if err := s.checkWritableCounterID(req.Counter); err != nil {
 		return nil, err
 	}
+	if err := s.refuseDeclaredCreation(r.Context(), req.Counter); err != nil {
+		return nil, err
+	}
 	settings, err := req.settings()
 	if err != nil {
 		return nil, err
@@ -204,4 +211,20 @@ func (s *Service) purgeMembers(r *http.Request, id string) membersPurge {
 		return membersPurge{MembersDeleted: deleted, MembersLeft: true}
 	}
 	return membersPurge{MembersDeleted: deleted, MembersLeft: more}
+}
+
+// refuseDeclaredCreation refuses to create counter id when a declaration of COUNTER_SOURCES builds
+// that ID: its documents alone make it (counter.ErrDeclared).
+func (s *Service) refuseDeclaredCreation(ctx context.Context, id string) error {
+	if !s.counting.Declares(id) {
+		return nil
+	}
+	_, err := s.counters.CounterRef(id).Get(ctx)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return fmt.Errorf("create counter %q: %w", id, counter.ErrDeclared)
+	case err != nil:
+		return fmt.Errorf("read counter %q: %w", id, err)
+	}
+	return nil
 }

@@ -78,6 +78,10 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (countAnswer, er
 		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
 		return nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
 	}
+	if errors.Is(err, counter.ErrNotFound) && s.counting.Declares(id) {
+		return nil, &requestError{status: http.StatusNotFound, field: "counter",
+			message: "no such counter yet: it counts documents (COUNTER_SOURCES) and its first document's event makes it; documents written before its declaration get it from `go run ./cmd/sources backfill`"}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 	if body.Delta != nil {
 		req.Delta = *body.Delta
 	}
-	if err := s.checkWritableCounterID(req.Counter); err != nil {
+	if err := s.checkIncrementedCounterID(req.Counter); err != nil {
 		return incrementResult{}, err
 	}
 	if err := wire.ValidateDelta(req.Delta, s.cfg.MaxDelta); err != nil {

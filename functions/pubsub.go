@@ -82,7 +82,7 @@ func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Ke
 	if key.ID == "" {
 		return key, nil, &poisonError{reason: "the message has no message ID and no " + wire.AttributeIdempotencyKey + " attribute"}
 	}
-	incs, err := wire.ParseIncrementMessageOf(data.Message.Data, s.cfg.MaxDelta, s.checkWritableCounterID)
+	incs, err := wire.ParseIncrementMessageOf(data.Message.Data, s.cfg.MaxDelta, s.checkIncrementedCounterID)
 	return key, incs, err
 }
 

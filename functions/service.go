@@ -95,6 +95,19 @@ func (s *Service) checkWritableCounterID(id string) error {
 	return s.checkIDWith(id, wire.ValidateWritableCounterID)
 }
 
+// checkIncrementedCounterID is checkWritableCounterID for an increment: a counter ID that a
+// declaration of COUNTER_SOURCES builds is its documents' alone (counter.ErrSourceCounter), even
+// before its first document makes it.
+func (s *Service) checkIncrementedCounterID(id string) error {
+	if err := s.checkWritableCounterID(id); err != nil {
+		return err
+	}
+	if s.counting.Declares(id) {
+		return fmt.Errorf("counter %q: %w", id, counter.ErrSourceCounter)
+	}
+	return nil
+}
+
 // checkIDWith is checkCounterID with validate in place of wire.ValidateCounterID.
 func (s *Service) checkIDWith(id string, validate func(string) error) error {
 	if err := validate(id); err != nil {

@@ -2,8 +2,10 @@ package functions_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -53,6 +55,17 @@ func TestCountDocumentWriteCountsEachWriteOnceAndRefusesIncrements(t *testing.T)
 	}
 	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p1", "", nil); a.body["count"] != float64(2) {
 		t.Errorf("Count after the refused increment: %v, want 2", a.body)
+	}
+
+	// An ID the declaration builds is its documents' alone, before its first document too.
+	if a := srv.do(t, http.MethodPost, "/Increment", "application/json", []byte(`{"counter": "likes-p9"}`)); a.status != http.StatusConflict {
+		t.Errorf("Increment of a declared ID no document made yet: %d %v, want 409", a.status, a.body)
+	}
+	if a := srv.do(t, http.MethodPut, "/ConfigureCounter", "application/json", []byte(`{"counter": "likes-p9", "num_shards": 3}`)); a.status != http.StatusConflict {
+		t.Errorf("ConfigureCounter creating a declared ID: %d %v, want 409", a.status, a.body)
+	}
+	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p9", "", nil); a.status != http.StatusNotFound || !strings.Contains(fmt.Sprint(a.body["error"]), "backfill") {
+		t.Errorf("Count of a declared ID no document made yet: %d %v, want 404 naming the backfill", a.status, a.body)
 	}
 
 	// Every ConfigureCounter action keeps it equal to its documents or is refused with 409.

@@ -82,8 +82,8 @@ func (c *Counting) Establish(ctx context.Context, id string) error {
 	return c.store.EstablishBase(ctx, id, c.baseline(d, collection+"/x"))
 }
 
-// Declares reports whether name is one of the set's counter templates or documents patterns.
-func (s *Set) Declares(name string) bool {
+// Names reports whether name is one of the set's counter templates or documents patterns.
+func (s *Set) Names(name string) bool {
 	return slices.ContainsFunc(s.Declarations, func(d *Declaration) bool { return d.Counter == name || d.Documents == name })
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -41,9 +42,9 @@ func encodeValue(v string) string {
 	return b.String()
 }
 
-// matchCounter binds d's template's wildcards to make id.
-func (d *Declaration) matchCounter(id string) (map[string]string, bool) {
-	locs := placeholder.FindAllStringIndex(d.Counter, -1)
+// templateExpr is the expression of the IDs template tmpl builds, and its wildcards' names in order.
+func templateExpr(tmpl string) (*regexp.Regexp, []string) {
+	locs := placeholder.FindAllStringIndex(tmpl, -1)
 	value := `([^/]+)`
 	if len(locs) > 1 {
 		value = `(` + encodedValue + `)`
@@ -51,18 +52,32 @@ func (d *Declaration) matchCounter(id string) (map[string]string, bool) {
 	expr, at := "^", 0
 	var names []string
 	for _, loc := range locs {
-		expr += regexp.QuoteMeta(d.Counter[at:loc[0]]) + value
-		names = append(names, d.Counter[loc[0]+1:loc[1]-1])
+		expr += regexp.QuoteMeta(tmpl[at:loc[0]]) + value
+		names = append(names, tmpl[loc[0]+1:loc[1]-1])
 		at = loc[1]
 	}
-	m := regexp.MustCompile(expr + regexp.QuoteMeta(d.Counter[at:]) + "$").FindStringSubmatch(id)
+	return regexp.MustCompile(expr + regexp.QuoteMeta(tmpl[at:]) + "$"), names
+}
+
+// Declares reports whether some declaration's template builds counter ID id: only its documents
+// may make that counter.
+func (s *Set) Declares(id string) bool {
+	return slices.ContainsFunc(s.Declarations, func(d *Declaration) bool {
+		_, ok := d.matchCounter(id)
+		return ok
+	})
+}
+
+// matchCounter binds d's template's wildcards to make id.
+func (d *Declaration) matchCounter(id string) (map[string]string, bool) {
+	m := d.idExpr.FindStringSubmatch(id)
 	if m == nil {
 		return nil, false
 	}
 	bound := map[string]string{}
-	for i, n := range names {
+	for i, n := range d.idNames {
 		v := m[i+1]
-		if len(locs) > 1 {
+		if len(d.idNames) > 1 {
 			var err error
 			if v, err = url.PathUnescape(v); err != nil || encodeValue(v) != m[i+1] {
 				return nil, false // not an encoding this template makes

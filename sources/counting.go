@@ -36,6 +36,10 @@ func NewCounting(set *Set, store *counter.Store, client *firestore.Client, log *
 	return &Counting{set: set, store: store, client: client, log: log}
 }
 
+// Declares reports whether a declaration of c builds counter ID id: only its documents may make or
+// change that counter.
+func (c *Counting) Declares(id string) bool { return c.set.Declares(id) }
+
 // Client is c's Firestore client.
 func (c *Counting) Client() *firestore.Client { return c.client }
 

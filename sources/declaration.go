@@ -43,6 +43,9 @@ type Declaration struct {
 	pattern pattern
 	mirror  mirror
 	ids     *regexp.Regexp // nil: any
+	// idExpr matches the IDs the template builds, binding idNames.
+	idExpr  *regexp.Regexp
+	idNames []string
 }
 
 // Set is the declarations of a deployment, checked.
@@ -119,6 +122,7 @@ func (d *Declaration) check(schema shared.Schema) error {
 	if err := d.pattern.checkTemplate(d.Counter); err != nil {
 		return fmt.Errorf("counter: %w", err)
 	}
+	d.idExpr, d.idNames = templateExpr(d.Counter)
 	for field, v := range d.Where {
 		if field == "" || strings.HasPrefix(field, "__") {
 			return fmt.Errorf("where: %q is not a field name", field)

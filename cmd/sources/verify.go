@@ -96,7 +96,7 @@ func verify(ctx context.Context, counting *sources.Counting, id string, wait tim
 func backfill(ctx context.Context, counting *sources.Counting, set *sources.Set, names []string, after string, stdout, stderr io.Writer) int {
 	var declarations, ids []string
 	for _, n := range names {
-		if set.Declares(n) {
+		if set.Names(n) {
 			declarations = append(declarations, n)
 		} else {
 			ids = append(ids, n)
