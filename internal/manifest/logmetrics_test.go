@@ -164,11 +164,12 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.CountSources(set)
 		note := testenv.UniqueID("note")
 		if code := post(s, fmt.Sprintf(`{"counter":"stars-%s"}`, note)); code != http.StatusOK {
 			t.Fatalf("increment: %d", code)
 		}
+		s.CountSources(set) // declared after the ordinary counter was made
+
 		res, err := client.Doc("notes/"+note+"/stars/u1").Set(ctx, map[string]any{"at": 1})
 		if err != nil {
 			t.Fatal(err)

@@ -112,7 +112,7 @@ var (
 func uniqueNames(steps []step) func(string) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	suffix := "-qs" + hex.EncodeToString(b)
+	suffix := "_qs" + hex.EncodeToString(b) // "likes-…" would be the example declarations' (web/counter-sources.json)
 	var names []string
 	for _, s := range steps {
 		for _, re := range []*regexp.Regexp{counterName, keyName} {
