@@ -222,7 +222,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 			w.stamp = false // another instance stamped this minute: no write to the counter document
 		}
 		ops := s.shardWriteOps(w)
-		expires := s.clock.Now().Add(s.dedupeTTL)
+		expires := s.clock.Now().Add(changeRecordTTL)
 		for _, i := range fresh {
 			ops = append(ops, op{kind: opCreate, ref: s.changeRecordRef(id, batch[i].change.Key),
 				data: map[string]any{shared.FieldChangeDelta: batch[i].incs[0].Delta, shared.FieldExpiresAt: expires}})
@@ -275,6 +275,9 @@ func (s *Store) planChanges(ctx context.Context, id string, batch []request, fre
 	}
 	return w, nil
 }
+
+// changeRecordTTL is how long a change's record is kept: past Eventarc's 24 h of redeliveries.
+const changeRecordTTL = 25 * time.Hour
 
 // maxInBaseReads bounds the InBase calls of one batch at once.
 const maxInBaseReads = 32

@@ -62,7 +62,7 @@ type Config struct {
 	// (docs/collection-counters.md).
 	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"CountDocumentWrite"`
 	// DedupeTTL is how long a keyed increment is remembered; it must outlast retries.
-	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub,CountDocumentWrite"`
+	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub"`
 	// RequireIDToken makes Increment require a Firebase Auth ID token.
 	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`
 	// RequireAppCheck makes Increment require a Firebase App Check token.
