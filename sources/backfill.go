@@ -9,8 +9,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/shared/wire"
 )
@@ -75,24 +73,14 @@ func (c *Counting) backfill(ctx context.Context, d *Declaration, after string, d
 
 // Establish creates and bases counter id unless it has a base (counter.Store.EstablishBase).
 func (c *Counting) Establish(ctx context.Context, id string) error {
-	d, collection, err := c.find(ctx, id)
+	k, err := c.find(ctx, id)
 	if err != nil {
 		return err
 	}
-	return c.store.EstablishBase(ctx, id, c.baseline(d, collection+"/x"))
+	return c.store.EstablishBase(ctx, id, c.baselineOf(k))
 }
 
 // Names reports whether name is one of the set's counter templates or documents patterns.
 func (s *Set) Names(name string) bool {
 	return slices.ContainsFunc(s.Declarations, func(d *Declaration) bool { return d.Counter == name || d.Documents == name })
-}
-
-// establishMissing bases counter id of declaration d, which counts collection, if it is missing;
-// it reports whether it was.
-func (c *Counting) establishMissing(ctx context.Context, id string, d *Declaration, collection string) (bool, error) {
-	_, err := c.store.CounterRef(id).Get(ctx)
-	if status.Code(err) != codes.NotFound {
-		return false, err
-	}
-	return true, c.store.EstablishBase(ctx, id, c.baseline(d, collection+"/x"))
 }

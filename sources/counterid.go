@@ -88,13 +88,15 @@ func (d *Declaration) matchCounter(id string) (map[string]string, bool) {
 	return bound, true
 }
 
+// encodedOnly matches text an encoded value could hold all of.
+var encodedOnly = regexp.MustCompile(`^[A-Za-z0-9%]*$`)
+
 // checkSeparators refuses a template with several wildcards whose text between two of them holds
 // only letters, digits and %: an encoded value could run on into it.
 func checkSeparators(tmpl string) error {
 	locs := placeholder.FindAllStringIndex(tmpl, -1)
 	for i := 1; i < len(locs); i++ {
-		between := tmpl[locs[i-1][1]:locs[i][0]]
-		if regexp.MustCompile(`^[A-Za-z0-9%]*$`).MatchString(between) {
+		if between := tmpl[locs[i-1][1]:locs[i][0]]; encodedOnly.MatchString(between) {
 			return fmt.Errorf("%q: between %s and %s put a character other than letters, digits and %% (e.g. \"-\"), so that two documents never build one ID",
 				tmpl, tmpl[locs[i-1][0]:locs[i-1][1]], tmpl[locs[i][0]:locs[i][1]])
 		}

@@ -229,18 +229,26 @@ type Drift struct {
 	Value, Documents    int64
 }
 
-// find returns the declaration that keeps counter id, and the collection it counts: the one the
-// counter records, or for a missing counter the one whose template makes id.
-func (c *Counting) find(ctx context.Context, id string) (*Declaration, string, error) {
+// kept is a collection counter's declaration, the collection it counts, and whether the counter
+// exists yet.
+type kept struct {
+	d          *Declaration
+	collection string
+	exists     bool
+}
+
+// find returns what keeps counter id: the declaration the counter records, or for a missing counter
+// the one whose template makes id.
+func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 	snap, err := c.store.CounterRef(id).Get(ctx)
 	if err != nil && status.Code(err) != codes.NotFound {
-		return nil, "", err
+		return kept{}, err
 	}
 	var recorded string
 	if err == nil {
 		var ok bool
 		if recorded, ok = snap.Data()[shared.FieldSource].(string); !ok {
-			return nil, "", fmt.Errorf("counter %q is not a collection counter: %w", id, counter.ErrNotItsCounter)
+			return kept{}, fmt.Errorf("counter %q is not a collection counter: %w", id, counter.ErrNotItsCounter)
 		}
 	}
 	for _, d := range c.set.Declarations {
@@ -249,24 +257,27 @@ func (c *Counting) find(ctx context.Context, id string) (*Declaration, string, e
 		}
 		if bound, ok := d.matchCounter(id); ok {
 			doc := expand(strings.Join(d.pattern, "/"), bound)
-			return d, doc[:strings.LastIndex(doc, "/")], nil
+			return kept{d: d, collection: doc[:strings.LastIndex(doc, "/")], exists: err == nil}, nil
 		}
 	}
 	if recorded != "" {
-		return nil, "", fmt.Errorf("counter %q counts %q, which this deployment no longer declares", id, recorded)
+		return kept{}, fmt.Errorf("counter %q counts %q, which this deployment no longer declares", id, recorded)
 	}
-	return nil, "", fmt.Errorf("counter %q is kept by no declaration", id)
+	return kept{}, fmt.Errorf("counter %q is kept by no declaration", id)
 }
+
+// baselineOf is the base of the counter k keeps.
+func (c *Counting) baselineOf(k kept) counter.Baseline { return c.baseline(k.d, k.collection+"/x") }
 
 // Verify compares counter id with its documents at read time at (within version retention): a
 // difference is drift, or changes not yet counted.
 func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, error) {
-	d, collection, err := c.find(ctx, id)
+	k, err := c.find(ctx, id)
 	if err != nil {
 		return Drift{}, err
 	}
 	at = at.Truncate(time.Microsecond)
-	docs, err := c.valueAt(ctx, d, collection, at)
+	docs, err := c.valueAt(ctx, k.d, k.collection, at)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -274,20 +285,20 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	if err != nil {
 		return Drift{}, err
 	}
-	return Drift{Counter: id, Collection: collection, At: at, Value: sums.Count, Documents: docs}, nil
+	return Drift{Counter: id, Collection: k.collection, At: at, Value: sums.Count, Documents: docs}, nil
 }
 
 // Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight;
 // a missing counter is created and based.
 func (c *Counting) Repair(ctx context.Context, id string) error {
-	d, collection, err := c.find(ctx, id)
+	k, err := c.find(ctx, id)
 	if err != nil {
 		return err
 	}
-	if missing, err := c.establishMissing(ctx, id, d, collection); missing || err != nil {
-		return err
+	if !k.exists {
+		return c.store.EstablishBase(ctx, id, c.baselineOf(k))
 	}
-	return c.store.Rebase(ctx, id, c.baseline(d, collection+"/x"))
+	return c.store.Rebase(ctx, id, c.baselineOf(k))
 }
 
 // maxQuietChecks bounds the collection counters one DriftOfQuiet call verifies.

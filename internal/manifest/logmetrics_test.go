@@ -121,13 +121,14 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	}
 	run(functions.EntryRollupScheduled, func(s *functions.Service) { tick(s, time.Minute) })
 	run(functions.EntryRollupScheduled, func(s *functions.Service) { tick(s, 0) }) // out of time at once: it cannot finish
-	run(functions.EntryRollupScheduled, func(s *functions.Service) {               // a quiet collection counter that drifted
+	// star declares notes' stars as collection counters stars-{note} on s, stars note and delivers
+	// the star's event.
+	star := func(s *functions.Service, note string) {
 		set, err := sources.Parse([]byte(`[{"documents": "notes/{note}/stars/{uid}", "counter": "stars-{note}"}]`), cfg.Schema())
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.CountSources(set)
-		note := testenv.UniqueID("note")
 		res, err := client.Doc("notes/"+note+"/stars/u1").Set(ctx, map[string]any{"at": 1})
 		if err != nil {
 			t.Fatal(err)
@@ -139,6 +140,10 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		if handler(rec, testenv.DocumentWritten(t, "notes/"+note+"/stars/u1", res.UpdateTime, doc, nil)); rec.Code >= 300 {
 			t.Fatalf("event answered %d %s", rec.Code, rec.Body)
 		}
+	}
+	run(functions.EntryRollupScheduled, func(s *functions.Service) { // a quiet collection counter that drifted
+		note := testenv.UniqueID("note")
+		star(s, note)
 		counterRef := client.Collection(cfg.Schema().Counters).Doc("stars-" + note)
 		if _, err := counterRef.Collection(shared.ShardsCollection).Doc("0").Set(ctx, map[string]any{shared.FieldCount: 3}); err != nil {
 			t.Fatal(err)
@@ -160,27 +165,11 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		tick(s, time.Minute)
 	})
 	run(functions.EntryCountDocumentWrite, func(s *functions.Service) { // a star on an ordinary counter
-		set, err := sources.Parse([]byte(`[{"documents": "notes/{note}/stars/{uid}", "counter": "stars-{note}"}]`), cfg.Schema())
-		if err != nil {
-			t.Fatal(err)
-		}
 		note := testenv.UniqueID("note")
 		if code := post(s, fmt.Sprintf(`{"counter":"stars-%s"}`, note)); code != http.StatusOK {
 			t.Fatalf("increment: %d", code)
 		}
-		s.CountSources(set) // declared after the ordinary counter was made
-
-		res, err := client.Doc("notes/"+note+"/stars/u1").Set(ctx, map[string]any{"at": 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc := &firestorepb.Document{Name: "projects/p/databases/(default)/documents/notes/" + note + "/stars/u1",
-			CreateTime: timestamppb.New(res.UpdateTime), UpdateTime: timestamppb.New(res.UpdateTime)}
-		handler, _ := s.EntryPoint(functions.EntryCountDocumentWrite)
-		rec := httptest.NewRecorder()
-		if handler(rec, testenv.DocumentWritten(t, "notes/"+note+"/stars/u1", res.UpdateTime, doc, nil)); rec.Code >= 300 {
-			t.Fatalf("event answered %d %s", rec.Code, rec.Body)
-		}
+		star(s, note) // declared after the ordinary counter was made
 	})
 	run(functions.EntryFoldExtensionShards, func(s *functions.Service) {
 		deliver := func(doc string) error {
