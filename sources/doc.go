@@ -5,9 +5,13 @@
 //
 //   - declaration.go: Parse and Load refuse a declaration that cannot work, naming the entry and rule.
 //   - pattern.go: document path patterns, counter ID templates and mirror paths.
+//   - counterid.go: counter IDs from a document's values; two documents of different values never
+//     build one ID, and no two declarations can.
 //   - contribution.go: what one document version adds.
-//   - counting.go: Apply counts each document change once, however delivered; a counter starts from
-//     the existing documents; Verify and Repair compare with count()/sum() and fix drift.
+//   - counting.go: Apply counts each document change once, however delivered, on counters its
+//     declaration made only; a counter starts from the existing documents; Verify and Repair
+//     compare with count()/sum() and fix drift; DriftOfQuiet checks every quiet counter in turn.
+//   - backfill.go: Backfill bases the counters of documents older than their declaration.
 //
 // Not a supported import: see package counters.
 package sources
