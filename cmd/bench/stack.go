@@ -72,7 +72,7 @@ func startStack(c stackConfig) (*stack, error) {
 		commitLog:    filepath.Join(c.logDir, "commits.jsonl"),
 		exited:       make(chan error, 1),
 	}
-	env := append(os.Environ(), "PORT="+ports[0], "FIRESTORE_PORT="+ports[1], "PUBSUB_PORT="+ports[2],
+	env := append(append(os.Environ(), emulators.NoHostEnvs()...), "PORT="+ports[0], "FIRESTORE_PORT="+ports[1], "PUBSUB_PORT="+ports[2],
 		"APP_PORT="+ports[3], "LOCALSTACK_AUTH=false",
 		"GOOGLE_CLOUD_PROJECT="+c.project, "LOCALSTACK_LOGS="+c.logDir, commitlog.EnvPath+"="+s.commitLog,
 		"LOCALSTACK_INSTANCES="+strconv.Itoa(max(1, c.instances)))

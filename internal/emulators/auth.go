@@ -16,10 +16,13 @@ import (
 // AuthHostEnv points the Firebase SDKs, Go's Admin SDK included, at the Auth emulator.
 const AuthHostEnv = "FIREBASE_AUTH_EMULATOR_HOST"
 
+// Auth is the Firebase Auth emulator (firebase-tools); StartAuth launches it.
+func Auth() Kind { return Kind{Name: "Firebase Auth", HostEnv: AuthHostEnv} }
+
 // StartAuth starts the Auth emulator of webDir's firebase-tools for project on hostPort, as Start
 // does; its hub and logging ports are free ones, so several stacks can share a machine.
 func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
-	kind := Kind{Name: "Firebase Auth", HostEnv: AuthHostEnv}
+	kind := Auth()
 	cli := filepath.Join(webDir, "node_modules", ".bin", "firebase")
 	if _, err := os.Stat(cli); err != nil {
 		return nil, fmt.Errorf("the Firebase Auth emulator comes with npm firebase-tools: run `npm ci --prefix %s` (make run and make test do): %w", webDir, err)

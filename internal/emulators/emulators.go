@@ -62,12 +62,42 @@ func PubSub() Kind {
 	}
 }
 
-// Emulator is a running emulator listening on HostPort.
+// Emulator is a running emulator listening on HostPort: one Start launched, or, if Attached, one
+// running already that Stop leaves running.
 type Emulator struct {
 	Kind     Kind
 	HostPort string
+	Attached bool
 	cmd      *exec.Cmd
 	exited   chan struct{}
+}
+
+// HostEnvs are the variables that point client libraries at running emulators (Firestore, Pub/Sub,
+// Firebase Auth).
+func HostEnvs() []string { return []string{Firestore().HostEnv, PubSub().HostEnv, Auth().HostEnv} }
+
+// NoHostEnvs sets each of HostEnvs empty: appended to an environment, it makes a local stack started
+// with it start emulators of its own rather than attach.
+func NoHostEnvs() []string {
+	var env []string
+	for _, name := range HostEnvs() {
+		env = append(env, name+"=")
+	}
+	return env
+}
+
+// Attach is the emulator of kind k running on hostPort (started by someone else, e.g. the Firebase
+// CLI), once it answers HTTP within timeout. Its Stop does nothing.
+func Attach(ctx context.Context, k Kind, hostPort string, timeout time.Duration) (*Emulator, error) {
+	if _, _, err := net.SplitHostPort(hostPort); err != nil {
+		return nil, fmt.Errorf("%s=%q: want HOST:PORT: %w", k.HostEnv, hostPort, err)
+	}
+	e := &Emulator{Kind: k, HostPort: hostPort, Attached: true}
+	if err := e.waitReady(ctx, timeout); err != nil {
+		return nil, fmt.Errorf("%s=%s: no running %s emulator answers there (start it, or unset %s to have one started): %w",
+			k.HostEnv, hostPort, k.Name, k.HostEnv, err)
+	}
+	return e, nil
 }
 
 // launcherPath finds k's launch script beside the gcloud on PATH; its error says what to install.
@@ -133,7 +163,7 @@ func checkPortFree(hostPort string) error {
 	return l.Close()
 }
 
-// waitReady polls the emulator's HTTP root until it answers 200.
+// waitReady polls the emulator's HTTP root until it answers 200 (or, for one Attached, any status).
 func (e *Emulator) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -142,12 +172,12 @@ func (e *Emulator) waitReady(ctx context.Context, timeout time.Duration) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.HostPort+"/", nil)
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || e.Attached {
 				return nil
 			}
 		}
 		select {
-		case <-e.exited:
+		case <-e.exited: // nil, so never ready, when Attached
 			return fmt.Errorf("%s emulator exited before it was ready: %v", e.Kind.Name, e.cmd.ProcessState)
 		case <-ctx.Done():
 			return fmt.Errorf("%s emulator not ready on %s after %s: %w", e.Kind.Name, e.HostPort, timeout, ctx.Err())
@@ -156,8 +186,11 @@ func (e *Emulator) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// Stop ends the emulator's process group and waits for it.
+// Stop ends the emulator's process group and waits for it; an Attached one is left running.
 func (e *Emulator) Stop() {
+	if e.Attached {
+		return
+	}
 	StopGroup(e.cmd.Process.Pid, 5*time.Second)
 	<-e.exited
 }

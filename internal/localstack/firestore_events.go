@@ -314,8 +314,9 @@ func (b *EventBridge) deliver(template *http.Request) error {
 }
 
 // watchFirestoreTriggers watches every Firestore trigger's documents (per-source functions: each of
-// counted's patterns) and delivers their events to functionsURL until the bridge stops.
-func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr, project, functionsURL string, schema shared.Schema, counted *sources.Set) error {
+// counted's patterns) in project's database and delivers their events to functionsURL until the
+// bridge stops.
+func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr, project, database, functionsURL string, schema shared.Schema, counted *sources.Set) error {
 	client, err := dialFirestore(ctx, firestoreAddr)
 	if err != nil {
 		return err
@@ -332,7 +333,7 @@ func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr,
 	for _, f := range deployed {
 		t := f.Trigger
 		if pattern := t.DocumentPattern(schema); pattern != "" {
-			if err := b.watchTriggerDocuments(b.watching, client, project, t.EventType, pattern, functionsURL+"/"+f.EntryPoint, f.PerSource); err != nil {
+			if err := b.watchTriggerDocuments(b.watching, client, databaseName(project, database), t.EventType, pattern, functionsURL+"/"+f.EntryPoint, f.PerSource); err != nil {
 				return fmt.Errorf("watch %s's documents: %w", f.EntryPoint, err)
 			}
 		}
@@ -340,8 +341,8 @@ func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr,
 	return nil
 }
 
-// WatchDocuments starts a bridge of its own delivering eventType events of the documents matching
-// pattern to target, inFlight at once, each copies times, until Stop.
+// WatchDocuments starts a bridge of its own delivering eventType events of the documents of
+// project's default database matching pattern to target, inFlight at once, each copies times, until Stop.
 func WatchDocuments(ctx context.Context, log io.Writer, firestoreAddr, project, eventType, pattern, target string, inFlight, copies int) (*EventBridge, error) {
 	b, err := startEventBridge(log, inFlight, copies)
 	if err != nil {
@@ -351,7 +352,7 @@ func WatchDocuments(ctx context.Context, log io.Writer, firestoreAddr, project, 
 		b.stop()
 		return nil, err
 	}
-	if err := b.watchTriggerDocuments(b.watching, b.firestore, project, eventType, pattern, target, true); err != nil {
+	if err := b.watchTriggerDocuments(b.watching, b.firestore, databaseName(project, "(default)"), eventType, pattern, target, true); err != nil {
 		b.stop()
 		return nil, err
 	}

@@ -39,7 +39,7 @@ const (
 type documentWatch struct {
 	bridge *EventBridge
 	client *firestoreapi.Client
-	// database is projects/P/databases/(default); group the pattern's last collection ID.
+	// database is projects/P/databases/D; group the pattern's last collection ID.
 	database, group string
 	// pattern is split at "/"; target is the function's URL.
 	pattern           []string
@@ -69,9 +69,14 @@ type targetGroup struct {
 	known map[string]*firestorepb.Document
 }
 
-// watchTriggerDocuments delivers the events of the documents matching pattern (whose last
-// collection ID must be literal) to target until ctx ends.
-func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firestoreapi.Client, project, eventType, pattern, target string, exactOld bool) error {
+// databaseName is the resource name of project's Firestore database.
+func databaseName(project, database string) string {
+	return "projects/" + project + "/databases/" + database
+}
+
+// watchTriggerDocuments delivers the events of the documents of database (a databaseName) matching
+// pattern (whose last collection ID must be literal) to target until ctx ends.
+func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firestoreapi.Client, database, eventType, pattern, target string, exactOld bool) error {
 	segs := strings.Split(pattern, "/")
 	if len(segs) < 2 || strings.HasPrefix(segs[len(segs)-2], "{") {
 		return fmt.Errorf("trigger pattern %q: its last collection must be named, not a wildcard", pattern)
@@ -79,7 +84,7 @@ func (b *EventBridge) watchTriggerDocuments(ctx context.Context, client *firesto
 	w := &documentWatch{
 		bridge:    b,
 		client:    client,
-		database:  "projects/" + project + "/databases/(default)",
+		database:  database,
 		group:     segs[len(segs)-2],
 		pattern:   segs,
 		eventType: eventType,
@@ -446,7 +451,7 @@ func documentEventRequest(eventType, target, database, path string, doc, old *fi
 	if err != nil {
 		return nil, nil, err
 	}
-	project := strings.Split(database, "/")[1]
+	names := strings.Split(database, "/") // projects/P/databases/D
 	for k, v := range map[string]string{
 		"Content-Type":   "application/protobuf",
 		"Ce-Specversion": "1.0",
@@ -457,8 +462,8 @@ func documentEventRequest(eventType, target, database, path string, doc, old *fi
 		"Ce-Time":        at.UTC().Format(time.RFC3339Nano),
 		"Ce-Dataschema":  "https://github.com/googleapis/google-cloudevents/blob/main/proto/google/events/cloud/firestore/v1/data.proto",
 		"Ce-Location":    "nam5",
-		"Ce-Project":     project,
-		"Ce-Database":    "(default)",
+		"Ce-Project":     names[1],
+		"Ce-Database":    names[3],
 		"Ce-Namespace":   "(default)",
 		"Ce-Document":    path,
 	} {

@@ -79,7 +79,7 @@ func benchmarkEvents(b *testing.B, counters, shardsPerCounter int) {
 		b.Fatal(err)
 	}
 	bridge.firestore = api
-	if err := bridge.watchTriggerDocuments(bridge.watching, api, project, "google.cloud.firestore.document.v1.written", "counters/{counter}/shards/{shard}", fn.URL, false); err != nil {
+	if err := bridge.watchTriggerDocuments(bridge.watching, api, databaseName(project, "(default)"), "google.cloud.firestore.document.v1.written", "counters/{counter}/shards/{shard}", fn.URL, false); err != nil {
 		b.Fatal(err)
 	}
 	seen := func() int { mu.Lock(); defer mu.Unlock(); return events }

@@ -59,7 +59,7 @@ func TestWatchDeliversEventarcDocumentEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.firestore = api
-	if err := b.watchTriggerDocuments(b.watching, api, project, "google.cloud.firestore.document.v1.written", "counters/{counter}/shards/{shard}", fn.URL, false); err != nil {
+	if err := b.watchTriggerDocuments(b.watching, api, databaseName(project, "(default)"), "google.cloud.firestore.document.v1.written", "counters/{counter}/shards/{shard}", fn.URL, false); err != nil {
 		t.Fatal(err)
 	}
 	// Each step waits for the events before it: a document's first write is found by the watch's

@@ -47,7 +47,13 @@ type Options struct {
 	// Instances > 1 runs that many functions processes behind a Balancer on FunctionsPort.
 	Instances          int
 	FunctionsFirestore string // if set, the functions' Firestore address (e.g. a fault proxy)
-	RulesFile          string // absolute path of the rules loaded into the emulator
+	// AttachFirestore, AttachPubSub and AttachAuth are running emulators' HOST:PORT (the
+	// *_EMULATOR_HOST variables): each one set is used as it is, none of its kind is started.
+	AttachFirestore, AttachPubSub, AttachAuth string
+	RulesFile                                 string // absolute path of the rules loaded into the emulator
+	// RulesNamed says FIRESTORE_RULES named RulesFile: only then are rules loaded into an attached
+	// Firestore emulator, whose rules are otherwise left as they are.
+	RulesNamed bool
 	// CounterSources is COUNTER_SOURCES of the functions: an absolute path, or inline declarations.
 	CounterSources string
 	// DataDir, when set, keeps the Firestore emulator's data across restarts (LOCALSTACK_DATA).
@@ -55,8 +61,8 @@ type Options struct {
 	EventCopies int // deliveries of each Firestore event (>1 plays at-least-once)
 }
 
-// OptionsFromEnv reads Options from PORT, GOOGLE_CLOUD_PROJECT, *_PORT, FIRESTORE_RULES and
-// LOCALSTACK_* variables, with the defaults of docs/development.md.
+// OptionsFromEnv reads Options from PORT, GOOGLE_CLOUD_PROJECT, *_PORT, *_EMULATOR_HOST,
+// FIRESTORE_RULES and LOCALSTACK_* variables, with the defaults of docs/development.md.
 func OptionsFromEnv() (Options, error) {
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -96,6 +102,10 @@ func OptionsFromEnv() (Options, error) {
 	}
 	return Options{
 		RulesFile:          rules,
+		RulesNamed:         os.Getenv("FIRESTORE_RULES") != "",
+		AttachFirestore:    os.Getenv(emulators.Firestore().HostEnv),
+		AttachPubSub:       os.Getenv(emulators.PubSub().HostEnv),
+		AttachAuth:         os.Getenv(emulators.Auth().HostEnv),
 		CounterSources:     declared,
 		DataDir:            data,
 		WebDir:             web,
@@ -163,13 +173,21 @@ type Emulators struct {
 	Firestore, PubSub, Auth *emulators.Emulator
 }
 
-// StartEmulators starts the emulators in parallel, logging to files in o.LogDir.
+// StartEmulators starts the emulators in parallel, logging to files in o.LogDir, or attaches to those
+// o names running.
 func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 	logDir := o.LogDir
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("emulator log directory: %w", err)
 	}
-	start := func(k emulators.Kind, addr, logName string) (*emulators.Emulator, error) {
+	if o.DataDir != "" && o.AttachFirestore != "" {
+		return nil, fmt.Errorf("LOCALSTACK_DATA keeps the data of a Firestore emulator the stack starts; the one at %s keeps its own (e.g. firebase emulators:start --import DIR --export-on-exit)", o.AttachFirestore)
+	}
+	// start starts k on addr, or attaches to the running one at attach.
+	start := func(k emulators.Kind, attach, addr, logName string) (*emulators.Emulator, error) {
+		if attach != "" {
+			return emulators.Attach(ctx, k, attach, emulatorStartTimeout)
+		}
 		logs, err := os.Create(filepath.Join(logDir, logName))
 		if err != nil {
 			return nil, fmt.Errorf("%s emulator log: %w", k.Name, err)
@@ -194,11 +212,17 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 		}
 	}
 	wg.Go(func() {
-		e.Firestore, fsErr = start(firestore, loopback(o.FirestorePort), "firestore.log")
+		e.Firestore, fsErr = start(firestore, o.AttachFirestore, loopback(o.FirestorePort), "firestore.log")
 	})
-	wg.Go(func() { e.PubSub, psErr = start(emulators.PubSub(), loopback(o.PubSubPort), "pubsub.log") })
+	wg.Go(func() {
+		e.PubSub, psErr = start(emulators.PubSub(), o.AttachPubSub, loopback(o.PubSubPort), "pubsub.log")
+	})
 	wg.Go(func() {
 		if o.NoAuth {
+			return
+		}
+		if o.AttachAuth != "" {
+			e.Auth, authErr = emulators.Attach(ctx, emulators.Auth(), o.AttachAuth, emulatorStartTimeout)
 			return
 		}
 		logs, err := os.Create(filepath.Join(logDir, "auth.log"))
@@ -222,6 +246,31 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 		return nil, err
 	}
 	return &e, nil
+}
+
+// Which names the emulators attached to and those started, as the ready line's keys, comma-separated
+// ("none" if no one).
+func (e *Emulators) Which() (attached, started string) {
+	var a, s []string
+	for _, em := range []struct {
+		name string
+		*emulators.Emulator
+	}{{"firestore", e.Firestore}, {"pubsub", e.PubSub}, {"auth", e.Auth}} {
+		switch {
+		case em.Emulator == nil:
+		case em.Attached:
+			a = append(a, em.name)
+		default:
+			s = append(s, em.name)
+		}
+	}
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ",")
+	}
+	return list(a), list(s)
 }
 
 // Env is the environment that points client libraries at the emulators.
@@ -264,6 +313,11 @@ type Stack struct {
 
 	Balancer *Balancer
 
+	// Database is the Firestore database the functions count in and the events come from.
+	Database string
+	// RulesLoaded says the stack loaded Options.RulesFile into the Firestore emulator.
+	RulesLoaded bool
+
 	functions     []*supervisor
 	stopScheduler func()
 	stopPubSub    func()
@@ -291,16 +345,18 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 		bridge.stop()
 		return nil, err
 	}
-	s := &Stack{Options: o, Emulators: emus, FunctionsURL: "http://" + loopback(o.FunctionsPort), Events: bridge}
+	s := &Stack{Options: o, Emulators: emus, FunctionsURL: "http://" + loopback(o.FunctionsPort), Events: bridge, Database: cfg.Database}
 	defer func() {
 		if err != nil {
 			s.Stop()
 		}
 	}()
-	if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
-		return nil, err
+	if s.RulesLoaded = !emus.Firestore.Attached || o.RulesNamed; s.RulesLoaded {
+		if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
+			return nil, err
+		}
 	}
-	if err := bridge.watchFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, s.FunctionsURL, cfg.Schema(), counted); err != nil {
+	if err := bridge.watchFirestoreTriggers(ctx, emus.Firestore.HostPort, o.Project, cfg.Database, s.FunctionsURL, cfg.Schema(), counted); err != nil {
 		return nil, err
 	}
 	if err := s.startFunctions(ctx, out); err != nil {
@@ -319,20 +375,22 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 }
 
 // Env is a stack client's environment: the emulators, the project and the LOCALSTACK_*_URL and
-// LOCALSTACK_RULES_FILE variables.
+// (if it loaded rules) LOCALSTACK_RULES_FILE variables.
 func (s *Stack) Env() []string {
 	env := s.Emulators.Env()
 	if s.App != nil {
 		env = append(env, "LOCALSTACK_APP_URL="+s.App.URL())
 	}
+	if s.RulesLoaded {
+		env = append(env, emulators.EnvRulesFile+"="+s.Options.RulesFile)
+	}
 	return append(env,
 		"GOOGLE_CLOUD_PROJECT="+s.Options.Project,
-		emulators.EnvRulesFile+"="+s.Options.RulesFile,
 		"LOCALSTACK_FUNCTIONS_URL="+s.FunctionsURL,
 		"LOCALSTACK_EVENTS_STATS_URL=http://"+s.Events.Addr()+"/stats")
 }
 
-// Stop stops everything the stack started.
+// Stop stops everything the stack started; emulators it attached to run on, their data kept.
 func (s *Stack) Stop() {
 	if s.App != nil {
 		s.App.stop()
@@ -417,17 +475,23 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	for i, name := range manifest.EntryPoints {
 		urls[i] = s.FunctionsURL + "/" + name
 	}
-	fmt.Fprintf(out, "ready project=%s firestore=%s (security rules from %s loaded) pubsub=%s auth=%s instances=%d events=http://%s/stats functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",
-		o.Project, s.Emulators.Firestore.HostPort, o.RulesFile, s.Emulators.PubSub.HostPort, s.Emulators.authAddr(),
-		len(s.functions), s.Events.Addr(), strings.Join(urls, " "), s.App.URL(), o.LogDir)
+	rules := "security rules from " + o.RulesFile + " loaded"
+	if !s.RulesLoaded {
+		rules = "its security rules left as they are"
+	}
+	attached, started := s.Emulators.Which()
+	fmt.Fprintf(out, "ready project=%s database=%s firestore=%s (%s) pubsub=%s auth=%s attached=%s started=%s instances=%d events=http://%s/stats functions: %s example app: %s (emulator logs in %s; Ctrl-C stops)\n",
+		o.Project, s.Database, s.Emulators.Firestore.HostPort, rules, s.Emulators.PubSub.HostPort, s.Emulators.authAddr(),
+		attached, started, len(s.functions), s.Events.Addr(), strings.Join(urls, " "), s.App.URL(), o.LogDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return nil
 }
 
-// Exec starts the stack on free ports, runs argv with its Env and LOCALSTACK_FUNCTIONS_LOG (the
-// functions' log file), stops it, and returns argv's exit code.
+// Exec starts the stack on free ports, with emulators of its own (never attached), runs argv with its
+// Env and LOCALSTACK_FUNCTIONS_LOG (the functions' log file), stops it, and returns argv's exit code.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
+	o.AttachFirestore, o.AttachPubSub, o.AttachAuth = "", "", ""
 	ports, err := emulators.FreePorts(5)
 	if err != nil {
 		return 0, err

@@ -39,7 +39,7 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	bin := testenv.BuildLocalstack(t)
 	port, fsPort, psPort, authPort, appPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
+	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
 		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort,
 		"ALLOWED_ORIGINS=http://127.0.0.1:"+appPort)
 	stdout, err := cmd.StdoutPipe()
@@ -167,7 +167,7 @@ func TestMissingJavaIsNamed(t *testing.T) {
 	}
 	bin := testenv.BuildLocalstack(t)
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),
+	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),
 		"PORT="+freePort(t), "FIRESTORE_PORT="+freePort(t), "PUBSUB_PORT="+freePort(t))
 	out, err := cmd.CombinedOutput()
 	if err == nil {
