@@ -65,7 +65,7 @@ func TestBalancerSendsEachRequestToTheLeastBusyInstance(t *testing.T) {
 		}
 		held <- err
 	}()
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got[0])+len(got[1]) == 1 })
+	waitFor(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got[0])+len(got[1]) == 1 })
 	busy := 0
 	mu.Lock()
 	if len(got[1]) == 1 {
@@ -132,12 +132,12 @@ func TestBalancerAnswersTrulyWhenAnInstanceFails(t *testing.T) {
 	})
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, cond func() bool) {
+// waitFor polls cond for up to within.
+func waitFor(t *testing.T, within time.Duration, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
+			t.Fatalf("condition not met within %s", within)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package localstack_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,9 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/manifest"
@@ -38,34 +35,9 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
 	bin := testenv.BuildLocalstack(t)
 	port, fsPort, psPort, authPort, appPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
+	line, stop := testenv.RunLocalstack(t, bin, "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
 		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort,
 		"ALLOWED_ORIGINS=http://127.0.0.1:"+appPort)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	ready := make(chan string, 1)
-	go func() {
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			if line := scanner.Text(); strings.HasPrefix(line, "ready") {
-				ready <- line
-			}
-		}
-	}()
-	var line string
-	select {
-	case line = <-ready:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no ready line within 2 minutes")
-	}
 	base := "http://127.0.0.1:" + port
 	for _, name := range manifest.EntryPoints {
 		if !strings.Contains(line, base+"/"+name) {
@@ -75,6 +47,9 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 
 	if !strings.Contains(line, "security rules from "+os.Getenv(emulators.EnvRulesFile)+" loaded") {
 		t.Errorf("ready line does not say the security rules are loaded: %s", line)
+	}
+	if !strings.Contains(line, " attached=none started=firestore,pubsub,auth ") {
+		t.Errorf("ready line does not say it started every emulator and attached to none: %s", line)
 	}
 	if !strings.Contains(line, "example app: http://127.0.0.1:"+appPort+"/") {
 		t.Errorf("ready line does not say where the example app is: %s", line)
@@ -118,18 +93,8 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("localstack exited with %v after SIGTERM, want 0", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("localstack still running a minute after SIGTERM")
+	if err := stop(); err != nil {
+		t.Errorf("localstack after SIGTERM: %v, want exit 0", err)
 	}
 	for _, p := range []string{fsPort, psPort} {
 		if left := processesMentioning("--port=" + p); len(left) > 0 {
