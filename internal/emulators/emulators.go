@@ -120,6 +120,16 @@ func (k Kind) launcherPath() (string, error) {
 	return path, nil
 }
 
+// FirestoreJar is the Cloud SDK's Firestore emulator jar (firebase-tools can run it); its error says
+// what to install.
+func FirestoreJar() (string, error) {
+	launcher, err := Firestore().launcherPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(launcher), "cloud-firestore-emulator.jar"), nil
+}
+
 // Start launches k on hostPort, its output to logs, and returns once it answers HTTP; it fails if
 // hostPort is taken or after timeout.
 func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
