@@ -34,7 +34,7 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 	if err != nil {
 		return nil, fmt.Errorf("auth emulator address %q: %w", hostPort, err)
 	}
-	if err := checkPortFree(hostPort); err != nil {
+	if err := CheckPortFree(hostPort); err != nil {
 		return nil, fmt.Errorf("auth emulator: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "auth-emulator-")

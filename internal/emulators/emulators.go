@@ -141,7 +141,7 @@ func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout
 	if err != nil {
 		return nil, fmt.Errorf("%s emulator address %q: %w", k.Name, hostPort, err)
 	}
-	if err := checkPortFree(hostPort); err != nil {
+	if err := CheckPortFree(hostPort); err != nil {
 		return nil, fmt.Errorf("%s emulator: %w", k.Name, err)
 	}
 	return launch(ctx, k, exec.Command(launcher, k.args(host, port)...), hostPort, logs, timeout, func() {})
@@ -164,8 +164,8 @@ func launch(ctx context.Context, k Kind, cmd *exec.Cmd, hostPort string, logs io
 	return e, nil
 }
 
-// checkPortFree fails if something listens on hostPort, such as a leftover emulator.
-func checkPortFree(hostPort string) error {
+// CheckPortFree fails if something listens on hostPort, such as a leftover emulator.
+func CheckPortFree(hostPort string) error {
 	l, err := net.Listen("tcp", hostPort)
 	if err != nil {
 		return fmt.Errorf("%s is in use (another emulator or server?): %w", hostPort, err)

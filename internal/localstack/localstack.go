@@ -336,6 +336,10 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
+	// A functions port taken (say by an attached emulator on 8080) would answer for the functions.
+	if err := emulators.CheckPortFree(loopback(o.FunctionsPort)); err != nil {
+		return nil, fmt.Errorf("the functions' PORT %s: %w; set PORT to a free port", o.FunctionsPort, err)
+	}
 	bridge, err := startEventBridge(out, eventsInFlight(), o.EventCopies)
 	if err != nil {
 		return nil, err

@@ -142,3 +142,23 @@ func TestMissingJavaIsNamed(t *testing.T) {
 		t.Errorf("message does not say to install Java 17: %s", out)
 	}
 }
+
+// TestTakenFunctionsPortIsNamed: with PORT taken (say by an attached emulator on 8080), the stack
+// refuses to start, naming PORT, rather than let that server answer for the functions.
+func TestTakenFunctionsPortIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (builds the localstack binary): runs in `make test`, or go test without -short")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	cmd := exec.Command(testenv.BuildLocalstack(t))
+	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), "PORT="+port, "LOCALSTACK_LOGS="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "PORT "+port) || !strings.Contains(string(out), "set PORT") {
+		t.Errorf("localstack with PORT %s taken: %v, %s; want it to refuse, naming PORT", port, err, out)
+	}
+}
