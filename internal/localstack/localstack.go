@@ -30,8 +30,12 @@ import (
 // ServeFunctionsCommand is the argument that makes the localstack binary serve the functions.
 const ServeFunctionsCommand = "serve-functions"
 
-// emulatorStartTimeout bounds an emulator's start-up (about 2 s on an idle machine).
-const emulatorStartTimeout = 90 * time.Second
+// emulatorStartTimeout bounds an emulator's start-up (about 2 s on an idle machine);
+// attachTimeout how long a running one named by its *_EMULATOR_HOST may take to answer.
+const (
+	emulatorStartTimeout = 90 * time.Second
+	attachTimeout        = 30 * time.Second
+)
 
 // Options configure the stack.
 type Options struct {
@@ -186,7 +190,7 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 	// start starts k on addr, or attaches to the running one at attach.
 	start := func(k emulators.Kind, attach, addr, logName string) (*emulators.Emulator, error) {
 		if attach != "" {
-			return emulators.Attach(ctx, k, attach, emulatorStartTimeout)
+			return emulators.Attach(ctx, k, attach, attachTimeout)
 		}
 		logs, err := os.Create(filepath.Join(logDir, logName))
 		if err != nil {
@@ -222,7 +226,7 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 			return
 		}
 		if o.AttachAuth != "" {
-			e.Auth, authErr = emulators.Attach(ctx, emulators.Auth(), o.AttachAuth, emulatorStartTimeout)
+			e.Auth, authErr = emulators.Attach(ctx, emulators.Auth(), o.AttachAuth, attachTimeout)
 			return
 		}
 		logs, err := os.Create(filepath.Join(logDir, "auth.log"))
