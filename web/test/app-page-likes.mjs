@@ -1,7 +1,7 @@
 // An app's page on the app's own emulators (internal/quickstart's TestAppEmulatorSuiteLoop runs it):
 // for each post of LIKES ({"post": n}), n new anonymous users like it through the Firebase JS SDK,
 // held to the app's rules; then it listens to each roll-up of EXPECT ({"likes-post": count}) until
-// every one shows its count, printing them. Needs GOOGLE_CLOUD_PROJECT, FIRESTORE_EMULATOR_HOST
+// every one shows its count, printing each count seen. Needs GOOGLE_CLOUD_PROJECT, FIRESTORE_EMULATOR_HOST
 // and FIREBASE_AUTH_EMULATOR_HOST.
 import { deleteApp, initializeApp } from 'firebase/app';
 import { connectAuthEmulator, getAuth, signInAnonymously } from 'firebase/auth';
@@ -38,8 +38,8 @@ for (const [post, n] of Object.entries(likes)) {
 const reader = await page('reader');
 await Promise.all(Object.entries(expect).map(([id, want]) => new Promise((resolve, reject) => {
   const stop = onSnapshot(doc(reader.db, 'rollups', id), (snap) => {
+    console.log(`${id} ${snap.data()?.count}`);
     if (snap.data()?.count === want) {
-      console.log(`${id} ${want}`);
       stop();
       resolve();
     }
