@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func BuildLocalstack(t testing.TB) string {
 
 // RunLocalstack runs bin as `make run` does, with env added to this process's environment after
 // emulators.NoHostEnvs (so it attaches only to the emulators env names), and returns its ready line.
-// stop sends SIGTERM and returns how the stack exited; one still running when t ends is killed.
+// stop sends SIGTERM and returns how the stack exited; one still running when t ends is killed. If t
+// fails, its log shows the stack's lines other than INFO logs.
 func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop func() error) {
 	t.Helper()
 	cmd := exec.Command(bin)
@@ -39,14 +41,37 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	lines := make(chan string, 1)
+	var (
+		mu     sync.Mutex
+		notes  []string // the stack's lines other than INFO logs
+		lines  = make(chan string, 1)
+		copied = make(chan struct{})
+	)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		select { // its functions processes, which share its output, stop within their 10 s of grace
+		case <-copied:
+		case <-time.After(15 * time.Second):
+		}
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("the stack's output other than INFO logs:\n%s", strings.Join(notes, "\n"))
+		}
+	})
 	go func() {
+		defer close(copied)
 		scanner := bufio.NewScanner(stdout)
 		scanner.Buffer(make([]byte, 64<<10), 1<<20)
 		for scanner.Scan() {
-			if line := scanner.Text(); strings.HasPrefix(line, "ready") {
+			line := scanner.Text()
+			if strings.HasPrefix(line, "ready") {
 				lines <- line
+			}
+			if !strings.Contains(line, `"severity":"INFO"`) {
+				mu.Lock()
+				notes = append(notes, line)
+				mu.Unlock()
 			}
 		}
 		close(lines)
