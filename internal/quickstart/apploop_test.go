@@ -190,7 +190,8 @@ func startFirebase(t *testing.T, app, firestoreAddr string, args ...string) (sto
 	}
 	cmd := exec.Command(cli, args...)
 	cmd.Dir = app
-	cmd.Env = append(os.Environ(), "FIREBASE_EMULATORS_PATH="+cache, "NO_UPDATE_NOTIFIER=1",
+	// TMPDIR: its hub's locator file, named after the project, is this run's alone.
+	cmd.Env = append(os.Environ(), "FIREBASE_EMULATORS_PATH="+cache, "NO_UPDATE_NOTIFIER=1", "TMPDIR="+t.TempDir(),
 		"PATH="+java21Dir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	logs, err := os.Create(filepath.Join(t.TempDir(), "firebase.log"))
 	if err != nil {
