@@ -39,6 +39,9 @@ type Declaration struct {
 	// CounterIDPattern (a regular expression of whole IDs) bounds the counters the documents make;
 	// unset, the deployment's COUNTER_ID_PATTERN does (InheritCounterIDPattern).
 	CounterIDPattern string `json:"counter_id_pattern,omitempty"`
+	// Read says who reads the counters' roll-ups: "public" (unset: anyone) or "none" (only the
+	// functions and server code; the composed rules deny clients).
+	Read string `json:"read,omitempty"`
 
 	pattern pattern
 	mirror  mirror
@@ -89,7 +92,7 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 		dec.UseNumber()
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&decls[i]); err != nil || decls[i] == nil {
-			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern}: %v", i, err)
+			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern, read}: %v", i, err)
 		}
 	}
 	for i, d := range decls {
@@ -143,6 +146,12 @@ func (d *Declaration) check(schema shared.Schema) error {
 		if d.mirror, err = parseMirror(d.Mirror, d.pattern, schema); err != nil {
 			return fmt.Errorf("mirror: %w", err)
 		}
+	}
+	switch {
+	case d.Read != "" && d.Read != ReadPublic && d.Read != ReadNone:
+		return fmt.Errorf("read: %q; want %q (anyone reads the roll-ups) or %q (no client does)", d.Read, ReadPublic, ReadNone)
+	case d.Read == ReadNone && d.Group != nil && *d.Group != "":
+		return fmt.Errorf("read: %q with group %q: top lists are readable by clients; drop the group, or read %q", ReadNone, *d.Group, ReadPublic)
 	}
 	if d.CounterIDPattern != "" {
 		if d.ids, err = regexp.Compile(`^(?:` + d.CounterIDPattern + `)$`); err != nil {

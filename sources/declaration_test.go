@@ -1,6 +1,7 @@
 package sources_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,6 +32,8 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"templates sharing IDs by their ends", `[{"documents": "a/{x}/n/{l}", "counter": "{x}-n"}, {"documents": "b/{z}/n/{l}", "counter": "n-{z}"}]`, "can build the IDs"},
 		{"two wildcards run together", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k-{x}{y}"}]`, "between {x} and {y} put a character other than letters"},
 		{"two wildcards parted by letters", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k{x}and{y}"}]`, "between {x} and {y}"},
+		{"an unknown read", `[{"documents": "orders/{o}", "counter": "n", "read": "owner"}]`, `read: "owner"; want "public"`},
+		{"a closed counter in a top list", `[{"documents": "orders/{o}", "counter": "n", "read": "none", "group": "g"}]`, `top lists are readable by clients`},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
@@ -59,5 +62,29 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 	}
 	if folds, _ = extshards.ParseTargets("posts/{post}:saves"); set.CheckFolds(folds) != nil {
 		t.Errorf("a mirror beside a fold of another field: %v, want it accepted", set.CheckFolds(folds))
+	}
+}
+
+// TestUnreadableIDsMatchExactlyTheClosedCounters: the expressions the rules close are those of the
+// "read": "none" declarations, matching the IDs their templates build and no other.
+func TestUnreadableIDsMatchExactlyTheClosedCounters(t *testing.T) {
+	set, err := sources.Parse([]byte(`[{"documents": "shops/{shop}/orders/{o}", "counter": "revenue.{shop}", "sum": "amount", "read": "none"},
+	  {"documents": "a/{x}/b/{y}/c/{z}", "counter": "k'{x}-{y}", "read": "none"},
+	  {"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}", "read": "public"}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs := set.UnreadableIDs()
+	if len(exprs) != 2 {
+		t.Fatalf("expressions %q, want the two closed declarations'", exprs)
+	}
+	for _, c := range []struct {
+		expr, id string
+		match    bool
+	}{{exprs[0], "revenue.s1", true}, {exprs[0], "revenueXs1", false}, {exprs[0], "revenue.", false},
+		{exprs[1], "k'a%2D1-b", true}, {exprs[1], "k'a-b-c", false}, {exprs[1], "likes-p1", false}} {
+		if got := regexp.MustCompile(`^(?:` + c.expr + `)$`).MatchString(c.id); got != c.match {
+			t.Errorf("%q matches %q: %v, want %v", c.expr, c.id, got, c.match)
+		}
 	}
 }
