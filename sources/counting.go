@@ -154,7 +154,7 @@ func updateTime(doc *firestorepb.Document) time.Time {
 // baseline is the base of d's counter of path's collection.
 func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 	collection := path[:strings.LastIndex(path, "/")]
-	b := counter.Baseline{Source: d.source(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
+	b := counter.Baseline{Source: d.source(), Definition: d.definition(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
 		return c.valueAt(ctx, d, collection, at)
 	}}
 	if d.Mirror != "" {
@@ -206,6 +206,9 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection strin
 			}
 			n, err := doc.DataAtPath(path)
 			if i, ok := d.summed(n); ok && err == nil {
+				if value+i > value != (i > 0) {
+					return fmt.Errorf("the documents' sum leaves the int64 range at %s: %w", doc.Ref.Path, counter.ErrDeltaOverflow)
+				}
 				value += i
 			} else if err == nil {
 				skipped++
@@ -252,7 +255,7 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 		}
 	}
 	for _, d := range c.set.Declarations {
-		if recorded != "" && d.source() != recorded {
+		if recorded != "" && !counter.SameSource(recorded, d.source()) {
 			continue
 		}
 		if bound, ok := d.matchCounter(id); ok {
@@ -301,45 +304,50 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 	return c.store.Rebase(ctx, id, c.baselineOf(k))
 }
 
-// maxQuietChecks bounds the collection counters one DriftOfQuiet call verifies.
+// maxQuietChecks bounds the collection counters one CheckQuiet call checks.
 const maxQuietChecks = 20
 
-// DriftCheck is what one DriftOfQuiet call found: the counters that differ from their documents,
-// and those it could not verify (Unverified: counter ID → why), skipped.
-type DriftCheck struct {
+// QuietCheck is what one CheckQuiet call found and did: the counters that differed from their
+// documents (repaired), those based under a declaration that has changed since (rebased), those
+// whose mirror differed from their roll-up (rewritten), and those it could not check (Unverified:
+// counter ID → why), skipped.
+type QuietCheck struct {
 	Drifts     []Drift
+	Redefined  []string
+	Mirrors    []string
 	Unverified map[string]string
 }
 
-// Fields of the drift check's cursor document: the last counter checked, with its touched minute.
+// Fields of the quiet check's cursor document: the last collection counter checked.
 const (
-	fieldCursorMinute  = "minute"
+	fieldCursorSource  = "source"
 	fieldCursorCounter = "counter"
 )
 
-// DriftOfQuiet verifies, in order of last write then ID, up to maxQuietChecks collection counters
-// last written between lookback and quiet ago (no event should be in flight), starting after the
-// counter cursor names and moving cursor past them, so each quiet counter is verified once, within
-// quiet plus a minute per maxQuietChecks counters ahead of it (docs/collection-counters.md).
-func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.CollectionRef, cursor *firestore.DocumentRef, now time.Time, quiet, lookback time.Duration) (DriftCheck, error) {
-	check := DriftCheck{Unverified: map[string]string{}}
+// CheckQuiet checks, in order of declaration then ID, up to maxQuietChecks collection counters
+// not written for quiet, starting after the one cursor names and moving cursor past them (back to
+// the first after the last): each is checked once per pass, within a minute per maxQuietChecks
+// collection counters (docs/collection-counters.md). A check makes the counter exact again under
+// its current declaration (Repair) and its mirror equal to its roll-up.
+func (c *Counting) CheckQuiet(ctx context.Context, counters *firestore.CollectionRef, cursor *firestore.DocumentRef, now time.Time, quiet time.Duration) (QuietCheck, error) {
+	check := QuietCheck{Unverified: map[string]string{}}
 	if len(c.set.Declarations) == 0 {
 		return check, nil
 	}
-	from, to := shared.UnixMinute(now.Add(-lookback)), shared.UnixMinute(now.Add(-quiet))
-	q := counters.Where(shared.FieldTouchedMinute, ">=", from).Where(shared.FieldTouchedMinute, "<=", to).
-		OrderBy(shared.FieldTouchedMinute, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
+	q := counters.Where(shared.FieldSource, ">", "").OrderBy(shared.FieldSource, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
 	last, err := cursor.Get(ctx)
 	if err != nil && status.Code(err) != codes.NotFound {
-		return check, fmt.Errorf("read the drift check's cursor: %w", err)
+		return check, fmt.Errorf("read the quiet check's cursor: %w", err)
 	}
-	if minute, _ := last.Data()[fieldCursorMinute].(int64); err == nil && minute >= from {
-		q = q.StartAfter(minute, last.Data()[fieldCursorCounter])
+	if source, _ := last.Data()[fieldCursorSource].(string); err == nil && source != "" {
+		q = q.StartAfter(source, last.Data()[fieldCursorCounter])
 	}
-	snaps, err := q.Limit(200).Documents(ctx).GetAll()
+	const page = 200
+	snaps, err := q.Limit(page).Documents(ctx).GetAll()
 	if err != nil {
-		return check, fmt.Errorf("find quiet collection counters: %w", err)
+		return check, fmt.Errorf("find collection counters: %w", err)
 	}
+	busy := shared.UnixMinute(now.Add(-quiet))
 	checked := 0
 	var at *firestore.DocumentSnapshot // the last counter passed
 	for _, snap := range snaps {
@@ -347,24 +355,86 @@ func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.Collect
 			break
 		}
 		at = snap
-		if _, ok := snap.Data()[shared.FieldSource]; !ok {
-			continue
+		if touched, _ := snap.Data()[shared.FieldTouchedMinute].(int64); touched > busy {
+			continue // events may be in flight: checked next pass
 		}
 		checked++
-		d, err := c.Verify(ctx, snap.Ref.ID, now)
-		switch {
-		case err != nil:
+		if err := c.checkOne(ctx, snap, now, &check); err != nil {
 			check.Unverified[snap.Ref.ID] = err.Error()
-		case d.Value != d.Documents:
-			check.Drifts = append(check.Drifts, d)
 		}
 	}
-	if at == nil {
-		return check, nil
+	next := map[string]any{fieldCursorSource: "", fieldCursorCounter: ""} // the pass ended: start again
+	if at != nil && (checked == maxQuietChecks || len(snaps) == page) {
+		next = map[string]any{fieldCursorSource: at.Data()[shared.FieldSource], fieldCursorCounter: at.Ref.ID}
 	}
-	minute, _ := at.Data()[shared.FieldTouchedMinute].(int64)
-	if _, err := cursor.Set(ctx, map[string]any{fieldCursorMinute: minute, fieldCursorCounter: at.Ref.ID}); err != nil {
-		return check, fmt.Errorf("move the drift check's cursor: %w", err)
+	if _, err := cursor.Set(ctx, next); err != nil {
+		return check, fmt.Errorf("move the quiet check's cursor: %w", err)
 	}
 	return check, nil
+}
+
+// checkOne checks the collection counter of snap, recording what it found in check.
+func (c *Counting) checkOne(ctx context.Context, snap *firestore.DocumentSnapshot, now time.Time, check *QuietCheck) error {
+	id := snap.Ref.ID
+	k, err := c.find(ctx, id)
+	if err != nil {
+		return err
+	}
+	if counter.DefinitionOf(snap) != k.d.definition() {
+		if err := c.Repair(ctx, id); err != nil {
+			return fmt.Errorf("rebase under the changed declaration: %w", err)
+		}
+		check.Redefined = append(check.Redefined, id)
+		if snap, err = snap.Ref.Get(ctx); err != nil { // the mirror may have changed
+			return fmt.Errorf("read the rebased counter: %w", err)
+		}
+	} else {
+		d, err := c.Verify(ctx, id, now)
+		if err != nil {
+			return err
+		}
+		if d.Value != d.Documents {
+			check.Drifts = append(check.Drifts, d)
+			if err := c.Repair(ctx, id); err != nil {
+				return fmt.Errorf("repair drift: %w", err)
+			}
+		}
+	}
+	fixed, err := c.repairMirror(ctx, snap)
+	if fixed {
+		check.Mirrors = append(check.Mirrors, id)
+	}
+	return err
+}
+
+// repairMirror sets the mirror of snap's counter to its roll-up's count when both exist and differ,
+// in a transaction that reads the roll-up, so a roll-up committed meanwhile wins; whether it wrote.
+func (c *Counting) repairMirror(ctx context.Context, snap *firestore.DocumentSnapshot) (bool, error) {
+	doc, _ := snap.Data()[shared.FieldMirrorDocument].(string)
+	field, _ := snap.Data()[shared.FieldMirrorField].(string)
+	if doc == "" || field == "" {
+		return false, nil
+	}
+	path := firestore.FieldPath(strings.Split(field, "."))
+	fixed := false
+	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		fixed = false
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{c.store.RollupRef(snap.Ref.ID), c.client.Doc(doc)})
+		if err != nil {
+			return err
+		}
+		count, ok := snaps[0].Data()[shared.FieldCount].(int64)
+		if !ok || !snaps[1].Exists() {
+			return nil // no roll-up yet, or a missing mirror document, which stays missing
+		}
+		if have, err := snaps[1].DataAtPath(path); err == nil && have == any(count) {
+			return nil
+		}
+		fixed = true
+		return tx.Update(snaps[1].Ref, []firestore.Update{{FieldPath: path, Value: count}})
+	})
+	if err != nil {
+		return false, fmt.Errorf("repair the mirror %s.%s: %w", doc, field, err)
+	}
+	return fixed, nil
 }

@@ -2,6 +2,8 @@ package sources
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,8 +249,19 @@ func (s *Set) CheckFolds(folds extshards.Targets) error {
 }
 
 // source names d on the counters it creates (shared.FieldSource): its counter template, unique in a
-// set, and its documents.
-func (d *Declaration) source() string { return d.Counter + " of " + d.Documents }
+// set, so a declaration whose other fields change keeps its counters.
+func (d *Declaration) source() string { return d.Counter }
+
+// definition fingerprints what d counts (counter.Baseline.Definition): its documents, where, sum,
+// scale and mirror.
+func (d *Declaration) definition() string {
+	data, err := json.Marshal([]any{d.Documents, d.Where, d.Sum, d.Scale, d.Mirror})
+	if err != nil {
+		panic(fmt.Sprintf("a checked declaration encodes: %v", err)) // its values are JSON's own
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
+}
 
 // Settings is the counter configuration the declaration asks for.
 func (d *Declaration) Settings() counter.Settings {

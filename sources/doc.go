@@ -10,7 +10,8 @@
 //   - contribution.go: what one document version adds.
 //   - counting.go: Apply counts each document change once, however delivered, on counters its
 //     declaration made only; a counter starts from the existing documents; Verify and Repair
-//     compare with count()/sum() and fix drift; DriftOfQuiet checks every quiet counter in turn.
+//     compare with count()/sum() and fix drift; a counter based under a changed declaration is
+//     rebased; CheckQuiet checks every quiet counter in turn and repairs it and its mirror.
 //   - backfill.go: Backfill bases the counters of documents older than their declaration.
 //
 // Not a supported import: see package counters.
