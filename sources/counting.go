@@ -169,10 +169,7 @@ func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
 // the documents are then read one by one, as they are with a scale, and a value d does not sum
 // counts 0, as a change counts it.
 func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
-	q := c.client.Collection(collection).Query
-	for field, want := range d.Where {
-		q = q.WherePath(firestore.FieldPath{field}, "==", want)
-	}
+	q := d.Where.query(c.client.Collection(collection).Query)
 	agg := q.NewAggregationQuery().WithCount("value")
 	var path firestore.FieldPath
 	if d.Sum != "" {

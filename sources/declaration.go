@@ -26,16 +26,16 @@ const DefaultFile = "counter-sources.json"
 // Declaration is one entry of the declaration file (docs/collection-counters.md): Counter
 // ("likes-{post}") keeps the Documents matching a pattern ("posts/{post}/likes/{like}").
 type Declaration struct {
-	Documents string         `json:"documents"`
-	Counter   string         `json:"counter"`
-	Where     map[string]any `json:"where,omitempty"`
-	Sum       string         `json:"sum,omitempty"`
-	Mirror    string         `json:"mirror,omitempty"`
-	NumShards int            `json:"num_shards,omitempty"`
-	MinShards int            `json:"min_shards,omitempty"`
-	MaxShards int            `json:"max_shards,omitempty"`
-	Windows   []string       `json:"windows,omitempty"`
-	Group     *string        `json:"group,omitempty"`
+	Documents string   `json:"documents"`
+	Counter   string   `json:"counter"`
+	Where     Where    `json:"where,omitempty"`
+	Sum       string   `json:"sum,omitempty"`
+	Mirror    string   `json:"mirror,omitempty"`
+	NumShards int      `json:"num_shards,omitempty"`
+	MinShards int      `json:"min_shards,omitempty"`
+	MaxShards int      `json:"max_shards,omitempty"`
+	Windows   []string `json:"windows,omitempty"`
+	Group     *string  `json:"group,omitempty"`
 	// Scale N sums Sum's decimal values exactly, in units of 10^-N (0..9; 2: cents).
 	Scale int `json:"scale,omitempty"`
 	// CounterIDPattern (a regular expression of whole IDs) bounds the counters the documents make;
@@ -128,13 +128,8 @@ func (d *Declaration) check(schema shared.Schema) error {
 		return fmt.Errorf("counter: %w", err)
 	}
 	d.idExpr, d.idNames = templateExpr(d.Counter)
-	for field, v := range d.Where {
-		if field == "" || strings.HasPrefix(field, "__") {
-			return fmt.Errorf("where: %q is not a field name", field)
-		}
-		if d.Where[field], err = whereValue(v); err != nil {
-			return fmt.Errorf("where %q: %w", field, err)
-		}
+	if err := d.Where.check(); err != nil {
+		return err
 	}
 	if d.Sum != "" {
 		if _, err := fieldPath(d.Sum); err != nil {

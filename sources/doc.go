@@ -7,6 +7,8 @@
 //   - pattern.go: document path patterns, counter ID templates and mirror paths.
 //   - counterid.go: counter IDs from a document's values; two documents of different values never
 //     build one ID, and no two declarations can.
+//   - where.go: filters match what Firestore's query with them matches.
+//   - read.go: the counter IDs a "read": "none" declaration closes to clients.
 //   - contribution.go: what one document version adds.
 //   - counting.go: Apply counts each document change once, however delivered, on counters its
 //     declaration made only; a counter starts from the existing documents; Verify and Repair
