@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -59,7 +60,8 @@ type Tally struct {
 }
 
 // Apply counts w once on every counter whose documents it matches, however often it is applied; on
-// error, apply it again.
+// error, apply it again. An update that changes a counter field ({field:PATH}) moves the document:
+// its old contribution leaves the old value's counter, its new one joins the new value's.
 func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 	var t Tally
 	for _, d := range c.set.Declarations {
@@ -67,40 +69,74 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 		if !ok {
 			continue
 		}
-		id := d.counterID(bound)
-		if err := wire.ValidateWritableCounterID(id); err != nil {
-			c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", w.Path, "counter", id, "error", err.Error())
+		before, after := c.side(ctx, d, w.Path, bound, w.Old), c.side(ctx, d, w.Path, bound, w.New)
+		if before.id == "" && after.id == "" {
 			t.Unmatched++
 			continue
 		}
-		if !d.accepts(id) {
-			c.log.WarnContext(ctx, "document maps to a counter ID its counter_id_pattern (or COUNTER_ID_PATTERN) refuses; not counted", "document", w.Path, "counter", id)
-			t.Unmatched++
-			continue
+		changes := []side{{id: after.id, sc: after.sc, value: after.value - before.value}}
+		if before.id != after.id {
+			changes = []side{{id: before.id, sc: before.sc, value: -before.value}, after}
 		}
-		before, after := c.contribution(ctx, d, w.Path, w.Old), c.contribution(ctx, d, w.Path, w.New)
-		if before == after {
+		counted := false
+		for _, ch := range changes {
+			if ch.id == "" || ch.value == 0 {
+				continue
+			}
+			counted = true
+			res, err := c.store.Apply(ctx, c.change(w, ch.id, ch.value, c.baseline(d, ch.sc)))
+			if errors.Is(err, counter.ErrNotItsCounter) {
+				t.Refused = append(t.Refused, fmt.Sprintf("%s (declaration %s): %v", ch.id, d.source(), err))
+				continue
+			}
+			if err != nil {
+				return t, fmt.Errorf("count %s on %q: %w", w.Path, ch.id, err)
+			}
+			switch {
+			case res.Counted:
+				t.Counted++
+			case res.Duplicate:
+				t.Duplicate++
+			case res.InBase:
+				t.InBase++
+			}
+		}
+		if !counted {
 			t.Unchanged++
-			continue
-		}
-		res, err := c.store.Apply(ctx, c.change(w, id, after-before, c.baseline(d, w.Path)))
-		if errors.Is(err, counter.ErrNotItsCounter) {
-			t.Refused = append(t.Refused, fmt.Sprintf("%s (declaration %s): %v", id, d.source(), err))
-			continue
-		}
-		if err != nil {
-			return t, fmt.Errorf("count %s on %q: %w", w.Path, id, err)
-		}
-		switch {
-		case res.Counted:
-			t.Counted++
-		case res.Duplicate:
-			t.Duplicate++
-		case res.InBase:
-			t.InBase++
 		}
 	}
 	return t, nil
+}
+
+// side is one version of a document in one declaration: its counter (id "": none) and what it adds.
+type side struct {
+	id    string
+	sc    scope
+	value int64
+}
+
+// side is doc (nil: none) in d, its path's wildcards bound: no counter when doc is nil, or its ID
+// would be no valid one, or d refuses it (logged).
+func (c *Counting) side(ctx context.Context, d *Declaration, path string, bound map[string]string, doc *firestorepb.Document) side {
+	if doc == nil {
+		return side{}
+	}
+	fields, why := d.fieldsOf(protoField(doc))
+	if why != "" {
+		c.log.WarnContext(ctx, "document has no value to count it by; not counted", "document", path, "counter", d.Counter, "reason", why)
+		return side{}
+	}
+	sc := scope{bound: bound, fields: fields}
+	id := d.counterID(sc)
+	if err := wire.ValidateWritableCounterID(id); err != nil {
+		c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", path, "counter", id, "error", err.Error())
+		return side{}
+	}
+	if !d.accepts(id) {
+		c.log.WarnContext(ctx, "document maps to a counter ID its counter_id_pattern (or COUNTER_ID_PATTERN) refuses; not counted", "document", path, "counter", id)
+		return side{}
+	}
+	return side{id: id, sc: sc, value: c.contribution(ctx, d, path, doc)}
 }
 
 // change is w as a change of delta on counter id, keyed by the document's path and update times.
@@ -151,25 +187,50 @@ func updateTime(doc *firestorepb.Document) time.Time {
 	return doc.GetUpdateTime().AsTime()
 }
 
-// baseline is the base of d's counter of path's collection.
-func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
-	collection := path[:strings.LastIndex(path, "/")]
+// baseline is the base of d's counter of sc.
+func (c *Counting) baseline(d *Declaration, sc scope) counter.Baseline {
 	b := counter.Baseline{Source: d.source(), Definition: d.definition(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
-		return c.valueAt(ctx, d, collection, at)
+		return c.valueAt(ctx, d, sc, at)
 	}}
-	if d.Mirror != "" {
-		bound, _ := d.pattern.match(path)
-		b.MirrorDocument, b.MirrorField = expand(strings.Join(d.mirror.document, "/"), bound), strings.Join(d.mirror.field, ".")
+	if doc, ok := d.mirrorDocument(sc); ok {
+		b.MirrorDocument, b.MirrorField = doc, strings.Join(d.mirror.field, ".")
 	}
 	return b
 }
 
-// valueAt is d's value of the documents in collection at read time at: count(), or the sum of
+// mirrorDocument is the path of the mirror of d's counter of sc; false without a mirror, or when a
+// counter field's value is no document ID (that counter has none).
+func (d *Declaration) mirrorDocument(sc scope) (string, bool) {
+	if d.Mirror == "" {
+		return "", false
+	}
+	values := maps.Clone(sc.bound)
+	for name, v := range sc.fields {
+		id := fmt.Sprint(v)
+		if wire.ValidateCounterID(id) != nil { // a document ID's rules
+			return "", false
+		}
+		values[name] = id
+	}
+	return expand(strings.Join(d.mirror.document, "/"), values), true
+}
+
+// collection is the path of the collection whose documents d's counter of sc counts.
+func (d *Declaration) collection(sc scope) string {
+	return expand(strings.Join(d.pattern[:len(d.pattern)-1], "/"), sc.bound)
+}
+
+// valueAt is d's value of the documents of sc at read time at: count(), or the sum of
 // d.Sum's values as d.summed takes them. sum() answers a double when any value is not an integer;
 // the documents are then read one by one, as they are with a scale, and a value d does not sum
 // counts 0, as a change counts it.
-func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
+func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at time.Time) (int64, error) {
+	collection := d.collection(sc)
 	q := d.Where.query(c.client.Collection(collection).Query)
+	for name, v := range sc.fields {
+		path, _ := fieldPath(strings.TrimPrefix(name, fieldPrefix))
+		q = q.WherePath(path, "==", v)
+	}
 	agg := q.NewAggregationQuery().WithCount("value")
 	var path firestore.FieldPath
 	if d.Sum != "" {
@@ -229,12 +290,11 @@ type Drift struct {
 	Value, Documents    int64
 }
 
-// kept is a collection counter's declaration, the collection it counts, and whether the counter
-// exists yet.
+// kept is a collection counter's declaration, what it counts, and whether the counter exists yet.
 type kept struct {
-	d          *Declaration
-	collection string
-	exists     bool
+	d      *Declaration
+	sc     scope
+	exists bool
 }
 
 // find returns what keeps counter id: the declaration the counter records, or for a missing counter
@@ -255,9 +315,8 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 		if recorded != "" && !counter.SameSource(recorded, d.source()) {
 			continue
 		}
-		if bound, ok := d.matchCounter(id); ok {
-			doc := expand(strings.Join(d.pattern, "/"), bound)
-			return kept{d: d, collection: doc[:strings.LastIndex(doc, "/")], exists: err == nil}, nil
+		if sc, ok := d.matchCounter(id); ok {
+			return kept{d: d, sc: sc, exists: err == nil}, nil
 		}
 	}
 	if recorded != "" {
@@ -267,7 +326,7 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 }
 
 // baselineOf is the base of the counter k keeps.
-func (c *Counting) baselineOf(k kept) counter.Baseline { return c.baseline(k.d, k.collection+"/x") }
+func (c *Counting) baselineOf(k kept) counter.Baseline { return c.baseline(k.d, k.sc) }
 
 // Verify compares counter id with its documents at read time at (within version retention): a
 // difference is drift, or changes not yet counted.
@@ -277,7 +336,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 		return Drift{}, err
 	}
 	at = at.Truncate(time.Microsecond)
-	docs, err := c.valueAt(ctx, k.d, k.collection, at)
+	docs, err := c.valueAt(ctx, k.d, k.sc, at)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -285,7 +344,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	if err != nil {
 		return Drift{}, err
 	}
-	return Drift{Counter: id, Collection: k.collection, At: at, Value: sums.Count, Documents: docs}, nil
+	return Drift{Counter: id, Collection: k.d.collection(k.sc), At: at, Value: sums.Count, Documents: docs}, nil
 }
 
 // Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight;

@@ -127,7 +127,7 @@ func (d *Declaration) check(schema shared.Schema) error {
 	if err := d.pattern.checkTemplate(d.Counter); err != nil {
 		return fmt.Errorf("counter: %w", err)
 	}
-	d.idExpr, d.idNames = templateExpr(d.Counter)
+	d.idExpr, d.idNames = d.templateExpr()
 	if err := d.Where.check(); err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (d *Declaration) check(schema shared.Schema) error {
 		return fmt.Errorf("scale: %d; a scale of 0 to 9 decimals goes with a sum", d.Scale)
 	}
 	if d.Mirror != "" {
-		if d.mirror, err = parseMirror(d.Mirror, d.pattern, schema); err != nil {
+		if d.mirror, err = parseMirror(d.Mirror, d.pattern, d.Counter, schema); err != nil {
 			return fmt.Errorf("mirror: %w", err)
 		}
 	}

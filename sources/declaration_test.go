@@ -43,6 +43,10 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"two wildcards parted by letters", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k{x}and{y}"}]`, "between {x} and {y}"},
 		{"an unknown read", `[{"documents": "orders/{o}", "counter": "n", "read": "owner"}]`, `read: "owner"; want "public"`},
 		{"a closed counter in a top list", `[{"documents": "orders/{o}", "counter": "n", "read": "none", "group": "g"}]`, `top lists are readable by clients`},
+		{"a counter field that is no field path", `[{"documents": "likes/{like}", "counter": "likes-{field:a..b}"}]`, `{field:a..b}: "a..b" is not a field path`},
+		{"two counter fields run together", `[{"documents": "votes/{v}", "counter": "poll-{field:poll}{field:choice}"}]`, "put a character other than letters"},
+		{"a field template beside a path template", `[{"documents": "likes/{like}", "counter": "likes-{field:postId}"}, {"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}"}]`, "can build the IDs"},
+		{"a mirror by a field the counter lacks", `[{"documents": "likes/{like}", "counter": "likes-{field:postId}", "mirror": "posts/{field:post}.likes"}]`, `uses {field:post}`},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)

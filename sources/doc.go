@@ -5,8 +5,8 @@
 //
 //   - declaration.go: Parse and Load refuse a declaration that cannot work, naming the entry and rule.
 //   - pattern.go: document path patterns, counter ID templates and mirror paths.
-//   - counterid.go: counter IDs from a document's values; two documents of different values never
-//     build one ID, and no two declarations can.
+//   - counterid.go: counter IDs from a document's path and counter fields ({field:PATH}); two
+//     documents of different values never build one ID, and no two declarations can.
 //   - where.go: filters match what Firestore's query with them matches.
 //   - read.go: the counter IDs a "read": "none" declaration closes to clients.
 //   - contribution.go: what one document version adds.

@@ -29,7 +29,7 @@ func (s *Set) UnreadableIDs() []string {
 func (d *Declaration) idRE2() string {
 	value := `[^/]+`
 	locs := placeholder.FindAllStringIndex(d.Counter, -1)
-	if len(locs) > 1 {
+	if d.encodes() {
 		value = encodedValue
 	}
 	var b strings.Builder
