@@ -463,7 +463,11 @@ func (s *Store) completeBaseAt(ctx context.Context, id string, base Baseline) er
 		if !now.UpdateTime.Equal(snap.UpdateTime) {
 			return errCounterMoved // a newer stamp, or a completion and a stamp
 		}
-		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}}}
+		updates := []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}
+		if correction != 0 { // the sweep rolls it up should the trigger's event be lost
+			updates = append(updates, firestore.Update{Path: shared.FieldTouchedMinute, Value: shared.UnixMinute(s.clock.Now())})
+		}
+		ops := []op{{kind: opUpdate, ref: ref, updates: updates}}
 		if correction != 0 {
 			w, err := s.planShard(ctx, id, correction, at, false, true)
 			if err != nil {

@@ -360,8 +360,12 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 	return c.store.Rebase(ctx, id, c.baselineOf(k))
 }
 
-// maxQuietChecks bounds the collection counters one CheckQuiet call checks.
-const maxQuietChecks = 20
+// maxQuietChecks bounds the collection counters one CheckQuiet call checks, and quietCheckBudget
+// the time it starts checks in, so that it never holds up the sweep it runs in.
+const (
+	maxQuietChecks   = 20
+	quietCheckBudget = 10 * time.Second
+)
 
 // QuietCheck is what one CheckQuiet call found and did: the counters that differed from their
 // documents (repaired), those based under a declaration that has changed since (rebased), those
@@ -381,9 +385,9 @@ const (
 )
 
 // CheckQuiet checks, in order of declaration then ID, up to maxQuietChecks collection counters
-// not written for quiet, starting after the one cursor names and moving cursor past them (back to
-// the first after the last): each is checked once per pass, within a minute per maxQuietChecks
-// collection counters (docs/collection-counters.md). A check makes the counter exact again under
+// not written for quiet (starting them within quietCheckBudget), starting after the one cursor
+// names and moving cursor past them (back to the first after the last): each is checked once per
+// pass (docs/collection-counters.md). A check makes the counter exact again under
 // its current declaration (Repair) and its mirror equal to its roll-up.
 func (c *Counting) CheckQuiet(ctx context.Context, counters *firestore.CollectionRef, cursor *firestore.DocumentRef, now time.Time, quiet time.Duration) (QuietCheck, error) {
 	check := QuietCheck{Unverified: map[string]string{}}
@@ -404,11 +408,12 @@ func (c *Counting) CheckQuiet(ctx context.Context, counters *firestore.Collectio
 		return check, fmt.Errorf("find collection counters: %w", err)
 	}
 	busy := shared.UnixMinute(now.Add(-quiet))
-	checked := 0
+	stop := time.Now().Add(quietCheckBudget)
+	checked, cut := 0, false
 	var at *firestore.DocumentSnapshot // the last counter passed
 	for _, snap := range snaps {
-		if checked == maxQuietChecks {
-			break
+		if cut = checked == maxQuietChecks || checked > 0 && time.Now().After(stop); cut {
+			break // the pass goes on from here next time
 		}
 		at = snap
 		if touched, _ := snap.Data()[shared.FieldTouchedMinute].(int64); touched > busy {
@@ -420,7 +425,7 @@ func (c *Counting) CheckQuiet(ctx context.Context, counters *firestore.Collectio
 		}
 	}
 	next := map[string]any{fieldCursorSource: "", fieldCursorCounter: ""} // the pass ended: start again
-	if at != nil && (checked == maxQuietChecks || len(snaps) == page) {
+	if at != nil && (cut || len(snaps) == page) {
 		next = map[string]any{fieldCursorSource: at.Data()[shared.FieldSource], fieldCursorCounter: at.Ref.ID}
 	}
 	if _, err := cursor.Set(ctx, next); err != nil {

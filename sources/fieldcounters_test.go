@@ -127,6 +127,11 @@ func TestBackfillMakesACounterPerValue(t *testing.T) {
 		if got := sums(counterID); got != n {
 			t.Errorf("%s = %d, want %d", counterID, got, n)
 		}
+		// The base's correction is a shard write like any: the sweep finds it by this stamp, should
+		// the roll-up trigger's event be lost.
+		if snap, err := client.Doc("counters/" + counterID).Get(context.Background()); err != nil || snap.Data()[shared.FieldTouchedMinute] == nil {
+			t.Errorf("%s has no %s after its base (%v): the sweep would never roll it up", counterID, shared.FieldTouchedMinute, err)
+		}
 	}
 }
 
