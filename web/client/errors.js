@@ -50,6 +50,8 @@ export class IncrementUnknownOutcomeError extends IncrementError {
  */
 export class ListenTimeoutError extends Error {
   name = 'ListenTimeoutError';
+  /** As a FirestoreError's code: the backend is unavailable. */
+  code = 'unavailable';
   /** @param {string} counter @param {number} timeoutMs */
   constructor(counter, timeoutMs) {
     super(`liveCount(${JSON.stringify(counter)}): no snapshot from Firestore's backend within ${timeoutMs} ms; ` +

@@ -65,6 +65,8 @@ export function windowCountOf(windows: Record<string, { bucket: string; count: n
 /** liveCount's error when no snapshot came from Firestore's backend within listenTimeoutMs (offline, or an unreachable endpoint). */
 export class ListenTimeoutError extends Error {
   constructor(counter: string, timeoutMs: number);
+  /** 'unavailable', as a FirestoreError's code would say. */
+  code: 'unavailable';
   timeoutMs: number;
 }
 
