@@ -211,8 +211,8 @@ func TestWebClientInChromium(t *testing.T) {
 // and installed into a fresh Vite app (web/fixtures/vite-app) per firebase major of its peer range:
 // the package's metadata; every exported name type-checked by tsc under moduleResolution nodenext,
 // node16 and bundler; per major, the production build holding one Firebase SDK, its pages in
-// headless Chromium through vite preview against the stack (the count follows clicks, an
-// unreachable Firestore shows in liveCount's error, the increment-only page loads no Firestore),
+// headless Chromium through vite preview against the stack (the count follows clicks, a refusal
+// and an unreachable Firestore show in liveCount's error, the increment-only page loads no Firestore),
 // then npm ci. npm installs web/'s firebase from the cache that `npm ci` in web/ filled, the other
 // majors from the registry.
 func TestWebClientPackageInAViteApp(t *testing.T) {

@@ -2,7 +2,7 @@
 // Vite apps, one per major of firebase the peer range names: the package's metadata, its types checked
 // by tsc under moduleResolution nodenext, node16 and bundler, and per major a production build with
 // one Firebase SDK in it, driven in headless Chromium through `vite preview` against the stack (the
-// count follows clicks, liveCount takes the app's Firestore and reports one it cannot reach, the
+// count follows clicks, liveCount takes the app's Firestore and reports a refusal and a Firestore it cannot reach, the
 // increment-only page loads no Firestore), then `npm ci` in the app. The app's files:
 // fixtures/vite-app/. web/package-lock.json's firebase comes from the npm cache that `npm ci` in web/
 // filled (--prefer-offline); the other majors' latest releases from the registry.
@@ -154,7 +154,7 @@ test('a linked checkout (as the old docs said) bundles two Firebase SDKs: the ma
 });
 
 for (const major of majors) {
-  test(`firebase ${major}: one SDK in the build; in Chromium through vite preview, the count follows clicks, liveCount takes the app's Firestore and reports one it cannot reach, the increment-only page loads no Firestore; then npm ci`, async (t) => {
+  test(`firebase ${major}: one SDK in the build; in Chromium through vite preview, the count follows clicks, liveCount takes the app's Firestore and reports a refusal and a Firestore it cannot reach, the increment-only page loads no Firestore; then npm ci`, async (t) => {
     const app = await appOf(major);
     const firebase = JSON.parse(await readFile(join(app, 'node_modules', 'firebase', 'package.json'), 'utf8')).version;
     t.diagnostic(`the app's firebase: ${firebase}`);
@@ -184,6 +184,7 @@ for (const major of majors) {
       (change) => change.value === 4 && change.rollup === 4 && change.error === null);
     assert.notEqual(await page.evaluate((c) => window.counters.rolledUpAt(c), counter), null);
     assert.equal(await page.evaluate((c) => window.counters.unreachableError(c), counter), 'ListenTimeoutError');
+    assert.equal(await page.evaluate((c) => window.counters.refusedError(c), counter), 'permission-denied');
 
     const only = await browser.newPage();
     only.on('pageerror', (err) => errors.push(err.message));
