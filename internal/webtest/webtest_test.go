@@ -162,7 +162,8 @@ func TestExampleAppInChromium(t *testing.T) {
 // exactly; a second like by the same user, a like in another's name and one with another field are
 // refused and move nothing; a like made while the page is offline (IndexedDB persistence,
 // context.setOffline) is not on the server until the page is back online, then counts exactly
-// once; and the example app's post card likes and unlikes.
+// once; and the example app's post card likes and unlikes, and its poll card moves a changed vote
+// between the choices' counts.
 func TestLikeDocumentsInChromium(t *testing.T) {
 	testenv.SkipIfShort(t, "Chromium and the local stack")
 	requireChromium(t)
