@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/internal/testenv"
 )
@@ -42,6 +43,7 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
 		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort,
 		"ALLOWED_ORIGINS=http://127.0.0.1:"+appPort)
+	cmd.Env = append(cmd.Env, localstack.OSPickedPorts...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +171,7 @@ func TestMissingJavaIsNamed(t *testing.T) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),
 		"PORT="+freePort(t), "FIRESTORE_PORT="+freePort(t), "PUBSUB_PORT="+freePort(t))
+	cmd.Env = append(cmd.Env, localstack.OSPickedPorts...)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("localstack started without Java on PATH: %s", out)
