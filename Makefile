@@ -79,9 +79,13 @@ rules:
 generate:
 	$(GO) generate ./...
 
+# The Go client is a module of its own (client/go.mod), in go.work with the root: ./... does not
+# reach it, so every go command that means "all the Go code" names both.
+GO_PACKAGES := ./... ./client/...
+
 ## vet: static checks
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(GO_PACKAGES)
 
 ## test: go vet, then every test against real emulators started once for the run (the JS SDK and
 ##       browser tests in web/test run inside it, from internal/webtest). The slowest package takes
@@ -93,7 +97,7 @@ vet:
 ALONE_TESTS := ^(TestRollupsOfManyWarmCounters|TestExampleAppInChromium)$$
 ALONE_PACKAGES := ./internal/e2e/ ./internal/webtest/
 test: vet build $(WEB_APP)
-	$(LOCALSTACK) exec -- sh -c '$(GO) test -count=1 -timeout 15m -skip "$(ALONE_TESTS)" ./... && \
+	$(LOCALSTACK) exec -- sh -c '$(GO) test -count=1 -timeout 15m -skip "$(ALONE_TESTS)" $(GO_PACKAGES) && \
 		$(GO) test -count=1 -p 1 -timeout 15m -run "$(ALONE_TESTS)" $(ALONE_PACKAGES) && $(call fuzz-each,$(FUZZ_EXECS))'
 
 ## fuzz: every fuzz target of functions/ for FUZZTIME each (default 1m), on the local stack's emulators

@@ -21,18 +21,33 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/shared/wire"
 )
 
 // headersSeen serves 200 increments and records each request's Authorization and
 // X-Serverless-Authorization.
 func headersSeen(t *testing.T) (url string, seen func() [][2]string) {
 	t.Helper()
+	return headersSeenOn(t, httptest.NewServer)
+}
+
+// headersSeenOverTLS is headersSeen on an https:// server that http.DefaultTransport trusts until
+// the test ends (New's default HTTP client sends through it).
+func headersSeenOverTLS(t *testing.T) (url string, seen func() [][2]string) {
+	t.Helper()
+	var srv *httptest.Server
+	url, seen = headersSeenOn(t, func(h http.Handler) *httptest.Server { srv = httptest.NewTLSServer(h); return srv })
+	saved := http.DefaultTransport
+	http.DefaultTransport = srv.Client().Transport
+	t.Cleanup(func() { http.DefaultTransport = saved })
+	return url, seen
+}
+
+func headersSeenOn(t *testing.T, newServer func(http.Handler) *httptest.Server) (url string, seen func() [][2]string) {
 	var mu sync.Mutex
 	var got [][2]string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		got = append(got, [2]string{r.Header.Get("Authorization"), r.Header.Get(wire.HeaderServerlessAuthorization)})
+		got = append(got, [2]string{r.Header.Get("Authorization"), r.Header.Get("X-Serverless-Authorization")})
 		mu.Unlock()
 		_, _ = io.WriteString(w, okIncrement)
 	}))
@@ -45,8 +60,8 @@ func headersSeen(t *testing.T) (url string, seen func() [][2]string) {
 // which then goes in Authorization.
 func TestIAMTokenMovesToServerlessAuthorizationForAUsersToken(t *testing.T) {
 	url, seen := headersSeen(t)
-	c, err := client.New(context.Background(), client.Local(url),
-		client.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "iam", TokenType: "Bearer"})))
+	c, err := client.New(context.Background(), option.WithEndpoint(url),
+		client.WithIDTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "iam", TokenType: "Bearer"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +77,10 @@ func TestIAMTokenMovesToServerlessAuthorizationForAUsersToken(t *testing.T) {
 	}
 }
 
-// TestClientOptionsMakeTheIAMTokens: WithClientOptions's credentials (here a service account key
+// TestClientOptionsMakeTheIAMTokens: option.WithAuthCredentialsJSON (here a service account key
 // whose token endpoint is a test server) make the ID tokens, for each function's URL as audience.
 func TestClientOptionsMakeTheIAMTokens(t *testing.T) {
-	url, seen := headersSeen(t)
+	url, seen := headersSeenOverTLS(t)
 	claims, _ := json.Marshal(map[string]any{"exp": time.Now().Add(time.Hour).Unix()})
 	idToken := "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString(claims) + ".c2ln"
 	var mu sync.Mutex
@@ -94,8 +109,8 @@ func TestClientOptionsMakeTheIAMTokens(t *testing.T) {
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	sa, _ := json.Marshal(map[string]string{"type": "service_account", "client_email": "caller@p.iam.gserviceaccount.com",
 		"private_key_id": "k1", "private_key": string(pemKey), "token_uri": tokens.URL})
-	c, err := client.New(context.Background(), client.Endpoints{Increment: url + "/Increment"},
-		client.WithClientOptions(option.WithAuthCredentialsJSON(option.ServiceAccount, sa)))
+	c, err := client.New(context.Background(), client.WithEndpoints(client.Endpoints{Increment: url + "/Increment"}),
+		option.WithAuthCredentialsJSON(option.ServiceAccount, sa))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +138,7 @@ func TestNoIAMTokenIsNotAnUnknownOutcome(t *testing.T) {
 	url, seen := headersSeen(t)
 	var waits []time.Duration
 	defer client.RecordWaits(&waits)()
-	c, err := client.New(context.Background(), client.Local(url), client.WithTokenSource(failingTokens{}), client.WithMaxAttempts(2))
+	c, err := client.New(context.Background(), option.WithEndpoint(url), client.WithIDTokenSource(failingTokens{}), client.WithMaxAttempts(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,5 +148,42 @@ func TestNoIAMTokenIsNotAnUnknownOutcome(t *testing.T) {
 	}
 	if n := len(seen()); n != 0 {
 		t.Errorf("%d requests reached the function, want none", n)
+	}
+}
+
+// TestGoogleOptionsAloneCallAnEndpoint: option.WithEndpoint and option.WithoutAuthentication are all
+// a client needs, with no credentials anywhere (ADC points at a missing file); so is an http://
+// endpoint without WithoutAuthentication; an https:// one without credentials fails in New.
+func TestGoogleOptionsAloneCallAnEndpoint(t *testing.T) {
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", t.TempDir()+"/missing.json")
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, okIncrement)
+	}))
+	defer srv.Close()
+	for _, opts := range [][]option.ClientOption{
+		{option.WithEndpoint(srv.URL), option.WithoutAuthentication()},
+		{option.WithEndpoint(srv.URL + "/")},
+	} {
+		c, err := client.New(context.Background(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Increment(context.Background(), client.Increment{Counter: "likes"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"POST /Increment ", "POST /Increment "}; strings.Join(paths, "|") != strings.Join(want, "|") {
+		t.Errorf("requests %q, want %q", paths, want)
+	}
+	if _, err := client.New(context.Background(), option.WithEndpoint("https://functions.example")); err == nil {
+		t.Error("an https:// endpoint without credentials: no error from New")
+	}
+	if _, err := client.New(context.Background()); err == nil || !strings.Contains(err.Error(), "WithEndpoint") {
+		t.Errorf("no endpoint: %v, want an error naming option.WithEndpoint", err)
 	}
 }

@@ -13,16 +13,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/shardcount/counters/shared/wire"
 )
 
 const maxAnswerBytes = 1 << 20
 
+// The API's headers and outcomes (docs/api.md); the server's are in package shared/wire, and a
+// test of the root module holds the two to each other.
 const (
-	headerIdempotencyKey = wire.HeaderIdempotencyKey
-	headerReplayed       = wire.HeaderReplayed
+	headerIdempotencyKey          = "Idempotency-Key"
+	headerReplayed                = "Idempotent-Replayed"
+	headerServerlessAuthorization = "X-Serverless-Authorization"
+	outcomeNotApplied             = "not_applied"
 )
+
+// errorBody is every error answer's body.
+type errorBody struct {
+	Error   string `json:"error"`
+	Field   string `json:"field,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+}
 
 // call is one request; resendUnknown allows resending it after an unknown outcome.
 type call struct {
@@ -100,7 +109,7 @@ func (cl *Client) do(ctx context.Context, c call, out any) (answer, error) {
 
 // notApplied reports whether a 5xx or 429 certainly applied nothing.
 func notApplied(e *Error) bool {
-	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests || e.Outcome == wire.OutcomeNotApplied
+	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests || e.Outcome == outcomeNotApplied
 }
 
 // sleep waits d, or returns ctx's error; tests replace it.
@@ -161,7 +170,7 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (int, http.Head
 
 // apiError is the *Error of a non-2xx answer.
 func apiError(status int, header http.Header, raw []byte) *Error {
-	var body wire.ErrorBody
+	var body errorBody
 	if json.Unmarshal(raw, &body) != nil || body.Error == "" {
 		body.Error = strings.TrimSpace(string(raw)) // Cloud Run's or a proxy's
 		if body.Error == "" {

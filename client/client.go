@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
 	"google.golang.org/api/idtoken"
 	"google.golang.org/api/option"
-
-	"github.com/shardcount/counters/shared/wire"
-	"github.com/shardcount/counters/version"
+	"google.golang.org/api/option/internaloption"
+	htransport "google.golang.org/api/transport/http"
 )
 
 // Endpoints are the functions' URLs; a call to one left empty fails.
@@ -20,12 +22,14 @@ type Endpoints struct {
 	Increment, Count, Top, ConfigureCounter string
 }
 
-// Local is the endpoints at base/<EntryPoint> (the local stack).
-func Local(base string) Endpoints {
+// endpointsAt is the functions at base/<EntryPoint>, as the local stack serves them.
+func endpointsAt(base string) Endpoints {
+	base = strings.TrimSuffix(base, "/")
 	return Endpoints{Increment: base + "/Increment", Count: base + "/Count", Top: base + "/Top", ConfigureCounter: base + "/ConfigureCounter"}
 }
 
-// CloudFunctions is the deployed endpoints, https://REGION-PROJECT.cloudfunctions.net/<name>.
+// CloudFunctions is the deployed endpoints, https://REGION-PROJECT.cloudfunctions.net/<name>; give
+// them to New with WithEndpoints.
 func CloudFunctions(region, project string) Endpoints {
 	base := "https://" + region + "-" + project + ".cloudfunctions.net"
 	return Endpoints{Increment: base + "/increment", Count: base + "/count", Top: base + "/top", ConfigureCounter: base + "/configure-counter"}
@@ -52,57 +56,111 @@ type Client struct {
 	userAgent   string
 }
 
-// Option configures a Client.
-type Option func(*settings)
+// clientOption is an option of this client, given to New among Google's.
+type clientOption struct {
+	internaloption.EmbeddableAdapter
+	apply func(*settings)
+}
 
 type settings struct {
-	httpClient    *http.Client
-	tokens        oauth2.TokenSource
-	clientOptions []option.ClientOption
-	maxAttempts   int
+	endpoints   *Endpoints
+	tokens      oauth2.TokenSource
+	maxAttempts int
 }
 
-// WithHTTPClient sends requests with hc, adding no ID token unless WithTokenSource.
-func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.httpClient = hc } }
-
-// WithTokenSource sends ts's token instead of ID tokens.
-func WithTokenSource(ts oauth2.TokenSource) Option { return func(s *settings) { s.tokens = ts } }
-
-// WithClientOptions makes the ID tokens with opts (idtoken.NewTokenSource).
-func WithClientOptions(opts ...option.ClientOption) Option {
-	return func(s *settings) { s.clientOptions = append(s.clientOptions, opts...) }
+// WithEndpoints calls each function at its own URL (a deployment: CloudFunctions); it takes
+// precedence over option.WithEndpoint.
+func WithEndpoints(e Endpoints) option.ClientOption {
+	return &clientOption{apply: func(s *settings) { s.endpoints = &e }}
 }
 
-// WithMaxAttempts bounds the attempts of one call (n ≥ 1).
-func WithMaxAttempts(n int) Option { return func(s *settings) { s.maxAttempts = max(n, 1) } }
+// WithIDTokenSource sends ts's token as the IAM ID token of every call, over http:// too, in place
+// of the ID tokens New would make.
+func WithIDTokenSource(ts oauth2.TokenSource) option.ClientOption {
+	return &clientOption{apply: func(s *settings) { s.tokens = ts }}
+}
 
-// New returns a client of endpoints; by default its credentials must make ID tokens (a service
-// account).
-func New(ctx context.Context, endpoints Endpoints, opts ...Option) (*Client, error) {
+// WithMaxAttempts bounds the attempts of one call (n ≥ 1; default DefaultMaxAttempts).
+func WithMaxAttempts(n int) option.ClientOption {
+	return &clientOption{apply: func(s *settings) { s.maxAttempts = max(n, 1) }}
+}
+
+// New returns a client of the functions, configured by Google's options as google-cloud-go's
+// clients are, and by this package's (WithEndpoints, WithIDTokenSource, WithMaxAttempts):
+//
+//   - option.WithEndpoint(base): the functions are at base/Increment, base/Count, base/Top and
+//     base/ConfigureCounter, as the local stack serves them. One of it and WithEndpoints is required.
+//   - option.WithHTTPClient(hc): every request goes through hc as it is; New adds no ID token.
+//   - option.WithoutAuthentication(): New adds no ID token.
+//   - Otherwise each call to an https:// endpoint carries an ID token whose audience is the
+//     endpoint's URL (what Cloud Run's IAM checks on a private deployment), made by
+//     idtoken.NewTokenSource from the credentials the options name (option.WithCredentialsFile,
+//     option.WithAuthCredentialsJSON, ...) or from Application Default Credentials. Calls to
+//     http:// endpoints (the local stack) carry none, so local use needs no credentials.
+//
+// New fails when the options conflict or no ID token source can be made.
+func New(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
 	s := settings{maxAttempts: DefaultMaxAttempts}
+	var google []option.ClientOption
 	for _, o := range opts {
-		o(&s)
+		if own, ok := o.(*clientOption); ok {
+			own.apply(&s)
+			continue
+		}
+		google = append(google, o)
 	}
-	c := &Client{endpoints: endpoints, clients: map[string]*http.Client{}, maxAttempts: s.maxAttempts,
-		userAgent: "shardcount-counters-go-client/" + version.Version}
-	base := s.httpClient
-	if base == nil {
-		base = &http.Client{Timeout: attemptTimeout}
+	resolved, err := internaloption.NewUnsafeResolver(google...)
+	if err != nil {
+		return nil, fmt.Errorf("client options: %w", err)
 	}
-	for _, url := range []string{endpoints.Increment, endpoints.Count, endpoints.Top, endpoints.ConfigureCounter} {
-		if url == "" || c.clients[url] != nil {
+	// Google's reading of the options: the endpoint, and WithHTTPClient's client (else one of its
+	// own, unused: this client's requests carry no OAuth token, only ID tokens).
+	hc, endpoint, err := htransport.NewClient(ctx, append(slices.Clone(google), option.WithoutAuthentication(), internaloption.SkipDialSettingsValidation())...)
+	if err != nil {
+		return nil, fmt.Errorf("client options: %w", err)
+	}
+	customHTTP := resolved.ResolvedHTTPClientIsCustom()
+	if !customHTTP {
+		hc = &http.Client{Timeout: attemptTimeout}
+	}
+	endpoints := endpointsAt(endpoint)
+	switch {
+	case s.endpoints != nil:
+		endpoints = *s.endpoints
+	case endpoint == "":
+		return nil, errors.New("client options: no endpoint: give option.WithEndpoint (the functions' base URL) or client.WithEndpoints")
+	}
+	c := &Client{endpoints: endpoints, clients: map[string]*http.Client{}, maxAttempts: s.maxAttempts, userAgent: userAgent()}
+	makeTokens := s.tokens == nil && !customHTTP && !resolved.ResolvedWithoutAuthentication()
+	for _, u := range []string{endpoints.Increment, endpoints.Count, endpoints.Top, endpoints.ConfigureCounter} {
+		if u == "" || c.clients[u] != nil {
 			continue
 		}
 		ts := s.tokens
-		if ts == nil && s.httpClient == nil {
-			var err error
-			if ts, err = idtoken.NewTokenSource(ctx, url, s.clientOptions...); err != nil {
-				return nil, fmt.Errorf("ID tokens for %s from Application Default Credentials: %w", url, err)
+		if makeTokens && strings.HasPrefix(u, "https://") {
+			if ts, err = idtoken.NewTokenSource(ctx, u, google...); err != nil {
+				return nil, fmt.Errorf("ID tokens for %s: %w", u, err)
 			}
 		}
-		c.clients[url] = authorized(base, ts)
+		c.clients[u] = authorized(hc, ts)
 	}
 	return c, nil
+}
+
+// modulePath is this module's path, whose version names the client in User-Agent.
+const modulePath = "github.com/shardcount/counters/client"
+
+// userAgent is "shardcount-counters-go-client/<this module's version in the binary>".
+func userAgent() string {
+	v := "(devel)"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range append([]*debug.Module{&info.Main}, info.Deps...) {
+			if m.Path == modulePath && m.Version != "" {
+				v = m.Version
+			}
+		}
+	}
+	return "shardcount-counters-go-client/" + v
 }
 
 // authorized is base adding ts's token, if any.
@@ -132,7 +190,7 @@ func (t *iamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	header := "Authorization"
 	if r.Header.Get("Authorization") != "" {
-		header = wire.HeaderServerlessAuthorization
+		header = headerServerlessAuthorization
 	}
 	r.Header.Set(header, tok.Type()+" "+tok.AccessToken)
 	base := t.base

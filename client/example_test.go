@@ -7,6 +7,8 @@ import (
 	"log"
 	"net/http"
 
+	"google.golang.org/api/option"
+
 	"github.com/shardcount/counters/client"
 )
 
@@ -15,7 +17,7 @@ import (
 // (deploy.sh --invoker, Terraform's http_invokers).
 func Example() {
 	ctx := context.Background()
-	c, err := client.New(ctx, client.CloudFunctions("us-central1", "my-project"))
+	c, err := client.New(ctx, client.WithEndpoints(client.CloudFunctions("us-central1", "my-project")))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -30,10 +32,11 @@ func Example() {
 	fmt.Println(n.Count)
 }
 
-// The local stack (make run) checks no IAM: give the client a plain HTTP client.
-func ExampleLocal() {
+// The local stack (make run) checks no IAM, and http:// endpoints get no ID token: no credentials
+// are needed.
+func Example_local() {
 	ctx := context.Background()
-	c, err := client.New(ctx, client.Local("http://127.0.0.1:8080"), client.WithHTTPClient(http.DefaultClient))
+	c, err := client.New(ctx, option.WithEndpoint("http://127.0.0.1:8080"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,7 +50,7 @@ func ExampleLocal() {
 // What each error of Increment means.
 func ExampleClient_Increment() {
 	ctx := context.Background()
-	c, err := client.New(ctx, client.Local("http://127.0.0.1:8080"), client.WithHTTPClient(http.DefaultClient))
+	c, err := client.New(ctx, option.WithEndpoint("http://127.0.0.1:8080"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +79,7 @@ func ExampleClient_Increment() {
 // A counter that adapts its shard count, counts per day and ranks in a group's top list.
 func ExampleClient_ConfigureCounter() {
 	ctx := context.Background()
-	c, err := client.New(ctx, client.Local("http://127.0.0.1:8080"), client.WithHTTPClient(http.DefaultClient))
+	c, err := client.New(ctx, option.WithEndpoint("http://127.0.0.1:8080"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func ExampleClient_ConfigureCounter() {
 // Today's five most counted posts.
 func ExampleClient_Top() {
 	ctx := context.Background()
-	c, err := client.New(ctx, client.Local("http://127.0.0.1:8080"), client.WithHTTPClient(http.DefaultClient))
+	c, err := client.New(ctx, option.WithEndpoint("http://127.0.0.1:8080"))
 	if err != nil {
 		log.Fatal(err)
 	}

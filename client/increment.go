@@ -2,12 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
-
-	"github.com/google/uuid"
-
-	"github.com/shardcount/counters/shared/wire"
+	"time"
 )
 
 // Increment is Delta (0: 1) added to Counter, or Member counted once in a distinct counter. Key ("":
@@ -21,7 +19,11 @@ type Increment struct {
 
 // Incremented is Increment's answer (docs/api.md) and the Key sent; Replayed: it repeats Key's first.
 type Incremented struct {
-	wire.IncrementAnswer
+	Counter    string     `json:"counter"`
+	Delta      int64      `json:"delta"`
+	Shard      int        `json:"shard"`
+	Counted    *bool      `json:"counted,omitempty"`
+	ReceivedAt *time.Time `json:"received_at,omitempty"`
 
 	Key      string `json:"-"`
 	Replayed bool   `json:"-"`
@@ -33,9 +35,9 @@ type Incremented struct {
 func (c *Client) Increment(ctx context.Context, inc Increment) (*Incremented, error) {
 	key := inc.Key
 	if key == "" {
-		key = uuid.NewString()
+		key = rand.Text() // 26 characters, 130 random bits
 	}
-	body := wire.IncrementRequest{Counter: inc.Counter}
+	body := incrementRequest{Counter: inc.Counter}
 	if inc.Delta != 0 {
 		body.Delta = &inc.Delta
 	}
@@ -49,4 +51,11 @@ func (c *Client) Increment(ctx context.Context, inc Increment) (*Incremented, er
 	}
 	out.Key, out.Attempts, out.Replayed = key, ans.attempts, ans.header.Get(headerReplayed) == "true"
 	return &out, nil
+}
+
+// incrementRequest is Increment's body.
+type incrementRequest struct {
+	Counter string  `json:"counter"`
+	Delta   *int64  `json:"delta,omitempty"`
+	Member  *string `json:"member,omitempty"`
 }

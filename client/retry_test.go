@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcount/counters/shared/wire"
+	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/client"
 )
@@ -42,7 +42,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	n := len(s.received)
-	s.received = append(s.received, received{at: time.Now(), method: r.Method, url: r.URL.String(), key: r.Header.Get(wire.HeaderIdempotencyKey), body: string(body)})
+	s.received = append(s.received, received{at: time.Now(), method: r.Method, url: r.URL.String(), key: r.Header.Get("Idempotency-Key"), body: string(body)})
 	a := s.answers[min(n, len(s.answers)-1)]
 	s.mu.Unlock()
 	for k, v := range a.header {
@@ -60,12 +60,12 @@ func (s *scripted) requests() []received {
 }
 
 // newScripted serves answers and returns a client of it (no ID tokens) and the server.
-func newScripted(t *testing.T, opts []client.Option, answers ...scriptedAnswer) (*client.Client, *scripted) {
+func newScripted(t *testing.T, opts []option.ClientOption, answers ...scriptedAnswer) (*client.Client, *scripted) {
 	t.Helper()
 	s := &scripted{answers: answers}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	c, err := client.New(context.Background(), client.Local(srv.URL), append([]client.Option{client.WithHTTPClient(srv.Client())}, opts...)...)
+	c, err := client.New(context.Background(), append([]option.ClientOption{option.WithEndpoint(srv.URL), option.WithHTTPClient(srv.Client())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestIncrementResendsUnknownOutcomesWithTheSameKey(t *testing.T) {
 }
 
 func TestIncrementUnknownAfterTheBoundIsItsOwnError(t *testing.T) {
-	c, srv := newScripted(t, []client.Option{client.WithMaxAttempts(3)}, unknown)
+	c, srv := newScripted(t, []option.ClientOption{client.WithMaxAttempts(3)}, unknown)
 	_, err := c.Increment(context.Background(), client.Increment{Counter: "likes", Key: "order-43"})
 	if !errors.Is(err, client.ErrOutcomeUnknown) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown", err)
@@ -140,7 +140,7 @@ func TestIncrementUnknownAfterTheBoundIsItsOwnError(t *testing.T) {
 }
 
 func TestIncrement503sUntilTheBoundAreNotApplied(t *testing.T) {
-	c, _ := newScripted(t, []client.Option{client.WithMaxAttempts(1)}, unavailable)
+	c, _ := newScripted(t, []option.ClientOption{client.WithMaxAttempts(1)}, unavailable)
 	_, err := c.Increment(context.Background(), client.Increment{Counter: "likes"})
 	var apiErr *client.Error
 	if errors.Is(err, client.ErrOutcomeUnknown) || !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.RetryAfter != time.Second || apiErr.Outcome != "not_applied" {
@@ -173,7 +173,7 @@ func TestLostAnswerIsResentWithTheSameKey(t *testing.T) {
 	var keys []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		keys = append(keys, r.Header.Get(wire.HeaderIdempotencyKey))
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
 		first := len(keys) == 1
 		mu.Unlock()
 		if first { // the connection ends before the answer: the client cannot know
@@ -184,7 +184,7 @@ func TestLostAnswerIsResentWithTheSameKey(t *testing.T) {
 		_, _ = io.WriteString(w, okIncrement)
 	}))
 	defer srv.Close()
-	c, err := client.New(context.Background(), client.Local(srv.URL), client.WithHTTPClient(srv.Client()))
+	c, err := client.New(context.Background(), option.WithEndpoint(srv.URL), option.WithHTTPClient(srv.Client()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestEndedContextSendsNothing(t *testing.T) {
 }
 
 func TestMissingEndpoint(t *testing.T) {
-	c, err := client.New(context.Background(), client.Endpoints{Count: "http://127.0.0.1:1/Count"}, client.WithHTTPClient(http.DefaultClient))
+	c, err := client.New(context.Background(), client.WithEndpoints(client.Endpoints{Count: "http://127.0.0.1:1/Count"}), option.WithHTTPClient(http.DefaultClient))
 	if err != nil {
 		t.Fatal(err)
 	}

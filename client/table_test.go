@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/api/option"
+
 	"github.com/shardcount/counters/client"
-	"github.com/shardcount/counters/shared/wire"
 )
 
 // retryTable is testdata/retry-table.json, which the web client's tests play too.
@@ -75,7 +76,7 @@ func TestRetryTable(t *testing.T) {
 			var keys []string
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
-				keys = append(keys, r.Header.Get(wire.HeaderIdempotencyKey))
+				keys = append(keys, r.Header.Get("Idempotency-Key"))
 				a := tc.Answers[min(len(keys), len(tc.Answers))-1]
 				mu.Unlock()
 				if a.NoAnswer {
@@ -97,11 +98,11 @@ func TestRetryTable(t *testing.T) {
 			defer srv.Close()
 			var waits []time.Duration
 			defer client.RecordWaits(&waits)()
-			opts := []client.Option{client.WithHTTPClient(srv.Client())}
+			opts := []option.ClientOption{option.WithEndpoint(srv.URL), option.WithHTTPClient(srv.Client())}
 			if tc.MaxAttempts > 0 {
 				opts = append(opts, client.WithMaxAttempts(tc.MaxAttempts))
 			}
-			c, err := client.New(context.Background(), client.Local(srv.URL), opts...)
+			c, err := client.New(context.Background(), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

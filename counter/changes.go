@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -24,8 +25,11 @@ type Change struct {
 
 // Baseline is what a collection counter starts from.
 type Baseline struct {
-	Source   string   // the declaration's name: only its changes change the counter
-	Settings Settings // for a new counter
+	Source string // the declaration's name: only its changes change the counter
+	// Definition fingerprints what the declaration counts: a counter based under another is
+	// rebased under this one before its change counts.
+	Definition string
+	Settings   Settings // for a new counter
 	// ValueAt is the exact value of the counter's documents at read time at.
 	ValueAt func(ctx context.Context, at time.Time) (int64, error)
 	// MirrorDocument and MirrorField (dotted), optional, get the count on roll-ups.
@@ -128,7 +132,7 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 func refuseOthers(batch []request, open []int, source string, replies []reply) []int {
 	var mine []int
 	for _, i := range open {
-		if batch[i].change.Baseline.Source != source {
+		if !SameSource(source, batch[i].change.Baseline.Source) {
 			replies[i] = reply{err: fmt.Errorf("counter %q counts %q: %w", batch[i].incs[0].Counter, source, ErrNotItsCounter)}
 			continue
 		}
@@ -167,25 +171,44 @@ var errNoBase = errors.New("the collection counter has no base yet")
 // errBaseMoved: the counter's base changed after its changes were judged against it.
 var errBaseMoved = errors.New("the collection counter's base changed while its changes were judged")
 
+// SameSource reports whether a counter recording source (shared.FieldSource) is the declaration's
+// named want; a record of "want of DOCUMENTS" (before declarations were named by their counter
+// template alone) is too.
+func SameSource(source, want string) bool {
+	return source == want || strings.HasPrefix(source, want+" of ")
+}
+
 // changeBase is collection counter id's complete base and the declaration it counts (an ordinary
-// counter: ""), establishing a base with baseline first when it has none.
+// counter: ""), establishing a base with baseline first when it has none, and rebasing it under
+// baseline's definition when it was taken under another.
 func (s *Store) changeBase(ctx context.Context, id string, baseline Baseline) (time.Time, string, error) {
 	for range 2 {
 		snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
 		if err != nil && status.Code(err) != codes.NotFound {
 			return time.Time{}, "", fmt.Errorf("read counter %q: %w", id, err)
 		}
+		mode := stampIfNone
 		if err == nil {
 			source, _ := snap.Data()[shared.FieldSource].(string)
-			if at, done := baseOf(snap); done || source != baseline.Source {
+			at, done := baseOf(snap)
+			if !SameSource(source, baseline.Source) || done && DefinitionOf(snap) == baseline.Definition {
 				return at, source, nil
 			}
+			if done {
+				mode = stampIfRedefined
+			}
 		}
-		if err := s.EstablishBase(ctx, id, baseline); err != nil {
+		if err := s.establishBase(ctx, id, baseline, mode); err != nil {
 			return time.Time{}, "", err
 		}
 	}
 	return time.Time{}, "", errNoBase
+}
+
+// DefinitionOf is the definition a collection counter's base was taken under (Baseline.Definition).
+func DefinitionOf(snap *firestore.DocumentSnapshot) string {
+	d, _ := snap.Data()[shared.FieldSourceDefinition].(string)
+	return d
 }
 
 // changesInTransaction adds the fresh changes' deltas to one shard and creates their records, in one
@@ -202,7 +225,7 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		if err != nil {
 			return fmt.Errorf("read the counter: %w", err)
 		}
-		if source, _ := snap.Data()[shared.FieldSource].(string); len(fresh) > 0 && source != batch[fresh[0]].change.Baseline.Source {
+		if source, _ := snap.Data()[shared.FieldSource].(string); len(fresh) > 0 && !SameSource(source, batch[fresh[0]].change.Baseline.Source) {
 			return ErrNotItsCounter
 		}
 		if at, done := baseOf(snap); !done || !at.Equal(base) {
@@ -316,6 +339,11 @@ func baseOf(snap *firestore.DocumentSnapshot) (at time.Time, done bool) {
 // completed), configuring a missing counter with base.Settings. Of instances establishing one
 // counter's base at once, one stamps it and all complete that stamp.
 func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) error {
+	return s.establishBase(ctx, id, base, stampIfNone)
+}
+
+// establishBase is EstablishBase, stamping the base as mode says.
+func (s *Store) establishBase(ctx context.Context, id string, base Baseline, mode stampMode) error {
 	_, err := s.schema.CounterRef(s.client, id).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -327,7 +355,7 @@ func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) err
 	case err != nil:
 		return fmt.Errorf("read counter %q: %w", id, err)
 	}
-	if err := s.stampBase(ctx, id, base, false); err != nil {
+	if err := s.stampBase(ctx, id, base, mode); err != nil {
 		return err
 	}
 	return s.completeBase(ctx, id, base)
@@ -336,15 +364,23 @@ func (s *Store) EstablishBase(ctx context.Context, id string, base Baseline) err
 // Rebase makes collection counter id exact at a new base time, stamping base's mirror. Safe to
 // repeat and with changes in flight.
 func (s *Store) Rebase(ctx context.Context, id string, base Baseline) error {
-	if err := s.stampBase(ctx, id, base, true); err != nil {
+	if err := s.stampBase(ctx, id, base, stampAlways); err != nil {
 		return err
 	}
 	return s.completeBase(ctx, id, base)
 }
 
-// stampBase stamps counter id with a pending base and base's source and mirror; unless again, only
-// a counter that has no base, pending or complete.
-func (s *Store) stampBase(ctx context.Context, id string, base Baseline, again bool) error {
+// stampMode says which counters stampBase stamps.
+type stampMode int
+
+const (
+	stampIfNone      stampMode = iota // a counter with no base, pending or complete
+	stampIfRedefined                  // also one based under another definition
+	stampAlways
+)
+
+// stampBase stamps counter id, as mode says, with a pending base and base's definition and mirror.
+func (s *Store) stampBase(ctx context.Context, id string, base Baseline, mode stampMode) error {
 	var mirrorDoc, mirrorField any = firestore.Delete, firestore.Delete
 	if base.MirrorDocument != "" {
 		mirrorDoc, mirrorField = base.MirrorDocument, base.MirrorField
@@ -355,15 +391,20 @@ func (s *Store) stampBase(ctx context.Context, id string, base Baseline, again b
 		if err != nil {
 			return err
 		}
-		if source, _ := snap.Data()[shared.FieldSource].(string); source != base.Source {
+		if source, _ := snap.Data()[shared.FieldSource].(string); !SameSource(source, base.Source) {
 			return fmt.Errorf("counter %q counts %q: %w", id, source, ErrNotItsCounter)
 		}
-		if at, _ := snap.Data()[shared.FieldBaseAt].(time.Time); !again && !at.IsZero() {
+		at, _ := snap.Data()[shared.FieldBaseAt].(time.Time)
+		switch {
+		case at.IsZero() || mode == stampAlways:
+		case mode == stampIfRedefined && DefinitionOf(snap) != base.Definition:
+		default:
 			return nil
 		}
 		return tx.Update(ref, []firestore.Update{
 			{Path: shared.FieldBaseAt, Value: firestore.ServerTimestamp},
 			{Path: shared.FieldBaseDone, Value: false},
+			{Path: shared.FieldSourceDefinition, Value: base.Definition},
 			{Path: shared.FieldMirrorDocument, Value: mirrorDoc},
 			{Path: shared.FieldMirrorField, Value: mirrorField},
 		})
@@ -422,7 +463,11 @@ func (s *Store) completeBaseAt(ctx context.Context, id string, base Baseline) er
 		if !now.UpdateTime.Equal(snap.UpdateTime) {
 			return errCounterMoved // a newer stamp, or a completion and a stamp
 		}
-		ops := []op{{kind: opUpdate, ref: ref, updates: []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}}}
+		updates := []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}
+		if correction != 0 { // the sweep rolls it up should the trigger's event be lost
+			updates = append(updates, firestore.Update{Path: shared.FieldTouchedMinute, Value: shared.UnixMinute(s.clock.Now())})
+		}
+		ops := []op{{kind: opUpdate, ref: ref, updates: updates}}
 		if correction != 0 {
 			w, err := s.planShard(ctx, id, correction, at, false, true)
 			if err != nil {

@@ -80,3 +80,8 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 func (s *Store) CounterRef(id string) *firestore.DocumentRef {
 	return s.schema.CounterRef(s.client, id)
 }
+
+// RollupRef is counter id's roll-up document.
+func (s *Store) RollupRef(id string) *firestore.DocumentRef {
+	return s.schema.RollupRef(s.client, id)
+}

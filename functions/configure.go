@@ -114,7 +114,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 			return nil, err
 		}
 		if err := s.counters.Delete(r.Context(), id); err != nil {
-			return nil, err
+			return nil, s.declaredNotFound(id, err)
 		}
 		if err := s.engine.RefreshTopsAfterDelete(r.Context(), id, ranked); err != nil {
 			s.log.WarnContext(r.Context(), "top lists not refreshed after a counter delete; they rank it until their group's next roll-up",
@@ -135,7 +135,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		}
 		deleted, more, err := s.counters.PurgeMembers(r.Context(), req.Counter)
 		if err != nil {
-			return nil, err
+			return nil, s.declaredNotFound(req.Counter, err)
 		}
 		return purgeResponse{Counter: req.Counter, membersPurge: membersPurge{MembersDeleted: deleted, MembersLeft: more}}, nil
 	}
@@ -145,7 +145,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		}
 		discarded, err := s.counters.Reset(r.Context(), req.Counter)
 		if err != nil {
-			return nil, err
+			return nil, s.declaredNotFound(req.Counter, err)
 		}
 		return resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: s.purgeMembers(r, req.Counter)}, nil
 	}

@@ -78,12 +78,8 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (countAnswer, er
 		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
 		return nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
 	}
-	if errors.Is(err, counter.ErrNotFound) && s.counting.Declares(id) {
-		return nil, &requestError{status: http.StatusNotFound, field: "counter",
-			message: "no such counter yet: it counts documents (COUNTER_SOURCES) and its first document's event makes it; documents written before its declaration get it from `go run ./cmd/sources backfill`"}
-	}
 	if err != nil {
-		return nil, err
+		return nil, s.declaredNotFound(id, err)
 	}
 	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
 	// A broken roll-up is reported missing, and logged.
@@ -116,7 +112,7 @@ func (s *Service) windowCount(r *http.Request, id string) (windowCountResponse, 
 	}
 	v, err := s.counters.WindowValue(r.Context(), id, window, bucket)
 	if err != nil {
-		return windowCountResponse{}, err
+		return windowCountResponse{}, s.declaredNotFound(id, err)
 	}
 	return windowCountResponse{Counter: id, Window: window, Bucket: v.Bucket, Count: v.Count, Windows: v.Windows}, nil
 }

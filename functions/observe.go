@@ -41,7 +41,7 @@ const (
 	EventCollectionRefused = "collection_change_refused"
 	// EventCollectionUnverified: ERROR per sweep and quiet collection counter it could not verify.
 	EventCollectionUnverified = "collection_counter_unverified"
-	// EventCollectionDrift: ERROR per sweep and quiet collection counter off its documents.
+	// EventCollectionDrift: ERROR per sweep and quiet collection counter off its documents, repaired.
 	EventCollectionDrift = "collection_counter_drift"
 )
 

@@ -81,23 +81,30 @@ func (s *Service) eventResult(ctx context.Context, e event.Event, err error, wha
 	}
 }
 
-// driftQuiet is how long a collection counter has had no write before the sweep verifies it.
+// driftQuiet is how long a collection counter has had no write before the sweep checks it.
 const driftQuiet = 3 * time.Minute
 
-// reportDrift logs EventCollectionDrift for each quiet collection counter off its documents, and
-// EventCollectionUnverified for each it could not verify.
+// reportDrift checks quiet collection counters (sources.Counting.CheckQuiet) and logs what it
+// repaired: EventCollectionDrift for each that differed from its documents, and
+// EventCollectionUnverified for each it could not check.
 func (s *Service) reportDrift(ctx context.Context) {
 	schema, client := s.cfg.Schema(), s.counting.Client()
-	check, err := s.counting.DriftOfQuiet(ctx, client.Collection(schema.Counters), client.Collection(schema.Sweep()).Doc("drift"), time.Now(), driftQuiet, s.cfg.RollupSweepLookback)
+	check, err := s.counting.CheckQuiet(ctx, client.Collection(schema.Counters), client.Collection(schema.Sweep()).Doc("drift"), time.Now(), driftQuiet)
 	if err != nil {
-		s.log.WarnContext(ctx, "verify quiet collection counters failed", "error", err.Error())
+		s.log.WarnContext(ctx, "check quiet collection counters failed", "error", err.Error())
 	}
 	for id, why := range check.Unverified {
-		s.log.ErrorContext(ctx, "collection counter could not be verified; skipped (run go run ./cmd/sources verify)", "event", EventCollectionUnverified,
+		s.log.ErrorContext(ctx, "collection counter could not be checked; skipped (run go run ./cmd/sources verify)", "event", EventCollectionUnverified,
 			"counter", id, "error", why)
 	}
 	for _, d := range check.Drifts {
-		s.log.ErrorContext(ctx, "collection counter differs from its documents; run go run ./cmd/sources repair", "event", EventCollectionDrift,
+		s.log.ErrorContext(ctx, "collection counter differed from its documents; repaired", "event", EventCollectionDrift,
 			"counter", d.Counter, "collection", d.Collection, "value", d.Value, "documents", d.Documents)
+	}
+	for _, id := range check.Redefined {
+		s.log.InfoContext(ctx, "collection counter rebased under its changed declaration", "counter", id)
+	}
+	for _, id := range check.Mirrors {
+		s.log.WarnContext(ctx, "collection counter's mirror differed from its roll-up; rewritten", "counter", id)
 	}
 }

@@ -139,6 +139,18 @@ const (
 	outcomeUnknown = wire.OutcomeUnknown
 )
 
+// declaredNotFound is err, unless err is counter.ErrNotFound for an ID that a declaration of
+// COUNTER_SOURCES builds: then the 404 names what makes that counter (its documents, and backfill
+// for documents older than the declaration), not ConfigureCounter or increments, which it refuses.
+func (s *Service) declaredNotFound(id string, err error) error {
+	if !errors.Is(err, counter.ErrNotFound) || !s.counting.Declares(id) {
+		return err
+	}
+	return &requestError{status: http.StatusNotFound, field: "counter",
+		message: "no such counter yet: it counts documents (a collection counter, COUNTER_SOURCES), and the first event of one of its documents makes it; " +
+			"documents written before its declaration are counted by `go run ./cmd/sources backfill`"}
+}
+
 // writeFailure answers a failed request with the status docs/api.md lists; internal details are
 // logged, never sent.
 func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
@@ -166,7 +178,8 @@ func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error
 	case errors.Is(err, counter.ErrDeclared):
 		writeJSON(w, http.StatusConflict, errorBody{Field: "counter",
 			Error: "the counter counts documents (a collection counter, COUNTER_SOURCES): its value is its documents' count or sum, and its windows and group are its declaration's. " +
-				"Change its documents instead of resetting it, change windows or group in the declaration, and run `go run ./cmd/sources repair` if it drifted; nothing was changed"})
+				"Write or delete its documents instead of creating or resetting it, change windows or group in the declaration, run `go run ./cmd/sources backfill` for documents written before its declaration, " +
+				"and `go run ./cmd/sources repair` if it drifted; nothing was changed"})
 	case errors.Is(err, counter.ErrNotFound):
 		how := "with ConfigureCounter or by incrementing it"
 		if !s.cfg.CreateOnIncrement {

@@ -57,15 +57,29 @@ func TestCountDocumentWriteCountsEachWriteOnceAndRefusesIncrements(t *testing.T)
 		t.Errorf("Count after the refused increment: %v, want 2", a.body)
 	}
 
-	// An ID the declaration builds is its documents' alone, before its first document too.
-	if a := srv.do(t, http.MethodPost, "/Increment", "application/json", []byte(`{"counter": "likes-p9"}`)); a.status != http.StatusConflict {
-		t.Errorf("Increment of a declared ID no document made yet: %d %v, want 409", a.status, a.body)
-	}
-	if a := srv.do(t, http.MethodPut, "/ConfigureCounter", "application/json", []byte(`{"counter": "likes-p9", "num_shards": 3}`)); a.status != http.StatusConflict {
-		t.Errorf("ConfigureCounter creating a declared ID: %d %v, want 409", a.status, a.body)
-	}
-	if a := srv.do(t, http.MethodGet, "/Count?counter=likes-p9", "", nil); a.status != http.StatusNotFound || !strings.Contains(fmt.Sprint(a.body["error"]), "backfill") {
-		t.Errorf("Count of a declared ID no document made yet: %d %v, want 404 naming the backfill", a.status, a.body)
+	// An ID the declaration builds is its documents' alone, before its first document too; every
+	// refusal names what applies to it (its documents, backfill), never ConfigureCounter or increments.
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		names              string
+	}{
+		{http.MethodPost, "/Increment", `{"counter": "likes-p9"}`, http.StatusConflict, "its documents"},
+		{http.MethodPut, "/ConfigureCounter", `{"counter": "likes-p9", "num_shards": 3}`, http.StatusConflict, "backfill"},
+		{http.MethodGet, "/Count?counter=likes-p9", "", http.StatusNotFound, "backfill"},
+		{http.MethodGet, "/Count?counter=likes-p9&window=day", "", http.StatusNotFound, "backfill"},
+		{http.MethodPost, "/ConfigureCounter", `{"counter": "likes-p9", "reset": true}`, http.StatusNotFound, "backfill"},
+		{http.MethodDelete, "/ConfigureCounter?counter=likes-p9", "", http.StatusNotFound, "backfill"},
+	} {
+		contentType := ""
+		if c.body != "" {
+			contentType = "application/json"
+		}
+		a := srv.do(t, c.method, c.path, contentType, []byte(c.body))
+		msg := fmt.Sprint(a.body["error"])
+		if a.status != c.status || !strings.Contains(msg, c.names) || strings.Contains(msg, "incrementing") || strings.Contains(msg, "create it with") {
+			t.Errorf("%s %s %s of a declared ID no document made yet: %d %v, want %d naming %q", c.method, c.path, c.body, a.status, a.body, c.status, c.names)
+		}
 	}
 
 	// Every ConfigureCounter action keeps it equal to its documents or is refused with 409.

@@ -33,8 +33,11 @@ const (
 	FieldWindow             = "window"
 	FieldBucket             = "bucket"
 	FieldSource             = "source_documents"
-	FieldMirrorDocument     = "mirror_document"
-	FieldMirrorField        = "mirror_field"
+	// FieldSourceDefinition is the fingerprint of the declaration a collection counter's base was
+	// taken under: another one rebases it.
+	FieldSourceDefinition = "source_definition"
+	FieldMirrorDocument   = "mirror_document"
+	FieldMirrorField      = "mirror_field"
 	// FieldBaseAt names a pending base (counter.Store.Rebase's stamp); with FieldBaseDone, it is the
 	// read time the counter was made exact at.
 	FieldBaseAt   = "base_at"

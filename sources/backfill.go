@@ -59,15 +59,64 @@ func (c *Counting) backfill(ctx context.Context, d *Declaration, after string, d
 		_, path, _ := strings.Cut(snaps[0].Ref.Path, "/documents/") // projects/P/databases/D/documents/<path>
 		collection := path[:strings.LastIndex(path, "/")]
 		if bound, ok := d.pattern.match(path); ok {
-			id := d.counterID(bound)
-			if wire.ValidateWritableCounterID(id) == nil && d.accepts(id) {
-				if err := c.store.EstablishBase(ctx, id, c.baseline(d, path)); err != nil {
-					return cursor, fmt.Errorf("base counter %q on %s: %w", id, collection, err)
-				}
-				done(id, collection)
+			if err := c.backfillCollection(ctx, d, collection, bound, done); err != nil {
+				return cursor, err
 			}
 		}
 		cursor = collection
+	}
+}
+
+// backfillCollection creates and bases d's counters of collection, whose path binds bound: one, or
+// with counter fields one per value its documents hold (each document read once).
+func (c *Counting) backfillCollection(ctx context.Context, d *Declaration, collection string, bound map[string]string, done func(counter, collection string)) error {
+	scopes := []scope{{bound: bound}}
+	if paths := d.counterFields(); len(paths) > 0 {
+		var err error
+		if scopes, err = c.valuesIn(ctx, d, collection, bound, paths); err != nil {
+			return err
+		}
+	}
+	for _, sc := range scopes {
+		id := d.counterID(sc)
+		if wire.ValidateWritableCounterID(id) != nil || !d.accepts(id) {
+			continue
+		}
+		if err := c.store.EstablishBase(ctx, id, c.baseline(d, sc)); err != nil {
+			return fmt.Errorf("base counter %q on %s: %w", id, collection, err)
+		}
+		done(id, collection)
+	}
+	return nil
+}
+
+// valuesIn is a scope per distinct combination of counter field values the documents of
+// collection hold.
+func (c *Counting) valuesIn(ctx context.Context, d *Declaration, collection string, bound map[string]string, paths []firestore.FieldPath) ([]scope, error) {
+	docs := c.client.Collection(collection).SelectPaths(paths...).Documents(ctx)
+	defer docs.Stop()
+	seen := map[string]bool{}
+	var scopes []scope
+	for {
+		snap, err := docs.Next()
+		if errors.Is(err, iterator.Done) {
+			return scopes, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the documents of %s: %w", collection, err)
+		}
+		fields, why := d.fieldsOf(func(path []string) any {
+			v, err := snap.DataAtPath(path)
+			if err != nil {
+				return nil
+			}
+			return v
+		})
+		sc := scope{bound: bound, fields: fields}
+		if id := d.counterID(sc); why == "" && !seen[id] {
+			seen[id] = true
+			scopes = append(scopes, sc)
+		}
 	}
 }
 

@@ -15,10 +15,8 @@ func (c *Counting) contribution(ctx context.Context, d *Declaration, path string
 	if doc == nil {
 		return 0
 	}
-	for field, want := range d.Where {
-		if !equal(doc.GetFields()[field], want) {
-			return 0
-		}
+	if !d.Where.matches(doc.GetFields()) {
+		return 0
 	}
 	if d.Sum == "" {
 		return 1

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -59,7 +60,8 @@ type Tally struct {
 }
 
 // Apply counts w once on every counter whose documents it matches, however often it is applied; on
-// error, apply it again.
+// error, apply it again. An update that changes a counter field ({field:PATH}) moves the document:
+// its old contribution leaves the old value's counter, its new one joins the new value's.
 func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 	var t Tally
 	for _, d := range c.set.Declarations {
@@ -67,40 +69,74 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
 		if !ok {
 			continue
 		}
-		id := d.counterID(bound)
-		if err := wire.ValidateWritableCounterID(id); err != nil {
-			c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", w.Path, "counter", id, "error", err.Error())
+		before, after := c.side(ctx, d, w.Path, bound, w.Old), c.side(ctx, d, w.Path, bound, w.New)
+		if before.id == "" && after.id == "" {
 			t.Unmatched++
 			continue
 		}
-		if !d.accepts(id) {
-			c.log.WarnContext(ctx, "document maps to a counter ID its counter_id_pattern (or COUNTER_ID_PATTERN) refuses; not counted", "document", w.Path, "counter", id)
-			t.Unmatched++
-			continue
+		changes := []side{{id: after.id, sc: after.sc, value: after.value - before.value}}
+		if before.id != after.id {
+			changes = []side{{id: before.id, sc: before.sc, value: -before.value}, after}
 		}
-		before, after := c.contribution(ctx, d, w.Path, w.Old), c.contribution(ctx, d, w.Path, w.New)
-		if before == after {
+		counted := false
+		for _, ch := range changes {
+			if ch.id == "" || ch.value == 0 {
+				continue
+			}
+			counted = true
+			res, err := c.store.Apply(ctx, c.change(w, ch.id, ch.value, c.baseline(d, ch.sc)))
+			if errors.Is(err, counter.ErrNotItsCounter) {
+				t.Refused = append(t.Refused, fmt.Sprintf("%s (declaration %s): %v", ch.id, d.source(), err))
+				continue
+			}
+			if err != nil {
+				return t, fmt.Errorf("count %s on %q: %w", w.Path, ch.id, err)
+			}
+			switch {
+			case res.Counted:
+				t.Counted++
+			case res.Duplicate:
+				t.Duplicate++
+			case res.InBase:
+				t.InBase++
+			}
+		}
+		if !counted {
 			t.Unchanged++
-			continue
-		}
-		res, err := c.store.Apply(ctx, c.change(w, id, after-before, c.baseline(d, w.Path)))
-		if errors.Is(err, counter.ErrNotItsCounter) {
-			t.Refused = append(t.Refused, fmt.Sprintf("%s (declaration %s): %v", id, d.source(), err))
-			continue
-		}
-		if err != nil {
-			return t, fmt.Errorf("count %s on %q: %w", w.Path, id, err)
-		}
-		switch {
-		case res.Counted:
-			t.Counted++
-		case res.Duplicate:
-			t.Duplicate++
-		case res.InBase:
-			t.InBase++
 		}
 	}
 	return t, nil
+}
+
+// side is one version of a document in one declaration: its counter (id "": none) and what it adds.
+type side struct {
+	id    string
+	sc    scope
+	value int64
+}
+
+// side is doc (nil: none) in d, its path's wildcards bound: no counter when doc is nil, or its ID
+// would be no valid one, or d refuses it (logged).
+func (c *Counting) side(ctx context.Context, d *Declaration, path string, bound map[string]string, doc *firestorepb.Document) side {
+	if doc == nil {
+		return side{}
+	}
+	fields, why := d.fieldsOf(protoField(doc))
+	if why != "" {
+		c.log.WarnContext(ctx, "document has no value to count it by; not counted", "document", path, "counter", d.Counter, "reason", why)
+		return side{}
+	}
+	sc := scope{bound: bound, fields: fields}
+	id := d.counterID(sc)
+	if err := wire.ValidateWritableCounterID(id); err != nil {
+		c.log.ErrorContext(ctx, "document maps to no valid counter ID; not counted", "document", path, "counter", id, "error", err.Error())
+		return side{}
+	}
+	if !d.accepts(id) {
+		c.log.WarnContext(ctx, "document maps to a counter ID its counter_id_pattern (or COUNTER_ID_PATTERN) refuses; not counted", "document", path, "counter", id)
+		return side{}
+	}
+	return side{id: id, sc: sc, value: c.contribution(ctx, d, path, doc)}
 }
 
 // change is w as a change of delta on counter id, keyed by the document's path and update times.
@@ -151,27 +187,49 @@ func updateTime(doc *firestorepb.Document) time.Time {
 	return doc.GetUpdateTime().AsTime()
 }
 
-// baseline is the base of d's counter of path's collection.
-func (c *Counting) baseline(d *Declaration, path string) counter.Baseline {
-	collection := path[:strings.LastIndex(path, "/")]
-	b := counter.Baseline{Source: d.source(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
-		return c.valueAt(ctx, d, collection, at)
+// baseline is the base of d's counter of sc.
+func (c *Counting) baseline(d *Declaration, sc scope) counter.Baseline {
+	b := counter.Baseline{Source: d.source(), Definition: d.definition(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
+		return c.valueAt(ctx, d, sc, at)
 	}}
-	if d.Mirror != "" {
-		bound, _ := d.pattern.match(path)
-		b.MirrorDocument, b.MirrorField = expand(strings.Join(d.mirror.document, "/"), bound), strings.Join(d.mirror.field, ".")
+	if doc, ok := d.mirrorDocument(sc); ok {
+		b.MirrorDocument, b.MirrorField = doc, strings.Join(d.mirror.field, ".")
 	}
 	return b
 }
 
-// valueAt is d's value of the documents in collection at read time at: count(), or the sum of
+// mirrorDocument is the path of the mirror of d's counter of sc; false without a mirror, or when a
+// counter field's value is no document ID (that counter has none).
+func (d *Declaration) mirrorDocument(sc scope) (string, bool) {
+	if d.Mirror == "" {
+		return "", false
+	}
+	values := maps.Clone(sc.bound)
+	for name, v := range sc.fields {
+		id := fmt.Sprint(v)
+		if wire.ValidateCounterID(id) != nil { // a document ID's rules
+			return "", false
+		}
+		values[name] = id
+	}
+	return expand(strings.Join(d.mirror.document, "/"), values), true
+}
+
+// collection is the path of the collection whose documents d's counter of sc counts.
+func (d *Declaration) collection(sc scope) string {
+	return expand(strings.Join(d.pattern[:len(d.pattern)-1], "/"), sc.bound)
+}
+
+// valueAt is d's value of the documents of sc at read time at: count(), or the sum of
 // d.Sum's values as d.summed takes them. sum() answers a double when any value is not an integer;
 // the documents are then read one by one, as they are with a scale, and a value d does not sum
 // counts 0, as a change counts it.
-func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection string, at time.Time) (int64, error) {
-	q := c.client.Collection(collection).Query
-	for field, want := range d.Where {
-		q = q.WherePath(firestore.FieldPath{field}, "==", want)
+func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at time.Time) (int64, error) {
+	collection := d.collection(sc)
+	q := d.Where.query(c.client.Collection(collection).Query)
+	for name, v := range sc.fields {
+		path, _ := fieldPath(strings.TrimPrefix(name, fieldPrefix))
+		q = q.WherePath(path, "==", v)
 	}
 	agg := q.NewAggregationQuery().WithCount("value")
 	var path firestore.FieldPath
@@ -206,6 +264,9 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, collection strin
 			}
 			n, err := doc.DataAtPath(path)
 			if i, ok := d.summed(n); ok && err == nil {
+				if value+i > value != (i > 0) {
+					return fmt.Errorf("the documents' sum leaves the int64 range at %s: %w", doc.Ref.Path, counter.ErrDeltaOverflow)
+				}
 				value += i
 			} else if err == nil {
 				skipped++
@@ -229,12 +290,11 @@ type Drift struct {
 	Value, Documents    int64
 }
 
-// kept is a collection counter's declaration, the collection it counts, and whether the counter
-// exists yet.
+// kept is a collection counter's declaration, what it counts, and whether the counter exists yet.
 type kept struct {
-	d          *Declaration
-	collection string
-	exists     bool
+	d      *Declaration
+	sc     scope
+	exists bool
 }
 
 // find returns what keeps counter id: the declaration the counter records, or for a missing counter
@@ -252,12 +312,11 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 		}
 	}
 	for _, d := range c.set.Declarations {
-		if recorded != "" && d.source() != recorded {
+		if recorded != "" && !counter.SameSource(recorded, d.source()) {
 			continue
 		}
-		if bound, ok := d.matchCounter(id); ok {
-			doc := expand(strings.Join(d.pattern, "/"), bound)
-			return kept{d: d, collection: doc[:strings.LastIndex(doc, "/")], exists: err == nil}, nil
+		if sc, ok := d.matchCounter(id); ok {
+			return kept{d: d, sc: sc, exists: err == nil}, nil
 		}
 	}
 	if recorded != "" {
@@ -267,7 +326,7 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 }
 
 // baselineOf is the base of the counter k keeps.
-func (c *Counting) baselineOf(k kept) counter.Baseline { return c.baseline(k.d, k.collection+"/x") }
+func (c *Counting) baselineOf(k kept) counter.Baseline { return c.baseline(k.d, k.sc) }
 
 // Verify compares counter id with its documents at read time at (within version retention): a
 // difference is drift, or changes not yet counted.
@@ -277,7 +336,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 		return Drift{}, err
 	}
 	at = at.Truncate(time.Microsecond)
-	docs, err := c.valueAt(ctx, k.d, k.collection, at)
+	docs, err := c.valueAt(ctx, k.d, k.sc, at)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -285,7 +344,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	if err != nil {
 		return Drift{}, err
 	}
-	return Drift{Counter: id, Collection: k.collection, At: at, Value: sums.Count, Documents: docs}, nil
+	return Drift{Counter: id, Collection: k.d.collection(k.sc), At: at, Value: sums.Count, Documents: docs}, nil
 }
 
 // Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight;
@@ -301,70 +360,142 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 	return c.store.Rebase(ctx, id, c.baselineOf(k))
 }
 
-// maxQuietChecks bounds the collection counters one DriftOfQuiet call verifies.
-const maxQuietChecks = 20
+// maxQuietChecks bounds the collection counters one CheckQuiet call checks, and quietCheckBudget
+// the time it starts checks in, so that it never holds up the sweep it runs in.
+const (
+	maxQuietChecks   = 20
+	quietCheckBudget = 10 * time.Second
+)
 
-// DriftCheck is what one DriftOfQuiet call found: the counters that differ from their documents,
-// and those it could not verify (Unverified: counter ID → why), skipped.
-type DriftCheck struct {
+// QuietCheck is what one CheckQuiet call found and did: the counters that differed from their
+// documents (repaired), those based under a declaration that has changed since (rebased), those
+// whose mirror differed from their roll-up (rewritten), and those it could not check (Unverified:
+// counter ID → why), skipped.
+type QuietCheck struct {
 	Drifts     []Drift
+	Redefined  []string
+	Mirrors    []string
 	Unverified map[string]string
 }
 
-// Fields of the drift check's cursor document: the last counter checked, with its touched minute.
+// Fields of the quiet check's cursor document: the last collection counter checked.
 const (
-	fieldCursorMinute  = "minute"
+	fieldCursorSource  = "source"
 	fieldCursorCounter = "counter"
 )
 
-// DriftOfQuiet verifies, in order of last write then ID, up to maxQuietChecks collection counters
-// last written between lookback and quiet ago (no event should be in flight), starting after the
-// counter cursor names and moving cursor past them, so each quiet counter is verified once, within
-// quiet plus a minute per maxQuietChecks counters ahead of it (docs/collection-counters.md).
-func (c *Counting) DriftOfQuiet(ctx context.Context, counters *firestore.CollectionRef, cursor *firestore.DocumentRef, now time.Time, quiet, lookback time.Duration) (DriftCheck, error) {
-	check := DriftCheck{Unverified: map[string]string{}}
+// CheckQuiet checks, in order of declaration then ID, up to maxQuietChecks collection counters
+// not written for quiet (starting them within quietCheckBudget), starting after the one cursor
+// names and moving cursor past them (back to the first after the last): each is checked once per
+// pass (docs/collection-counters.md). A check makes the counter exact again under
+// its current declaration (Repair) and its mirror equal to its roll-up.
+func (c *Counting) CheckQuiet(ctx context.Context, counters *firestore.CollectionRef, cursor *firestore.DocumentRef, now time.Time, quiet time.Duration) (QuietCheck, error) {
+	check := QuietCheck{Unverified: map[string]string{}}
 	if len(c.set.Declarations) == 0 {
 		return check, nil
 	}
-	from, to := shared.UnixMinute(now.Add(-lookback)), shared.UnixMinute(now.Add(-quiet))
-	q := counters.Where(shared.FieldTouchedMinute, ">=", from).Where(shared.FieldTouchedMinute, "<=", to).
-		OrderBy(shared.FieldTouchedMinute, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
+	q := counters.Where(shared.FieldSource, ">", "").OrderBy(shared.FieldSource, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
 	last, err := cursor.Get(ctx)
 	if err != nil && status.Code(err) != codes.NotFound {
-		return check, fmt.Errorf("read the drift check's cursor: %w", err)
+		return check, fmt.Errorf("read the quiet check's cursor: %w", err)
 	}
-	if minute, _ := last.Data()[fieldCursorMinute].(int64); err == nil && minute >= from {
-		q = q.StartAfter(minute, last.Data()[fieldCursorCounter])
+	if source, _ := last.Data()[fieldCursorSource].(string); err == nil && source != "" {
+		q = q.StartAfter(source, last.Data()[fieldCursorCounter])
 	}
-	snaps, err := q.Limit(200).Documents(ctx).GetAll()
+	const page = 200
+	snaps, err := q.Limit(page).Documents(ctx).GetAll()
 	if err != nil {
-		return check, fmt.Errorf("find quiet collection counters: %w", err)
+		return check, fmt.Errorf("find collection counters: %w", err)
 	}
-	checked := 0
+	busy := shared.UnixMinute(now.Add(-quiet))
+	stop := time.Now().Add(quietCheckBudget)
+	checked, cut := 0, false
 	var at *firestore.DocumentSnapshot // the last counter passed
 	for _, snap := range snaps {
-		if checked == maxQuietChecks {
-			break
+		if cut = checked == maxQuietChecks || checked > 0 && time.Now().After(stop); cut {
+			break // the pass goes on from here next time
 		}
 		at = snap
-		if _, ok := snap.Data()[shared.FieldSource]; !ok {
-			continue
+		if touched, _ := snap.Data()[shared.FieldTouchedMinute].(int64); touched > busy {
+			continue // events may be in flight: checked next pass
 		}
 		checked++
-		d, err := c.Verify(ctx, snap.Ref.ID, now)
-		switch {
-		case err != nil:
+		if err := c.checkOne(ctx, snap, now, &check); err != nil {
 			check.Unverified[snap.Ref.ID] = err.Error()
-		case d.Value != d.Documents:
-			check.Drifts = append(check.Drifts, d)
 		}
 	}
-	if at == nil {
-		return check, nil
+	next := map[string]any{fieldCursorSource: "", fieldCursorCounter: ""} // the pass ended: start again
+	if at != nil && (cut || len(snaps) == page) {
+		next = map[string]any{fieldCursorSource: at.Data()[shared.FieldSource], fieldCursorCounter: at.Ref.ID}
 	}
-	minute, _ := at.Data()[shared.FieldTouchedMinute].(int64)
-	if _, err := cursor.Set(ctx, map[string]any{fieldCursorMinute: minute, fieldCursorCounter: at.Ref.ID}); err != nil {
-		return check, fmt.Errorf("move the drift check's cursor: %w", err)
+	if _, err := cursor.Set(ctx, next); err != nil {
+		return check, fmt.Errorf("move the quiet check's cursor: %w", err)
 	}
 	return check, nil
+}
+
+// checkOne checks the collection counter of snap, recording what it found in check.
+func (c *Counting) checkOne(ctx context.Context, snap *firestore.DocumentSnapshot, now time.Time, check *QuietCheck) error {
+	id := snap.Ref.ID
+	k, err := c.find(ctx, id)
+	if err != nil {
+		return err
+	}
+	if counter.DefinitionOf(snap) != k.d.definition() {
+		if err := c.Repair(ctx, id); err != nil {
+			return fmt.Errorf("rebase under the changed declaration: %w", err)
+		}
+		check.Redefined = append(check.Redefined, id)
+		if snap, err = snap.Ref.Get(ctx); err != nil { // the mirror may have changed
+			return fmt.Errorf("read the rebased counter: %w", err)
+		}
+	} else {
+		d, err := c.Verify(ctx, id, now)
+		if err != nil {
+			return err
+		}
+		if d.Value != d.Documents {
+			check.Drifts = append(check.Drifts, d)
+			if err := c.Repair(ctx, id); err != nil {
+				return fmt.Errorf("repair drift: %w", err)
+			}
+		}
+	}
+	fixed, err := c.repairMirror(ctx, snap)
+	if fixed {
+		check.Mirrors = append(check.Mirrors, id)
+	}
+	return err
+}
+
+// repairMirror sets the mirror of snap's counter to its roll-up's count when both exist and differ,
+// in a transaction that reads the roll-up, so a roll-up committed meanwhile wins; whether it wrote.
+func (c *Counting) repairMirror(ctx context.Context, snap *firestore.DocumentSnapshot) (bool, error) {
+	doc, _ := snap.Data()[shared.FieldMirrorDocument].(string)
+	field, _ := snap.Data()[shared.FieldMirrorField].(string)
+	if doc == "" || field == "" {
+		return false, nil
+	}
+	path := firestore.FieldPath(strings.Split(field, "."))
+	fixed := false
+	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		fixed = false
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{c.store.RollupRef(snap.Ref.ID), c.client.Doc(doc)})
+		if err != nil {
+			return err
+		}
+		count, ok := snaps[0].Data()[shared.FieldCount].(int64)
+		if !ok || !snaps[1].Exists() {
+			return nil // no roll-up yet, or a missing mirror document, which stays missing
+		}
+		if have, err := snaps[1].DataAtPath(path); err == nil && have == any(count) {
+			return nil
+		}
+		fixed = true
+		return tx.Update(snaps[1].Ref, []firestore.Update{{FieldPath: path, Value: count}})
+	})
+	if err != nil {
+		return false, fmt.Errorf("repair the mirror %s.%s: %w", doc, field, err)
+	}
+	return fixed, nil
 }

@@ -342,7 +342,9 @@ func TestVerifyFindsDriftAndRepairFixesItWhileEventsFlow(t *testing.T) {
 	}
 }
 
-func TestDriftOfQuietReportsTheDriftedCounterOnly(t *testing.T) {
+// TestQuietCheckRepairsTheDriftedCounterOnly: of two quiet counters, the check finds the one whose
+// shard was changed behind the counters' back, and repairs it.
+func TestQuietCheckRepairsTheDriftedCounterOnly(t *testing.T) {
 	client, newInstance := project(t)
 	a := newInstance()
 	w := newWriter(t, client)
@@ -360,18 +362,22 @@ func TestDriftOfQuietReportsTheDriftedCounterOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check, err := a.DriftOfQuiet(ctx, client.Collection(schema.Counters), client.Doc("counters_sweep/drift"), time.Now(), 3*time.Minute, 10*time.Minute)
+	check, err := a.CheckQuiet(ctx, client.Collection(schema.Counters), client.Doc("counters_sweep/drift"), time.Now(), 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if drifts := check.Drifts; len(drifts) != 1 || drifts[0].Counter != "likes-p0" || drifts[0].Value != drifts[0].Documents+5 {
 		t.Errorf("drifts %+v, want likes-p0 alone, 5 above its documents", drifts)
 	}
+	if drift, err := a.Verify(ctx, "likes-p0", time.Now()); err != nil || drift.Value != drift.Documents {
+		t.Errorf("likes-p0 after the check: %+v %v; want it repaired", drift, err)
+	}
 }
 
 // TestDriftChecksAreNotStarved: 30 quiet collection counters among 40 quiet ordinary ones, one of
-// them no longer declared: successive checks verify each collection counter once, in turn, and
-// find the drifted one last in line; the one that cannot be verified is reported and skipped.
+// them no longer declared: successive checks verify each collection counter in turn, and find the
+// drifted one last in line (once: it is repaired); the one that cannot be verified is reported and
+// skipped.
 func TestDriftChecksAreNotStarved(t *testing.T) {
 	client, newInstance := project(t)
 	a := newInstance()
@@ -406,7 +412,7 @@ func TestDriftChecksAreNotStarved(t *testing.T) {
 	var drifted []string
 	unverified := map[string]string{}
 	for range 3 {
-		check, err := a.DriftOfQuiet(ctx, client.Collection(schema.Counters), client.Doc("counters_sweep/drift"), time.Now(), 3*time.Minute, 10*time.Minute)
+		check, err := a.CheckQuiet(ctx, client.Collection(schema.Counters), client.Doc("counters_sweep/drift"), time.Now(), 3*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

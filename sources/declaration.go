@@ -2,6 +2,8 @@ package sources
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,21 +26,24 @@ const DefaultFile = "counter-sources.json"
 // Declaration is one entry of the declaration file (docs/collection-counters.md): Counter
 // ("likes-{post}") keeps the Documents matching a pattern ("posts/{post}/likes/{like}").
 type Declaration struct {
-	Documents string         `json:"documents"`
-	Counter   string         `json:"counter"`
-	Where     map[string]any `json:"where,omitempty"`
-	Sum       string         `json:"sum,omitempty"`
-	Mirror    string         `json:"mirror,omitempty"`
-	NumShards int            `json:"num_shards,omitempty"`
-	MinShards int            `json:"min_shards,omitempty"`
-	MaxShards int            `json:"max_shards,omitempty"`
-	Windows   []string       `json:"windows,omitempty"`
-	Group     *string        `json:"group,omitempty"`
+	Documents string   `json:"documents"`
+	Counter   string   `json:"counter"`
+	Where     Where    `json:"where,omitempty"`
+	Sum       string   `json:"sum,omitempty"`
+	Mirror    string   `json:"mirror,omitempty"`
+	NumShards int      `json:"num_shards,omitempty"`
+	MinShards int      `json:"min_shards,omitempty"`
+	MaxShards int      `json:"max_shards,omitempty"`
+	Windows   []string `json:"windows,omitempty"`
+	Group     *string  `json:"group,omitempty"`
 	// Scale N sums Sum's decimal values exactly, in units of 10^-N (0..9; 2: cents).
 	Scale int `json:"scale,omitempty"`
 	// CounterIDPattern (a regular expression of whole IDs) bounds the counters the documents make;
 	// unset, the deployment's COUNTER_ID_PATTERN does (InheritCounterIDPattern).
 	CounterIDPattern string `json:"counter_id_pattern,omitempty"`
+	// Read says who reads the counters' roll-ups: "public" (unset: anyone) or "none" (only the
+	// functions and server code; the composed rules deny clients).
+	Read string `json:"read,omitempty"`
 
 	pattern pattern
 	mirror  mirror
@@ -89,7 +94,7 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 		dec.UseNumber()
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&decls[i]); err != nil || decls[i] == nil {
-			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern}: %v", i, err)
+			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern, read}: %v", i, err)
 		}
 	}
 	for i, d := range decls {
@@ -122,14 +127,9 @@ func (d *Declaration) check(schema shared.Schema) error {
 	if err := d.pattern.checkTemplate(d.Counter); err != nil {
 		return fmt.Errorf("counter: %w", err)
 	}
-	d.idExpr, d.idNames = templateExpr(d.Counter)
-	for field, v := range d.Where {
-		if field == "" || strings.HasPrefix(field, "__") {
-			return fmt.Errorf("where: %q is not a field name", field)
-		}
-		if d.Where[field], err = whereValue(v); err != nil {
-			return fmt.Errorf("where %q: %w", field, err)
-		}
+	d.idExpr, d.idNames = d.templateExpr()
+	if err := d.Where.check(); err != nil {
+		return err
 	}
 	if d.Sum != "" {
 		if _, err := fieldPath(d.Sum); err != nil {
@@ -140,9 +140,15 @@ func (d *Declaration) check(schema shared.Schema) error {
 		return fmt.Errorf("scale: %d; a scale of 0 to 9 decimals goes with a sum", d.Scale)
 	}
 	if d.Mirror != "" {
-		if d.mirror, err = parseMirror(d.Mirror, d.pattern, schema); err != nil {
+		if d.mirror, err = parseMirror(d.Mirror, d.pattern, d.Counter, schema); err != nil {
 			return fmt.Errorf("mirror: %w", err)
 		}
+	}
+	switch {
+	case d.Read != "" && d.Read != ReadPublic && d.Read != ReadNone:
+		return fmt.Errorf("read: %q; want %q (anyone reads the roll-ups) or %q (no client does)", d.Read, ReadPublic, ReadNone)
+	case d.Read == ReadNone && d.Group != nil && *d.Group != "":
+		return fmt.Errorf("read: %q with group %q: top lists are readable by clients; drop the group, or read %q", ReadNone, *d.Group, ReadPublic)
 	}
 	if d.CounterIDPattern != "" {
 		if d.ids, err = regexp.Compile(`^(?:` + d.CounterIDPattern + `)$`); err != nil {
@@ -238,8 +244,19 @@ func (s *Set) CheckFolds(folds extshards.Targets) error {
 }
 
 // source names d on the counters it creates (shared.FieldSource): its counter template, unique in a
-// set, and its documents.
-func (d *Declaration) source() string { return d.Counter + " of " + d.Documents }
+// set, so a declaration whose other fields change keeps its counters.
+func (d *Declaration) source() string { return d.Counter }
+
+// definition fingerprints what d counts (counter.Baseline.Definition): its documents, where, sum,
+// scale and mirror.
+func (d *Declaration) definition() string {
+	data, err := json.Marshal([]any{d.Documents, d.Where, d.Sum, d.Scale, d.Mirror})
+	if err != nil {
+		panic(fmt.Sprintf("a checked declaration encodes: %v", err)) // its values are JSON's own
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
+}
 
 // Settings is the counter configuration the declaration asks for.
 func (d *Declaration) Settings() counter.Settings {

@@ -1,6 +1,7 @@
 package sources_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,7 +19,16 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		  {"documents": "posts/{post}", "counter": "posts"}]`, "is a document that entry 1 counts"},
 		{"a multi-segment wildcard", `[{"documents": "users/{u=**}/likes/{l}", "counter": "x-{u}"}]`, "multi-segment wildcards"},
 		{"a wildcard collection", `[{"documents": "{c}/{d}", "counter": "x-{c}"}]`, "collection IDs must be literal"},
-		{"a where value that is a map", `[{"documents": "orders/{o}", "counter": "paid", "where": {"status": {"a": 1}}}]`, `where "status": only a string`},
+		{"a where value that is a map", `[{"documents": "orders/{o}", "counter": "paid", "where": {"status": {"a": 1}}}]`, `where "status" ==: only a string`},
+		{"an unknown operator", `[{"documents": "orders/{o}", "counter": "n", "where": [["status", "=", "paid"]]}]`, `where "status" =: unknown operator`},
+		{"a range over a boolean", `[{"documents": "orders/{o}", "counter": "n", "where": [["paid", ">", false]]}]`, `a range compares a number or a string`},
+		{"an in of 31 values", `[{"documents": "orders/{o}", "counter": "n", "where": [["n", "in", [` + strings.Repeat("1,", 30) + `1]]]}]`, `want a list of 1 to 30 values`},
+		{"two array filters", `[{"documents": "orders/{o}", "counter": "n", "where": [["tags", "array-contains", "a"], ["more", "array-contains", "b"]]}]`, `at most one array-contains`},
+		{"in beside not-in", `[{"documents": "orders/{o}", "counter": "n", "where": [["a", "in", [1]], ["b", "not-in", [2]]]}]`, `at most one in, not-in or array-contains-any`},
+		{"not-in beside !=", `[{"documents": "orders/{o}", "counter": "n", "where": [["a", "!=", 1], ["b", "not-in", [2]]]}]`, `at most one != or not-in`},
+		{"two !=", `[{"documents": "orders/{o}", "counter": "n", "where": [["a", "!=", 1], ["b", "!=", 2]]}]`, `at most one != or not-in`},
+		{"null in a list", `[{"documents": "orders/{o}", "counter": "n", "where": [["a", "in", [1, null]]]}]`, `null is compared with == or != only`},
+		{"a where entry that is no triple", `[{"documents": "orders/{o}", "counter": "n", "where": [["a", "=="]]}]`, `where[0]: want [field, operator, value]`},
 		{"an unknown window", `[{"documents": "orders/{o}", "counter": "n", "windows": ["week"]}]`, `unknown window "week"`},
 		{"two entries, one counter", `[{"documents": "a/{x}", "counter": "n"}, {"documents": "b/{x}", "counter": "n"}]`, "one counter counts one declaration"},
 		{"an unknown field", `[{"documents": "a/{x}", "counter": "n", "count": "x"}]`, `unknown field "count"`},
@@ -31,6 +41,12 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"templates sharing IDs by their ends", `[{"documents": "a/{x}/n/{l}", "counter": "{x}-n"}, {"documents": "b/{z}/n/{l}", "counter": "n-{z}"}]`, "can build the IDs"},
 		{"two wildcards run together", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k-{x}{y}"}]`, "between {x} and {y} put a character other than letters"},
 		{"two wildcards parted by letters", `[{"documents": "a/{x}/b/{y}/c/{z}", "counter": "k{x}and{y}"}]`, "between {x} and {y}"},
+		{"an unknown read", `[{"documents": "orders/{o}", "counter": "n", "read": "owner"}]`, `read: "owner"; want "public"`},
+		{"a closed counter in a top list", `[{"documents": "orders/{o}", "counter": "n", "read": "none", "group": "g"}]`, `top lists are readable by clients`},
+		{"a counter field that is no field path", `[{"documents": "likes/{like}", "counter": "likes-{field:a..b}"}]`, `{field:a..b}: "a..b" is not a field path`},
+		{"two counter fields run together", `[{"documents": "votes/{v}", "counter": "poll-{field:poll}{field:choice}"}]`, "put a character other than letters"},
+		{"a field template beside a path template", `[{"documents": "likes/{like}", "counter": "likes-{field:postId}"}, {"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}"}]`, "can build the IDs"},
+		{"a mirror by a field the counter lacks", `[{"documents": "likes/{like}", "counter": "likes-{field:postId}", "mirror": "posts/{field:post}.likes"}]`, `uses {field:post}`},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
@@ -59,5 +75,29 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 	}
 	if folds, _ = extshards.ParseTargets("posts/{post}:saves"); set.CheckFolds(folds) != nil {
 		t.Errorf("a mirror beside a fold of another field: %v, want it accepted", set.CheckFolds(folds))
+	}
+}
+
+// TestUnreadableIDsMatchExactlyTheClosedCounters: the expressions the rules close are those of the
+// "read": "none" declarations, matching the IDs their templates build and no other.
+func TestUnreadableIDsMatchExactlyTheClosedCounters(t *testing.T) {
+	set, err := sources.Parse([]byte(`[{"documents": "shops/{shop}/orders/{o}", "counter": "revenue.{shop}", "sum": "amount", "read": "none"},
+	  {"documents": "a/{x}/b/{y}/c/{z}", "counter": "k'{x}-{y}", "read": "none"},
+	  {"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}", "read": "public"}]`), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs := set.UnreadableIDs()
+	if len(exprs) != 2 {
+		t.Fatalf("expressions %q, want the two closed declarations'", exprs)
+	}
+	for _, c := range []struct {
+		expr, id string
+		match    bool
+	}{{exprs[0], "revenue.s1", true}, {exprs[0], "revenueXs1", false}, {exprs[0], "revenue.", false},
+		{exprs[1], "k'a%2D1-b", true}, {exprs[1], "k'a-b-c", false}, {exprs[1], "likes-p1", false}} {
+		if got := regexp.MustCompile(`^(?:` + c.expr + `)$`).MatchString(c.id); got != c.match {
+			t.Errorf("%q matches %q: %v, want %v", c.expr, c.id, got, c.match)
+		}
 	}
 }

@@ -5,12 +5,15 @@
 //
 //   - declaration.go: Parse and Load refuse a declaration that cannot work, naming the entry and rule.
 //   - pattern.go: document path patterns, counter ID templates and mirror paths.
-//   - counterid.go: counter IDs from a document's values; two documents of different values never
-//     build one ID, and no two declarations can.
+//   - counterid.go: counter IDs from a document's path and counter fields ({field:PATH}); two
+//     documents of different values never build one ID, and no two declarations can.
+//   - where.go: filters match what Firestore's query with them matches.
+//   - read.go: the counter IDs a "read": "none" declaration closes to clients.
 //   - contribution.go: what one document version adds.
 //   - counting.go: Apply counts each document change once, however delivered, on counters its
 //     declaration made only; a counter starts from the existing documents; Verify and Repair
-//     compare with count()/sum() and fix drift; DriftOfQuiet checks every quiet counter in turn.
+//     compare with count()/sum() and fix drift; a counter based under a changed declaration is
+//     rebased; CheckQuiet checks every quiet counter in turn and repairs it and its mirror.
 //   - backfill.go: Backfill bases the counters of documents older than their declaration.
 //
 // Not a supported import: see package counters.

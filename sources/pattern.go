@@ -109,7 +109,14 @@ func (p pattern) checkTemplate(tmpl string) error {
 	}
 	used := map[string]bool{}
 	for _, m := range placeholder.FindAllString(tmpl, -1) {
-		used[m[1:len(m)-1]] = true
+		name := m[1 : len(m)-1]
+		if field, ok := strings.CutPrefix(name, fieldPrefix); ok {
+			if _, err := fieldPath(field); err != nil {
+				return fmt.Errorf("%q: %s: %w", tmpl, m, err)
+			}
+			continue
+		}
+		used[name] = true
 	}
 	for name := range used {
 		if !slices.Contains(p, "{"+name+"}") {
@@ -153,8 +160,9 @@ func (m mirror) writesInto(document pattern, field []string) bool {
 	return m.document.overlaps(document) && slices.Equal(m.field[:n], field[:n])
 }
 
-// parseMirror checks "document.field", whose document uses only counted's collection wildcards.
-func parseMirror(s string, counted pattern, schema shared.Schema) (mirror, error) {
+// parseMirror checks "document.field", whose document uses only counted's collection wildcards and
+// the counter fields ({field:PATH}) of template.
+func parseMirror(s string, counted pattern, template string, schema shared.Schema) (mirror, error) {
 	slash := strings.LastIndex(s, "/")
 	dot := strings.Index(s[slash+1:], ".")
 	if slash < 0 || dot < 0 {
@@ -168,8 +176,8 @@ func parseMirror(s string, counted pattern, schema shared.Schema) (mirror, error
 	for i, seg := range m.document {
 		name, ok := wildcard(seg)
 		switch {
-		case ok && !slices.Contains(counted[:len(counted)-1], seg):
-			return mirror{}, fmt.Errorf("%q uses {%s}, which the counter's collection path does not have", doc, name)
+		case ok && !slices.Contains(counted[:len(counted)-1], seg) && !(strings.HasPrefix(name, fieldPrefix) && strings.Contains(template, seg)):
+			return mirror{}, fmt.Errorf("%q uses {%s}, which neither the counter's collection path nor its template has", doc, name)
 		case i%2 == 0 && (ok || ours(seg, schema)):
 			return mirror{}, fmt.Errorf("%q: collection %q must be a literal of the app's", doc, seg)
 		}

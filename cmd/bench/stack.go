@@ -76,6 +76,7 @@ func startStack(c stackConfig) (*stack, error) {
 		"APP_PORT="+ports[3], "LOCALSTACK_AUTH=false",
 		"GOOGLE_CLOUD_PROJECT="+c.project, "LOCALSTACK_LOGS="+c.logDir, commitlog.EnvPath+"="+s.commitLog,
 		"LOCALSTACK_INSTANCES="+strconv.Itoa(max(1, c.instances)))
+	env = append(env, localstack.OSPickedPorts...)
 	if c.functionsFirestore != nil {
 		addr, err := c.functionsFirestore(s.firestore)
 		if err != nil {

@@ -6,7 +6,8 @@
 //	rules -standalone DIR
 //
 // -app writes FILE with the block added (rules.Compose) to -o, else stdout; -remove writes it
-// without (rules.Remove). Collections and EXTENSION_FOLDS come from the functions' settings in the
+// without (rules.Remove). Collections, EXTENSION_FOLDS and COUNTER_SOURCES's "read": "none" counters
+// (closed to clients) come from the functions' settings in the
 // environment. -standalone writes the repository's firestore*.rules into DIR. See docs/api.md,
 // "Security rules".
 package main
@@ -24,6 +25,7 @@ import (
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/rules"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/sources"
 )
 
 func main() {
@@ -122,7 +124,7 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	names, err := collectionNames(os.LookupEnv)
+	names, unreadable, err := deployment(os.LookupEnv)
 	if err != nil {
 		return err
 	}
@@ -130,9 +132,13 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	combined, err := rules.Compose(app, rules.Named(block, names), name, folded)
+	combined, err := rules.Compose(app, rules.CloseReads(rules.Named(block, names), unreadable), name, folded)
 	if err != nil {
 		return err
+	}
+	if len(unreadable) > 0 {
+		fmt.Fprintf(stderr, "rules: %d declaration(s) of COUNTER_SOURCES read \"none\": clients cannot read their roll-ups, "+
+			"and a client query of roll-ups must name its documents (leaderboards: top lists).\n", len(unreadable))
 	}
 	if err := write(out, combined, stdout); err != nil || out == "" {
 		return err
@@ -143,18 +149,24 @@ func compose(appFile, variant, blockFile, out string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// collectionNames are the collections the *_COLLECTION settings name, checked as the functions do.
-func collectionNames(lookup func(string) (string, bool)) (shared.Schema, error) {
+// deployment is what the rules follow of the functions' settings, checked as the functions do: the
+// collections the *_COLLECTION settings name, and the counter IDs that COUNTER_SOURCES's
+// declarations close to clients (sources.Set.UnreadableIDs).
+func deployment(lookup func(string) (string, bool)) (shared.Schema, []string, error) {
 	c, err := config.Parse(func(name string) (string, bool) {
-		if !strings.HasSuffix(name, "_COLLECTION") {
+		if !strings.HasSuffix(name, "_COLLECTION") && name != "COUNTER_SOURCES" {
 			return "", false
 		}
 		return lookup(name)
 	})
 	if err != nil {
-		return shared.Schema{}, fmt.Errorf("the collection names: %w", err)
+		return shared.Schema{}, nil, fmt.Errorf("the collection names: %w", err)
 	}
-	return c.Schema(), nil
+	set, err := sources.Load(c.CounterSources, c.Schema())
+	if err != nil {
+		return shared.Schema{}, nil, err
+	}
+	return c.Schema(), set.UnreadableIDs(), nil
 }
 
 // foldedPatterns are EXTENSION_FOLDS's patterns, checked; when unset and example holds, the example's.

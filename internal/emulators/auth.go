@@ -20,8 +20,9 @@ const AuthHostEnv = "FIREBASE_AUTH_EMULATOR_HOST"
 func Auth() Kind { return Kind{Name: "Firebase Auth", HostEnv: AuthHostEnv} }
 
 // StartAuth starts the Auth emulator of webDir's firebase-tools for project on hostPort, as Start
-// does; its hub and logging ports are free ones, so several stacks can share a machine.
-func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
+// does, with firebase-tools' emulator hub on hubPort and its logging server on loggingPort ("" or
+// "0": a free port each).
+func StartAuth(ctx context.Context, webDir, project, hostPort, hubPort, loggingPort string, logs io.Writer, timeout time.Duration) (*Emulator, error) {
 	kind := Auth()
 	cli := filepath.Join(webDir, "node_modules", ".bin", "firebase")
 	if _, err := os.Stat(cli); err != nil {
@@ -41,7 +42,7 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 	if err != nil {
 		return nil, fmt.Errorf("auth emulator config: %w", err)
 	}
-	config, err := authConfig(dir, host, port)
+	config, err := authConfig(dir, host, port, hubPort, loggingPort)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -52,19 +53,26 @@ func StartAuth(ctx context.Context, webDir, project, hostPort string, logs io.Wr
 	return launch(ctx, kind, cmd, hostPort, logs, timeout, func() { _ = os.RemoveAll(dir) })
 }
 
-// authConfig writes the emulator's firebase.json into dir and returns its path.
-func authConfig(dir, host, port string) (string, error) {
+// authConfig writes the emulator's firebase.json into dir and returns its path: the Auth emulator
+// on port, the emulator hub and the logging server on hubPort and loggingPort ("" or "0": a free
+// port each).
+func authConfig(dir, host, port, hubPort, loggingPort string) (string, error) {
 	authPort, _ := strconv.Atoi(port)
 	cfg := map[string]any{"emulators": map[string]any{
 		"auth": map[string]any{"host": host, "port": authPort},
 		"ui":   map[string]any{"enabled": false},
 	}}
-	for _, name := range []string{"hub", "logging"} {
-		p, err := FreePort()
-		if err != nil {
-			return "", err
+	for name, p := range map[string]string{"hub": hubPort, "logging": loggingPort} {
+		if p == "" || p == "0" {
+			var err error
+			if p, err = FreePort(); err != nil {
+				return "", err
+			}
 		}
-		n, _ := strconv.Atoi(p)
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return "", fmt.Errorf("auth emulator %s port %q: %w", name, p, err)
+		}
 		cfg["emulators"].(map[string]any)[name] = map[string]any{"host": host, "port": n}
 	}
 	b, err := json.Marshal(cfg)

@@ -24,6 +24,14 @@ type Kind struct {
 	launcher      string // below the Cloud SDK root
 	debianPackage string
 	args          func(host, port string) []string
+	extraArgs     []string
+}
+
+// WithArgs is k launched with args after its own (e.g. the Firestore emulator's
+// --webchannel_port and --websocket_port, which it otherwise picks at random).
+func (k Kind) WithArgs(args ...string) Kind {
+	k.extraArgs = append(append([]string(nil), k.extraArgs...), args...)
+	return k
 }
 
 // Firestore is the Firestore emulator (native mode).
@@ -144,7 +152,7 @@ func Start(ctx context.Context, k Kind, hostPort string, logs io.Writer, timeout
 	if err := CheckPortFree(hostPort); err != nil {
 		return nil, fmt.Errorf("%s emulator: %w", k.Name, err)
 	}
-	return launch(ctx, k, exec.Command(launcher, k.args(host, port)...), hostPort, logs, timeout, func() {})
+	return launch(ctx, k, exec.Command(launcher, append(k.args(host, port), k.extraArgs...)...), hostPort, logs, timeout, func() {})
 }
 
 // launch starts cmd as Start describes; cleanup runs once the process has exited or failed to start.

@@ -12,6 +12,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"google.golang.org/api/option"
+
 	"github.com/shardcount/counters/client"
 	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/testenv"
@@ -61,16 +63,17 @@ func TestRunAttachedCountsInItsDatabaseOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, stop := testenv.RunLocalstack(t, bin, "PORT="+ports[0], "APP_PORT="+ports[1], "LOCALSTACK_LOGS="+t.TempDir(),
-		"GOOGLE_CLOUD_PROJECT="+app, "FIRESTORE_DATABASE="+database, "FIRESTORE_EMULATOR_HOST="+host,
-		"PUBSUB_EMULATOR_HOST="+os.Getenv("PUBSUB_EMULATOR_HOST"), emulators.AuthHostEnv+"="+os.Getenv(emulators.AuthHostEnv))
+	line, stop := testenv.RunLocalstack(t, bin, append([]string{"PORT=" + ports[0], "APP_PORT=" + ports[1], "LOCALSTACK_LOGS=" + t.TempDir(),
+		"GOOGLE_CLOUD_PROJECT=" + app, "FIRESTORE_DATABASE=" + database, "FIRESTORE_EMULATOR_HOST=" + host,
+		"PUBSUB_EMULATOR_HOST=" + os.Getenv("PUBSUB_EMULATOR_HOST"), emulators.AuthHostEnv + "=" + os.Getenv(emulators.AuthHostEnv)},
+		OSPickedPorts...)...)
 	for _, want := range []string{" database=appdb ", " firestore=" + host + " (its security rules left as they are) ", " attached=firestore,pubsub,auth started=none "} {
 		if !strings.Contains(line, want) {
 			t.Errorf("ready line lacks %q: %s", want, line)
 		}
 	}
 
-	functions, err := client.New(ctx, client.Local("http://127.0.0.1:"+ports[0]), client.WithHTTPClient(http.DefaultClient))
+	functions, err := client.New(ctx, option.WithEndpoint("http://127.0.0.1:"+ports[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,10 +182,10 @@ func (b *EventBridge) settleHeld(now time.Time) {
 	b.heldSince = now
 }
 
-// startEventBridge serves GET /stats (BridgeStats) and GET /deliveries on a loopback port and
-// delivers inFlight events at once, each copies times.
-func startEventBridge(log io.Writer, inFlight, copies int) (*EventBridge, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// startEventBridge serves GET /stats (BridgeStats) and GET /deliveries on addr (port 0: one the OS
+// picks) and delivers inFlight events at once, each copies times.
+func startEventBridge(log io.Writer, addr string, inFlight, copies int) (*EventBridge, error) {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("event bridge: %w", err)
 	}
@@ -344,7 +344,7 @@ func (b *EventBridge) watchFirestoreTriggers(ctx context.Context, firestoreAddr,
 // WatchDocuments starts a bridge of its own delivering eventType events of the documents of
 // project's default database matching pattern to target, inFlight at once, each copies times, until Stop.
 func WatchDocuments(ctx context.Context, log io.Writer, firestoreAddr, project, eventType, pattern, target string, inFlight, copies int) (*EventBridge, error) {
-	b, err := startEventBridge(log, inFlight, copies)
+	b, err := startEventBridge(log, "127.0.0.1:0", inFlight, copies)
 	if err != nil {
 		return nil, err
 	}

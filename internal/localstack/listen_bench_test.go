@@ -69,7 +69,7 @@ func benchmarkEvents(b *testing.B, counters, shardsPerCounter int) {
 		}
 	}))
 	defer fn.Close()
-	bridge, err := startEventBridge(io.Discard, 1000, 1)
+	bridge, err := startEventBridge(io.Discard, "127.0.0.1:0", 1000, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestWatchDeliversEventarcDocumentEvents(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer fn.Close()
-	b, err := startEventBridge(io.Discard, 4, 1)
+	b, err := startEventBridge(io.Discard, "127.0.0.1:0", 4, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 package localstack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,16 @@ type Options struct {
 	// FunctionsPort, FirestorePort, PubSubPort and AuthPort are loopback ports.
 	FunctionsPort, FirestorePort, PubSubPort, AuthPort string
 	// AppPort is the live example app's.
-	AppPort         string
+	AppPort string
+	// EventsPort serves the event bridge's /stats and /deliveries.
+	EventsPort string
+	// FirestoreWebChannelPort and FirestoreWebSocketPort are the Firestore emulator's other ports.
+	FirestoreWebChannelPort, FirestoreWebSocketPort string
+	// AuthHubPort and AuthLoggingPort are firebase-tools' emulator hub and logging server.
+	AuthHubPort, AuthLoggingPort string
+	// InstancesPort: with Instances > 1, instance i (from 0) listens on InstancesPort+i.
+	// Each port "" or "0" is one the OS picks (OSPickedPorts).
+	InstancesPort   string
 	NoAuth          bool   // no Firebase Auth emulator
 	WebDir          string // npm project with firebase-tools and the app
 	LogDir          string
@@ -105,26 +115,32 @@ func OptionsFromEnv() (Options, error) {
 		}
 	}
 	return Options{
-		RulesFile:          rules,
-		RulesNamed:         os.Getenv("FIRESTORE_RULES") != "",
-		AttachFirestore:    os.Getenv(emulators.Firestore().HostEnv),
-		AttachPubSub:       os.Getenv(emulators.PubSub().HostEnv),
-		AttachAuth:         os.Getenv(emulators.Auth().HostEnv),
-		CounterSources:     declared,
-		DataDir:            data,
-		WebDir:             web,
-		AuthPort:           env("AUTH_PORT", "9099"),
-		AppPort:            env("APP_PORT", "8000"),
-		NoAuth:             os.Getenv("LOCALSTACK_AUTH") == "false",
-		Project:            env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
-		FunctionsPort:      env("PORT", "8080"),
-		FirestorePort:      env("FIRESTORE_PORT", "8081"),
-		PubSubPort:         env("PUBSUB_PORT", "8085"),
-		LogDir:             env("LOCALSTACK_LOGS", ".localstack"),
-		SchedulerPeriod:    tick,
-		Instances:          instances,
-		FunctionsFirestore: os.Getenv("LOCALSTACK_FUNCTIONS_FIRESTORE"),
-		EventCopies:        copies,
+		RulesFile:               rules,
+		RulesNamed:              os.Getenv("FIRESTORE_RULES") != "",
+		AttachFirestore:         os.Getenv(emulators.Firestore().HostEnv),
+		AttachPubSub:            os.Getenv(emulators.PubSub().HostEnv),
+		AttachAuth:              os.Getenv(emulators.Auth().HostEnv),
+		CounterSources:          declared,
+		DataDir:                 data,
+		WebDir:                  web,
+		AuthPort:                env("AUTH_PORT", "9099"),
+		AppPort:                 env("APP_PORT", "8000"),
+		EventsPort:              env("EVENTS_PORT", "8086"),
+		AuthHubPort:             env("AUTH_HUB_PORT", "4400"),
+		AuthLoggingPort:         env("AUTH_LOGGING_PORT", "4500"),
+		InstancesPort:           env("INSTANCES_PORT", "8090"),
+		FirestoreWebChannelPort: env("FIRESTORE_WEBCHANNEL_PORT", "8082"),
+		FirestoreWebSocketPort:  env("FIRESTORE_WEBSOCKET_PORT", "8083"),
+		NoAuth:                  os.Getenv("LOCALSTACK_AUTH") == "false",
+		Project:                 env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
+		FunctionsPort:           env("PORT", "8080"),
+		FirestorePort:           env("FIRESTORE_PORT", "8081"),
+		PubSubPort:              env("PUBSUB_PORT", "8085"),
+		LogDir:                  env("LOCALSTACK_LOGS", ".localstack"),
+		SchedulerPeriod:         tick,
+		Instances:               instances,
+		FunctionsFirestore:      os.Getenv("LOCALSTACK_FUNCTIONS_FIRESTORE"),
+		EventCopies:             copies,
 	}, nil
 }
 
@@ -216,7 +232,14 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 		}
 	}
 	wg.Go(func() {
-		e.Firestore, fsErr = start(firestore, o.AttachFirestore, loopback(o.FirestorePort), "firestore.log")
+		var ports []string
+		if !osPicked(o.FirestoreWebChannelPort) {
+			ports = append(ports, "--webchannel_port="+o.FirestoreWebChannelPort)
+		}
+		if !osPicked(o.FirestoreWebSocketPort) {
+			ports = append(ports, "--websocket_port="+o.FirestoreWebSocketPort)
+		}
+		e.Firestore, fsErr = start(firestore.WithArgs(ports...), o.AttachFirestore, loopback(o.FirestorePort), "firestore.log")
 	})
 	wg.Go(func() {
 		e.PubSub, psErr = start(emulators.PubSub(), o.AttachPubSub, loopback(o.PubSubPort), "pubsub.log")
@@ -237,7 +260,7 @@ func StartEmulators(ctx context.Context, o Options) (*Emulators, error) {
 		defer logs.Close()
 		// firebase-tools is slow to load, and now and then exits at once: start it twice at most.
 		for attempt := 1; ; attempt++ {
-			e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), logs, 2*emulatorStartTimeout)
+			e.Auth, authErr = emulators.StartAuth(ctx, o.WebDir, o.Project, loopback(o.AuthPort), o.AuthHubPort, o.AuthLoggingPort, logs, 2*emulatorStartTimeout)
 			if authErr == nil || attempt == 2 || ctx.Err() != nil {
 				return
 			}
@@ -344,7 +367,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 	if err := emulators.CheckPortFree(loopback(o.FunctionsPort)); err != nil {
 		return nil, fmt.Errorf("the functions' PORT %s: %w; set PORT to a free port", o.FunctionsPort, err)
 	}
-	bridge, err := startEventBridge(out, eventsInFlight(), o.EventCopies)
+	bridge, err := startEventBridge(out, loopback(o.EventsPort), eventsInFlight(), o.EventCopies)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +470,7 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	}
 	ports := []string{o.FunctionsPort}
 	if o.Instances > 1 {
-		if ports, err = emulators.FreePorts(o.Instances); err != nil {
+		if ports, err = instancePorts(o.InstancesPort, o.Instances); err != nil {
 			return err
 		}
 	}
@@ -469,8 +492,32 @@ func (s *Stack) startFunctions(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// loopback is the IPv4 loopback address with port.
-func loopback(port string) string { return net.JoinHostPort("127.0.0.1", port) }
+// OSPickedPorts lets the OS pick the ports of the stack's inner parts (the event bridge, the
+// emulators' other ports, the instances), for a stack whose caller sets only the ports it uses.
+var OSPickedPorts = []string{"EVENTS_PORT=0", "FIRESTORE_WEBCHANNEL_PORT=0", "FIRESTORE_WEBSOCKET_PORT=0",
+	"AUTH_HUB_PORT=0", "AUTH_LOGGING_PORT=0", "INSTANCES_PORT=0"}
+
+// osPicked reports whether port leaves the choice to the OS ("" or "0").
+func osPicked(port string) bool { return port == "" || port == "0" }
+
+// instancePorts is n ports from base up (base "" or "0": n free ports).
+func instancePorts(base string, n int) ([]string, error) {
+	if osPicked(base) {
+		return emulators.FreePorts(n)
+	}
+	first, err := strconv.Atoi(base)
+	if err != nil || first < 1 || first+n-1 > 65535 {
+		return nil, fmt.Errorf("INSTANCES_PORT=%q: must be a port with %d ports free from it up", base, n)
+	}
+	ports := make([]string, n)
+	for i := range ports {
+		ports[i] = strconv.Itoa(first + i)
+	}
+	return ports, nil
+}
+
+// loopback is the IPv4 loopback address with port (port "": one the OS picks).
+func loopback(port string) string { return net.JoinHostPort("127.0.0.1", cmp.Or(port, "0")) }
 
 // Run starts the stack, prints a "ready" line with the URLs, and stops it when ctx ends.
 func Run(ctx context.Context, o Options, out io.Writer) error {
@@ -496,15 +543,29 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	return nil
 }
 
+// OnFreePorts sets every port of o to a free one (INSTANCES_PORT to the first of Instances free
+// ones in a row is not promised: it is left "", which makes each instance's a free port).
+func (o *Options) OnFreePorts() error {
+	ports := []*string{&o.FunctionsPort, &o.FirestorePort, &o.PubSubPort, &o.AuthPort, &o.AppPort, &o.EventsPort,
+		&o.FirestoreWebChannelPort, &o.FirestoreWebSocketPort, &o.AuthHubPort, &o.AuthLoggingPort}
+	free, err := emulators.FreePorts(len(ports))
+	if err != nil {
+		return err
+	}
+	for i, p := range ports {
+		*p = free[i]
+	}
+	o.InstancesPort = ""
+	return nil
+}
+
 // Exec starts the stack on free ports, with emulators of its own (never attached), runs argv with its
 // Env and LOCALSTACK_FUNCTIONS_LOG (the functions' log file), stops it, and returns argv's exit code.
 func Exec(ctx context.Context, o Options, argv []string) (int, error) {
 	o.AttachFirestore, o.AttachPubSub, o.AttachAuth = "", "", ""
-	ports, err := emulators.FreePorts(5)
-	if err != nil {
+	if err := o.OnFreePorts(); err != nil {
 		return 0, err
 	}
-	o.FunctionsPort, o.FirestorePort, o.PubSubPort, o.AuthPort, o.AppPort = ports[0], ports[1], ports[2], ports[3], ports[4]
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return 0, fmt.Errorf("log directory: %w", err)
 	}

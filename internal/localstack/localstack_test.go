@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/internal/testenv"
 )
@@ -35,9 +36,9 @@ func TestRunServesEverythingAndStopsCleanly(t *testing.T) {
 	testenv.FirestoreEmulatorHost(t) // the emulators must be installed for this test to mean anything
 	bin := testenv.BuildLocalstack(t)
 	port, fsPort, psPort, authPort, appPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
-	line, stop := testenv.RunLocalstack(t, bin, "PORT="+port, "FIRESTORE_PORT="+fsPort, "PUBSUB_PORT="+psPort,
-		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS="+t.TempDir(), "AUTH_PORT="+authPort, "APP_PORT="+appPort,
-		"ALLOWED_ORIGINS=http://127.0.0.1:"+appPort)
+	line, stop := testenv.RunLocalstack(t, bin, append([]string{"PORT=" + port, "FIRESTORE_PORT=" + fsPort, "PUBSUB_PORT=" + psPort,
+		"GOOGLE_CLOUD_PROJECT=demo-lifecycle", "LOCALSTACK_LOGS=" + t.TempDir(), "AUTH_PORT=" + authPort, "APP_PORT=" + appPort,
+		"ALLOWED_ORIGINS=http://127.0.0.1:" + appPort}, localstack.OSPickedPorts...)...)
 	base := "http://127.0.0.1:" + port
 	for _, name := range manifest.EntryPoints {
 		if !strings.Contains(line, base+"/"+name) {
@@ -134,6 +135,7 @@ func TestMissingJavaIsNamed(t *testing.T) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), "PATH="+t.TempDir(), "LOCALSTACK_LOGS="+t.TempDir(),
 		"PORT="+freePort(t), "FIRESTORE_PORT="+freePort(t), "PUBSUB_PORT="+freePort(t))
+	cmd.Env = append(cmd.Env, localstack.OSPickedPorts...)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("localstack started without Java on PATH: %s", out)
@@ -156,7 +158,7 @@ func TestTakenFunctionsPortIsNamed(t *testing.T) {
 	defer taken.Close()
 	_, port, _ := net.SplitHostPort(taken.Addr().String())
 	cmd := exec.Command(testenv.BuildLocalstack(t))
-	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), "PORT="+port, "LOCALSTACK_LOGS="+t.TempDir())
+	cmd.Env = append(append(append(os.Environ(), emulators.NoHostEnvs()...), "PORT="+port, "LOCALSTACK_LOGS="+t.TempDir()), localstack.OSPickedPorts...)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "PORT "+port) || !strings.Contains(string(out), "set PORT") {
 		t.Errorf("localstack with PORT %s taken: %v, %s; want it to refuse, naming PORT", port, err, out)

@@ -18,9 +18,12 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"google.golang.org/api/option"
+
 	"github.com/shardcount/counters/client"
 	"github.com/shardcount/counters/internal/deploycheck"
 	"github.com/shardcount/counters/internal/emulators"
+	"github.com/shardcount/counters/internal/localstack"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -119,7 +122,7 @@ func TestAppEmulatorSuiteLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready, stopStack := testenv.RunLocalstack(t, testenv.BuildLocalstack(t),
-		append(env, "PUBSUB_PORT="+ports[6], "APP_PORT="+ports[7], "LOCALSTACK_LOGS="+t.TempDir())...)
+		append(append(env, "PUBSUB_PORT="+ports[6], "APP_PORT="+ports[7], "LOCALSTACK_LOGS="+t.TempDir()), localstack.OSPickedPorts...)...)
 	for _, want := range []string{" firestore=" + firestoreAddr + " (its security rules left as they are) ", " attached=firestore,auth started=pubsub "} {
 		if !strings.Contains(ready, want) {
 			t.Errorf("ready line lacks %q: %s", want, ready)
@@ -150,7 +153,7 @@ func TestAppEmulatorSuiteLoop(t *testing.T) {
 	if out, err := page.CombinedOutput(); err != nil {
 		t.Errorf("the app's page (likes through the JS SDK, then roll-up listeners for %s): %v\n%s", wantJSON, err, out)
 	}
-	counts, err := client.New(ctx, client.Local("http://127.0.0.1:"+ports[5]), client.WithHTTPClient(http.DefaultClient))
+	counts, err := client.New(ctx, option.WithEndpoint("http://127.0.0.1:"+ports[5]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,8 @@ func TestExampleAppInChromium(t *testing.T) {
 // exactly; a second like by the same user, a like in another's name and one with another field are
 // refused and move nothing; a like made while the page is offline (IndexedDB persistence,
 // context.setOffline) is not on the server until the page is back online, then counts exactly
-// once; and the example app's post card likes and unlikes.
+// once; and the example app's post card likes and unlikes, and its poll card moves a changed vote
+// between the choices' counts.
 func TestLikeDocumentsInChromium(t *testing.T) {
 	testenv.SkipIfShort(t, "Chromium and the local stack")
 	requireChromium(t)
@@ -207,11 +208,14 @@ func TestWebClientInChromium(t *testing.T) {
 	runNodeTests(t, "test/client.test.mjs")
 }
 
-// TestWebClientPackageInAViteApp: the web client packed by npm pack and installed into a fresh Vite
-// app (web/fixtures/vite-app): the package's license, repository, version and bounded firebase peer;
-// its index.d.ts and increment.d.ts type-checked by tsc; the production build holding one Firebase
-// SDK; and the built pages in headless Chromium against the stack, the increment-only one loading no
-// Firestore. npm installs from the cache that `npm ci` in web/ filled.
+// TestWebClientPackageInAViteApp: the web client packed by npm pack (npm publish --dry-run passes)
+// and installed into a fresh Vite app (web/fixtures/vite-app) per firebase major of its peer range:
+// the package's metadata; every exported name type-checked by tsc under moduleResolution nodenext,
+// node16 and bundler; per major, the production build holding one Firebase SDK, its pages in
+// headless Chromium through vite preview against the stack (the count follows clicks, a refusal
+// and an unreachable Firestore show in liveCount's error, the increment-only page loads no Firestore),
+// then npm ci. npm installs web/'s firebase from the cache that `npm ci` in web/ filled, the other
+// majors from the registry.
 func TestWebClientPackageInAViteApp(t *testing.T) {
 	testenv.SkipIfShort(t, "the local stack, npm and Chromium")
 	requireChromium(t)
@@ -219,8 +223,8 @@ func TestWebClientPackageInAViteApp(t *testing.T) {
 		t.Fatal("npm is not on PATH: install Node.js 20.19 or later with npm")
 	}
 	testenv.Stack(t)
-	// Two npm installs and two production builds: minutes on a busy machine.
-	runNodeTestsWithin(t, 6*time.Minute, 8*time.Minute, nil, "test/package.test.mjs")
+	// Five npm installs, five production builds and four npm ci: minutes on a busy machine.
+	runNodeTestsWithin(t, 10*time.Minute, 12*time.Minute, nil, "test/package.test.mjs")
 }
 
 // requireChromium skips t under -short; otherwise it fails t when there is no Chromium to drive.

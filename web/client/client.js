@@ -1,6 +1,7 @@
 // CountersClient: IncrementClient (increment.js), plus the counter documents (roll-ups, top lists)
 // read with the Firebase JS SDK. How to use it: docs/web-client.md.
 import { doc, getDoc, onSnapshot } from 'firebase/firestore';
+import { ListenTimeoutError } from './errors.js';
 import { IncrementClient } from './increment.js';
 import { LiveCounter, timestampMicros } from './live-counter.js';
 
@@ -27,10 +28,10 @@ export function windowCountOf(windows, window, date = new Date()) {
 const dateOf = (ts) => (ts ? new Date(timestampMicros(ts) / 1000) : null);
 
 export class CountersClient extends IncrementClient {
-  /** @param {import('./index').CountersClientOptions} options */
-  constructor({ maxPendingMs = 10_000, rollupsCollection = 'rollups', topsCollection = 'tops', ...options }) {
+  /** @param {import('./index.js').CountersClientOptions} options */
+  constructor({ maxPendingMs = 10_000, listenTimeoutMs = 10_000, rollupsCollection = 'rollups', topsCollection = 'tops', ...options }) {
     super(options);
-    Object.assign(this, { maxPendingMs, rollupsCollection, topsCollection });
+    Object.assign(this, { maxPendingMs, listenTimeoutMs, rollupsCollection, topsCollection });
   }
 
   /** @type {Map<string, Set<{live: LiveCounter, changed: () => void, expireLater: () => void}>>} */
@@ -40,8 +41,8 @@ export class CountersClient extends IncrementClient {
    * IncrementClient's increment, also shown at once by this client's liveCount listeners of counter
    * (as pending until a roll-up holds it; no longer once it failed).
    * @param {string} counter
-   * @param {import('./index').IncrementOptions} [options]
-   * @returns {Promise<import('./index').IncrementAnswer>}
+   * @param {import('./index.js').IncrementOptions} [options]
+   * @returns {Promise<import('./index.js').IncrementAnswer>}
    */
   async increment(counter, options = {}) {
     options.signal?.throwIfAborted(); // nothing sent, nothing shown
@@ -65,10 +66,13 @@ export class CountersClient extends IncrementClient {
   /**
    * Listens to counter's roll-up and calls onChange with the value to show: the roll-up's count plus
    * this client's increments of counter that it does not hold yet, never counted twice. Returns the
-   * function that stops listening.
+   * function that stops listening. change.error is the listener's error (a refusal such as
+   * permission-denied), or a ListenTimeoutError when no snapshot from the backend came within
+   * listenTimeoutMs of the call, or of the SDK serving from its cache (offline, or a Firestore that
+   * cannot be reached); a snapshot from the backend clears it.
    * @param {import('firebase/firestore').Firestore} db
    * @param {string} counter
-   * @param {(change: import('./index').LiveCountChange) => void} onChange
+   * @param {(change: import('./index.js').LiveCountChange) => void} onChange
    */
   liveCount(db, counter, onChange) {
     const live = new LiveCounter({ maxPendingMs: this.maxPendingMs });
@@ -85,8 +89,25 @@ export class CountersClient extends IncrementClient {
     const listener = { live, changed, expireLater };
     if (!this.#listeners.has(counter)) this.#listeners.set(counter, new Set());
     this.#listeners.get(counter).add(listener);
+    // The SDK retries an unreachable backend silently, serving from its cache: a deadline makes that
+    // an error.
+    let deadline;
+    const awaitBackend = () => {
+      if (deadline !== undefined) return;
+      deadline = setTimeout(() => {
+        error = new ListenTimeoutError(counter, this.listenTimeoutMs);
+        changed();
+      }, this.listenTimeoutMs);
+    };
+    awaitBackend();
     const unsubscribe = onSnapshot(doc(db, this.rollupsCollection, counter), (snap) => {
-      error = null;
+      if (snap.metadata.fromCache) {
+        awaitBackend();
+      } else {
+        clearTimeout(deadline);
+        deadline = undefined;
+        error = null;
+      }
       if (snap.exists()) {
         const data = snap.data();
         live.applyRollup(Number(data.count), timestampMicros(data.updated_at));
@@ -94,11 +115,13 @@ export class CountersClient extends IncrementClient {
       }
       changed();
     }, (err) => {
+      clearTimeout(deadline);
       error = err;
       changed();
     });
     return () => {
       unsubscribe();
+      clearTimeout(deadline);
       timers.forEach(clearTimeout);
       this.#listeners.get(counter)?.delete(listener);
     };
@@ -107,7 +130,7 @@ export class CountersClient extends IncrementClient {
   /**
    * Reads counter's count in the current UTC bucket of window from its roll-up document (one
    * document read): 0 when the roll-up's bucket is older (nothing counted since) or there is none.
-   * @returns {Promise<import('./index').WindowCount>}
+   * @returns {Promise<import('./index.js').WindowCount>}
    */
   async windowCount(db, counter, window, now = new Date()) {
     const bucket = currentBucket(window, now);
@@ -119,7 +142,7 @@ export class CountersClient extends IncrementClient {
   /**
    * Reads group's top list of window ('all' or a window) from its document (one document read):
    * at most limit (1..100) counters, highest first, of the list's bucket.
-   * @returns {Promise<import('./index').TopList>}
+   * @returns {Promise<import('./index.js').TopList>}
    */
   async top(db, group, { window = 'all', limit = 10 } = {}) {
     if (window !== 'all') currentBucket(window); // checks the name

@@ -1,5 +1,6 @@
-// The errors increment throws. Each says whether the increment counts: refused and not applied
-// never count; an unknown outcome may, and is safe to send again only with its key.
+// The errors increment throws, and liveCount's deadline error. Each increment error says whether the
+// increment counts: refused and not applied never count; an unknown outcome may, and is safe to send
+// again only with its key.
 
 /** Base class of increment's errors. */
 export class IncrementError extends Error {
@@ -40,4 +41,22 @@ export class IncrementNotAppliedError extends IncrementError {
  */
 export class IncrementUnknownOutcomeError extends IncrementError {
   name = 'IncrementUnknownOutcomeError';
+}
+
+/**
+ * liveCount's error when no snapshot came from Firestore's backend within listenTimeoutMs: the
+ * listener serves only its cache (the device is offline, or the app's Firestore points at an
+ * endpoint it cannot reach: e.g. a production build that never connected the emulator).
+ */
+export class ListenTimeoutError extends Error {
+  name = 'ListenTimeoutError';
+  /** As a FirestoreError's code: the backend is unavailable. */
+  code = 'unavailable';
+  /** @param {string} counter @param {number} timeoutMs */
+  constructor(counter, timeoutMs) {
+    super(`liveCount(${JSON.stringify(counter)}): no snapshot from Firestore's backend within ${timeoutMs} ms; ` +
+      'the listener is serving its cache (offline, or the app\'s Firestore cannot reach its endpoint: is the emulator connected?)');
+    /** The listenTimeoutMs that passed. */
+    this.timeoutMs = timeoutMs;
+  }
 }

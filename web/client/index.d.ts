@@ -1,13 +1,15 @@
 // Types of the distributed counters' web client (index.js). Usage: docs/web-client.md.
 import type { Firestore } from 'firebase/firestore';
-import { IncrementClient } from './increment';
-import type { IncrementAnswer, IncrementClientOptions, IncrementOptions } from './increment';
+import { IncrementClient } from './increment.js';
+import type { IncrementAnswer, IncrementClientOptions, IncrementOptions } from './increment.js';
 
-export * from './increment';
+export * from './increment.js';
 
 export interface CountersClientOptions extends IncrementClientOptions {
   /** How long liveCount shows an answered increment that no roll-up settled (default 10 s). */
   maxPendingMs?: number;
+  /** How long liveCount waits for a snapshot from Firestore's backend before its error is a ListenTimeoutError (default 10 s). */
+  listenTimeoutMs?: number;
   /** Collection names, when the deployment renamed them (defaults: rollups, tops). */
   rollupsCollection?: string;
   topsCollection?: string;
@@ -21,7 +23,7 @@ export interface LiveCountChange {
   pending: number;
   /** The roll-up document; null before the first one. */
   rollup: { count: number; updatedAt: Date; windows: Record<string, { bucket: string; count: number }> } | null;
-  /** The listener's error (e.g. permission-denied), null while it works. */
+  /** The listener's error (e.g. permission-denied), or a ListenTimeoutError (no snapshot from the backend within listenTimeoutMs); null while it works. */
   error: Error | null;
 }
 
@@ -59,6 +61,14 @@ export class CountersClient extends IncrementClient {
 export function currentBucket(window: Window, date?: Date): string;
 /** A roll-up's windows map: the window's count now (0 when its bucket is not the current one). */
 export function windowCountOf(windows: Record<string, { bucket: string; count: number }> | undefined, window: Window, date?: Date): number;
+
+/** liveCount's error when no snapshot came from Firestore's backend within listenTimeoutMs (offline, or an unreachable endpoint). */
+export class ListenTimeoutError extends Error {
+  constructor(counter: string, timeoutMs: number);
+  /** 'unavailable', as a FirestoreError's code would say. */
+  code: 'unavailable';
+  timeoutMs: number;
+}
 
 /** liveCount's bookkeeping, without a listener (for apps that read roll-ups their own way). */
 export class LiveCounter {

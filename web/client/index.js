@@ -4,5 +4,5 @@
 // '@shardcount/counters-client/increment' (increment.js), which loads no Firebase SDK.
 export { CountersClient, currentBucket, windowCountOf } from './client.js';
 export { IncrementClient, RETRY_DEFAULTS } from './increment.js';
-export { IncrementError, IncrementNotAppliedError, IncrementRefusedError, IncrementUnknownOutcomeError } from './errors.js';
+export { IncrementError, IncrementNotAppliedError, IncrementRefusedError, IncrementUnknownOutcomeError, ListenTimeoutError } from './errors.js';
 export { LiveCounter } from './live-counter.js';

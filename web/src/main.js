@@ -4,7 +4,8 @@
 // today (the roll-up's windows.day), with the roll-up's freshness; a listener on tops/{group}_all
 // shows the top list. Posts are liked the other way: the signed-in user (anonymous, Auth emulator)
 // writes and deletes a like document of their own, offline too (IndexedDB cache), and the count
-// comes from the collection counter's roll-up (likes.js).
+// comes from the collection counter's roll-up (likes.js). Polls count votes by a field: each user's
+// vote is a document of a flat collection, and each choice's count a counter of its own (votes.js).
 import { initializeApp } from 'firebase/app';
 import { connectAuthEmulator, getAuth, signInAnonymously } from 'firebase/auth';
 import {
@@ -12,10 +13,13 @@ import {
 } from 'firebase/firestore';
 import { CountersClient, windowCountOf } from '../client/index.js';
 import { like, listenToLikeCount, listenToMyLike, unlike } from './likes.js';
+import { listenToChoiceCount, listenToMyVote, vote } from './votes.js';
 
 const DEFAULT_COUNTERS = ['cats', 'dogs', 'owls'];
 const DEFAULT_GROUP = 'pets';
 const DEFAULT_POSTS = ['welcome'];
+const DEFAULT_POLLS = ['lunch'];
+const CHOICES = ['yes', 'no'];
 
 async function main() {
   const cfg = await (await fetch('/config.json')).json();
@@ -30,7 +34,7 @@ async function main() {
   const list = (name, def) => (params.get(name) ? params.get(name).split(',').filter(Boolean) : def);
   const ids = list('counters', DEFAULT_COUNTERS);
   const group = params.get('group') || DEFAULT_GROUP;
-  posts(app, db, cfg, list('posts', DEFAULT_POSTS));
+  posts(app, db, cfg, list('posts', DEFAULT_POSTS), list('polls', DEFAULT_POLLS));
   // Counting by day and ranking in a group are configured once per counter. The local example does it
   // here (the stack serves every function); in production an operator or the app's backend does.
   await Promise.all(ids.map((id) => fetch(`${cfg.apiPath}ConfigureCounter`, {
@@ -46,8 +50,8 @@ async function main() {
   setInterval(() => cards.forEach((c) => c.render()), 100);
 }
 
-/** The posts' cards, once the user is signed in (anonymously, on the stack's Auth emulator). */
-async function posts(app, db, cfg, ids) {
+/** The posts' and polls' cards, once the user is signed in (anonymously, on the stack's Auth emulator). */
+async function posts(app, db, cfg, ids, polls) {
   const list = document.getElementById('posts');
   if (!cfg.authEmulatorUrl) {
     list.textContent = 'posts need the Auth emulator (the stack runs without it: LOCALSTACK_AUTH=false)';
@@ -57,6 +61,40 @@ async function posts(app, db, cfg, ids) {
   connectAuthEmulator(auth, cfg.authEmulatorUrl, { disableWarnings: true });
   const { user } = auth.currentUser ? { user: auth.currentUser } : await signInAnonymously(auth);
   ids.forEach((id) => list.append(postCard(db, id, user.uid)));
+  polls.forEach((id) => document.getElementById('polls').append(pollCard(db, id, user.uid)));
+}
+
+/** One poll's card: each choice's count (the roll-up of poll-{poll}-{choice}) and a button to vote it. */
+function pollCard(db, poll, uid) {
+  const element = document.createElement('li');
+  element.className = 'card poll';
+  element.dataset.poll = poll;
+  element.innerHTML = '<span class="name"></span><span></span><span class="error" role="alert"></span>';
+  element.querySelector('.name').textContent = poll;
+  const error = element.querySelector('.error');
+  for (const choice of CHOICES) {
+    const count = document.createElement('span');
+    count.className = 'value';
+    count.textContent = '–';
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = `like vote-${choice}`;
+    button.textContent = choice;
+    button.addEventListener('click', () => vote(db, poll, uid, choice).then(() => { error.textContent = ''; }, (err) => {
+      error.textContent = `vote refused: ${err.code}`;
+    }));
+    element.insertBefore(button, error);
+    element.insertBefore(count, error);
+    listenToChoiceCount(db, poll, choice, (n) => {
+      count.textContent = String(n);
+      element.dataset[choice] = String(n);
+    }, (err) => { error.textContent = `listener failed: ${err.code}`; });
+  }
+  listenToMyVote(db, poll, uid, (choice) => {
+    element.dataset.mine = choice ?? '';
+    for (const c of CHOICES) element.querySelector(`.vote-${c}`).classList.toggle('liked', c === choice);
+  }, (err) => { error.textContent = `listener failed: ${err.code}`; });
+  return element;
 }
 
 /** One post's card: its like count (the roll-up of likes-{post}) and this user's like, a toggle. */

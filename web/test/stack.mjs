@@ -44,7 +44,7 @@ export async function callFunction(name, body, method = 'POST') {
 
 /** The exact value of counter from the Count function at functionsURL (no Origin): 0 before its first increment. */
 export async function exactCount(counter, functionsURL = stack.functionsURL) {
-  const resp = await fetch(`${functionsURL}/Count?counter=${counter}`);
+  const resp = await fetch(`${functionsURL}/Count?counter=${encodeURIComponent(counter)}`);
   if (resp.status === 404) return 0;
   const answer = await resp.json();
   if (resp.status !== 200) throw new Error(`Count ${counter}: HTTP ${resp.status} ${JSON.stringify(answer)}`);

@@ -1,4 +1,4 @@
-package client_test
+package clientstack_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"golang.org/x/oauth2"
+
+	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/client"
 	"github.com/shardcount/counters/internal/emulators"
@@ -80,8 +82,8 @@ func TestBackendIncrementsAPrivateFunctionForAUser(t *testing.T) {
 	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"https://accounts.google.com","email":"backend@p.iam.gserviceaccount.com"}`))
 	iamToken := "eyJhbGciOiJSUzI1NiJ9." + claims + ".c2ln"
 	front := cloudRunFront(t, functionsproc.Start(t, "REQUIRE_ID_TOKEN=true", "PER_CALLER_LIMIT=1"), iamToken)
-	c, err := client.New(context.Background(), client.Local(front),
-		client.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: iamToken, TokenType: "Bearer"})))
+	c, err := client.New(context.Background(), option.WithEndpoint(front),
+		client.WithIDTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: iamToken, TokenType: "Bearer"})))
 	if err != nil {
 		t.Fatal(err)
 	}

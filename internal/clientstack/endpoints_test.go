@@ -1,4 +1,4 @@
-package client_test
+package clientstack_test
 
 import (
 	"context"
@@ -14,42 +14,67 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/api/option"
+
 	"github.com/shardcount/counters/client"
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/manifest"
+	"github.com/shardcount/counters/shared/wire"
 )
 
-// TestEndpointsNameTheFunctions holds Local and CloudFunctions to the entry points and deployed
-// names that manifest.Deployed declares.
+// okIncrement is a 200 answer of Increment.
+const okIncrement = `{"counter":"likes","delta":1,"shard":0}`
+
+// TestEndpointsNameTheFunctions holds option.WithEndpoint's paths and CloudFunctions to the entry
+// points and deployed names that manifest.Deployed declares.
 func TestEndpointsNameTheFunctions(t *testing.T) {
 	names := map[string]string{}
 	for _, f := range manifest.Deployed() {
 		names[f.EntryPoint] = f.Name
 	}
-	local, deployed := client.Local("http://127.0.0.1:8080"), client.CloudFunctions("us-central1", "my-project")
-	for entry, pair := range map[string][2]string{
-		functions.EntryIncrement:        {local.Increment, deployed.Increment},
-		functions.EntryCount:            {local.Count, deployed.Count},
-		functions.EntryTop:              {local.Top, deployed.Top},
-		functions.EntryConfigureCounter: {local.ConfigureCounter, deployed.ConfigureCounter},
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		http.Error(w, `{"error":"refused"}`, http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	c, err := client.New(context.Background(), option.WithEndpoint(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, _ = c.Increment(ctx, client.Increment{Counter: "likes"})
+	_, _ = c.Count(ctx, "likes")
+	_, _ = c.Top(ctx, client.TopQuery{Group: "g"})
+	_, _ = c.ConfigureCounter(ctx, client.Settings{Counter: "likes"})
+	want := []string{"/" + functions.EntryIncrement, "/" + functions.EntryCount, "/" + functions.EntryTop, "/" + functions.EntryConfigureCounter}
+	if fmt.Sprint(paths) != fmt.Sprint(want) {
+		t.Errorf("option.WithEndpoint's paths %q, want the entry points %q", paths, want)
+	}
+	deployed := client.CloudFunctions("us-central1", "my-project")
+	for entry, url := range map[string]string{
+		functions.EntryIncrement: deployed.Increment, functions.EntryCount: deployed.Count,
+		functions.EntryTop: deployed.Top, functions.EntryConfigureCounter: deployed.ConfigureCounter,
 	} {
-		if want := "http://127.0.0.1:8080/" + entry; pair[0] != want {
-			t.Errorf("Local %s = %s, want %s", entry, pair[0], want)
-		}
-		if want := "https://us-central1-my-project.cloudfunctions.net/" + names[entry]; pair[1] != want {
-			t.Errorf("CloudFunctions %s = %s, want %s", entry, pair[1], want)
+		if want := "https://us-central1-my-project.cloudfunctions.net/" + names[entry]; url != want {
+			t.Errorf("CloudFunctions %s = %s, want %s", entry, url, want)
 		}
 	}
 }
 
 // TestIDTokensFromApplicationDefaultCredentials gives the client a service account key as
 // Application Default Credentials, whose token endpoint is a local server (Google's cannot be
-// reached here): each function gets an ID token made for its own URL as the audience.
+// reached here): each function at an https:// endpoint gets an ID token made for its own URL as
+// the audience.
 func TestIDTokensFromApplicationDefaultCredentials(t *testing.T) {
 	var mu sync.Mutex
 	audiences := map[string]string{} // ID token -> the target_audience it was asked for
@@ -75,7 +100,7 @@ func TestIDTokensFromApplicationDefaultCredentials(t *testing.T) {
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", file)
 
 	var seen []string // "path audience-of-its-token"
-	functionsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	functionsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		mu.Lock()
 		seen = append(seen, r.URL.Path+" "+audiences[token])
@@ -87,8 +112,10 @@ func TestIDTokensFromApplicationDefaultCredentials(t *testing.T) {
 		_, _ = io.WriteString(w, okIncrement)
 	}))
 	defer functionsSrv.Close()
-	endpoints := client.Local(functionsSrv.URL)
-	c, err := client.New(context.Background(), endpoints)
+	saved := http.DefaultTransport // New's default HTTP client sends through it
+	http.DefaultTransport = functionsSrv.Client().Transport
+	defer func() { http.DefaultTransport = saved }()
+	c, err := client.New(context.Background(), option.WithEndpoint(functionsSrv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +125,7 @@ func TestIDTokensFromApplicationDefaultCredentials(t *testing.T) {
 	if _, err := c.Count(context.Background(), "likes"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/Increment " + endpoints.Increment, "/Count " + endpoints.Count}
+	want := []string{"/Increment " + functionsSrv.URL + "/Increment", "/Count " + functionsSrv.URL + "/Count"}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Errorf("requests with the audience of their ID token: %q, want %q", seen, want)
 	}
@@ -126,4 +153,22 @@ func jwtClaims(t *testing.T, token string) map[string]any {
 		t.Errorf("assertion claims: %v", err)
 	}
 	return claims
+}
+
+// TestClientSpeaksTheServersWire: the client module keeps its own copy of the increment answer's
+// JSON fields (it cannot import the server's package shared/wire); they are the server's.
+func TestClientSpeaksTheServersWire(t *testing.T) {
+	fields := func(typ reflect.Type) []string {
+		var names []string
+		for f := range typ.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "-" && name != "" {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	got, want := fields(reflect.TypeFor[client.Incremented]()), fields(reflect.TypeFor[wire.IncrementAnswer]())
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("client.Incremented's JSON fields %q, want shared/wire.IncrementAnswer's %q", got, want)
+	}
 }

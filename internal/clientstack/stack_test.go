@@ -1,4 +1,4 @@
-package client_test
+package clientstack_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/api/option"
 
 	"github.com/shardcount/counters/client"
 	"github.com/shardcount/counters/counter"
@@ -93,10 +95,10 @@ func (w *watched) seen() map[int]int64 {
 }
 
 // newStackClient is a client of s without ID tokens (the local stack checks no IAM), through w.
-func newStackClient(t *testing.T, s stack, w *watched, opts ...client.Option) *client.Client {
+func newStackClient(t *testing.T, s stack, w *watched, opts ...option.ClientOption) *client.Client {
 	t.Helper()
 	w.base = &http.Transport{MaxIdleConnsPerHost: 64}
-	c, err := client.New(context.Background(), client.Local(s.url), append([]client.Option{client.WithHTTPClient(&http.Client{Transport: w, Timeout: time.Minute})}, opts...)...)
+	c, err := client.New(context.Background(), append([]option.ClientOption{option.WithEndpoint(s.url), option.WithHTTPClient(&http.Client{Transport: w, Timeout: time.Minute})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +327,7 @@ func TestTypedAnswersMatchTheFunctions(t *testing.T) {
 		}
 	}}
 	w.base = http.DefaultTransport
-	c, err := client.New(context.Background(), client.Local(env.FunctionsURL), client.WithHTTPClient(&http.Client{Transport: w}))
+	c, err := client.New(context.Background(), option.WithEndpoint(env.FunctionsURL), option.WithHTTPClient(&http.Client{Transport: w}))
 	if err != nil {
 		t.Fatal(err)
 	}
