@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/internal/emulators"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ func TestTwoStacksOnTheirPorts(t *testing.T) {
 	var stacks []*stack
 	for i := range 2 {
 		s := &stack{ports: map[string]string{}, ready: make(chan string, 1)}
-		env := append(os.Environ(), fmt.Sprintf("GOOGLE_CLOUD_PROJECT=demo-ports-%d", i), "LOCALSTACK_LOGS="+t.TempDir(), "LOCALSTACK_INSTANCES=2")
+		env := append(append(os.Environ(), emulators.NoHostEnvs()...), fmt.Sprintf("GOOGLE_CLOUD_PROJECT=demo-ports-%d", i), "LOCALSTACK_LOGS="+t.TempDir(), "LOCALSTACK_INSTANCES=2")
 		for _, name := range portSettings {
 			s.ports[name] = freePort(t)
 			env = append(env, name+"="+s.ports[name])

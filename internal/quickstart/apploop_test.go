@@ -31,7 +31,7 @@ import (
 const (
 	pageFirestore = "127.0.0.1:8080"
 	pageAuth      = "127.0.0.1:9099"
-	pagePort      = "PORT=8090"
+	pagePort      = "PORT=8088"
 )
 
 // TestAppEmulatorSuiteLoop runs existing-app.md's "Beside the app's Emulator Suite" lines in an app's
