@@ -383,7 +383,11 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Stack, err error) 
 		}
 	}()
 	if s.RulesLoaded = !emus.Firestore.Attached || o.RulesNamed; s.RulesLoaded {
-		if err := emulators.LoadRulesFile(ctx, emus.Firestore.HostPort, o.Project, o.RulesFile); err != nil {
+		text, err := stackRules(o.RulesFile, counted)
+		if err != nil {
+			return nil, err
+		}
+		if err := emulators.LoadRules(ctx, emus.Firestore.HostPort, o.Project, text); err != nil {
 			return nil, err
 		}
 	}
@@ -597,4 +601,14 @@ func Exec(ctx context.Context, o Options, argv []string) (int, error) {
 		return 0, fmt.Errorf("run %s: %w", argv[0], err)
 	}
 	return 0, nil
+}
+
+// stackRules is the rules file at path with the roll-ups of declared's "read": "none" counters
+// closed to clients, as make rules composes them.
+func stackRules(path string, declared *sources.Set) (string, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("security rules: %w", err)
+	}
+	return string(rules.CloseReads(text, declared.UnreadableIDs())), nil
 }

@@ -1,0 +1,32 @@
+package localstack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardcount/counters/functions/config"
+	"github.com/shardcount/counters/sources"
+)
+
+// TestStackRulesCloseReadNoneRollups: the stack's rules close the roll-ups of a "read": "none"
+// declaration, and stay as the file has them without one.
+func TestStackRulesCloseReadNoneRollups(t *testing.T) {
+	file := "../../firestore.example-app.rules"
+	for _, c := range []struct {
+		declared string
+		closed   bool
+	}{{`[{"documents": "shops/{shop}/orders/{o}", "counter": "revenue-{shop}", "sum": "amount", "read": "none"}]`, true},
+		{`[{"documents": "shops/{shop}/orders/{o}", "counter": "revenue-{shop}", "sum": "amount"}]`, false}} {
+		set, err := sources.Parse([]byte(c.declared), config.Default().Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := stackRules(file, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(text, "allow get: if !isUnreadable(counterId);") && strings.Contains(text, "counterId.matches('revenue-[^/]+')"); got != c.closed {
+			t.Errorf("%s: roll-ups closed %v, want %v:\n%s", c.declared, got, c.closed, text)
+		}
+	}
+}
