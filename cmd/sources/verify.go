@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("sources "+args[0], flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	db := firestoreflags.Add(flags, os.Getenv("GOOGLE_CLOUD_PROJECT"), "(default)")
+	db := firestoreflags.Add(flags, os.Getenv("GOOGLE_CLOUD_PROJECT"), cmp.Or(os.Getenv("FIRESTORE_DATABASE"), "(default)"))
 	wait := flags.Duration("wait", 30*time.Second, "verify: how long a difference may last (events in flight) before it is drift")
 	after := flags.String("after", "", "backfill: resume after this collection (the one an interrupted run names)")
 	if err := flags.Parse(args[1:]); err != nil || flags.NArg() == 0 && args[0] != "backfill" {

@@ -132,3 +132,60 @@ func countAndRollup(t *testing.T, functionsURL, id string) (exact, rolled int64)
 	}
 	return body.Count, body.Rollup.Count
 }
+
+// TestFieldCounterOnTheStackRanksItsValues: votes written to the stack's emulator as a flat
+// collection (web/counter-sources.json counts them per poll and choice, in group "polls") make a
+// counter per choice whose Count and roll-up equal count() of that choice's votes, after a vote
+// changes its choice, and the group's top list ranks the choices.
+func TestFieldCounterOnTheStackRanksItsValues(t *testing.T) {
+	env := testenv.Stack(t)
+	client := env.StackFirestore(t)
+	ctx := context.Background()
+	poll := fmt.Sprintf("poll%d", rand.Int64())
+	votes := client.Collection("votes")
+	for i, choice := range []string{"yes", "yes", "yes", "no"} {
+		if _, err := votes.Doc(fmt.Sprintf("%s_u%d", poll, i)).Set(ctx, map[string]any{"poll": poll, "choice": choice}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := votes.Doc(poll+"_u0").Set(ctx, map[string]any{"poll": poll, "choice": "no"}); err != nil { // a changed vote
+		t.Fatal(err)
+	}
+	for choice, want := range map[string]int64{"yes": 2, "no": 2} {
+		id := "poll-" + poll + "-" + choice
+		q := votes.Where("poll", "==", poll).Where("choice", "==", choice)
+		if n := aggregateOf(t, q.NewAggregationQuery().WithCount("v")); n != want {
+			t.Fatalf("count() of %s: %d, want %d", choice, n, want)
+		}
+		var exact, rolled int64
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if exact, rolled = countAndRollup(t, env.FunctionsURL, id); exact == want && rolled == want {
+				break
+			}
+		}
+		if exact != want || rolled != want {
+			t.Errorf("%s: Count says %d, its roll-up %d; want %d", id, exact, rolled, want)
+		}
+	}
+	var top []any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		snap, err := client.Collection("tops").Doc("polls_all").Get(ctx)
+		if err == nil {
+			top, _ = snap.Data()["top"].([]any)
+		}
+		if ranked(top, "poll-"+poll+"-yes", 2) && ranked(top, "poll-"+poll+"-no", 2) {
+			return
+		}
+	}
+	t.Errorf("tops/polls_all = %v; want both choices of %s with 2 each", top, poll)
+}
+
+// ranked reports whether top lists counter with count n.
+func ranked(top []any, counter string, n int64) bool {
+	for _, e := range top {
+		if m, _ := e.(map[string]any); m["counter"] == counter && m["count"] == n {
+			return true
+		}
+	}
+	return false
+}
