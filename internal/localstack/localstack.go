@@ -133,7 +133,7 @@ func OptionsFromEnv() (Options, error) {
 		FirestoreWebSocketPort:  env("FIRESTORE_WEBSOCKET_PORT", "8083"),
 		NoAuth:                  os.Getenv("LOCALSTACK_AUTH") == "false",
 		Project:                 env("GOOGLE_CLOUD_PROJECT", "demo-counters"),
-		FunctionsPort:           env("PORT", "8080"),
+		FunctionsPort:           env("PORT", functionsPortBeside(os.Getenv(emulators.Firestore().HostEnv), os.Getenv(emulators.PubSub().HostEnv), os.Getenv(emulators.Auth().HostEnv))),
 		FirestorePort:           env("FIRESTORE_PORT", "8081"),
 		PubSubPort:              env("PUBSUB_PORT", "8085"),
 		LogDir:                  env("LOCALSTACK_LOGS", ".localstack"),
@@ -611,4 +611,15 @@ func stackRules(path string, declared *sources.Set) (string, error) {
 		return "", fmt.Errorf("security rules: %w", err)
 	}
 	return string(rules.CloseReads(text, declared.UnreadableIDs())), nil
+}
+
+// functionsPortBeside is the functions' default port beside the attached emulators at addrs:
+// 8080, or 8088 when one of them is on 8080 (the Emulator Suite's Firestore default).
+func functionsPortBeside(addrs ...string) string {
+	for _, a := range addrs {
+		if _, port, err := net.SplitHostPort(a); err == nil && port == "8080" {
+			return "8088"
+		}
+	}
+	return "8080"
 }

@@ -30,3 +30,14 @@ func TestStackRulesCloseReadNoneRollups(t *testing.T) {
 		}
 	}
 }
+
+// TestFunctionsPortStepsAsideForAnAttachedEmulator: beside an Emulator Suite whose Firestore has
+// 8080, the functions default to 8088; otherwise to 8080.
+func TestFunctionsPortStepsAsideForAnAttachedEmulator(t *testing.T) {
+	if got := functionsPortBeside("127.0.0.1:8080", "", ""); got != "8088" {
+		t.Errorf("beside an emulator on 8080: %s, want 8088", got)
+	}
+	if got := functionsPortBeside("127.0.0.1:9000", "", "127.0.0.1:9099"); got != "8080" {
+		t.Errorf("beside emulators elsewhere: %s, want 8080", got)
+	}
+}
