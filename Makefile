@@ -92,10 +92,11 @@ vet:
 ##       about 3 minutes; 15 minutes per package makes a hang fail the run, not eat CI's 90.
 ##       ALONE_TESTS (in ALONE_PACKAGES), which bound latencies end to end, run after the others, one
 ##       package at a time, so that other packages' load does not make them measure the machine
-##       instead of the code (the example app's live roll-up failed twice in CI under that load).
+##       instead of the code (the example app's live roll-up, and the Emulator Suite loop's, failed in
+##       CI under that load).
 ##       Then each fuzz target of functions/ (fuzz_test.go) runs FUZZ_EXECS inputs on the same stack.
-ALONE_TESTS := ^(TestRollupsOfManyWarmCounters|TestExampleAppInChromium)$$
-ALONE_PACKAGES := ./internal/e2e/ ./internal/webtest/
+ALONE_TESTS := ^(TestRollupsOfManyWarmCounters|TestExampleAppInChromium|TestAppEmulatorSuiteLoop)$$
+ALONE_PACKAGES := ./internal/e2e/ ./internal/webtest/ ./internal/quickstart/
 test: vet build $(WEB_APP)
 	$(LOCALSTACK) exec -- sh -c '$(GO) test -count=1 -timeout 15m -skip "$(ALONE_TESTS)" $(GO_PACKAGES) && \
 		$(GO) test -count=1 -p 1 -timeout 15m -run "$(ALONE_TESTS)" $(ALONE_PACKAGES) && $(call fuzz-each,$(FUZZ_EXECS))'
