@@ -162,12 +162,20 @@ func TestExampleAppInChromium(t *testing.T) {
 // exactly; a second like by the same user, a like in another's name and one with another field are
 // refused and move nothing; a like made while the page is offline (IndexedDB persistence,
 // context.setOffline) is not on the server until the page is back online, then counts exactly
-// once; and the example app's post card likes and unlikes, and its poll card moves a changed vote
-// between the choices' counts.
+// once; and the example app's post card likes and unlikes.
 func TestLikeDocumentsInChromium(t *testing.T) {
 	testenv.SkipIfShort(t, "Chromium and the local stack")
 	requireChromium(t)
 	runNodeTests(t, "test/likes.test.mjs")
+}
+
+// TestVotesByFieldInChromium (web/test/votes.test.mjs): in headless Chromium, two users vote on the
+// example app's poll card; each choice's count (a counter per value of a field) follows the votes, a
+// changed vote moves between the choices' counts, and the same vote again moves nothing.
+func TestVotesByFieldInChromium(t *testing.T) {
+	testenv.SkipIfShort(t, "Chromium and the local stack")
+	requireChromium(t)
+	runNodeTests(t, "test/votes.test.mjs")
 }
 
 // TestPagesOfListedOriginsIncrementInChromium: a functions process of the local stack with

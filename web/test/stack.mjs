@@ -141,3 +141,44 @@ export async function eventually(what, next, ok, ms = 150_000) {
   const failed = lastError ? `; last error ${lastError.code ?? ''} ${lastError.message}` : '';
   throw new Error(`${what}: not within ${ms} ms; last seen ${JSON.stringify(last)}${failed}`);
 }
+
+/** A document of the stack's database as the server has it (null if missing), read with the owner credential. */
+async function ownerGet(path) {
+  const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
+  const resp = await fetch(url, { headers: { Authorization: 'Bearer owner' } });
+  if (resp.status === 404) return null;
+  if (!resp.ok) throw new Error(`get ${path}: HTTP ${resp.status} ${await resp.text()}`);
+  return (await resp.json()).fields;
+}
+
+/**
+ * What the stack knows of counters, for a failed wait's message: each one's Count, roll-up and
+ * counter document, the event bridge's stats, and the functions' last log lines naming them.
+ */
+export async function diagnosis(counters) {
+  const parts = [];
+  for (const id of counters) {
+    const [count, rollup, counter] = await Promise.all([exactCount(id), ownerGet(`rollups/${encodeURIComponent(id)}`), ownerGet(`counters/${encodeURIComponent(id)}`)]
+      .map((p) => p.catch((err) => `(${err.message})`)));
+    parts.push(`${id}: Count ${JSON.stringify(count)}, roll-up ${JSON.stringify(rollup)}, counter ${JSON.stringify(counter)}`);
+  }
+  const stats = process.env.LOCALSTACK_EVENTS_STATS_URL;
+  if (stats) parts.push(`event bridge: ${await fetch(stats).then((r) => r.text(), (err) => err.message)}`);
+  const log = process.env.LOCALSTACK_FUNCTIONS_LOG;
+  if (log) {
+    const lines = (await readFile(log, 'utf8').catch(() => '')).split('\n').filter((l) => counters.some((id) => l.includes(id)));
+    parts.push(`functions log naming them (last 20 of ${lines.length}):\n${lines.slice(-20).join('\n')}`);
+  }
+  return parts.join('\n');
+}
+
+/** eventually, failing with diagnosis(counters) added to its message. */
+export async function eventuallyOf(counters, what, next, ok, ms) {
+  try {
+    return await eventually(what, next, ok, ms);
+  } catch (err) {
+    err.message += `\n${await diagnosis(counters)}`;
+    throw err;
+  }
+}
+
