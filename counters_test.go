@@ -3,6 +3,7 @@ package counters
 import (
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -63,4 +64,40 @@ func TestDeployedCodeImportsNothingInternal(t *testing.T) {
 			t.Errorf("the deployed package depends on %s; internal packages are for local use only", pkg)
 		}
 	}
+}
+
+// TestOnlyTheSupportedPackagesOmitTheNotice: every importable package (outside internal/, not a
+// command) other than the root, client/ and publisher/ says in its doc that it is no supported import.
+func TestOnlyTheSupportedPackagesOmitTheNotice(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}} {{.Doc}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	const module = "github.com/shardcount/counters"
+	supported := []string{module, module + "/publisher"} // client/ is a module of its own
+	for line := range strings.Lines(string(out)) {
+		path, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		name, _, _ := strings.Cut(rest, " ")
+		if name == "main" || strings.Contains(path+"/", "/internal/") || slices.Contains(supported, path) {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(strings.TrimPrefix(path, module), "/"), "*.go"))
+		if !anyFileSays(t, files, "Not a supported import") {
+			t.Errorf("package %s: its doc must say \"Not a supported import: see package counters.\"", path)
+		}
+	}
+}
+
+// anyFileSays reports whether one of files contains text, in any case.
+func anyFileSays(t *testing.T, files []string, text string) bool {
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.ToLower(string(b)), strings.ToLower(text)) {
+			return true
+		}
+	}
+	return false
 }

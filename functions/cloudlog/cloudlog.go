@@ -1,4 +1,6 @@
 // Package cloudlog writes slog records as JSON lines for Cloud Logging.
+//
+// Not a supported import: see package counters.
 package cloudlog
 
 import (

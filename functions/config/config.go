@@ -1,4 +1,6 @@
 // Package config declares the settings as tagged fields of Config (docs/settings.md).
+//
+// Not a supported import: see package counters.
 package config
 
 import (
@@ -29,7 +31,7 @@ type Config struct {
 	// DedupeCollection is the collection of keyed increments' dedupe records.
 	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"counterCollection" usedBy:"Increment,IncrementFromPubSub"`
 	// DefaultNumShards is a new counter's shard count and the least the roll-up adapts to.
-	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,IncrementFromPubSub,ConfigureCounter,RollupOnShardWrite,RollupScheduled"`
+	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,IncrementFromPubSub,ConfigureCounter,CountDocumentWrite,RollupOnShardWrite,RollupScheduled"`
 	// CounterIDPattern, when set, is an RE2 expression counter IDs must match whole (else 400).
 	CounterIDPattern string `env:"COUNTER_ID_PATTERN" check:"counterIDPattern" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
 	// CreateOnIncrement lets an increment create an unknown counter (else 404).
@@ -37,7 +39,7 @@ type Config struct {
 	// MaxDelta bounds the magnitude of one increment.
 	MaxDelta int64 `env:"MAX_DELTA, default=1000000" min:"1" max:"MaxDeltaLimit" usedBy:"Increment,IncrementFromPubSub"`
 	// ShardCountCacheTTL is how long an instance trusts a cached shard count.
-	ShardCountCacheTTL time.Duration `env:"SHARD_COUNT_CACHE_TTL, default=5s" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
+	ShardCountCacheTTL time.Duration `env:"SHARD_COUNT_CACHE_TTL, default=5s" min:"0s" usedBy:"Increment,IncrementFromPubSub,CountDocumentWrite"`
 	// LogLevel is the minimum severity logged.
 	LogLevel string `env:"LOG_LEVEL, default=INFO" check:"logLevel" usedBy:"*"`
 	// RequestTimeout bounds one request's database work (then 503).

@@ -1,5 +1,7 @@
 // Package eventhttp serves CloudEvent functions as HTTP handlers, decoding in the request's
 // goroutine (docs/design.md, "Event delivery").
+//
+// Not a supported import: see package counters.
 package eventhttp
 
 import (

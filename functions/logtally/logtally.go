@@ -1,4 +1,6 @@
 // Package logtally logs per-instance event counts once a minute (docs/operations.md, "Monitoring").
+//
+// Not a supported import: see package counters.
 package logtally
 
 import (
