@@ -1,6 +1,10 @@
 package localstack
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,4 +44,26 @@ func TestFunctionsPortStepsAsideForAnAttachedEmulator(t *testing.T) {
 	if got := functionsPortBeside("127.0.0.1:9000", "", "127.0.0.1:9099"); got != "8080" {
 		t.Errorf("beside emulators elsewhere: %s, want 8080", got)
 	}
+}
+
+// TestDevelopmentDocStatesTheEventsInFlight: docs/development.md's figure for the bridge's deliveries
+// in flight is the one the bridge uses (eventsInFlight).
+func TestDevelopmentDocStatesTheEventsInFlight(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("summed: %s)", groupThousands(eventsInFlight()))
+	if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), want) {
+		t.Errorf("docs/development.md does not say %q: the bridge keeps %d deliveries in flight", want, eventsInFlight())
+	}
+}
+
+// groupThousands writes n with commas between groups of three digits, as the docs do.
+func groupThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
