@@ -13,7 +13,7 @@ import (
 const maxCommitAttempts = 4
 
 // commitBatch commits batch and returns one reply per request; duplicates never fail the others.
-func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
+func (s *Store) commitBatch(ctx context.Context, batch []batched) []reply {
 	if changes, others := splitChanges(batch); len(changes) > 0 {
 		return mergeReplies(batch, changes, s.commitChanges(ctx, pick(batch, changes)), others, s.commitBatch(ctx, pick(batch, others)))
 	}
@@ -43,7 +43,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []request) []reply {
 }
 
 // commitLive commits batch's live requests and fills in their replies.
-func (s *Store) commitLive(ctx context.Context, batch []request, live []int, replies []reply) {
+func (s *Store) commitLive(ctx context.Context, batch []batched, live []int, replies []reply) {
 	fail := func(err error) {
 		for _, i := range live {
 			replies[i] = reply{err: err}
@@ -67,7 +67,7 @@ func (s *Store) commitLive(ctx context.Context, batch []request, live []int, rep
 		if status.Code(res.err) == codes.NotFound {
 			// A counter deleted under its cached count, or a shard yet to be created.
 			for _, w := range plan.shards {
-				s.shardCounts.forget(w.counter)
+				s.configs.forget(w.counter)
 			}
 			verify = true
 		}
@@ -92,7 +92,7 @@ func canRetry(res commitResult) bool {
 }
 
 // takeOutDuplicates answers live requests with keys applied before, returning the others.
-func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspection, replies []reply) []int {
+func takeOutDuplicates(batch []batched, live []int, plan *commitPlan, in inspection, replies []reply) []int {
 	var rest []int
 	for _, i := range live {
 		d, keyed := plan.dedupeOf[i]
@@ -108,7 +108,7 @@ func takeOutDuplicates(batch []request, live []int, plan *commitPlan, in inspect
 }
 
 // appliedOf is what request i of the batch, req, got from plan.
-func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
+func appliedOf(plan *commitPlan, i int, req batched) []AppliedIncrement {
 	if d, ok := plan.dedupeOf[i]; ok {
 		return plan.dedupes[d].applied
 	}
@@ -124,7 +124,7 @@ func appliedOf(plan *commitPlan, i int, req request) []AppliedIncrement {
 }
 
 // followerReply answers req, which repeats the key of the request answered first.
-func followerReply(req request, first reply) reply {
+func followerReply(req batched, first reply) reply {
 	if first.err != nil && !errors.Is(first.err, ErrKeyReused) {
 		return first
 	}
@@ -136,7 +136,7 @@ func followerReply(req request, first reply) reply {
 }
 
 // splitChanges is the indexes of batch's changes and of the others.
-func splitChanges(batch []request) (changes, others []int) {
+func splitChanges(batch []batched) (changes, others []int) {
 	for i, req := range batch {
 		if req.change != nil {
 			changes = append(changes, i)
@@ -148,8 +148,8 @@ func splitChanges(batch []request) (changes, others []int) {
 }
 
 // pick is the requests of batch at indexes.
-func pick(batch []request, indexes []int) []request {
-	out := make([]request, len(indexes))
+func pick(batch []batched, indexes []int) []batched {
+	out := make([]batched, len(indexes))
 	for n, i := range indexes {
 		out[n] = batch[i]
 	}
@@ -157,7 +157,7 @@ func pick(batch []request, indexes []int) []request {
 }
 
 // mergeReplies puts the parts' replies back in batch's order.
-func mergeReplies(batch []request, a []int, ra []reply, b []int, rb []reply) []reply {
+func mergeReplies(batch []batched, a []int, ra []reply, b []int, rb []reply) []reply {
 	replies := make([]reply, len(batch))
 	for n, i := range a {
 		replies[i] = ra[n]

@@ -13,7 +13,7 @@ import (
 const testInterval = 100 * time.Millisecond
 
 // addAsync runs add in a goroutine and returns where its result arrives.
-func addAsync(ctx context.Context, g *groupCommitter, req request) <-chan reply {
+func addAsync(ctx context.Context, g *groupCommitter, req batched) <-chan reply {
 	out := make(chan reply, 1)
 	go func() { out <- g.add(ctx, req.incs[0].Counter, req) }()
 	return out
@@ -250,7 +250,7 @@ func TestAmbiguousCommitIsSettledByFencing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeStore(tc.plans)
-			r := s.commitBatch(context.Background(), []request{unkeyed("c", 5)})[0]
+			r := s.commitBatch(context.Background(), []batched{unkeyed("c", 5)})[0]
 			if !tc.want(r) {
 				t.Errorf("result %+v (%v), want %s", r, r.err, tc.wantDesc)
 			}
@@ -286,7 +286,7 @@ func TestDuplicateKeysInAGroupNeverBlockTheOthers(t *testing.T) {
 	}
 	s := newFakeStore(plans)
 	reused := keyed("c", 9, "new") // the key "new" again, with another delta
-	batch := []request{keyed("c", 1, "new"), old, keyed("c", 1, "new"), unkeyed("c", 4), reused}
+	batch := []batched{keyed("c", 1, "new"), old, keyed("c", 1, "new"), unkeyed("c", 4), reused}
 	replies := s.commitBatch(context.Background(), batch)
 
 	if len(plans.committed) != 2 {
@@ -329,7 +329,7 @@ func TestAmbiguousKeyedCommitIsSettledBySendingItAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFakeStore(tc.plans)
-			r := s.commitBatch(context.Background(), []request{keyed("c", 1, "k1"), keyed("c", 2, "k2")})[0]
+			r := s.commitBatch(context.Background(), []batched{keyed("c", 1, "k1"), keyed("c", 2, "k2")})[0]
 			if !tc.want(r) {
 				t.Errorf("result %+v (%v)", r, r.err)
 			}

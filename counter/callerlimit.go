@@ -55,7 +55,7 @@ func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error)
 		case inTx != nil || !sent: // failed in an attempt's reads, or before any (BeginTransaction, ctx)
 			return out, notApplied(fmt.Errorf("limited increment of %q by %q: %w", inc.Counter, caller, err))
 		case attempt == 0 && (w.create && code == codes.AlreadyExists || (w.stamp || w.shardMustExist) && code == codes.NotFound):
-			s.shardCounts.forget(inc.Counter)
+			s.configs.forget(inc.Counter)
 			continue
 		}
 		return out, outcomeUnknown(fmt.Errorf("limited increment of %q by %q: commit: %w", inc.Counter, caller, err))

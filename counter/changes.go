@@ -45,7 +45,7 @@ func (s *Store) applyChange(ctx context.Context, r Request) (Result, error) {
 	if r.Delta == 0 || ch.Key == "" || ch.InBase == nil || r.Key != nil {
 		return Result{}, fmt.Errorf("change of counter %q: a delta other than 0, a change key, InBase and no request Key are required", r.Counter)
 	}
-	rep := s.submit(ctx, request{incs: r.increments(), at: r.At, change: ch})
+	rep := s.submit(ctx, batched{incs: r.increments(), at: r.At, change: ch})
 	if rep.err != nil {
 		return Result{}, fmt.Errorf("change %s of counter %q: %w", ch.Key, r.Counter, rep.err)
 	}
@@ -59,7 +59,7 @@ const maxChangeAttempts = 5
 // commitChanges counts batch's changes, all of one counter: each change not in the base gets a
 // record of its own, created in the transaction that adds its delta to a shard. See
 // docs/collection-counters.md, "How it stays exact".
-func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
+func (s *Store) commitChanges(ctx context.Context, batch []batched) []reply {
 	replies := make([]reply, len(batch))
 	id := batch[0].incs[0].Counter
 	open := firstOfEachKey(batch, replies)
@@ -115,7 +115,7 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 		}
 		failures++
 		if !errors.Is(err, errBaseMoved) {
-			s.shardCounts.forget(id)
+			s.configs.forget(id)
 		}
 		if ctx.Err() != nil {
 			break
@@ -129,7 +129,7 @@ func (s *Store) commitChanges(ctx context.Context, batch []request) []reply {
 
 // refuseOthers answers the changes of batch at open that source's declaration did not make with
 // ErrNotItsCounter, and returns the others.
-func refuseOthers(batch []request, open []int, source string, replies []reply) []int {
+func refuseOthers(batch []batched, open []int, source string, replies []reply) []int {
 	var mine []int
 	for _, i := range open {
 		if !SameSource(source, batch[i].change.Baseline.Source) {
@@ -143,7 +143,7 @@ func refuseOthers(batch []request, open []int, source string, replies []reply) [
 
 // firstOfEachKey answers each later delivery of a change in batch as a duplicate and returns the
 // indexes of the first ones.
-func firstOfEachKey(batch []request, replies []reply) []int {
+func firstOfEachKey(batch []batched, replies []reply) []int {
 	var first []int
 	seen := map[string]bool{}
 	for i, req := range batch {
@@ -214,7 +214,7 @@ func DefinitionOf(snap *firestore.DocumentSnapshot) string {
 // changesInTransaction adds the fresh changes' deltas to one shard and creates their records, in one
 // transaction that holds the counter at base; errBaseMoved, or AlreadyExists when a record exists.
 // With no fresh change it only checks the base.
-func (s *Store) changesInTransaction(ctx context.Context, id string, batch []request, fresh []int, base time.Time, verify bool) (*shardWrite, error) {
+func (s *Store) changesInTransaction(ctx context.Context, id string, batch []batched, fresh []int, base time.Time, verify bool) (*shardWrite, error) {
 	var written *shardWrite
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		written = nil
@@ -254,14 +254,14 @@ func (s *Store) changesInTransaction(ctx context.Context, id string, batch []req
 		return addToTransaction(tx, ops)
 	})
 	if errors.Is(err, errBaseMoved) {
-		s.shardCounts.forget(id)
+		s.configs.forget(id)
 	}
 	return written, err
 }
 
 // takeOutRecorded answers the changes of batch at open whose records exist as duplicates and
 // returns the others; open and an error when none exists.
-func (s *Store) takeOutRecorded(ctx context.Context, id string, batch []request, open []int, replies []reply) ([]int, error) {
+func (s *Store) takeOutRecorded(ctx context.Context, id string, batch []batched, open []int, replies []reply) ([]int, error) {
 	refs := make([]*firestore.DocumentRef, len(open))
 	for k, i := range open {
 		refs[k] = s.changeRecordRef(id, batch[i].change.Key)
@@ -285,7 +285,7 @@ func (s *Store) takeOutRecorded(ctx context.Context, id string, batch []request,
 }
 
 // planChanges plans the shard write of batch's fresh changes.
-func (s *Store) planChanges(ctx context.Context, id string, batch []request, fresh []int, verify bool) (shardWrite, error) {
+func (s *Store) planChanges(ctx context.Context, id string, batch []batched, fresh []int, verify bool) (shardWrite, error) {
 	first := batch[fresh[0]]
 	w, err := s.planShard(ctx, id, first.incs[0].Delta, first.at, verify, true)
 	if err != nil {
@@ -306,7 +306,7 @@ const changeRecordTTL = 25 * time.Hour
 const maxInBaseReads = 32
 
 // inBaseAll asks, concurrently, whether each change batch[indexes[k]] is in the base read at base.
-func inBaseAll(ctx context.Context, batch []request, indexes []int, base time.Time) ([]bool, error) {
+func inBaseAll(ctx context.Context, batch []batched, indexes []int, base time.Time) ([]bool, error) {
 	in := make([]bool, len(indexes))
 	var g errgroup.Group
 	g.SetLimit(maxInBaseReads)
@@ -412,7 +412,7 @@ func (s *Store) stampBase(ctx context.Context, id string, base Baseline, mode st
 	if err != nil {
 		return fmt.Errorf("stamp the base of counter %q: %w", id, err)
 	}
-	s.shardCounts.forget(id)
+	s.configs.forget(id)
 	return nil
 }
 

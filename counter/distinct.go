@@ -65,7 +65,7 @@ func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (m
 		call.fingerprint = memberFingerprint(id, member)
 	}
 	for plans := 1; ; plans++ {
-		cfg, err := s.writeConfig(ctx, id)
+		cfg, err := s.configOf(ctx, id)
 		switch {
 		case err != nil:
 			return failMember(id, notApplied, err)
@@ -81,11 +81,11 @@ func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (m
 			return out, err
 		}
 		// Nothing of m applied; only an unraised fence needs raiseFences.
-		s.shardCounts.forget(id)
+		s.configs.forget(id)
 		if plans == maxMemberPlans {
 			return failMember(id, notApplied, fmt.Errorf("gave up after %d plans: %w", plans, err))
 		}
-		if fresh, err := s.writeConfig(ctx, id); err != nil || fresh.membersEpoch != m.epoch {
+		if fresh, err := s.configOf(ctx, id); err != nil || fresh.membersEpoch != m.epoch {
 			continue // stale cache or error: plan again
 		}
 		if err := s.raiseFences(ctx, id, m.epoch); err != nil && !errors.Is(err, errEpochMoved) {

@@ -16,7 +16,7 @@
 //
 // Side paths: callerlimit.go (steps 4 and 7 in one transaction), distinct.go (one batch guarded by
 // memberfence.go), changes.go (step 2, then a transaction per batch); windows.go buckets. Below:
-// key.go, outcome.go, shardcache.go, shardpick.go, touch.go, shape.go.
+// key.go, outcome.go, configcache.go, shardpick.go, touch.go, shape.go.
 //
 // Names: inc is a counter and delta, req a caller's increments, w a shard write, dw a dedupe write.
 // Not a supported import: see package counters.

@@ -80,7 +80,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // writeCall is one batch the committer asked the fake writer to write; the test answers it.
 type writeCall struct {
-	batch   []request
+	batch   []batched
 	replies chan []reply
 }
 
@@ -89,7 +89,7 @@ type fakeWriter struct{ calls chan writeCall }
 
 func newFakeWriter() *fakeWriter { return &fakeWriter{calls: make(chan writeCall, 16)} }
 
-func (f *fakeWriter) write(_ context.Context, batch []request) []reply {
+func (f *fakeWriter) write(_ context.Context, batch []batched) []reply {
 	c := writeCall{batch: batch, replies: make(chan []reply, 1)}
 	f.calls <- c
 	return <-c.replies
@@ -130,11 +130,11 @@ func (c writeCall) answer(err error) {
 	c.replies <- replies
 }
 
-func unkeyed(id string, delta int64) request {
-	return request{incs: []wire.Increment{{Counter: id, Delta: delta}}}
+func unkeyed(id string, delta int64) batched {
+	return batched{incs: []wire.Increment{{Counter: id, Delta: delta}}}
 }
 
-func keyed(id string, delta int64, key string) request {
+func keyed(id string, delta int64, key string) batched {
 	req := unkeyed(id, delta)
 	req.key = &Key{Source: SourcePubSub, ID: key}
 	req.fingerprint, _ = fingerprintOf(req.incs)
@@ -184,13 +184,13 @@ func (f *fakePlans) fence(context.Context, *commitPlan) error {
 // newFakeStore is a Store over fake plans, whose counter "c" is known to have 10 shards.
 func newFakeStore(plans planStore) *Store {
 	s := &Store{
-		documents:   documents{defaultNumShards: 10},
-		shardCounts: newShardCountCache(time.Hour, clock.System{}),
-		pickShard:   func(string, int) int { return 7 },
-		plans:       plans,
-		clock:       clock.System{},
-		touches:     newTouchStamps(clock.System{}),
+		documents: documents{defaultNumShards: 10},
+		configs:   newConfigCache(time.Hour, clock.System{}),
+		pickShard: func(string, int) int { return 7 },
+		plans:     plans,
+		clock:     clock.System{},
+		touches:   newTouchStamps(clock.System{}),
 	}
-	s.shardCounts.put("c", writeConfig{numShards: 10})
+	s.configs.put("c", writeConfig{numShards: 10})
 	return s
 }

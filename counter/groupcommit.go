@@ -17,7 +17,7 @@ const maxGroupSize = 512
 const maxKeyedPerGroup = 450
 
 // commitFunc commits batch and returns one reply per request, in order.
-type commitFunc func(ctx context.Context, batch []request) []reply
+type commitFunc func(ctx context.Context, batch []batched) []reply
 
 // groupCommitter commits each counter's concurrent requests as one batch at most once per interval.
 type groupCommitter struct {
@@ -43,7 +43,7 @@ type counterGroup struct {
 
 // queued is one request and where its reply goes.
 type queued struct {
-	req  request
+	req  batched
 	done chan reply
 }
 
@@ -52,7 +52,7 @@ func newGroupCommitter(interval time.Duration, c clock.Clock, commit commitFunc)
 }
 
 // add queues req for counter id and returns its reply; "not applied" when ctx ends before sending.
-func (g *groupCommitter) add(ctx context.Context, id string, req request) reply {
+func (g *groupCommitter) add(ctx context.Context, id string, req batched) reply {
 	q := &queued{req: req, done: make(chan reply, 1)}
 	g.mu.Lock()
 	group, running := g.groups[id]
@@ -116,7 +116,7 @@ func (g *groupCommitter) commitLoop(id string, group *counterGroup) {
 		group.lastCommit = g.clock.Now()
 		g.mu.Unlock()
 
-		batch := make([]request, len(taken))
+		batch := make([]batched, len(taken))
 		for i, q := range taken {
 			batch[i] = q.req
 		}

@@ -64,7 +64,7 @@ func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
 	case r.Key != nil:
 		return s.applyOnce(ctx, *r.Key, r.At, r.increments())
 	}
-	rep := s.submit(ctx, request{incs: r.increments(), at: r.At})
+	rep := s.submit(ctx, batched{incs: r.increments(), at: r.At})
 	if rep.err != nil {
 		return Result{}, fmt.Errorf("increment counter %q: %w", r.Counter, rep.err)
 	}
@@ -90,7 +90,7 @@ func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wir
 	if err != nil {
 		return Result{}, notApplied(fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, err))
 	}
-	r := s.submit(ctx, request{incs: merged, key: &key, fingerprint: fingerprint, at: at})
+	r := s.submit(ctx, batched{incs: merged, key: &key, fingerprint: fingerprint, at: at})
 	if r.err != nil && !errors.Is(r.err, ErrKeyReused) {
 		return Result{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, r.err)
 	}
@@ -98,8 +98,8 @@ func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wir
 	return r.outcome, r.err
 }
 
-// request is one caller's increments, one per counter.
-type request struct {
+// batched is one caller's increments, one per counter, as a group commit batches them.
+type batched struct {
 	incs        []wire.Increment
 	key         *Key // nil: unkeyed
 	fingerprint string
@@ -107,7 +107,7 @@ type request struct {
 	change      *Change
 }
 
-// reply is a request's Result or error, as Apply returns them.
+// reply is a batched request's Result or error, as Apply returns them.
 type reply struct {
 	outcome     Result
 	fingerprint string // of the application outcome describes
@@ -115,7 +115,7 @@ type reply struct {
 }
 
 // submit commits req through its counter's group, or alone; ErrClosed.
-func (s *Store) submit(ctx context.Context, req request) reply {
+func (s *Store) submit(ctx context.Context, req batched) reply {
 	if !s.life.Enter() {
 		return reply{err: notApplied(ErrClosed)}
 	}
@@ -126,7 +126,7 @@ func (s *Store) submit(ctx context.Context, req request) reply {
 	if s.groups != nil && len(req.incs) == 1 {
 		return s.groups.add(ctx, req.incs[0].Counter, req)
 	}
-	return s.commitBatch(ctx, []request{req})[0]
+	return s.commitBatch(ctx, []batched{req})[0]
 }
 
 // mergeByCounter sums each counter's deltas in first-appearance order; ErrDeltaOverflow.

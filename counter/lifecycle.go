@@ -37,7 +37,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete counter %q: %w", id, err)
 	}
-	s.shardCounts.forget(id)
+	s.configs.forget(id)
 	s.touches.forget(id)
 	return nil
 }
@@ -98,7 +98,7 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 	if err != nil {
 		return 0, fmt.Errorf("reset counter %q: %w", id, err)
 	}
-	s.shardCounts.forget(id) // its member epoch changed
+	s.configs.forget(id) // its member epoch changed
 	return discarded, nil
 }
 

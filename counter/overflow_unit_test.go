@@ -32,7 +32,7 @@ func TestGroupBatchStopsBeforeItsSumWouldOverflow(t *testing.T) {
 func TestWriteWhoseSumWouldOverflowIsRefusedBeforeAnythingIsWritten(t *testing.T) {
 	plans := &fakePlans{}
 	s := newFakeStore(plans)
-	r := s.commitBatch(context.Background(), []request{unkeyed("c", math.MaxInt64), unkeyed("c", 1)})[0]
+	r := s.commitBatch(context.Background(), []batched{unkeyed("c", math.MaxInt64), unkeyed("c", 1)})[0]
 	if !errors.Is(r.err, ErrDeltaOverflow) || !errors.Is(r.err, ErrNotApplied) {
 		t.Errorf("batch summing past int64: %v; want ErrDeltaOverflow, not applied", r.err)
 	}

@@ -64,7 +64,7 @@ func addDeltas(a, b int64) (int64, bool) {
 func newWriteID() string { return writeRecordPrefix + rand.Text() }
 
 // plan makes the commit of batch's live requests; ErrDeltaOverflow. verify: see planShard.
-func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bool) (*commitPlan, error) {
+func (s *Store) plan(ctx context.Context, batch []batched, live []int, verify bool) (*commitPlan, error) {
 	plan := &commitPlan{writeID: newWriteID(), now: recordNow(s.clock), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
 	for _, i := range live {
@@ -101,7 +101,7 @@ func (s *Store) plan(ctx context.Context, batch []request, live []int, verify bo
 // planShard plans a write of delta to counter id at now; ErrMemberRequired for a distinct counter.
 // With RequireExisting: ErrNotFound, and the shard must exist unless verify, which stamps instead.
 func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify, change bool) (shardWrite, error) {
-	cfg, err := s.writeConfig(ctx, id)
+	cfg, err := s.configOf(ctx, id)
 	create := errors.Is(err, ErrNotFound)
 	switch {
 	case create && change:
@@ -157,9 +157,9 @@ func (w *shardWrite) add(delta int64, at time.Time) error {
 	return nil
 }
 
-// writeConfig is counter id's cached configuration; ErrNotFound.
-func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error) {
-	if cfg, ok := s.shardCounts.get(id); ok {
+// configOf is counter id's cached write configuration; ErrNotFound.
+func (s *Store) configOf(ctx context.Context, id string) (writeConfig, error) {
+	if cfg, ok := s.configs.get(id); ok {
 		return cfg, nil
 	}
 	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
@@ -176,7 +176,7 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true,
 		membersEpoch: membersEpoch(snap), legacyMembers: snap.Data()[shared.FieldMemberCollection] != shared.MembersCollection,
 		source: snap.Data()[shared.FieldSource] != nil}
-	s.shardCounts.put(id, cfg)
+	s.configs.put(id, cfg)
 	return cfg, nil
 }
 
@@ -184,7 +184,7 @@ func (s *Store) writeConfig(ctx context.Context, id string) (writeConfig, error)
 func (s *Store) remember(ws []shardWrite) {
 	for _, w := range ws {
 		if w.create {
-			s.shardCounts.put(w.counter, writeConfig{numShards: s.defaultNumShards})
+			s.configs.put(w.counter, writeConfig{numShards: s.defaultNumShards})
 		}
 		if w.create || w.stamp {
 			s.touches.record(w.counter, w.minute)

@@ -108,7 +108,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		return reshapeResult{}, err
 	}
 	res.changed = true
-	s.shardCounts.forget(id)
+	s.configs.forget(id)
 	return res, nil
 }
 

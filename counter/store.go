@@ -20,7 +20,7 @@ var ErrNotFound = errors.New("counter not found")
 type Store struct {
 	documents
 	clock           clock.Clock
-	shardCounts     *shardCountCache
+	configs         *configCache
 	requireExisting bool
 	hourBucketsKept time.Duration
 	pickShard       func(id string, numShards int) int
@@ -59,7 +59,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 	s := &Store{
 		documents:       docs,
 		clock:           clock,
-		shardCounts:     newShardCountCache(opts.ShardCountCacheTTL, clock),
+		configs:         newConfigCache(opts.ShardCountCacheTTL, clock),
 		requireExisting: opts.RequireExisting,
 		hourBucketsKept: opts.HourBucketsKept,
 		pickShard:       newShardDealer().pick,

@@ -3,11 +3,8 @@ package functions
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-
-	"github.com/shardcount/counters/shared/wire"
 
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
@@ -91,7 +88,7 @@ func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (incr
 		s.countApplied(ctx, sourceHTTP, res.applied)
 		return res.answer, nil
 	}
-	if reason, ok := refusalReason(err); ok {
+	if reason := s.failureOf(err).reason; reason != "" {
 		var details []slog.Attr
 		var reqErr *requestError
 		if errors.As(err, &reqErr) && reqErr.cause != nil {
@@ -112,27 +109,6 @@ func (s *Service) countApplied(ctx context.Context, source string, res counter.R
 			s.applied.Add(ctx, source, a.Delta, slog.LevelInfo)
 		}
 	}
-}
-
-// refusalReason names why err refused an increment (4xx), or reports false.
-func refusalReason(err error) (string, bool) {
-	var (
-		reqErr   *requestError
-		fieldErr *wire.FieldError
-	)
-	switch {
-	case errors.As(err, &reqErr) && reqErr.reason != "":
-		return reqErr.reason, true
-	case errors.As(err, &reqErr) && reqErr.status == http.StatusUnprocessableEntity:
-		return "key_reused", true
-	case errors.As(err, &reqErr) && reqErr.status >= 400 && reqErr.status < 500:
-		return fmt.Sprintf("http_%d", reqErr.status), true
-	case errors.As(err, &fieldErr), errors.Is(err, counter.ErrMemberRequired), errors.Is(err, counter.ErrNotDistinct), errors.Is(err, counter.ErrSourceCounter):
-		return "invalid_request", true
-	case errors.Is(err, counter.ErrNotFound):
-		return "no_counter", true
-	}
-	return "", false
 }
 
 // tokenKind names a kind of token in log lines.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"regexp"
-	"strconv"
 
 	"cloud.google.com/go/firestore"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/logtally"
 	"github.com/shardcount/counters/rollup"
-	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/sources"
 )
@@ -121,16 +118,6 @@ func (s *Service) checkIDWith(id string, validate func(string) error) error {
 	return nil
 }
 
-// A 503's Retry-After is drawn uniformly from [retryAfterMin, retryAfterMax] seconds.
-const retryAfterMin, retryAfterMax = 1, 3
-
-// setRetryAfter sets w's Retry-After and returns it in seconds.
-func setRetryAfter(w http.ResponseWriter) string {
-	seconds := strconv.Itoa(retryAfterMin + rand.IntN(retryAfterMax-retryAfterMin+1))
-	w.Header().Set("Retry-After", seconds)
-	return seconds
-}
-
 // Outcomes of a failed increment, in the "outcome" field of the answer.
 const (
 	// outcomeNotApplied: certainly not applied; resending is safe.
@@ -149,65 +136,6 @@ func (s *Service) declaredNotFound(id string, err error) error {
 	return &requestError{status: http.StatusNotFound, field: "counter",
 		message: "no such counter yet: it counts documents (a collection counter, COUNTER_SOURCES), and the first event of one of its documents makes it; " +
 			"documents written before its declaration are counted by `go run ./cmd/sources backfill`"}
-}
-
-// writeFailure answers a failed request with the status docs/api.md lists; internal details are
-// logged, never sent.
-func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		reqErr   *requestError
-		fieldErr *wire.FieldError
-	)
-	switch {
-	case errors.As(err, &reqErr):
-		if reqErr.allow != "" {
-			w.Header().Set("Allow", reqErr.allow)
-		}
-		writeJSON(w, reqErr.status, errorBody{Error: reqErr.message, Field: reqErr.field, Outcome: reqErr.outcome})
-	case errors.As(err, &fieldErr):
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: fieldErr.Message, Field: fieldErr.Field})
-	case errors.Is(err, counter.ErrMemberRequired):
-		writeJSON(w, http.StatusBadRequest, errorBody{Field: "member",
-			Error: "the counter counts distinct members: send {\"counter\", \"member\"} without delta; nothing was counted"})
-	case errors.Is(err, counter.ErrNotDistinct):
-		writeJSON(w, http.StatusBadRequest, errorBody{Field: "member",
-			Error: "the counter does not count distinct members: configure it with {\"counter\", \"distinct\": true} first, or leave member out; nothing was counted"})
-	case errors.Is(err, counter.ErrSourceCounter):
-		writeJSON(w, http.StatusConflict, errorBody{Field: "counter",
-			Error: "the counter counts documents (a collection counter, COUNTER_SOURCES): write or delete its documents instead; nothing was counted"})
-	case errors.Is(err, counter.ErrDeclared):
-		writeJSON(w, http.StatusConflict, errorBody{Field: "counter",
-			Error: "the counter counts documents (a collection counter, COUNTER_SOURCES): its value is its documents' count or sum, and its windows and group are its declaration's. " +
-				"Write or delete its documents instead of creating or resetting it, change windows or group in the declaration, run `go run ./cmd/sources backfill` for documents written before its declaration, " +
-				"and `go run ./cmd/sources repair` if it drifted; nothing was changed"})
-	case errors.Is(err, counter.ErrNotFound):
-		how := "with ConfigureCounter or by incrementing it"
-		if !s.cfg.CreateOnIncrement {
-			how = "with ConfigureCounter (CREATE_ON_INCREMENT is off: increments do not create counters)"
-		}
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such counter; create it " + how, Field: "counter"})
-	case errors.Is(err, counter.ErrOutcomeUnknown):
-		// Like Cloud Run's 504 on timeout: unknown outcome.
-		s.log.ErrorContext(r.Context(), "increment outcome unknown", "event", EventIncrementOutcomeUnknown, "error", err.Error(), "path", r.URL.Path)
-		writeJSON(w, http.StatusGatewayTimeout, errorBody{Outcome: outcomeUnknown,
-			Error: "the database did not confirm the increment and it may or may not have been applied; " +
-				"retry only with the same " + wire.HeaderIdempotencyKey + " header, which applies it at most once"})
-	case errors.Is(err, counter.ErrClosed) || shared.IsRetryable(err):
-		s.log.WarnContext(r.Context(), "transient failure", "error", err.Error(), "path", r.URL.Path)
-		retryAfter := setRetryAfter(w)
-		body := errorBody{Error: "the database is busy or unavailable; retry after " + retryAfter + " s"}
-		if errors.Is(err, counter.ErrNotApplied) {
-			body = errorBody{Outcome: outcomeNotApplied, Error: "not applied: the database is busy or unavailable, or this instance is stopping; retry after " + retryAfter + " s"}
-		}
-		writeJSON(w, http.StatusServiceUnavailable, body)
-	default:
-		s.log.ErrorContext(r.Context(), "request failed", "error", err.Error(), "path", r.URL.Path)
-		body := errorBody{Error: "internal error"}
-		if errors.Is(err, counter.ErrNotApplied) {
-			body.Outcome = outcomeNotApplied
-		}
-		writeJSON(w, http.StatusInternalServerError, body)
-	}
 }
 
 // counterParam reads the one counter ID of a query string; check validates it.

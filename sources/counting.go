@@ -52,9 +52,9 @@ type Write struct {
 	Time     time.Time
 }
 
-// Tally is what Apply did with a write, per outcome. Refused says, per counter, why a counter ID
+// Outcomes is what Apply did with a write, per outcome. Refused says, per counter, why a counter ID
 // named a counter its declaration did not create (counter.ErrNotItsCounter): nothing counted there.
-type Tally struct {
+type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 	Refused                                          []string
 }
@@ -62,8 +62,8 @@ type Tally struct {
 // Apply counts w once on every counter whose documents it matches, however often it is applied; on
 // error, apply it again. An update that changes a counter field ({field:PATH}) moves the document:
 // its old contribution leaves the old value's counter, its new one joins the new value's.
-func (c *Counting) Apply(ctx context.Context, w Write) (Tally, error) {
-	var t Tally
+func (c *Counting) Apply(ctx context.Context, w Write) (Outcomes, error) {
+	var t Outcomes
 	for _, d := range c.set.Declarations {
 		bound, ok := d.pattern.match(w.Path)
 		if !ok {

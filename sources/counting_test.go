@@ -149,9 +149,9 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // deliver applies every write 1 to 3 times, shuffled, from 4 goroutines spread over instances,
 // each retrying until its write is applied.
-func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Counting) sources.Tally {
+func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Counting) sources.Outcomes {
 	var mu sync.Mutex
-	var total sources.Tally
+	var total sources.Outcomes
 	var events []sources.Write
 	for _, w := range writes {
 		for range 1 + rand.IntN(3) {

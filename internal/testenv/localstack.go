@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -26,14 +27,19 @@ func BuildLocalstack(t testing.TB) string {
 	return bin
 }
 
+// keptInfos is how many of the stack's last INFO logs a failed test shows.
+const keptInfos = 200
+
 // RunLocalstack runs bin as `make run` does, with env added to this process's environment after
 // emulators.NoHostEnvs (so it attaches only to the emulators env names), and returns its ready line.
 // stop sends SIGTERM and returns how the stack exited; one still running when t ends is killed. If t
-// fails, its log shows the stack's lines other than INFO logs.
+// fails, its log shows the stack's lines other than INFO logs, and its last INFO logs.
 func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop func() error) {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), env...)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +50,7 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 	var (
 		mu     sync.Mutex
 		notes  []string // the stack's lines other than INFO logs
+		infos  []string // its last keptInfos INFO logs
 		lines  = make(chan string, 1)
 		copied = make(chan struct{})
 	)
@@ -57,6 +64,8 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 			mu.Lock()
 			defer mu.Unlock()
 			t.Logf("the stack's output other than INFO logs:\n%s", strings.Join(notes, "\n"))
+			t.Logf("the stack's last %d INFO logs:\n%s", len(infos), strings.Join(infos, "\n"))
+			t.Logf("the stack's standard error:\n%s", stderr.String())
 		}
 	})
 	go func() {
@@ -68,11 +77,13 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 			if strings.HasPrefix(line, "ready") {
 				lines <- line
 			}
+			mu.Lock()
 			if !strings.Contains(line, `"severity":"INFO"`) {
-				mu.Lock()
 				notes = append(notes, line)
-				mu.Unlock()
+			} else if infos = append(infos, line); len(infos) > keptInfos {
+				infos = infos[1:]
 			}
+			mu.Unlock()
 		}
 		close(lines)
 	}()
@@ -98,4 +109,22 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 			return errors.New("localstack still running a minute after SIGTERM")
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

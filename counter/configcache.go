@@ -21,16 +21,16 @@ func evictFor[V any](m map[string]V, id string) {
 	}
 }
 
-// shardCountCache holds counters' writeConfig for a TTL.
-type shardCountCache struct {
+// configCache holds what shard writes need of counters' configuration (writeConfig), for a TTL.
+type configCache struct {
 	ttl   time.Duration
 	clock clock.Clock
 
 	mu      sync.Mutex
-	entries map[string]shardCountEntry
+	entries map[string]configEntry
 }
 
-type shardCountEntry struct {
+type configEntry struct {
 	writeConfig
 	expires time.Time
 }
@@ -45,12 +45,12 @@ type writeConfig struct {
 	source        bool // a collection counter
 }
 
-func newShardCountCache(ttl time.Duration, clock clock.Clock) *shardCountCache {
-	return &shardCountCache{ttl: ttl, clock: clock, entries: make(map[string]shardCountEntry)}
+func newConfigCache(ttl time.Duration, clock clock.Clock) *configCache {
+	return &configCache{ttl: ttl, clock: clock, entries: make(map[string]configEntry)}
 }
 
 // get is counter id's cached configuration; false when unknown or expired.
-func (c *shardCountCache) get(id string) (writeConfig, bool) {
+func (c *configCache) get(id string) (writeConfig, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
@@ -61,15 +61,15 @@ func (c *shardCountCache) get(id string) (writeConfig, bool) {
 }
 
 // put caches cfg as counter id's configuration.
-func (c *shardCountCache) put(id string, cfg writeConfig) {
+func (c *configCache) put(id string, cfg writeConfig) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	evictFor(c.entries, id)
-	c.entries[id] = shardCountEntry{writeConfig: cfg, expires: c.clock.Now().Add(c.ttl)}
+	c.entries[id] = configEntry{writeConfig: cfg, expires: c.clock.Now().Add(c.ttl)}
 }
 
 // forget drops counter id's cached configuration.
-func (c *shardCountCache) forget(id string) {
+func (c *configCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, id)
