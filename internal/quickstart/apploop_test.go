@@ -147,7 +147,14 @@ func TestAppEmulatorSuiteLoop(t *testing.T) {
 		want["likes-"+post] += int64(n)
 	}
 	likesJSON, _ := json.Marshal(likes)
-	wantJSON, _ := json.Marshal(want)
+	// The page waits for the roll-ups of the posts it likes; a post liked only in the seed (p2) is
+	// waited for below, within the sweep's bounds (its first roll-up, after the backfill, has come
+	// minutes late in attached mode: an open defect, issue 45).
+	liked := map[string]int64{}
+	for post := range likes {
+		liked["likes-"+post] = want["likes-"+post]
+	}
+	wantJSON, _ := json.Marshal(liked)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	page := exec.CommandContext(ctx, "node", "test/app-page-likes.mjs")
@@ -163,6 +170,9 @@ func TestAppEmulatorSuiteLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, n := range want {
+		if _, ok := liked[id]; !ok {
+			waitForRollup(t, counts, id, n, ready)
+		}
 		if got, err := counts.Count(context.Background(), id); err != nil || got.Count != n {
 			t.Errorf("Count %s = %+v (%v), want %d", id, got, err, n)
 			if got != nil && got.Rollup != nil {
@@ -306,6 +316,29 @@ func java21Dir(t *testing.T) string {
 	}
 	t.Fatalf("firebase-tools' emulators need Java 21 or later, and none was found (PATH, JAVA_HOME, /usr/lib/jvm): install one, e.g. Temurin 25, or set JAVA_HOME to it")
 	return ""
+}
+
+// seedRollupWait bounds the wait for a backfilled counter's first roll-up: a lost event's roll-up
+// comes at the next sweep, and a counter whose value drifted is repaired once quiet for 3 minutes.
+const seedRollupWait = 5 * time.Minute
+
+// waitForRollup waits until counter id's roll-up, as Count shows it, is n.
+func waitForRollup(t *testing.T, counts *client.Client, id string, n int64, ready string) {
+	t.Helper()
+	began := time.Now()
+	for {
+		got, err := counts.Count(context.Background(), id)
+		if err == nil && got.Rollup != nil && got.Rollup.Count == n {
+			t.Logf("%s's roll-up showed %d after %v", id, n, time.Since(began).Round(time.Second))
+			return
+		}
+		if time.Since(began) > seedRollupWait {
+			t.Errorf("%s's roll-up: %+v (%v) after %v, want %d", id, got, err, seedRollupWait, n)
+			logDeliveries(t, ready, []string{id})
+			return
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // logDeliveries logs the event bridge's deliveries (its /deliveries) of counters' documents, found
