@@ -51,3 +51,24 @@ func TestCollectionCountersExactWhereWriteTimeAggregationDoubleCounts(t *testing
 			guide.Applied, guide.AppliedTwice, guide.Error)
 	}
 }
+
+// TestFieldCountersStayExactThroughMoves is make bench's fields run, short: flat likes counted by
+// their postId field, a third of the changes moving a like to another post (-1 in one counter, +1
+// in another), every event delivered twice. Each counter must equal count() of its post's likes.
+func TestFieldCountersStayExactThroughMoves(t *testing.T) {
+	o := testOptions(t)
+	o.clients, o.duration, o.rate = 8, 4*time.Second, 40
+	o.parents, o.likers, o.copies = 4, 5, 2
+	run, err := runDocumentsPlan(context.Background(), o, plan{via: "documents", mode: "field", instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := run.Documents
+	t.Logf("%d changes (%d moves), %d deliveries, error %d (%d counters off), %d exact", d.Changes, d.Moves, d.Deliveries, d.Error, d.Off, d.Exact)
+	if d.Changes < 50 || d.Moves < d.Changes/5 || d.Deliveries < d.Changes {
+		t.Fatalf("%d changes, %d moves, %d events delivered: the load, its moves or the events did not run", d.Changes, d.Moves, d.Deliveries)
+	}
+	if !run.ExactCheckPass || d.Exact != o.parents {
+		t.Errorf("field-keyed counters with moves: %s; %d of %d exact: want every one exact", run.ExactCheck, d.Exact, o.parents)
+	}
+}
