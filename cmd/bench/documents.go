@@ -369,8 +369,10 @@ func documentKind(schema shared.Schema) func(doc string) string {
 			return "dedupe"
 		case segs[0] == "posts" && len(segs) == 2:
 			return "app: posts (parents)"
+		case segs[len(segs)-2] == "likes":
+			return "app: likes"
 		}
-		return "app: " + segs[len(segs)-2]
+		return segs[0]
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/loadreport"
 )
 
@@ -70,5 +71,26 @@ func TestFieldCountersStayExactThroughMoves(t *testing.T) {
 	}
 	if !run.ExactCheckPass || d.Exact != o.parents {
 		t.Errorf("field-keyed counters with moves: %s; %d of %d exact: want every one exact", run.ExactCheck, d.Exact, o.parents)
+	}
+}
+
+// TestDocumentKinds: the writes- and reads-per-change splits name our documents by collection, the
+// app's likes (nested or flat) as one kind, and a query by its collection.
+func TestDocumentKinds(t *testing.T) {
+	kind := documentKind(config.Default().Schema())
+	for doc, want := range map[string]string{
+		"counters/likes-bench0":                         "counters",
+		"counters/likes-bench0/shards/3":                "shards",
+		"counters/likes-bench0/counter_change_ledger/k": "counter_change_ledger",
+		"rollups/likes-bench0":                          "roll-ups",
+		"posts/bench-0":                                 "app: posts (parents)",
+		"posts/bench-0/likes/u1":                        "app: likes",
+		"likes/l7":                                      "app: likes",
+		"counters/likes-bench0/shards":                  "queries of shards",
+		"likes":                                         "queries of likes",
+	} {
+		if got := kind(doc); got != want {
+			t.Errorf("kind of %s = %q, want %q", doc, got, want)
+		}
 	}
 }
