@@ -35,12 +35,13 @@ publish:
 	PUBSUB_EMULATOR_HOST=$${PUBSUB_EMULATOR_HOST:-127.0.0.1:$${PUBSUB_PORT:-8085}} $(GO) run ./cmd/publish $(ARGS)
 
 ## bench: the load harness on the local stack (see docs/performance.md). Without ARGS, the default
-##        comparison set (about 35 minutes), each report in bench/<name>/report.md (with plots):
+##        comparison set (about 40 minutes), each report in bench/<name>/report.md (with plots):
 ##        modes (guide vs group commit), instances (K=1,4,8,16 at 2,000/s offered, pinned vs adaptive shards), faults (a fault
 ##        proxy between the functions and Firestore), ingest (HTTP vs Pub/Sub), counters (1, 100 and 1,000
 ##        counters at 1,000/s, spread evenly and by Zipf), documents (likes created and deleted straight in Firestore
 ##        at 1,000/s over 100 posts, every event delivered twice: collection counters vs Firebase's write-time
-##        aggregation), viral (one post's likes changing 300 times a second over 8 instances, its events
+##        aggregation), fields (the same likes flat, counted by their postId field, a third of the changes moving
+##        a like to another post, at 500/s, beside nested ones), viral (one post's likes changing 300 times a second over 8 instances, its events
 ##        delivered once and twice). With ARGS, one
 ##        invocation: make bench ARGS='-modes group-commit -instances 4 -duration 30s'
 bench: build $(WEB_APP)
@@ -53,6 +54,7 @@ ifeq ($(strip $(ARGS)),)
 	$(BENCH) -out bench/ingest -via http,pubsub -modes group-commit -duration 10s -messages 3000 || status=1; \
 	$(BENCH) -out bench/counters -modes adaptive -clients 400 -rate 1000 -duration 20s -counters 1,100,1000 -zipf 0,1.1 || status=1; \
 	$(BENCH) -out bench/documents -via documents -modes collection,write-time -clients 400 -rate 1000 -parents 100 -copies 2 -duration 20s || status=1; \
+	$(BENCH) -out bench/fields -via documents -modes collection,field -clients 400 -rate 500 -parents 100 -copies 2 -duration 20s || status=1; \
 	$(BENCH) -out bench/viral -via documents -modes collection -parents 1 -likers 5000 -instances 8 -clients 200 -rate 300 -copies 1 -duration 30s || status=1; \
 	$(BENCH) -out bench/viral-copies-2 -via documents -modes collection -parents 1 -likers 5000 -instances 8 -clients 200 -rate 300 -copies 2 -duration 30s || status=1; \
 	if [ $$status -ne 0 ]; then echo "make bench: an exact count check failed (see the reports' \"exact count check\" row)"; fi; \

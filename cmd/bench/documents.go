@@ -26,9 +26,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// Runs of document changes (-via documents): clients create and delete likes in the emulator,
-// counted by collection counters or by write-time aggregation, each on a stack of its own. See
-// docs/performance.md, "Collection counters vs write-time aggregation".
+// Runs of document changes (-via documents): clients create, delete and move likes in the
+// emulator, counted by collection counters (keyed by path or by a field) or by write-time
+// aggregation, each on a stack of its own. See docs/performance.md, "Collection counters vs
+// write-time aggregation" and "Field-keyed counters with moves".
 
 // likesPattern is the documents the runs write and count.
 const likesPattern = "posts/{post}/likes/{uid}"
@@ -37,25 +38,100 @@ const likesPattern = "posts/{post}/likes/{uid}"
 const likesField = "likes"
 
 // documentModes are the modes of -via documents.
-var documentModes = map[string]string{"collection": "collection counters", "write-time": "write-time aggregation"}
+var documentModes = map[string]string{"collection": "collection counters", "field": "field-keyed counters, with moves", "write-time": "write-time aggregation"}
 
-// parentID is the ID of parent post i; counterOfParent its collection counter's.
-func parentID(i int) string        { return fmt.Sprintf("bench-%d", i) }
-func counterOfParent(i int) string { return "likes-" + parentID(i) }
+// parentID is the ID of parent post i.
+func parentID(i int) string { return fmt.Sprintf("bench-%d", i) }
 
-// likeState is which likes exist or are being changed, and per parent the count and last change.
+// moveShare is how often the field mode's change of an existing like moves it to another post
+// rather than deleting it: a third of its changes are moves.
+const moveShare = 0.5
+
+// likeLayout is where a mode's likes live: posts/{post}/likes/{uid}, or (flat) likes/{like} whose
+// postId field names its post, counted by likes-{field:postId}, so that an update moves a like.
+// Slot s is one possible like; nested, it belongs to post s/likers.
+type likeLayout struct {
+	flat   bool
+	likers int
+}
+
+// layoutOf is mode's layout.
+func layoutOf(mode string, o options) likeLayout {
+	return likeLayout{flat: mode == "field", likers: o.likers}
+}
+
+// postValue is post i's postId in flat likes.
+func postValue(i int) string { return fmt.Sprintf("bench%d", i) }
+
+// path is slot s's like document.
+func (l likeLayout) path(s int) string {
+	if l.flat {
+		return fmt.Sprintf("likes/l%d", s)
+	}
+	return fmt.Sprintf("posts/%s/likes/u%d", parentID(s/l.likers), s%l.likers)
+}
+
+// declaration is the stack's counter-sources.json.
+func (l likeLayout) declaration() string {
+	if l.flat {
+		return `[{"documents": "likes/{like}", "counter": "likes-{field:postId}", "group": "posts"}]`
+	}
+	return `[{"documents": "` + likesPattern + `", "counter": "likes-{post}", "group": "posts"}]`
+}
+
+// counter is post i's counter ID (a template of one field's letters and digits keeps them).
+func (l likeLayout) counter(i int) string {
+	if l.flat {
+		return "likes-" + postValue(i)
+	}
+	return "likes-" + parentID(i)
+}
+
+// data is a new like of post i.
+func (l likeLayout) data(i int) map[string]any {
+	if l.flat {
+		return map[string]any{"at": firestore.ServerTimestamp, "postId": postValue(i)}
+	}
+	return map[string]any{"at": firestore.ServerTimestamp}
+}
+
+// prefix starts the likes' paths (the stack's delivery records).
+func (l likeLayout) prefix() string {
+	if l.flat {
+		return "likes/"
+	}
+	return "posts/"
+}
+
+// countLikes is Firestore's count() of post i's likes.
+func (l likeLayout) countLikes(ctx context.Context, client *firestore.Client, i int) (int64, error) {
+	q := client.Collection("posts").Doc(parentID(i)).Collection("likes").Query
+	if l.flat {
+		q = client.Collection("likes").Where("postId", "==", postValue(i))
+	}
+	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count() of %s's likes: %w", parentID(i), err)
+	}
+	return aggregateInt(res["n"]), nil
+}
+
+// likeState is which likes exist or are being changed, and per post the count and last change.
 type likeState struct {
-	mu         sync.Mutex
-	exists     map[[2]int]bool
-	busy       map[[2]int]bool
+	mu sync.Mutex
+	// post is the post of each existing like, by slot; busy slots are being changed.
+	post       map[int]int
+	busy       map[int]bool
 	count      []int64
 	lastChange []time.Time
-	// created is each existing like's update time; keys, per parent, each committed change's key.
-	created map[[2]int]time.Time
+	// updated is each existing like's update time; keys, per post, each committed change's key
+	// and delta (a move's key is in both posts').
+	updated map[int]time.Time
 	keys    []map[string]int64
 	// at is when each change's version was made or removed, by key.
-	at   map[string]time.Time
-	path map[string]string
+	at    map[string]time.Time
+	path  map[string]string
+	moves int64
 }
 
 // changeKey is the key a collection counter gives a change of path from oldAt to newAt (zero: none).
@@ -75,48 +151,68 @@ type documentsObserved struct {
 
 // newLikeState is the state of o.parents posts with no likes.
 func newLikeState(o options) *likeState {
-	st := &likeState{exists: map[[2]int]bool{}, busy: map[[2]int]bool{}, count: make([]int64, o.parents), lastChange: make([]time.Time, o.parents),
-		created: map[[2]int]time.Time{}, keys: make([]map[string]int64, o.parents), at: map[string]time.Time{}, path: map[string]string{}}
+	st := &likeState{post: map[int]int{}, busy: map[int]bool{}, count: make([]int64, o.parents), lastChange: make([]time.Time, o.parents),
+		updated: map[int]time.Time{}, keys: make([]map[string]int64, o.parents), at: map[string]time.Time{}, path: map[string]string{}}
 	for i := range st.keys {
 		st.keys[i] = map[string]int64{}
 	}
 	return st
 }
 
-// likePath is the like document of liker u of parent p.
-func likePath(p, u int) string { return fmt.Sprintf("posts/%s/likes/u%d", parentID(p), u) }
+// record notes a committed change of slot s's like at path from post from to post to (-1: none),
+// answered at done; at is its update time (a delete's: done).
+func (st *likeState) record(s int, path string, from, to int, at, done time.Time) {
+	var newAt time.Time
+	if to >= 0 {
+		newAt = at
+	}
+	key := changeKey(path, st.updated[s], newAt)
+	st.at[key], st.path[key] = at, path
+	if from >= 0 {
+		st.count[from]--
+		st.keys[from][key] = -1
+		st.lastChange[from] = done
+	}
+	delete(st.post, s)
+	delete(st.updated, s)
+	if to >= 0 {
+		st.count[to]++
+		st.keys[to][key] = 1
+		st.lastChange[to] = done
+		st.post[s], st.updated[s] = to, at
+	}
+	if from >= 0 && to >= 0 {
+		st.moves++
+	}
+}
 
-// warmUp creates every like document before the load, so the stack's bridge watches each of them
-// (docs/development.md).
-func warmUp(ctx context.Context, o options, client *firestore.Client, st *likeState) error {
+// warmUp creates every like document before the load, slot s's in post s/likers, so the stack's
+// bridge watches each of them (docs/development.md).
+func warmUp(ctx context.Context, o options, l likeLayout, client *firestore.Client, st *likeState) error {
 	bw := client.BulkWriter(ctx)
-	jobs := map[[2]int]*firestore.BulkWriterJob{}
-	for p := range o.parents {
-		for u := range o.likers {
-			job, err := bw.Create(client.Doc(likePath(p, u)), map[string]any{"at": firestore.ServerTimestamp})
-			if err != nil {
-				return err
-			}
-			jobs[[2]int{p, u}] = job
+	jobs := map[int]*firestore.BulkWriterJob{}
+	for s := range o.parents * o.likers {
+		job, err := bw.Create(client.Doc(l.path(s)), l.data(s/o.likers))
+		if err != nil {
+			return fmt.Errorf("warm-up: create %s: %w", l.path(s), err)
 		}
+		jobs[s] = job
 	}
 	bw.End()
-	for k, job := range jobs {
+	for s, job := range jobs {
 		res, err := job.Results()
 		if err != nil {
-			return fmt.Errorf("warm-up: create %s: %w", likePath(k[0], k[1]), err)
+			return fmt.Errorf("warm-up: create %s: %w", l.path(s), err)
 		}
-		key := changeKey(likePath(k[0], k[1]), time.Time{}, res.UpdateTime)
-		st.exists[k], st.created[k] = true, res.UpdateTime
-		st.keys[k[0]][key], st.at[key], st.path[key] = 1, res.UpdateTime, likePath(k[0], k[1])
-		st.count[k[0]]++
+		st.record(s, l.path(s), -1, s/o.likers, res.UpdateTime, time.Now())
 	}
 	return nil
 }
 
 // documentsLoad runs o.clients clients offering o.rate changes a second for o.duration, each
-// creating a random like if missing, else deleting it.
-func documentsLoad(ctx context.Context, o options, client *firestore.Client, st *likeState) *documentsObserved {
+// creating a random like if missing, else deleting it or (flat, one time in 1/moveShare) moving
+// it to another post.
+func documentsLoad(ctx context.Context, o options, l likeLayout, client *firestore.Client, st *likeState) *documentsObserved {
 	obs := &documentsObserved{state: st, start: time.Now()}
 	stop := obs.start.Add(o.duration)
 	var mu sync.Mutex
@@ -135,45 +231,51 @@ func documentsLoad(ctx context.Context, o options, client *firestore.Client, st 
 			for time.Now().Before(stop) {
 				pace.wait()
 				st.mu.Lock()
-				var k [2]int
+				var s int
 				for {
-					k = [2]int{rng.IntN(o.parents), rng.IntN(o.likers)}
-					if !st.busy[k] {
+					s = rng.IntN(o.parents * o.likers)
+					if !st.busy[s] {
 						break
 					}
 				}
-				st.busy[k] = true
-				create := !st.exists[k]
+				st.busy[s] = true
+				from, exists := st.post[s]
+				to := -1
+				switch {
+				case !exists:
+					from, to = -1, s/o.likers
+					if l.flat {
+						to = rng.IntN(o.parents)
+					}
+				case l.flat && o.parents > 1 && rng.Float64() < moveShare:
+					to = (from + 1 + rng.IntN(o.parents-1)) % o.parents
+				}
 				st.mu.Unlock()
-				ref := client.Doc(likePath(k[0], k[1]))
+				path := l.path(s)
+				ref := client.Doc(path)
 				began := time.Now()
 				mu.Lock()
 				second(&obs.offered, began)
 				mu.Unlock()
 				var err error
 				var res *firestore.WriteResult
-				if create {
-					res, err = ref.Create(ctx, map[string]any{"at": firestore.ServerTimestamp})
-				} else {
+				switch {
+				case from < 0:
+					res, err = ref.Create(ctx, l.data(to))
+				case to < 0:
 					_, err = ref.Delete(ctx, firestore.Exists)
+				default:
+					res, err = ref.Update(ctx, []firestore.Update{{Path: "postId", Value: postValue(to)}})
 				}
-				path := likePath(k[0], k[1])
 				done := time.Now()
 				st.mu.Lock()
-				delete(st.busy, k)
+				delete(st.busy, s)
 				if err == nil {
-					st.exists[k] = create
-					if create {
-						st.count[k[0]]++
-						st.created[k] = res.UpdateTime
-						key := changeKey(path, time.Time{}, res.UpdateTime)
-						st.keys[k[0]][key], st.at[key], st.path[key] = 1, res.UpdateTime, path
-					} else {
-						st.count[k[0]]--
-						key := changeKey(path, st.created[k], time.Time{})
-						st.keys[k[0]][key], st.at[key], st.path[key] = -1, done, path
+					at := done
+					if res != nil {
+						at = res.UpdateTime
 					}
-					st.lastChange[k[0]] = done
+					st.record(s, path, from, to, at, done)
 				}
 				st.mu.Unlock()
 				mu.Lock()
@@ -247,11 +349,14 @@ func (g *writeTimeAggregation) handle(ctx context.Context, id string, at time.Ti
 	return nil
 }
 
-// documentKind names a written document's kind for the writes-per-change split.
+// documentKind names a document's kind for the writes- and reads-per-change splits; a collection
+// (a read log's query) is named by its ID.
 func documentKind(schema shared.Schema) func(doc string) string {
 	return func(doc string) string {
 		segs := strings.Split(doc, "/")
 		switch {
+		case len(segs)%2 == 1:
+			return "queries of " + segs[len(segs)-1]
 		case segs[0] == schema.Counters && len(segs) == 2:
 			return "counters"
 		case segs[0] == schema.Counters && len(segs) >= 4:
@@ -264,8 +369,8 @@ func documentKind(schema shared.Schema) func(doc string) string {
 			return "dedupe"
 		case segs[0] == "posts" && len(segs) == 2:
 			return "app: posts (parents)"
-		case segs[0] == "posts":
-			return "app: " + strings.Join(segs[:len(segs)-1], "/")
+		case segs[len(segs)-2] == "likes":
+			return "app: likes"
 		}
 		return segs[0]
 	}
@@ -285,24 +390,26 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	}}
 	counting, ok := documentModes[p.mode]
 	if !ok {
-		return run, fmt.Errorf("unknown mode %q of -via documents: use collection or write-time", p.mode)
+		return run, fmt.Errorf("unknown mode %q of -via documents: use collection, field or write-time", p.mode)
 	}
+	layout, ours := layoutOf(p.mode, o), p.mode != "write-time"
 	doc := &loadreport.Documents{Counting: counting, Parents: o.parents, Copies: o.copies}
 	run.Documents = doc
 	logDir, err := os.MkdirTemp("", "bench-"+p.mode+"-")
 	if err != nil {
 		return run, err
 	}
-	// The stack counts likes only in the collection mode: the declaration file is the run's own.
+	// The stack counts likes only in our modes: the declaration file is the run's own.
 	declared := "[]"
-	if p.mode == "collection" {
-		declared = `[{"documents": "` + likesPattern + `", "counter": "likes-{post}", "group": "posts"}]`
+	if ours {
+		declared = layout.declaration()
 	}
 	sourcesFile := filepath.Join(logDir, "counter-sources.json")
 	if err := os.WriteFile(sourcesFile, []byte(declared), 0o644); err != nil {
 		return run, err
 	}
-	env := []string{"COUNTER_SOURCES=" + sourcesFile, fmt.Sprintf("LOCALSTACK_EVENT_COPIES=%d", o.copies)}
+	readLog := filepath.Join(logDir, "reads.jsonl")
+	env := []string{"COUNTER_SOURCES=" + sourcesFile, fmt.Sprintf("LOCALSTACK_EVENT_COPIES=%d", o.copies), commitlog.EnvReadsPath + "=" + readLog}
 	if o.groupInterval != "" {
 		env = append(env, "GROUP_COMMIT_INTERVAL="+o.groupInterval)
 	}
@@ -330,11 +437,11 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	}
 	batch.End()
 
-	commitFile := s.commitLog
+	commitFile, readFile := s.commitLog, readLog
 	var guide *writeTimeAggregation
 	var guideBridge *localstack.EventBridge
 	if p.mode == "write-time" {
-		if guide, guideBridge, commitFile, err = startWriteTimeAggregation(ctx, s, logDir, o.copies, o.writeTimeInFlight); err != nil {
+		if guide, guideBridge, commitFile, readFile, err = startWriteTimeAggregation(ctx, s, logDir, o.copies, o.writeTimeInFlight); err != nil {
 			return run, err
 		}
 		defer guideBridge.Stop()
@@ -344,15 +451,15 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	// Every like exists and is counted before the load (warmUp says why).
 	st := newLikeState(o)
 	fmt.Fprintf(os.Stderr, "  warm-up: creating %d likes\n", o.parents*o.likers)
-	if err := warmUp(ctx, o, client, st); err != nil {
+	if err := warmUp(ctx, o, layout, client, st); err != nil {
 		return run, err
 	}
 	warmDeadline := time.Now().Add(5 * time.Minute)
 	if guide == nil {
 		for i := 0; i < o.parents; {
-			c, err := exactCount(s.functionsURL, counterOfParent(i))
+			c, err := exactCount(s.functionsURL, layout.counter(i))
 			if time.Now().After(warmDeadline) {
-				return run, fmt.Errorf("warm-up: counter %s never reached %d (last %d, %v)", counterOfParent(i), st.count[i], c, err)
+				return run, fmt.Errorf("warm-up: counter %s never reached %d (last %d, %v)", layout.counter(i), st.count[i], c, err)
 			}
 			if err != nil || c != st.count[i] {
 				time.Sleep(200 * time.Millisecond)
@@ -390,8 +497,8 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	// value reads each counter as the mode keeps it: the roll-up, or the parent's likes field.
 	refs := make([]*firestore.DocumentRef, o.parents)
 	for i := range refs {
-		if p.mode == "collection" {
-			refs[i] = schema.RollupRef(client, counterOfParent(i))
+		if ours {
+			refs[i] = schema.RollupRef(client, layout.counter(i))
 		} else {
 			refs[i] = client.Collection("posts").Doc(parentID(i))
 		}
@@ -401,7 +508,7 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 			return 0, false
 		}
 		field := likesField
-		if p.mode == "collection" {
+		if ours {
 			field = shared.FieldCount
 		}
 		v, err := snap.DataAt(field)
@@ -411,17 +518,17 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	values := watchValues(ctx, refs, valueOf)
 	defer values.close()
 	fmt.Fprintf(os.Stderr, "  warm-up done; the load starts\n")
-	obs := documentsLoad(ctx, o, client, st)
+	obs := documentsLoad(ctx, o, layout, client, st)
 	if obs.firstErr != nil {
 		fmt.Fprintf(os.Stderr, "  %d changes failed, the first: %v\n", obs.failed, obs.firstErr)
 	}
-	doc.Changes, doc.Failed = obs.changes, obs.failed
+	doc.Changes, doc.Failed, doc.Moves = obs.changes, obs.failed, st.moves
 	doc.ChangesPerSecond = float64(obs.changes) / obs.end.Sub(obs.start).Seconds()
 	fmt.Fprintf(os.Stderr, "  %d changes in %s (%.0f/s); waiting for the counts\n", obs.changes, obs.end.Sub(obs.start).Round(time.Millisecond), doc.ChangesPerSecond)
 
 	// A change whose commit failed may have been applied: the counts to reach are count()'s.
 	for i := range o.parents {
-		want, err := countLikes(ctx, client, i)
+		want, err := layout.countLikes(ctx, client, i)
 		if err != nil {
 			return run, err
 		}
@@ -503,7 +610,7 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 			doc.AppliedTwice += int64(n - 1)
 		}
 		guide.mu.Unlock()
-	} else if records, err := s.deliveries("posts/"); err == nil {
+	} else if records, err := s.deliveries(layout.prefix()); err == nil {
 		var listen, handle []time.Duration
 		for _, r := range records {
 			if !r.Answered.IsZero() && !r.Received.Before(obs.start) {
@@ -540,7 +647,7 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		return run, err
 	}
 	for i := range o.parents {
-		want, err := countLikes(ctx, client, i)
+		want, err := layout.countLikes(ctx, client, i)
 		if err != nil {
 			return run, err
 		}
@@ -548,8 +655,8 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 			return run, fmt.Errorf("count() of %s's likes changed after the load: %d, then %d", parentID(i), obs.state.count[i], want)
 		}
 		got, _ := valueOf(snaps[i])
-		if p.mode == "collection" {
-			if c, err := exactCount(s.functionsURL, counterOfParent(i)); err == nil && c != got {
+		if ours {
+			if c, err := exactCount(s.functionsURL, layout.counter(i)); err == nil && c != got {
 				got = c // Count is the value; a roll-up that differs from it is stale
 			}
 		}
@@ -562,11 +669,11 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 			doc.Overcounted++
 		}
 	}
-	if p.mode == "collection" && len(wrong) > 0 {
+	if ours && len(wrong) > 0 {
 		if doc.InDelivery > 0 {
 			fmt.Fprintf(os.Stderr, "  %d events were still in delivery: changes missing below may be among them, not lost\n", doc.InDelivery)
 		}
-		if err := auditLedgers(ctx, client, schema, o, obs.state, wrong); err != nil {
+		if err := auditLedgers(ctx, client, schema, layout, obs.state, wrong); err != nil {
 			fmt.Fprintf(os.Stderr, "  ledger audit: %v\n", err)
 		}
 	}
@@ -578,7 +685,7 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 	if doc.InDelivery > 0 {
 		run.ExactCheck += fmt.Sprintf(" (not final: %d events still in delivery after %s)", doc.InDelivery, settleTimeout)
 	}
-	if p.mode == "write-time" { // its drift is what the run measures; only ours must be exact
+	if !ours { // its drift is what the run measures; only ours must be exact
 		run.ExactCheckPass = true
 		run.ExactCheck += " (write-time aggregation: reported, not required)"
 	}
@@ -598,39 +705,49 @@ func runDocumentsPlan(ctx context.Context, o options, p plan) (loadreport.Run, e
 		return run, err
 	}
 	run.CountDocumentWrites(commits, obs.start, settled, documentKind(schema))
+	reads, err := commitlog.ReadFile(readFile)
+	if err != nil {
+		return run, fmt.Errorf("read log: %w", err)
+	}
+	run.CountDocumentReads(reads, obs.start, settled, documentKind(schema))
 	return run, nil
 }
 
-// startWriteTimeAggregation serves writeTimeAggregation on loopback, recording its commits in
-// logDir, and feeds it the likes' events, each copies times, inFlight at once.
-func startWriteTimeAggregation(ctx context.Context, s *stack, logDir string, copies, inFlight int) (*writeTimeAggregation, *localstack.EventBridge, string, error) {
-	commitFile := filepath.Join(logDir, "write-time-commits.jsonl")
+// startWriteTimeAggregation serves writeTimeAggregation on loopback, recording its commits and
+// reads in logDir (the files returned), and feeds it the likes' events, each copies times, inFlight
+// at once.
+func startWriteTimeAggregation(ctx context.Context, s *stack, logDir string, copies, inFlight int) (g *writeTimeAggregation, b *localstack.EventBridge, commitFile, readFile string, err error) {
+	commitFile, readFile = filepath.Join(logDir, "write-time-commits.jsonl"), filepath.Join(logDir, "write-time-reads.jsonl")
 	f, err := os.Create(commitFile)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
-	opt, err := commitlog.NewRecorder(f).EmulatorOption(s.firestore)
+	reads, err := os.Create(readFile)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
+	}
+	opt, err := commitlog.NewRecorder(f).RecordReads(reads).EmulatorOption(s.firestore)
+	if err != nil {
+		return nil, nil, "", "", err
 	}
 	client, err := firestore.NewClient(ctx, s.project, opt)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
-	g := &writeTimeAggregation{client: client, ids: map[string]int{}}
+	g = &writeTimeAggregation{client: client, ids: map[string]int{}}
 	url, err := serveWriteTime(g)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
 	logs, err := os.Create(filepath.Join(logDir, "write-time-bridge.log"))
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
-	b, err := localstack.WatchDocuments(ctx, logs, s.firestore, s.project, "google.cloud.firestore.document.v1.written", likesPattern, url, inFlight, copies)
+	b, err = localstack.WatchDocuments(ctx, logs, s.firestore, s.project, "google.cloud.firestore.document.v1.written", likesPattern, url, inFlight, copies)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
-	return g, b, commitFile, nil
+	return g, b, commitFile, readFile, nil
 }
 
 // deliveries reads the stack's event bridge's delivery records of the documents under prefix.
@@ -652,17 +769,17 @@ func (s *stack) deliveries(prefix string) ([]localstack.DeliveryRecord, error) {
 
 // auditLedgers prints, per inexact counter, committed changes missing from its ledger and ledger
 // keys of changes never made; BENCH_AUDIT_DETAIL lists each missing change.
-func auditLedgers(ctx context.Context, client *firestore.Client, schema shared.Schema, o options, st *likeState, wrong map[int]int64) error {
-	for i := range o.parents {
+func auditLedgers(ctx context.Context, client *firestore.Client, schema shared.Schema, l likeLayout, st *likeState, wrong map[int]int64) error {
+	for i := range st.keys {
 		if _, ok := wrong[i]; !ok {
 			continue
 		}
-		csnap, err := schema.CounterRef(client, counterOfParent(i)).Get(ctx)
+		csnap, err := schema.CounterRef(client, l.counter(i)).Get(ctx)
 		if err != nil {
 			return err
 		}
 		base, _ := csnap.Data()[shared.FieldBaseAt].(time.Time)
-		snaps, err := schema.CounterRef(client, counterOfParent(i)).Collection(shared.ChangeLedgerCollection).Documents(ctx).GetAll()
+		snaps, err := schema.CounterRef(client, l.counter(i)).Collection(shared.ChangeLedgerCollection).Documents(ctx).GetAll()
 		if err != nil {
 			return err
 		}
@@ -691,16 +808,7 @@ func auditLedgers(ctx context.Context, client *firestore.Client, schema shared.S
 			}
 		}
 		fmt.Fprintf(os.Stderr, "  ledger audit %s (value - count() = %+d, base at %s): %d changes made, %d in the ledger; %d made not in it (sum %+d; after the base: %d, sum %+d), %d in it not made (sum %+d)\n",
-			counterOfParent(i), wrong[i], base.Format("15:04:05.000000"), len(st.keys[i]), len(counted), missing, missingSum, afterBase, afterBaseSum, extra, extraSum)
+			l.counter(i), wrong[i], base.Format("15:04:05.000000"), len(st.keys[i]), len(counted), missing, missingSum, afterBase, afterBaseSum, extra, extraSum)
 	}
 	return nil
-}
-
-// countLikes is Firestore's count() of parent i's likes.
-func countLikes(ctx context.Context, client *firestore.Client, i int) (int64, error) {
-	res, err := client.Collection("posts").Doc(parentID(i)).Collection("likes").NewAggregationQuery().WithCount("n").Get(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("count() of %s's likes: %w", parentID(i), err)
-	}
-	return aggregateInt(res["n"]), nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/internal/loadreport"
 )
 
@@ -49,5 +50,47 @@ func TestCollectionCountersExactWhereWriteTimeAggregationDoubleCounts(t *testing
 	if guide.Applied == 0 || float64(guide.AppliedTwice) < 0.4*float64(guide.Applied) || guide.Error == 0 {
 		t.Errorf("write-time aggregation: %d events applied, %d of them again, sum of |value - count()| %d: want about half applied again, and drift",
 			guide.Applied, guide.AppliedTwice, guide.Error)
+	}
+}
+
+// TestFieldCountersStayExactThroughMoves is make bench's fields run, short: flat likes counted by
+// their postId field, a third of the changes moving a like to another post (-1 in one counter, +1
+// in another), every event delivered twice. Each counter must equal count() of its post's likes.
+func TestFieldCountersStayExactThroughMoves(t *testing.T) {
+	o := testOptions(t)
+	o.clients, o.duration, o.rate = 8, 4*time.Second, 40
+	o.parents, o.likers, o.copies = 4, 5, 2
+	run, err := runDocumentsPlan(context.Background(), o, plan{via: "documents", mode: "field", instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := run.Documents
+	t.Logf("%d changes (%d moves), %d deliveries, error %d (%d counters off), %d exact", d.Changes, d.Moves, d.Deliveries, d.Error, d.Off, d.Exact)
+	if d.Changes < 50 || d.Moves < d.Changes/5 || d.Deliveries < d.Changes {
+		t.Fatalf("%d changes, %d moves, %d events delivered: the load, its moves or the events did not run", d.Changes, d.Moves, d.Deliveries)
+	}
+	if !run.ExactCheckPass || d.Exact != o.parents {
+		t.Errorf("field-keyed counters with moves: %s; %d of %d exact: want every one exact", run.ExactCheck, d.Exact, o.parents)
+	}
+}
+
+// TestDocumentKinds: the writes- and reads-per-change splits name our documents by collection, the
+// app's likes (nested or flat) as one kind, and a query by its collection.
+func TestDocumentKinds(t *testing.T) {
+	kind := documentKind(config.Default().Schema())
+	for doc, want := range map[string]string{
+		"counters/likes-bench0":                         "counters",
+		"counters/likes-bench0/shards/3":                "shards",
+		"counters/likes-bench0/counter_change_ledger/k": "counter_change_ledger",
+		"rollups/likes-bench0":                          "roll-ups",
+		"posts/bench-0":                                 "app: posts (parents)",
+		"posts/bench-0/likes/u1":                        "app: likes",
+		"likes/l7":                                      "app: likes",
+		"counters/likes-bench0/shards":                  "queries of shards",
+		"likes":                                         "queries of likes",
+	} {
+		if got := kind(doc); got != want {
+			t.Errorf("kind of %s = %q, want %q", doc, got, want)
+		}
 	}
 }

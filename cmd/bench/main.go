@@ -45,10 +45,10 @@ func main() {
 	flag.Float64Var(&o.republishFraction, "republish-fraction", 0.05, "Pub/Sub: fraction of messages published twice with the same idempotency key")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "Pub/Sub: how long to wait for the published increments to be counted")
 	flag.IntVar(&o.parents, "parents", 100, "documents: posts whose likes change (one collection counter each)")
-	flag.IntVar(&o.likers, "likers", 20, "documents: possible likers of each post (like documents per post)")
+	flag.IntVar(&o.likers, "likers", 20, "documents: possible likers of each post (like documents: parents × likers)")
 	flag.IntVar(&o.copies, "copies", 2, "documents: deliveries of each Firestore event (2: every event redelivered once, as at-least-once delivery may)")
 	flag.IntVar(&o.writeTimeInFlight, "write-time-in-flight", 100, "documents: events delivered at once to the write-time aggregation (its transactions on the parents contend in the emulator; the stack's bridge delivers "+fmt.Sprint(localstack.EventsInFlight())+" at once to ours)")
-	vias := flag.String("via", "http", "comma-separated ways increments arrive: http, pubsub; or documents: clients create and delete like documents in Firestore (-modes collection,write-time)")
+	vias := flag.String("via", "http", "comma-separated ways increments arrive: http, pubsub; or documents: clients create and delete like documents in Firestore (-modes collection, field: flat likes counted by their postId, a third of the changes moving one, write-time)")
 	modes := flag.String("modes", "guide,group-commit", "comma-separated modes: guide, group-commit (shards pinned), adaptive (group commit, shard count follows the load)")
 	instances := flag.String("instances", "1", "comma-separated numbers of functions processes behind the stack's balancer, e.g. 1,4,8,16")
 	faults := flag.String("faults", "", "semicolon-separated fault settings of a proxy between the functions and Firestore, one run each: "+

@@ -66,7 +66,7 @@ func main() {
 }
 
 // serveFunctions serves every registered function on 127.0.0.1:$PORT, with the push paths of
-// localstack.RegisterPushPaths; COMMIT_LOG set records every commit to that file.
+// localstack.RegisterPushPaths; COMMIT_LOG set records every commit to that file, READ_LOG every read.
 func serveFunctions() error {
 	recordCommits, err := commitlog.OptionFromEnv()
 	if err != nil {

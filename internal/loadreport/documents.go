@@ -15,7 +15,8 @@ import (
 type Documents struct {
 	Counting         string  `json:"counting"`
 	Parents          int     `json:"parents"` // one counter each
-	Changes          int64   `json:"changes"` // creates and deletes committed
+	Changes          int64   `json:"changes"` // creates, deletes and moves committed
+	Moves            int64   `json:"moves"`   // updates of a counter field: a like to another post
 	Failed           int64   `json:"failed"`
 	ChangesPerSecond float64 `json:"changes_per_second"`
 	Copies           int     `json:"copies"` // deliveries of each event
@@ -54,37 +55,22 @@ type Documents struct {
 	CommitsPerChange   float64            `json:"commits_per_change"`
 	ByKind             map[string]float64 `json:"by_kind"`
 	HottestByKind      map[string]DocRate `json:"hottest_by_kind"` // over 1 s windows
+	// ReadsPerChange counts the reads Firestore bills us (commitlog.Recorder); ReadsByKind splits it.
+	ReadsPerChange float64            `json:"reads_per_change"`
+	ReadsByKind    map[string]float64 `json:"reads_by_kind"`
 }
 
 // CountDocumentWrites fills r's commit figures from the commits in [from, to); kind names a
 // document's kind, "" for one not ours.
 func (r *Run) CountDocumentWrites(commits []commitlog.Commit, from, to time.Time, kind func(doc string) string) {
 	d := r.Documents
-	var nCommits, nDocs int
-	byKind := map[string]int{}
-	for _, c := range commits {
-		if c.Time.Before(from) || !c.Time.Before(to) {
-			continue
-		}
-		ours := false
-		for _, doc := range c.Docs {
-			if k := kind(doc); k != "" {
-				byKind[k]++
-				nDocs++
-				ours = true
-			}
-		}
-		if ours {
-			nCommits++
-		}
-	}
-	d.ByKind, d.HottestByKind = map[string]float64{}, map[string]DocRate{}
+	var nCommits int
+	d.DocumentsPerChange, d.ByKind = d.perChange(commits, from, to, kind, func() { nCommits++ })
+	d.HottestByKind = map[string]DocRate{}
 	rates := NewWriteRates(commits, from, to)
-	for k, n := range byKind {
-		d.ByKind[k] = float64(n) / float64(max(1, d.Changes))
+	for k := range d.ByKind {
 		d.HottestByKind[k] = rates.Hottest(1, func(doc string) bool { return kind(doc) == k })
 	}
-	d.DocumentsPerChange = float64(nDocs) / float64(max(1, d.Changes))
 	d.CommitsPerChange = float64(nCommits) / float64(max(1, d.Changes))
 	ours := func(doc string) bool { return kind(doc) != "" }
 	r.Hottest1s, r.Hottest10s = rates.Hottest(1, ours), rates.Hottest(10, ours)
@@ -96,14 +82,45 @@ func (r *Run) CountDocumentWrites(commits []commitlog.Commit, from, to time.Time
 	}
 }
 
+// CountDocumentReads fills r's read figures from the read log's lines in [from, to).
+func (r *Run) CountDocumentReads(reads []commitlog.Commit, from, to time.Time, kind func(doc string) string) {
+	d := r.Documents
+	d.ReadsPerChange, d.ReadsByKind = d.perChange(reads, from, to, kind, func() {})
+}
+
+// perChange is, per change, the documents of ours in lines in [from, to), in all and by kind;
+// ours is called for each line holding one.
+func (d *Documents) perChange(lines []commitlog.Commit, from, to time.Time, kind func(doc string) string, ours func()) (float64, map[string]float64) {
+	var n int
+	byKind := map[string]float64{}
+	per := 1 / float64(max(1, d.Changes))
+	for _, c := range lines {
+		if c.Time.Before(from) || !c.Time.Before(to) {
+			continue
+		}
+		counted := false
+		for _, doc := range c.Docs {
+			if k := kind(doc); k != "" {
+				byKind[k] += per
+				n++
+				counted = true
+			}
+		}
+		if counted {
+			ours()
+		}
+	}
+	return float64(n) * per, byKind
+}
+
 // documentRows are the table rows of document runs.
 var documentRows = []struct {
 	name string
 	cell func(Run, *Documents) string
 }{
 	{"counted by", func(_ Run, d *Documents) string { return d.Counting }},
-	{"document changes committed (failed) / per second", func(_ Run, d *Documents) string {
-		return fmt.Sprintf("%d (%d) / %.0f", d.Changes, d.Failed, d.ChangesPerSecond)
+	{"document changes committed (failed) / per second / of them moves", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%d (%d) / %.0f / %d", d.Changes, d.Failed, d.ChangesPerSecond, d.Moves)
 	}},
 	{"parents (counters)", func(_ Run, d *Documents) string { return fmt.Sprint(d.Parents) }},
 	{"deliveries of each event", func(_ Run, d *Documents) string { return fmt.Sprint(d.Copies) }},
@@ -140,28 +157,36 @@ var documentRows = []struct {
 		return fmt.Sprintf("%.3f (%.3f)", d.DocumentsPerChange, d.CommitsPerChange)
 	}},
 	{"  of which, by kind", func(_ Run, d *Documents) string {
-		kinds := make([]string, 0, len(d.ByKind))
-		for k := range d.ByKind {
-			kinds = append(kinds, k)
-		}
-		slices.SortFunc(kinds, func(a, b string) int {
-			if d.ByKind[a] != d.ByKind[b] {
-				if d.ByKind[a] > d.ByKind[b] {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		parts := make([]string, len(kinds))
-		for i, k := range kinds {
-			parts[i] = fmt.Sprintf("%s %.3f (hottest %s)", k, d.ByKind[k], rate(d.HottestByKind[k]))
-		}
-		return strings.Join(parts, "; ")
+		return byKind(d.ByKind, func(k string) string { return fmt.Sprintf(" (hottest %s)", rate(d.HottestByKind[k])) })
+	}},
+	{"documents read per change, by kind", func(_ Run, d *Documents) string {
+		return fmt.Sprintf("%.3f: %s", d.ReadsPerChange, byKind(d.ReadsByKind, func(string) string { return "" }))
 	}},
 	{"hottest document of ours, writes/s, 1 s / 10 s window", func(r Run, _ *Documents) string {
 		return rate(r.Hottest1s) + " / " + rate(r.Hottest10s)
 	}},
+}
+
+// byKind lists the kinds of perKind, the most first, each with its figure and note.
+func byKind(perKind map[string]float64, note func(kind string) string) string {
+	kinds := make([]string, 0, len(perKind))
+	for k := range perKind {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		if perKind[a] != perKind[b] {
+			if perKind[a] > perKind[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %.3f%s", k, perKind[k], note(k))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // seconds formats a duration in seconds.
