@@ -12,11 +12,8 @@ import (
 // field it does not take, is refused before anything is planned or committed.
 func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 	key := &Key{Source: SourceHTTP, ID: "k"}
-	change := &Change{Key: "ch", InBase: func(context.Context, time.Time) (bool, error) { return false, nil }}
 	for name, r := range map[string]Request{
 		"member and limit":     {Counter: "c", Delta: 1, Member: "ann", Caller: "user:ann", Limit: 1},
-		"change and member":    {Counter: "c", Delta: 1, Member: "ann", Change: change},
-		"change and limit":     {Counter: "c", Delta: 1, Caller: "user:ann", Limit: 1, Change: change},
 		"member with At":       {Counter: "c", Member: "ann", At: time.Unix(1, 0)},
 		"limited with At":      {Counter: "c", Delta: 1, Caller: "user:ann", Limit: 1, At: time.Unix(1, 0)},
 		"batch without a key":  {Batch: []wire.Increment{{Counter: "c", Delta: 1}}},
@@ -25,8 +22,6 @@ func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 		"empty batch":          {Key: key, Batch: []wire.Increment{}},
 		"caller without limit": {Counter: "c", Delta: 1, Caller: "user:ann"},
 		"member of delta 2":    {Counter: "c", Delta: 2, Member: "ann"},
-		"keyed change":         {Counter: "c", Delta: 1, Key: key, Change: change},
-		"change of delta 0":    {Counter: "c", Change: change},
 	} {
 		t.Run(name, func(t *testing.T) {
 			plans := &fakePlans{}

@@ -14,9 +14,6 @@ const maxCommitAttempts = 4
 
 // commitBatch commits batch and returns one reply per request; duplicates never fail the others.
 func (s *Store) commitBatch(ctx context.Context, batch []batched) []reply {
-	if changes, others := splitChanges(batch); len(changes) > 0 {
-		return mergeReplies(batch, changes, s.commitChanges(ctx, pick(batch, changes)), others, s.commitBatch(ctx, pick(batch, others)))
-	}
 	replies := make([]reply, len(batch))
 	leader := make([]int, len(batch))
 	var live []int
@@ -133,37 +130,4 @@ func followerReply(req batched, first reply) reply {
 		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
 	}
 	return r
-}
-
-// splitChanges is the indexes of batch's changes and of the others.
-func splitChanges(batch []batched) (changes, others []int) {
-	for i, req := range batch {
-		if req.change != nil {
-			changes = append(changes, i)
-		} else {
-			others = append(others, i)
-		}
-	}
-	return changes, others
-}
-
-// pick is the requests of batch at indexes.
-func pick(batch []batched, indexes []int) []batched {
-	out := make([]batched, len(indexes))
-	for n, i := range indexes {
-		out[n] = batch[i]
-	}
-	return out
-}
-
-// mergeReplies puts the parts' replies back in batch's order.
-func mergeReplies(batch []batched, a []int, ra []reply, b []int, rb []reply) []reply {
-	replies := make([]reply, len(batch))
-	for n, i := range a {
-		replies[i] = ra[n]
-	}
-	for n, i := range b {
-		replies[i] = rb[n]
-	}
-	return replies
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcount/counters/groupcommit"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -15,23 +17,8 @@ const testInterval = 100 * time.Millisecond
 // addAsync runs add in a goroutine and returns where its result arrives.
 func addAsync(ctx context.Context, g *groupCommitter, req batched) <-chan reply {
 	out := make(chan reply, 1)
-	go func() { out <- g.add(ctx, req.incs[0].Counter, req) }()
+	go func() { out <- g.Add(ctx, req.incs[0].Counter, req) }()
 	return out
-}
-
-func (g *groupCommitter) pendingOf(id string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if group, ok := g.groups[id]; ok {
-		return len(group.queue)
-	}
-	return 0
-}
-
-func (g *groupCommitter) running() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.groups)
 }
 
 func result(t *testing.T, ch <-chan reply) reply {
@@ -56,7 +43,7 @@ func TestGroupCancelledBeforeItsWriteIsTakenOutAndNeverWritten(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	queued := addAsync(ctx, g, unkeyed("c", 2))
 	kept := addAsync(context.Background(), g, unkeyed("c", 4))
-	eventually(t, "two increments queued", func() bool { return g.pendingOf("c") == 2 })
+	eventually(t, "two increments queued", func() bool { return g.Pending("c") == 2 })
 	cancel()
 	if r := result(t, queued); !errors.Is(r.err, ErrNotApplied) {
 		t.Fatalf("cancelled queued increment answered %+v, want ErrNotApplied", r)
@@ -77,7 +64,7 @@ func TestGroupCancelledBeforeItsWriteIsTakenOutAndNeverWritten(t *testing.T) {
 	}
 	eventually(t, "the group's loop waits out its interval", func() bool { return clk.timers() == 1 })
 	clk.Advance(testInterval)
-	eventually(t, "the group ends", func() bool { return g.running() == 0 })
+	eventually(t, "the group ends", func() bool { return g.Running() == 0 })
 	w.none(t)
 }
 
@@ -124,7 +111,7 @@ func TestGroupFailedWriteFailsExactlyItsBatch(t *testing.T) {
 	a3 := addAsync(context.Background(), g, unkeyed("a", 3))
 	b := addAsync(context.Background(), g, unkeyed("b", 1))
 	callB := w.next(t)
-	eventually(t, "a2 and a3 queued", func() bool { return g.pendingOf("a") == 2 })
+	eventually(t, "a2 and a3 queued", func() bool { return g.Pending("a") == 2 })
 	callA1.answer(nil)
 	callB.answer(notApplied(status.Error(codes.Unavailable, "down")))
 	eventually(t, "a's next write waits", func() bool { return clk.timers() >= 1 })
@@ -158,7 +145,7 @@ func TestCloseWritesPendingGroupsAtOnceAndRefusesNewIncrements(t *testing.T) {
 	first := incr("c")
 	inFlight := w.next(t)
 	held := []<-chan error{incr("c"), incr("c")}
-	eventually(t, "two increments held", func() bool { return s.groups.pendingOf("c") == 2 })
+	eventually(t, "two increments held", func() bool { return s.groups.Pending("c") == 2 })
 
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(context.Background()) }()
@@ -343,17 +330,17 @@ func TestAmbiguousKeyedCommitIsSettledBySendingItAgain(t *testing.T) {
 	}
 }
 
-// TestChangeCommitsAreAnIntervalApartFromTheirEnds: with afterCommit (the collection counters'
+// TestChangeCommitsAreAnIntervalApartFromTheirEnds: with AfterCommit (the collection counters'
 // committer), a write that took long still leaves a whole interval before the next one starts, so
 // the counter's ledger document takes one write per interval in commit time too.
 func TestChangeCommitsAreAnIntervalApartFromTheirEnds(t *testing.T) {
 	clk, w := newFakeClock(), newFakeWriter()
-	g := newGroupCommitter(testInterval, clk, w.write)
-	g.afterCommit = true
+	g := groupcommit.New(groupcommit.Options[batched, reply]{Interval: testInterval, Clock: clk, Commit: w.write,
+		Take: batchSize, Timeout: time.Minute, AfterCommit: true})
 	first := addAsync(context.Background(), g, unkeyed("c", 1))
 	inFlight := w.next(t)
 	second := addAsync(context.Background(), g, unkeyed("c", 2))
-	eventually(t, "the second change queued", func() bool { return g.pendingOf("c") == 1 })
+	eventually(t, "the second change queued", func() bool { return g.Pending("c") == 1 })
 	clk.Advance(testInterval * 3 / 4) // the first write is slow
 	inFlight.answer(nil)
 	if r := result(t, first); r.err != nil {

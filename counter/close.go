@@ -9,10 +9,8 @@ import (
 // increment has its outcome, or with ctx's error. Reads keep working.
 func (s *Store) Close(ctx context.Context) error {
 	s.life.Close()
-	for _, g := range []*groupCommitter{s.groups, s.changes} {
-		if g != nil {
-			g.flush()
-		}
+	if s.groups != nil {
+		s.groups.Flush()
 	}
 	if err := s.life.Wait(ctx); err != nil {
 		return fmt.Errorf("close counter store: increments still waiting for their writes: %w", err)

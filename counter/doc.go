@@ -15,8 +15,8 @@
 //  7. documents.go: plans as Firestore operations.
 //
 // Side paths: callerlimit.go (steps 4 and 7 in one transaction), distinct.go (one batch guarded by
-// memberfence.go), changes.go (step 2, then a transaction per batch); windows.go buckets. Below:
-// key.go, outcome.go, configcache.go, shardpick.go, touch.go, shape.go.
+// memberfence.go), collection.go (step 4's shard writes for package sources' transactions);
+// windows.go buckets. Below: key.go, outcome.go, configcache.go, shardpick.go, touch.go, shape.go.
 //
 // Names: inc is a counter and delta, req a caller's increments, w a shard write, dw a dedupe write.
 // Not a supported import: see package counters.

@@ -9,19 +9,18 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// Request is one increment for Apply: a change, a member, a limited increment, or deltas.
+// Request is one increment for Apply: a member, a limited increment, or deltas.
 type Request struct {
 	Counter string
 	Delta   int64 // 0 or 1 for a member
 	// Batch, with Key instead of Counter and Delta, is applied all or nothing.
 	Batch []wire.Increment
-	Key   *Key // at most once; not with Change
-	// At picks the window buckets of deltas or a change (zero: commit time).
+	Key   *Key // at most once
+	// At picks the window buckets of deltas (zero: commit time).
 	At     time.Time
 	Caller string
 	Limit  int64 // keeps Caller's total within [0, Limit]
 	Member string
-	Change *Change // Delta is its effect, At its commit time
 }
 
 // AppliedIncrement is one counter's share of a write.
@@ -36,7 +35,6 @@ type Result struct {
 	Applied   []AppliedIncrement // per counter, in first-appearance order
 	Counted   bool               // something was added to the value
 	Duplicate bool               // the key had been applied before
-	InBase    bool               // the counter's base already held the change
 	Windows   []string
 	// PlannedAt is when the applying write was planned; with a key, the same for every call.
 	PlannedAt time.Time
@@ -47,14 +45,12 @@ type Result struct {
 func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
 	limited, member := r.Limit != 0 || r.Caller != "", r.Member != ""
 	switch {
-	case r.Change != nil && (limited || member), limited && member:
-		return Result{}, errors.New("apply: a request is one of a change, a member and a limited increment")
+	case limited && member:
+		return Result{}, errors.New("apply: a request is one of a member and a limited increment")
 	case (limited || member) && !r.At.IsZero():
-		return Result{}, errors.New("apply: At is for deltas and changes")
-	case r.Batch != nil && (r.Key == nil || r.Counter != "" || r.Delta != 0 || limited || member || r.Change != nil):
+		return Result{}, errors.New("apply: At is for deltas")
+	case r.Batch != nil && (r.Key == nil || r.Counter != "" || r.Delta != 0 || limited || member):
 		return Result{}, errors.New("apply: a Batch takes a Key, and no Counter, Delta or other kind")
-	case r.Change != nil:
-		return s.applyChange(ctx, r)
 	case member:
 		return s.incrementDistinct(ctx, r)
 	case limited:
@@ -104,7 +100,6 @@ type batched struct {
 	key         *Key // nil: unkeyed
 	fingerprint string
 	at          time.Time
-	change      *Change
 }
 
 // reply is a batched request's Result or error, as Apply returns them.
@@ -120,11 +115,8 @@ func (s *Store) submit(ctx context.Context, req batched) reply {
 		return reply{err: notApplied(ErrClosed)}
 	}
 	defer s.life.Leave()
-	if s.changes != nil && req.change != nil {
-		return s.changes.add(ctx, req.incs[0].Counter, req)
-	}
 	if s.groups != nil && len(req.incs) == 1 {
-		return s.groups.add(ctx, req.incs[0].Counter, req)
+		return s.groups.Add(ctx, req.incs[0].Counter, req)
 	}
 	return s.commitBatch(ctx, []batched{req})[0]
 }

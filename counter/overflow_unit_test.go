@@ -13,13 +13,15 @@ import (
 // int64 are split over batches, so none is refused for the others' sake.
 func TestGroupBatchStopsBeforeItsSumWouldOverflow(t *testing.T) {
 	const big = int64(1) << 62
-	group := &counterGroup{}
+	var queue []batched
 	for _, d := range []int64{big, big, 1, -big} {
-		group.queue = append(group.queue, &queued{req: unkeyed("c", d)})
+		queue = append(queue, unkeyed("c", d))
 	}
 	var sizes []int
-	for len(group.queue) > 0 {
-		sizes = append(sizes, len(takeBatch(group)))
+	for len(queue) > 0 {
+		n := batchSize(queue)
+		sizes = append(sizes, n)
+		queue = queue[n:]
 	}
 	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 3 {
 		t.Errorf("batches of %v requests, want [1 3]: 2^62 + 2^62 overflows int64", sizes)

@@ -105,10 +105,10 @@ func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.
 	create := errors.Is(err, ErrNotFound)
 	switch {
 	case create && change:
-		return shardWrite{}, errNoBase
+		return shardWrite{}, ErrNoCollectionCounter
 	case err == nil && cfg.source != change:
 		if change {
-			return shardWrite{}, errNoBase
+			return shardWrite{}, ErrNoCollectionCounter
 		}
 		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrSourceCounter)
 	case create && s.requireExisting:

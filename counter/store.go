@@ -26,7 +26,6 @@ type Store struct {
 	pickShard       func(id string, numShards int) int
 	touches         *touchStamps
 	groups          *groupCommitter // nil: one commit per request
-	changes         *groupCommitter // nil: as increments
 	plans           planStore
 	life            gate.Gate          // admits increments until Close
 	raises          singleflight.Group // raiseFences per counter and epoch
@@ -39,9 +38,7 @@ type Options struct {
 	// GroupCommitInterval, when positive, merges a counter's concurrent increments into one write
 	// per interval, the most an increment waits.
 	GroupCommitInterval time.Duration
-	// ChangeCommitInterval does the same for a collection counter's changes.
-	ChangeCommitInterval time.Duration
-	DedupeTTL            time.Duration // how long a key is remembered
+	DedupeTTL           time.Duration // how long a key is remembered
 	// RequireExisting makes only Configure create counters; increments of a missing one, also racing
 	// its Delete, fail with ErrNotFound.
 	RequireExisting bool
@@ -68,10 +65,6 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 	}
 	if opts.GroupCommitInterval > 0 {
 		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.commitBatch)
-	}
-	if opts.ChangeCommitInterval > 0 {
-		s.changes = newGroupCommitter(opts.ChangeCommitInterval, clock, s.commitBatch)
-		s.changes.afterCommit = true // one write a second on a counter's ledger document
 	}
 	return s
 }

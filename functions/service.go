@@ -43,13 +43,12 @@ type Service struct {
 // NewService wires the entry points to a Firestore client, with no collection counters.
 func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *Service {
 	counters := counter.NewStore(client, cfg.Schema(), counter.Options{
-		DefaultNumShards:     cfg.DefaultNumShards,
-		ShardCountCacheTTL:   cfg.ShardCountCacheTTL,
-		GroupCommitInterval:  cfg.GroupCommitInterval,
-		ChangeCommitInterval: cfg.ChangeCommitInterval,
-		DedupeTTL:            cfg.DedupeTTL,
-		RequireExisting:      !cfg.CreateOnIncrement,
-		HourBucketsKept:      cfg.HourBucketsKept,
+		DefaultNumShards:    cfg.DefaultNumShards,
+		ShardCountCacheTTL:  cfg.ShardCountCacheTTL,
+		GroupCommitInterval: cfg.GroupCommitInterval,
+		DedupeTTL:           cfg.DedupeTTL,
+		RequireExisting:     !cfg.CreateOnIncrement,
+		HourBucketsKept:     cfg.HourBucketsKept,
 	})
 	origins := map[string]bool{}
 	for _, o := range cfg.Origins() {
@@ -70,7 +69,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		written:    written,
 		ids:        cfg.CounterIDs(),
 	}
-	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log)
+	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log, cfg.ChangeCommitInterval)
 	s.engine.OnWrite(s.logRollupWritten)
 	return s
 }
@@ -78,7 +77,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 // CountSources makes s keep the collection counters of set (CountDocumentWrite).
 func (s *Service) CountSources(set *sources.Set) {
 	set.InheritCounterIDPattern(s.ids)
-	s.counting = sources.NewCounting(set, s.counters, s.counting.Client(), s.log)
+	s.counting = sources.NewCounting(set, s.counters, s.counting.Client(), s.log, s.cfg.ChangeCommitInterval)
 }
 
 // checkCounterID accepts a valid document ID matching COUNTER_ID_PATTERN, else returns a

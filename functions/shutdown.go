@@ -37,10 +37,13 @@ func gated(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// Shutdown refuses new increments, writes pending group commits and returns when each has its
-// outcome or ctx ends. It does not close the Firestore client.
+// Shutdown refuses new increments and changes, writes pending group commits and returns when each
+// has its outcome or ctx ends. It does not close the Firestore client.
 func (s *Service) Shutdown(ctx context.Context) error {
 	defer s.flushTallies(ctx)
+	if err := s.counting.Close(ctx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
 	if err := s.counters.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}

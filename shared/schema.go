@@ -38,7 +38,7 @@ const (
 	FieldSourceDefinition = "source_definition"
 	FieldMirrorDocument   = "mirror_document"
 	FieldMirrorField      = "mirror_field"
-	// FieldBaseAt names a pending base (counter.Store.Rebase's stamp); with FieldBaseDone, it is the
+	// FieldBaseAt names a pending base (package sources' stamp); with FieldBaseDone, it is the
 	// read time the counter was made exact at.
 	FieldBaseAt   = "base_at"
 	FieldBaseDone = "base_done"

@@ -82,7 +82,7 @@ func (c *Counting) backfillCollection(ctx context.Context, d *Declaration, colle
 		if wire.ValidateWritableCounterID(id) != nil || !d.accepts(id) {
 			continue
 		}
-		if err := c.store.EstablishBase(ctx, id, c.baseline(d, sc)); err != nil {
+		if err := c.establishBase(ctx, id, baseline{d: d, sc: sc}, stampIfNone); err != nil {
 			return fmt.Errorf("base counter %q on %s: %w", id, collection, err)
 		}
 		done(id, collection)
@@ -120,13 +120,13 @@ func (c *Counting) valuesIn(ctx context.Context, d *Declaration, collection stri
 	}
 }
 
-// Establish creates and bases counter id unless it has a base (counter.Store.EstablishBase).
+// Establish creates and bases counter id unless it has a base.
 func (c *Counting) Establish(ctx context.Context, id string) error {
 	k, err := c.find(ctx, id)
 	if err != nil {
 		return err
 	}
-	return c.store.EstablishBase(ctx, id, c.baselineOf(k))
+	return c.establishBase(ctx, id, baselineOf(k), stampIfNone)
 }
 
 // Names reports whether name is one of the set's counter templates or documents patterns.

@@ -21,20 +21,46 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/gate"
+	"github.com/shardcount/counters/groupcommit"
 	"github.com/shardcount/counters/shared"
+	"github.com/shardcount/counters/shared/clock"
 )
 
 // Counting turns document writes into changes of the declared counters.
 type Counting struct {
-	set    *Set
-	store  *counter.Store
-	client *firestore.Client
-	log    *slog.Logger
+	set     *Set
+	store   *counter.Store
+	client  *firestore.Client
+	log     *slog.Logger
+	clock   clock.Clock
+	changes *groupcommit.Committer[change, changeReply] // nil: one transaction per change
+	life    gate.Gate                                   // admits changes until Close
+
+	afterBaseValue func() // tests: runs once completeBaseAt has the documents' value
 }
 
-// NewCounting returns a Counting of set on store, reading documents with client.
-func NewCounting(set *Set, store *counter.Store, client *firestore.Client, log *slog.Logger) *Counting {
-	return &Counting{set: set, store: store, client: client, log: log}
+// NewCounting returns a Counting of set on store, reading documents with client, committing a
+// counter's changes at most once per commitInterval (0: each at once).
+func NewCounting(set *Set, store *counter.Store, client *firestore.Client, log *slog.Logger, commitInterval time.Duration) *Counting {
+	c := &Counting{set: set, store: store, client: client, log: log, clock: clock.System{}}
+	if commitInterval > 0 {
+		c.changes = c.newChangeCommitter(commitInterval)
+	}
+	return c
+}
+
+// Close refuses new changes (counter.ErrClosed), commits held ones at once, and returns when every
+// taken change has its outcome, or with ctx's error.
+func (c *Counting) Close(ctx context.Context) error {
+	c.life.Close()
+	if c.changes != nil {
+		c.changes.Flush()
+	}
+	if err := c.life.Wait(ctx); err != nil {
+		return fmt.Errorf("close counting: changes still waiting for their commits: %w", err)
+	}
+	return nil
 }
 
 // Declares reports whether a declaration of c builds counter ID id: only its documents may make or
@@ -53,7 +79,7 @@ type Write struct {
 }
 
 // Outcomes is what Apply did with a write, per outcome. Refused says, per counter, why a counter ID
-// named a counter its declaration did not create (counter.ErrNotItsCounter): nothing counted there.
+// named a counter its declaration did not create (ErrNotItsCounter): nothing counted there.
 type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 	Refused                                          []string
@@ -84,8 +110,12 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Outcomes, error) {
 				continue
 			}
 			counted = true
-			res, err := c.store.Apply(ctx, c.change(w, ch.id, ch.value, c.baseline(d, ch.sc)))
-			if errors.Is(err, counter.ErrNotItsCounter) {
+			res := c.commit(ctx, c.change(w, ch.id, ch.value, baseline{d: d, sc: ch.sc}))
+			err := res.err
+			if err != nil {
+				err = fmt.Errorf("change of counter %q: %w", ch.id, err)
+			}
+			if errors.Is(err, ErrNotItsCounter) {
 				t.Refused = append(t.Refused, fmt.Sprintf("%s (declaration %s): %v", ch.id, d.source(), err))
 				continue
 			}
@@ -93,11 +123,11 @@ func (c *Counting) Apply(ctx context.Context, w Write) (Outcomes, error) {
 				return t, fmt.Errorf("count %s on %q: %w", w.Path, ch.id, err)
 			}
 			switch {
-			case res.Counted:
+			case res.counted:
 				t.Counted++
-			case res.Duplicate:
+			case res.duplicate:
 				t.Duplicate++
-			case res.InBase:
+			case res.inBase:
 				t.InBase++
 			}
 		}
@@ -140,7 +170,7 @@ func (c *Counting) side(ctx context.Context, d *Declaration, path string, bound 
 }
 
 // change is w as a change of delta on counter id, keyed by the document's path and update times.
-func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline) counter.Request {
+func (c *Counting) change(w Write, id string, delta int64, b baseline) change {
 	oldAt, newAt := updateTime(w.Old), updateTime(w.New)
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano()))
 	at := newAt
@@ -148,19 +178,21 @@ func (c *Counting) change(w Write, id string, delta int64, base counter.Baseline
 		// A delete's time is its event's: the commit time.
 		at = cmp.Or(w.Time, oldAt)
 	}
-	inBase := func(ctx context.Context, base time.Time) (bool, error) {
-		switch {
-		case w.New != nil:
-			return !at.After(base), nil
-		case oldAt.After(base):
-			return false, nil
-		}
-		// A delete of a version not after base: in the base unless that version was there at it.
-		held, err := c.heldAt(ctx, w.Path, base, oldAt, at)
-		return !held, err
+	return change{counter: id, key: hex.EncodeToString(sum[:16]), delta: delta, at: at, write: w, base: b}
+}
+
+// inBase reports whether the base read at base holds ch.
+func (c *Counting) inBase(ctx context.Context, ch change, base time.Time) (bool, error) {
+	oldAt := updateTime(ch.write.Old)
+	switch {
+	case ch.write.New != nil:
+		return !ch.at.After(base), nil
+	case oldAt.After(base):
+		return false, nil
 	}
-	return counter.Request{Counter: id, Delta: delta, At: at,
-		Change: &counter.Change{Key: hex.EncodeToString(sum[:16]), InBase: inBase, Baseline: base}}
+	// A delete of a version not after base: in the base unless that version was there at it.
+	held, err := c.heldAt(ctx, ch.write.Path, base, oldAt, ch.at)
+	return !held, err
 }
 
 // heldAt reports whether path was at version at read time at; beyond version retention, whether
@@ -185,17 +217,6 @@ func updateTime(doc *firestorepb.Document) time.Time {
 		return time.Time{}
 	}
 	return doc.GetUpdateTime().AsTime()
-}
-
-// baseline is the base of d's counter of sc.
-func (c *Counting) baseline(d *Declaration, sc scope) counter.Baseline {
-	b := counter.Baseline{Source: d.source(), Definition: d.definition(), Settings: d.Settings(), ValueAt: func(ctx context.Context, at time.Time) (int64, error) {
-		return c.valueAt(ctx, d, sc, at)
-	}}
-	if doc, ok := d.mirrorDocument(sc); ok {
-		b.MirrorDocument, b.MirrorField = doc, strings.Join(d.mirror.field, ".")
-	}
-	return b
 }
 
 // mirrorDocument is the path of the mirror of d's counter of sc; false without a mirror, or when a
@@ -308,11 +329,11 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 	if err == nil {
 		var ok bool
 		if recorded, ok = snap.Data()[shared.FieldSource].(string); !ok {
-			return kept{}, fmt.Errorf("counter %q is not a collection counter: %w", id, counter.ErrNotItsCounter)
+			return kept{}, fmt.Errorf("counter %q is not a collection counter: %w", id, ErrNotItsCounter)
 		}
 	}
 	for _, d := range c.set.Declarations {
-		if recorded != "" && !counter.SameSource(recorded, d.source()) {
+		if recorded != "" && !SameSource(recorded, d.source()) {
 			continue
 		}
 		if sc, ok := d.matchCounter(id); ok {
@@ -326,7 +347,7 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 }
 
 // baselineOf is the base of the counter k keeps.
-func (c *Counting) baselineOf(k kept) counter.Baseline { return c.baseline(k.d, k.sc) }
+func baselineOf(k kept) baseline { return baseline{d: k.d, sc: k.sc} }
 
 // Verify compares counter id with its documents at read time at (within version retention): a
 // difference is drift, or changes not yet counted.
@@ -347,7 +368,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	return Drift{Counter: id, Collection: k.d.collection(k.sc), At: at, Value: sums.Count, Documents: docs}, nil
 }
 
-// Repair makes counter id exact again (counter.Store.Rebase), safely while changes are in flight;
+// Repair makes counter id exact again (a new base), safely while changes are in flight;
 // a missing counter is created and based.
 func (c *Counting) Repair(ctx context.Context, id string) error {
 	k, err := c.find(ctx, id)
@@ -355,9 +376,9 @@ func (c *Counting) Repair(ctx context.Context, id string) error {
 		return err
 	}
 	if !k.exists {
-		return c.store.EstablishBase(ctx, id, c.baselineOf(k))
+		return c.establishBase(ctx, id, baselineOf(k), stampIfNone)
 	}
-	return c.store.Rebase(ctx, id, c.baselineOf(k))
+	return c.rebase(ctx, id, baselineOf(k))
 }
 
 // maxQuietChecks bounds the collection counters one CheckQuiet call checks, and quietCheckBudget
@@ -441,7 +462,7 @@ func (c *Counting) checkOne(ctx context.Context, snap *firestore.DocumentSnapsho
 	if err != nil {
 		return err
 	}
-	if counter.DefinitionOf(snap) != k.d.definition() {
+	if DefinitionOf(snap) != k.d.definition() {
 		if err := c.Repair(ctx, id); err != nil {
 			return fmt.Errorf("rebase under the changed declaration: %w", err)
 		}

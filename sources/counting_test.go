@@ -119,14 +119,19 @@ func instance(t *testing.T, project string, set *sources.Set) *sources.Counting 
 // instanceOf is one functions instance over client.
 func instanceOf(t *testing.T, client *firestore.Client, set *sources.Set) *sources.Counting {
 	return instanceWith(t, client, set, counter.Options{DefaultNumShards: 3, ShardCountCacheTTL: time.Minute,
-		GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour})
+		GroupCommitInterval: 50 * time.Millisecond, DedupeTTL: 24 * time.Hour}, 50*time.Millisecond)
 }
 
-// instanceWith is one functions instance over client whose Store has opts.
-func instanceWith(t *testing.T, client *firestore.Client, set *sources.Set, opts counter.Options) *sources.Counting {
+// instanceWith is one functions instance over client whose Store has opts, committing a counter's
+// changes once per commitInterval.
+func instanceWith(t *testing.T, client *firestore.Client, set *sources.Set, opts counter.Options, commitInterval time.Duration) *sources.Counting {
 	store := counter.NewStore(client, schema, opts)
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
-	return sources.NewCounting(set, store, client, quietLog)
+	counting := sources.NewCounting(set, store, client, quietLog, commitInterval)
+	t.Cleanup(func() {
+		_ = counting.Close(context.Background())
+		_ = store.Close(context.Background())
+	})
+	return counting
 }
 
 // recordedInstances is n functions instances of declarations in one fresh project, each over a
@@ -560,7 +565,7 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
 		t.Errorf("increment likes-launch after the like: %v, want it still an ordinary counter", err)
 	}
-	if err := counting.Repair(ctx, "likes-launch"); !errors.Is(err, counter.ErrNotItsCounter) {
+	if err := counting.Repair(ctx, "likes-launch"); !errors.Is(err, sources.ErrNotItsCounter) {
 		t.Errorf("repair of an ordinary counter: %v, want ErrNotItsCounter", err)
 	}
 

@@ -247,7 +247,7 @@ func (s *Set) CheckFolds(folds extshards.Targets) error {
 // set, so a declaration whose other fields change keeps its counters.
 func (d *Declaration) source() string { return d.Counter }
 
-// definition fingerprints what d counts (counter.Baseline.Definition): its documents, where, sum,
+// definition fingerprints what d counts (a base records it): its documents, where, sum,
 // scale and mirror.
 func (d *Declaration) definition() string {
 	data, err := json.Marshal([]any{d.Documents, d.Where, d.Sum, d.Scale, d.Mirror})

@@ -14,6 +14,9 @@
 //     declaration made only; a counter starts from the existing documents; Verify and Repair
 //     compare with count()/sum() and fix drift; a counter based under a changed declaration is
 //     rebased; CheckQuiet checks every quiet counter in turn and repairs it and its mirror.
+//   - ledger.go: each change counts once: a record created in the transaction adding its delta,
+//     one transaction per counter and CHANGE_COMMIT_INTERVAL (package groupcommit).
+//   - base.go: a counter's base, one read time's exact value, stamped once across instances.
 //   - backfill.go: Backfill bases the counters of documents older than their declaration.
 //
 // Not a supported import: see package counters.

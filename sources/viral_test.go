@@ -24,7 +24,7 @@ import (
 func TestAViralCounterOnFourInstancesNeedsNoRedelivery(t *testing.T) {
 	clients, instances, commits := recordedInstances(t, 4, func(c *firestore.Client, set *sources.Set) *sources.Counting {
 		return instanceWith(t, c, set, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute,
-			ChangeCommitInterval: 250 * time.Millisecond, DedupeTTL: 24 * time.Hour})
+			DedupeTTL: 24 * time.Hour}, 250*time.Millisecond)
 	})
 	const likers = 150
 	before := newWriter(t, clients[0])

@@ -3,7 +3,7 @@
 # hash, so that the same commit always yields the same object.
 locals {
   source_root     = "${path.module}/.."
-  source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "rollup", "shared", "shared/carrier", "shared/clock", "shared/wire", "sources", "version"]
+  source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "groupcommit", "rollup", "shared", "shared/carrier", "shared/clock", "shared/wire", "sources", "version"]
   source_files = sort([for f in concat(
     ["go.mod", "go.sum", "counters.go", "counter-sources.json"],
     flatten([for dir in local.source_packages : tolist(fileset(local.source_root, "${dir}/*.go"))]),

@@ -18,7 +18,7 @@ import (
 )
 
 // verifyOrRepair runs `sources verify|repair|backfill [flags] COUNTER...`: verify exits 1 when a
-// counter still differs from its documents after -wait; repair rebases each (counter.Store.Rebase);
+// counter still differs from its documents after -wait; repair rebases each;
 // backfill bases the counters of existing documents (sources.Counting.Backfill).
 func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("sources "+args[0], flag.ContinueOnError)
@@ -50,7 +50,7 @@ func verifyOrRepair(args []string, stdout, stderr io.Writer) int {
 	}
 	defer client.Close()
 	store := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: cfg.DefaultNumShards, DedupeTTL: cfg.DedupeTTL})
-	counting := sources.NewCounting(set, store, client, slog.New(slog.NewJSONHandler(stderr, nil)))
+	counting := sources.NewCounting(set, store, client, slog.New(slog.NewJSONHandler(stderr, nil)), 0)
 	if args[0] == "backfill" {
 		return backfill(ctx, counting, set, flags.Args(), *after, stdout, stderr)
 	}
