@@ -58,7 +58,7 @@ type Config struct {
 	// writes each increment.
 	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
 	// ChangeCommitInterval is the least time between transactions of one collection counter by an
-	// instance.
+	// instance; 0 commits each change alone.
 	ChangeCommitInterval time.Duration `env:"CHANGE_COMMIT_INTERVAL, default=1s" min:"0s" usedBy:"CountDocumentWrite"`
 	// CounterSources declares the collection counters, as a file path or inline
 	// (docs/collection-counters.md).
