@@ -33,8 +33,7 @@ const (
 	FieldWindow             = "window"
 	FieldBucket             = "bucket"
 	FieldSource             = "source_documents"
-	// FieldSourceDefinition is the fingerprint of the declaration a collection counter's base was
-	// taken under: another one rebases it.
+	// FieldSourceDefinition fingerprints the declaration a collection counter's base was taken under.
 	FieldSourceDefinition = "source_definition"
 	FieldMirrorDocument   = "mirror_document"
 	FieldMirrorField      = "mirror_field"
@@ -42,8 +41,7 @@ const (
 	// read time the counter was made exact at.
 	FieldBaseAt   = "base_at"
 	FieldBaseDone = "base_done"
-	// ChangeLedgerCollection holds one record per counted change of a collection counter, named by
-	// the change's key, with its FieldChangeDelta.
+	// ChangeLedgerCollection holds a record (FieldChangeDelta) per counted change, named by its key.
 	ChangeLedgerCollection = "counter_change_ledger"
 	FieldChangeDelta       = "delta"
 	ShardsCollection       = "shards"

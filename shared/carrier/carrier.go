@@ -1,6 +1,5 @@
 // Package carrier keeps one event per instance in flight while the instance's background work runs
 // (Cloud Run throttles CPU outside requests); docs/design.md, "The roll-up engine".
-//
 // Not a supported import: see package counters.
 package carrier
 

@@ -1,5 +1,4 @@
 // Package clock is the time source of the engines: the system clock in production, a fake in tests.
-//
 // Not a supported import: see package counters.
 package clock
 

@@ -1,7 +1,5 @@
-// Package wire holds what callers send: the HTTP API's headers and bodies (docs/api.md), the
-// Pub/Sub increment message, and the rules their fields follow.
-//
-// Not a supported import: see package counters.
+// Package wire holds what callers send: the HTTP API's headers and bodies (docs/api.md), the Pub/Sub
+// increment message, and their fields' rules. Not a supported import: see package counters.
 package wire
 
 import "time"
