@@ -1,14 +1,20 @@
 package rollup_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
+	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
@@ -172,3 +178,93 @@ func TestSweepRetriesATopListRefreshThatFailed(t *testing.T) {
 		t.Errorf("posts after the sweep: %s, want [a=6 b=2]", got)
 	}
 }
+
+// TestABurstOfRollupsInAGroupRanksItAtMostTwice: roll-ups of 12 counters of one group written at
+// once by one engine rank the group (the query of up to 100 roll-ups) at most twice, one refresh
+// and its follow-up, and the list then ranks them all.
+func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
+	ctx := context.Background()
+	var (
+		mu            sync.Mutex
+		reads, writes bytes.Buffer
+	)
+	locked := func(b *bytes.Buffer) io.Writer {
+		return writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return b.Write(p)
+		})
+	}
+	opt, err := commitlog.NewRecorder(locked(&writes)).RecordReads(locked(&reads)).EmulatorOption(testenv.FirestoreEmulatorHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := firestore.NewClient(ctx, testenv.NewProjectID(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	store := newCounters(client)
+	engine := rollup.NewEngine(client, schema, store, time.Second)
+	const n = 12
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("c%02d", i))
+		configureGroup(t, store, ids[i], "posts")
+	}
+	// burst increments every counter by its number plus one and rolls them all up at once.
+	burst := func() {
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: int64(i + 1)}); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				if _, err := engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	lines := func(b *bytes.Buffer) []commitlog.Commit {
+		time.Sleep(100 * time.Millisecond) // a read is logged just after its stream ends
+		mu.Lock()
+		defer mu.Unlock()
+		c, err := commitlog.Read(bytes.NewReader(b.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	burst() // the first roll-ups, read back after their transactions
+	readsBefore, writesBefore := len(lines(&reads)), len(lines(&writes))
+	burst()
+	// A ranking returns every roll-up of the group, and nothing else does.
+	notRollup := func(doc string) bool { return !strings.HasPrefix(doc, schema.Rollups+"/") }
+	rankings := 0
+	for _, c := range lines(&reads)[readsBefore:] {
+		if len(c.Docs) == n && !slices.ContainsFunc(c.Docs, notRollup) {
+			rankings++
+		}
+	}
+	listWrites := 0
+	for _, c := range lines(&writes)[writesBefore:] {
+		if slices.Contains(c.Docs, schema.Tops+"/posts_"+shared.TopWindowAll) {
+			listWrites++
+		}
+	}
+	t.Logf("second burst of %d roll-ups: %d rankings, %d list writes", n, rankings, listWrites)
+	if rankings == 0 || rankings > 2 {
+		t.Errorf("second burst of %d roll-ups in one group ranked it %d times, want 1 or 2", n, rankings)
+	}
+	want := "[c11=24 c10=22 c09=20 c08=18 c07=16 c06=14 c05=12 c04=10 c03=8 c02=6 c01=4 c00=2]"
+	if got := ranked(t, client, "posts", shared.TopWindowAll); got != want {
+		t.Errorf("posts after the bursts: %s, want %s", got, want)
+	}
+}
+
+// writerFunc is an io.Writer from a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
