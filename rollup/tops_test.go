@@ -1,10 +1,8 @@
 package rollup_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcount/counters/counter"
-	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/faultproxy"
 	"github.com/shardcount/counters/internal/testenv"
 	"github.com/shardcount/counters/rollup"
@@ -184,26 +181,8 @@ func TestSweepRetriesATopListRefreshThatFailed(t *testing.T) {
 // and its follow-up, and the list then ranks them all.
 func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
 	ctx := context.Background()
-	var (
-		mu            sync.Mutex
-		reads, writes bytes.Buffer
-	)
-	locked := func(b *bytes.Buffer) io.Writer {
-		return writerFunc(func(p []byte) (int, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return b.Write(p)
-		})
-	}
-	opt, err := commitlog.NewRecorder(locked(&writes)).RecordReads(locked(&reads)).EmulatorOption(testenv.FirestoreEmulatorHost(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := firestore.NewClient(ctx, testenv.NewProjectID(), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	var writes, reads testenv.LogBuffer
+	client := testenv.FirestoreRecording(t, &writes, &reads)
 	store := newCounters(client)
 	engine := rollup.NewEngine(client, schema, store, time.Second)
 	const n = 12
@@ -227,15 +206,18 @@ func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	lines := func(b *bytes.Buffer) []commitlog.Commit {
+	// lines are the documents of each line of log.
+	lines := func(log *testenv.LogBuffer) [][]string {
 		time.Sleep(100 * time.Millisecond) // a read is logged just after its stream ends
-		mu.Lock()
-		defer mu.Unlock()
-		c, err := commitlog.Read(bytes.NewReader(b.Bytes()))
-		if err != nil {
-			t.Fatal(err)
+		var docs [][]string
+		for _, line := range log.Lines(t) {
+			var d []string
+			for _, doc := range line["docs"].([]any) {
+				d = append(d, doc.(string))
+			}
+			docs = append(docs, d)
 		}
-		return c
+		return docs
 	}
 	burst() // the first roll-ups, read back after their transactions
 	readsBefore, writesBefore := len(lines(&reads)), len(lines(&writes))
@@ -243,14 +225,14 @@ func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
 	// A ranking returns every roll-up of the group, and nothing else does.
 	notRollup := func(doc string) bool { return !strings.HasPrefix(doc, schema.Rollups+"/") }
 	rankings := 0
-	for _, c := range lines(&reads)[readsBefore:] {
-		if len(c.Docs) == n && !slices.ContainsFunc(c.Docs, notRollup) {
+	for _, docs := range lines(&reads)[readsBefore:] {
+		if len(docs) == n && !slices.ContainsFunc(docs, notRollup) {
 			rankings++
 		}
 	}
 	listWrites := 0
-	for _, c := range lines(&writes)[writesBefore:] {
-		if slices.Contains(c.Docs, schema.Tops+"/posts_"+shared.TopWindowAll) {
+	for _, docs := range lines(&writes)[writesBefore:] {
+		if slices.Contains(docs, schema.Tops+"/posts_"+shared.TopWindowAll) {
 			listWrites++
 		}
 	}
@@ -263,8 +245,3 @@ func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
 		t.Errorf("posts after the bursts: %s, want %s", got, want)
 	}
 }
-
-// writerFunc is an io.Writer from a function.
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
