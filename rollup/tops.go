@@ -110,22 +110,32 @@ type topRun struct {
 // refreshTop returns once group's list in window ranks every roll-up written before writtenAt,
 // sharing the instance's run of that list.
 func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string, writtenAt time.Time) error {
-	k := topKey{group, window}
-	b.tops.mu.Lock()
-	r := b.tops.runs[k]
+	return b.tops.wait(ctx, topKey{group, window}, writtenAt, func(ctx context.Context, asked time.Time) (time.Time, error) {
+		return b.writeTop(ctx, group, window, asked)
+	})
+}
+
+// topWrite brings a list up to the roll-ups written before asked and returns its UpdatedAt.
+type topWrite func(ctx context.Context, asked time.Time) (time.Time, error)
+
+// wait returns once k's list ranks writtenAt (its UpdatedAt is not before it), or with the error of
+// the refresh that failed, starting k's run with write unless one runs.
+func (t *topRefreshes) wait(ctx context.Context, k topKey, writtenAt time.Time, write topWrite) error {
+	t.mu.Lock()
+	r := t.runs[k]
 	if r == nil {
 		r = &topRun{asked: writtenAt, progress: make(chan struct{})}
-		if b.tops.runs == nil {
-			b.tops.runs = make(map[topKey]*topRun)
+		if t.runs == nil {
+			t.runs = make(map[topKey]*topRun)
 		}
-		b.tops.runs[k] = r
-		go b.runTop(context.WithoutCancel(ctx), k, r)
+		t.runs[k] = r
+		go t.run(context.WithoutCancel(ctx), k, r, write)
 	} else if writtenAt.After(r.asked) {
 		r.asked = writtenAt
 	}
 	for {
 		ranked, err, progress := r.ranked, r.err, r.progress
-		b.tops.mu.Unlock()
+		t.mu.Unlock()
 		switch {
 		case !ranked.IsZero() && !ranked.Before(writtenAt):
 			return nil
@@ -137,21 +147,21 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		b.tops.mu.Lock()
+		t.mu.Lock()
 	}
 }
 
-// runTop refreshes k's list until it ranks r.asked. A roll-up is asked after its write returned: a
+// run writes k's list until it ranks r.asked. A roll-up is asked after its write returned: a
 // refresh that read before may miss it, the next reads after it. A failure ends r.
-func (b *firestoreBackend) runTop(ctx context.Context, k topKey, r *topRun) {
+func (t *topRefreshes) run(ctx context.Context, k topKey, r *topRun, write topWrite) {
 	for {
-		b.tops.mu.Lock()
+		t.mu.Lock()
 		asked := r.asked
-		b.tops.mu.Unlock()
+		t.mu.Unlock()
 		pass, cancel := context.WithTimeout(ctx, refreshTimeout)
-		ranked, err := b.writeTop(pass, k.group, k.window, asked)
+		ranked, err := write(pass, asked)
 		cancel()
-		b.tops.mu.Lock()
+		t.mu.Lock()
 		if ranked.After(r.ranked) {
 			r.ranked = ranked
 		}
@@ -160,9 +170,9 @@ func (b *firestoreBackend) runTop(ctx context.Context, k topKey, r *topRun) {
 		r.progress = make(chan struct{})
 		end := err != nil || !r.asked.After(r.ranked)
 		if end {
-			delete(b.tops.runs, k)
+			delete(t.runs, k)
 		}
-		b.tops.mu.Unlock()
+		t.mu.Unlock()
 		if end {
 			return
 		}
