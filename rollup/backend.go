@@ -63,6 +63,7 @@ type firestoreBackend struct {
 	counters *counter.Store
 	// interval also spaces a top list's recomputations.
 	interval time.Duration
+	tops     topRefreshes
 }
 
 func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {

@@ -9,7 +9,8 @@
 //   - backend.go: a refresh's Firestore reads and writes, and the mirror field.
 //   - sweep.go: the scheduled sweep rolls up every counter touched within ROLLUP_SWEEP_LOOKBACK
 //     whose roll-up is behind.
-//   - tops.go, sweeptops.go: a group's top lists, refreshed with its roll-ups and after a delete.
+//   - tops.go, sweeptops.go: a group's top lists, refreshed with its roll-ups and after a delete;
+//     an instance refreshes a list once at a time, then once for the roll-ups written meanwhile.
 //   - adapt.go: ShardPolicy, the shard count a counter's write rate calls for.
 //   - document.go: the roll-up document as readers see it.
 //

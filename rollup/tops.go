@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shardcount/counters/shared/clock"
@@ -88,28 +89,120 @@ type topListError struct {
 func (e *topListError) Error() string { return e.err.Error() }
 func (e *topListError) Unwrap() error { return e.err }
 
+// topRefreshes runs, per instance, at most one refresh of a list at a time; a roll-up written
+// while one runs is ranked by one follow-up refresh after it.
+type topRefreshes struct {
+	mu   sync.Mutex
+	runs map[topKey]*topRun
+}
+
+type topKey struct{ group, window string }
+
+// topRun refreshes one list until it ranks every roll-up asked of it, or fails. Fields are guarded
+// by topRefreshes.mu.
+type topRun struct {
+	asked    time.Time     // the latest writtenAt asked
+	ranked   time.Time     // the list's UpdatedAt after the last refresh that succeeded
+	progress chan struct{} // closed, and replaced, after each refresh
+	err      error         // the refresh that failed and ended the run
+}
+
+// refreshTop returns once group's list in window ranks every roll-up written before writtenAt,
+// sharing the instance's run of that list.
+func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string, writtenAt time.Time) error {
+	return b.tops.wait(ctx, topKey{group, window}, writtenAt, func(ctx context.Context, asked time.Time) (time.Time, error) {
+		return b.writeTop(ctx, group, window, asked)
+	})
+}
+
+// topWrite brings a list up to the roll-ups written before asked and returns its UpdatedAt.
+type topWrite func(ctx context.Context, asked time.Time) (time.Time, error)
+
+// wait returns once k's list ranks writtenAt (its UpdatedAt is not before it), or with the error of
+// the refresh that failed, starting k's run with write unless one runs.
+func (t *topRefreshes) wait(ctx context.Context, k topKey, writtenAt time.Time, write topWrite) error {
+	t.mu.Lock()
+	r := t.runs[k]
+	if r == nil {
+		r = &topRun{asked: writtenAt, progress: make(chan struct{})}
+		if t.runs == nil {
+			t.runs = make(map[topKey]*topRun)
+		}
+		t.runs[k] = r
+		go t.run(context.WithoutCancel(ctx), k, r, write)
+	} else if writtenAt.After(r.asked) {
+		r.asked = writtenAt
+	}
+	for {
+		ranked, err, progress := r.ranked, r.err, r.progress
+		t.mu.Unlock()
+		switch {
+		case !ranked.IsZero() && !ranked.Before(writtenAt):
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t.mu.Lock()
+	}
+}
+
+// run writes k's list until it ranks r.asked. A roll-up is asked after its write returned: a
+// refresh that read before may miss it, the next reads after it. A failure ends r.
+func (t *topRefreshes) run(ctx context.Context, k topKey, r *topRun, write topWrite) {
+	for {
+		t.mu.Lock()
+		asked := r.asked
+		t.mu.Unlock()
+		pass, cancel := context.WithTimeout(ctx, refreshTimeout)
+		ranked, err := write(pass, asked)
+		cancel()
+		t.mu.Lock()
+		if ranked.After(r.ranked) {
+			r.ranked = ranked
+		}
+		r.err = err
+		close(r.progress)
+		r.progress = make(chan struct{})
+		end := err != nil || !r.asked.After(r.ranked)
+		if end {
+			delete(t.runs, k)
+		}
+		t.mu.Unlock()
+		if end {
+			return
+		}
+	}
+}
+
 // maxTopAttempts bounds one refresh's conditional writes.
 const maxTopAttempts = 4
 
-func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string, writtenAt time.Time) error {
+// writeTop ranks group's roll-ups into its list in window unless the list ranks those written
+// before writtenAt; it returns the list's UpdatedAt.
+func (b *firestoreBackend) writeTop(ctx context.Context, group, window string, writtenAt time.Time) (time.Time, error) {
 	ref := b.schema.TopRef(b.client, group, window)
 	for range maxTopAttempts {
 		snap, err := ref.Get(ctx)
 		exists := err == nil
 		if err != nil && status.Code(err) != codes.NotFound {
-			return err
+			return time.Time{}, err
 		}
 		readAt := snap.ReadTime
 		if exists {
 			updated, _ := snap.DataAt(shared.FieldUpdatedAt)
 			if t, ok := updated.(time.Time); ok {
 				if !t.Before(writtenAt) {
-					return nil // ranks ours already
+					return t, nil // ranks ours already
 				}
 				// Spaced from the list's last commit, not its ranking's read time: one write an interval.
 				if wait := snap.UpdateTime.Add(b.interval).Sub(readAt); wait > 0 {
 					if err := clock.SleepUntil(ctx, clock.System{}, time.Now().Add(wait)); err != nil {
-						return err
+						return time.Time{}, err
 					}
 					continue
 				}
@@ -117,7 +210,7 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 		}
 		list, err := b.rank(ctx, group, window, readAt)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		if exists {
 			_, err = ref.Update(ctx, list.updates(), firestore.LastUpdateTime(snap.UpdateTime))
@@ -126,12 +219,12 @@ func (b *firestoreBackend) refreshTop(ctx context.Context, group, window string,
 		}
 		switch code := status.Code(err); {
 		case err == nil:
-			return nil
+			return list.UpdatedAt, nil
 		case code != codes.FailedPrecondition && code != codes.AlreadyExists:
-			return err
+			return time.Time{}, err
 		}
 	}
-	return errors.New("the top list kept changing under its refresh")
+	return time.Time{}, errors.New("the top list kept changing under its refresh")
 }
 
 // rank queries group's MaxTop highest roll-ups in window's bucket holding at; it needs

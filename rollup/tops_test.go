@@ -3,6 +3,9 @@ package rollup_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +173,75 @@ func TestSweepRetriesATopListRefreshThatFailed(t *testing.T) {
 	}
 	if got := ranked(t, ff.Direct, "posts", shared.TopWindowAll); got != "[a=6 b=2]" {
 		t.Errorf("posts after the sweep: %s, want [a=6 b=2]", got)
+	}
+}
+
+// TestABurstOfRollupsInAGroupRanksItAtMostTwice: roll-ups of 12 counters of one group written at
+// once by one engine rank the group (the query of up to 100 roll-ups) at most twice, one refresh
+// and its follow-up, and the list then ranks them all.
+func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
+	ctx := context.Background()
+	var writes, reads testenv.LogBuffer
+	client := testenv.FirestoreRecording(t, &writes, &reads)
+	store := newCounters(client)
+	engine := rollup.NewEngine(client, schema, store, time.Second)
+	const n = 12
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("c%02d", i))
+		configureGroup(t, store, ids[i], "posts")
+	}
+	// burst increments every counter by its number plus one and rolls them all up at once.
+	burst := func() {
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: int64(i + 1)}); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				if _, err := engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	// lines are the documents of each line of log.
+	lines := func(log *testenv.LogBuffer) [][]string {
+		time.Sleep(100 * time.Millisecond) // a read is logged just after its stream ends
+		var docs [][]string
+		for _, line := range log.Lines(t) {
+			var d []string
+			for _, doc := range line["docs"].([]any) {
+				d = append(d, doc.(string))
+			}
+			docs = append(docs, d)
+		}
+		return docs
+	}
+	burst() // the first roll-ups, read back after their transactions
+	readsBefore, writesBefore := len(lines(&reads)), len(lines(&writes))
+	burst()
+	// A ranking returns every roll-up of the group, and nothing else does.
+	notRollup := func(doc string) bool { return !strings.HasPrefix(doc, schema.Rollups+"/") }
+	rankings := 0
+	for _, docs := range lines(&reads)[readsBefore:] {
+		if len(docs) == n && !slices.ContainsFunc(docs, notRollup) {
+			rankings++
+		}
+	}
+	listWrites := 0
+	for _, docs := range lines(&writes)[writesBefore:] {
+		if slices.Contains(docs, schema.Tops+"/posts_"+shared.TopWindowAll) {
+			listWrites++
+		}
+	}
+	t.Logf("second burst of %d roll-ups: %d rankings, %d list writes", n, rankings, listWrites)
+	if rankings == 0 || rankings > 2 {
+		t.Errorf("second burst of %d roll-ups in one group ranked it %d times, want 1 or 2", n, rankings)
+	}
+	want := "[c11=24 c10=22 c09=20 c08=18 c07=16 c06=14 c05=12 c04=10 c03=8 c02=6 c01=4 c00=2]"
+	if got := ranked(t, client, "posts", shared.TopWindowAll); got != want {
+		t.Errorf("posts after the bursts: %s, want %s", got, want)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/shardcount/counters/internal/commitlog"
 	"github.com/shardcount/counters/internal/testenv"
 )
 
@@ -30,18 +29,9 @@ func docs(t *testing.T, log *testenv.LogBuffer) []string {
 // too), a query's collection when it returns nothing, and an aggregation's collection once; the
 // commit log holds only the writes.
 func TestReadsAreWhatFirestoreBills(t *testing.T) {
-	host := testenv.FirestoreEmulatorHost(t)
 	ctx := context.Background()
 	var commits, reads testenv.LogBuffer
-	opt, err := commitlog.NewRecorder(&commits).RecordReads(&reads).EmulatorOption(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := firestore.NewClient(ctx, testenv.NewProjectID(), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := testenv.FirestoreRecording(t, &commits, &reads)
 	for _, id := range []string{"a", "b"} {
 		if _, err := client.Collection("posts").Doc(id).Set(ctx, map[string]any{"n": 1}); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -209,6 +210,22 @@ func FirestoreThrough(t testing.TB, host, project string) (client *firestore.Cli
 	t.Helper()
 	clients, commits := recordedClients(t, host, project, 1)
 	return clients[0], commits
+}
+
+// FirestoreRecording is an emulator client of a fresh project that writes commitlog lines of its
+// successful commits to commits and of its reads to reads; closed when the test ends.
+func FirestoreRecording(t testing.TB, commits, reads io.Writer) *firestore.Client {
+	t.Helper()
+	opt, err := commitlog.NewRecorder(commits).RecordReads(reads).EmulatorOption(FirestoreEmulatorHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := firestore.NewClient(context.Background(), NewProjectID(), opt)
+	if err != nil {
+		t.Fatalf("firestore client: %v", err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
 }
 
 // FirestoreInstancesWithCommits returns n clients of one fresh project, each with its own
