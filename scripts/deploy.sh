@@ -904,8 +904,9 @@ ensure_alert_policy() {
     [[ $policy =~ \"duration\":\ *\"[0-9]+s\" ]] || die "$1: no duration"
     policy=${policy/"${BASH_REMATCH[0]}"/\"duration\": \"$((10#${ALERT_THRESHOLDS[$key]} * 60))s\"}
   elif [[ -n ${ALERT_THRESHOLDS[$key]:-} ]]; then
-    [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+ ]] || die "$1: no thresholdValue"
-    policy=${policy//"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]}}
+    # The first thresholdValue is the policy's; a minimum request count (last, another value) stays.
+    [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+, ]] || die "$1: no thresholdValue"
+    policy=${policy//"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]},}
   fi
   [[ $policy =~ \"$NOTIFY_LABEL\":\ *\"(page|ticket)\" ]] || die "$1: no $NOTIFY_LABEL label"
   channels=${CHANNELS[${BASH_REMATCH[1]}]}

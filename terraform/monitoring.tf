@@ -75,8 +75,9 @@ locals {
 }
 
 # Each policy's conditions: thresholds (a burn rate's select_slo_burn_rate filter has no
-# aggregation; a ratio's denominator is aggregated alike), a metric absence whose threshold is
-# minutes without data, or a log match. It notifies the channels of its class.
+# aggregation; a ratio's denominator is aggregated alike; a minimum request count has a fixed
+# threshold), a metric absence whose threshold is minutes without data, or a log match. It
+# notifies the channels of its class.
 resource "google_monitoring_alert_policy" "counters" {
   for_each = local.monitoring.alert_policies
 
@@ -96,14 +97,14 @@ resource "google_monitoring_alert_policy" "counters" {
   dynamic "conditions" {
     for_each = each.value.conditions
     content {
-      display_name = each.value.display_name
+      display_name = conditions.value.display_name
       dynamic "condition_threshold" {
         for_each = conditions.value.kind == "threshold" ? [conditions.value] : []
         content {
           filter             = condition_threshold.value.filter
           denominator_filter = condition_threshold.value.denominator
           comparison         = "COMPARISON_GT"
-          threshold_value    = local.alert_thresholds[each.key]
+          threshold_value    = condition_threshold.value.threshold == null ? local.alert_thresholds[each.key] : condition_threshold.value.threshold
           duration           = condition_threshold.value.duration
           trigger {
             count = 1

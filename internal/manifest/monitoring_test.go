@@ -2,6 +2,7 @@ package manifest_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -159,7 +160,7 @@ func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 	}
 	increment, _ := manifest.DeployedFunction(functions.EntryIncrement)
 	sweep, _ := manifest.DeployedFunction(functions.EntryRollupScheduled)
-	only := map[string][]string{"alert increment_5xx": {increment.Name}, "alert outcome_unknown": {increment.Name}}
+	only := map[string][]string{"alert increment_5xx": {increment.Name}, "alert outcome_unknown": {increment.Name}, "alert increment_refused": {increment.Name}}
 	leftOut := map[string][]string{"alert max_instances": {sweep.Name}}
 	filters := map[string]string{}
 	for _, p := range manifest.AlertPolicies() {
@@ -254,6 +255,65 @@ func TestEveryAlertIsActionable(t *testing.T) {
 		i := slices.IndexFunc(manifest.AlertPolicies(), func(p manifest.AlertPolicy) bool { return p.Key == key })
 		if i < 0 || manifest.AlertPolicies()[i].Notify != manifest.Ticket {
 			t.Errorf("%s: want a ticket, not a page", key)
+		}
+	}
+}
+
+// TestAlertThresholdsAreReachable: every threshold is one its documented cause reaches: a count over
+// the window is below what the cause's rate makes in that window; a share, seconds or a burn rate
+// is below the most the cause makes (CauseMax; a burn rate's is 1/(1-goal), every request failing).
+// A ratio of Increment's answers (or their SLO's burn rate) fires only over more requests than
+// MinRequests, so that at the default threshold at least manifest.MinFailures requests failed.
+func TestAlertThresholdsAreReachable(t *testing.T) {
+	goals := map[string]float64{}
+	naming := manifest.Naming{Project: manifest.ProjectPlaceholder}
+	for _, slo := range naming.SLOs() {
+		goals[naming.SLOName(slo.ID)] = slo.Goal
+	}
+	for _, p := range manifest.AlertPolicies() {
+		if p.LogMatch || p.Absent {
+			continue // no threshold of events: TestSweepAbsenceAlertOutlastsTheSchedule
+		}
+		failing := p.Threshold // the share of requests failing at the threshold
+		switch {
+		case p.CausePerMinute > 0 && p.CauseMax == 0:
+			if p.Aligner != "ALIGN_SUM" || p.Denominator != "" {
+				t.Errorf("%s: a cause rate for a condition that counts nothing (%s, denominator %q)", p.Key, p.Aligner, p.Denominator)
+			}
+			if inWindow := math.Floor(p.CausePerMinute * p.Period.Minutes()); inWindow <= p.Threshold {
+				t.Errorf("%s: its cause makes at most %g in %v, never more than the threshold %g", p.Key, inWindow, p.Period, p.Threshold)
+			}
+		case p.CauseMax > 0 && p.CausePerMinute == 0:
+			if p.Threshold >= p.CauseMax {
+				t.Errorf("%s: threshold %g, but its cause reaches %g at most", p.Key, p.Threshold, p.CauseMax)
+			}
+			if goal, ok := goals[p.SLOName]; ok {
+				if want := 1 / (1 - goal); math.Abs(p.CauseMax-want) > 1e-9 {
+					t.Errorf("%s: a burn rate's cause reaches 1/(1-goal) = %g, not %g", p.Key, want, p.CauseMax)
+				}
+				failing = p.Threshold * (1 - goal)
+			}
+		default:
+			t.Errorf("%s: want either a cause's rate per minute or its maximum, got %g and %g", p.Key, p.CausePerMinute, p.CauseMax)
+		}
+		ratio := p.Denominator != "" || strings.Contains(p.Requests, "request_count")
+		if !ratio {
+			continue
+		}
+		if p.MinRequests*failing < manifest.MinFailures-1e-9 {
+			t.Errorf("%s: over %g requests at a failing share of %g, %g failures fire it; want at least %d", p.Key, p.MinRequests, failing, p.MinRequests*failing, manifest.MinFailures)
+		}
+		if p.Denominator != "" && p.Requests != p.Denominator {
+			t.Errorf("%s: its minimum counts %q, its ratio's denominator is %q", p.Key, p.Requests, p.Denominator)
+		}
+		if p.FloorWindow() != p.Period && (len(p.BurnWindows) == 0 || p.FloorWindow() != p.BurnWindows[len(p.BurnWindows)-1]) {
+			t.Errorf("%s: its minimum counts over %v, not its window", p.Key, p.FloorWindow())
+		}
+	}
+	for _, key := range []string{"increment_5xx", "outcome_unknown", "increment_refused", "availability_burn_fast", "availability_burn_slow", "availability_budget"} {
+		i := slices.IndexFunc(manifest.AlertPolicies(), func(p manifest.AlertPolicy) bool { return p.Key == key })
+		if i < 0 || manifest.AlertPolicies()[i].MinRequests <= 0 {
+			t.Errorf("%s: a ratio of Increment's answers without a minimum request count", key)
 		}
 	}
 }
