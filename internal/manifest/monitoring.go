@@ -270,6 +270,12 @@ func every(d time.Duration) string {
 	return fmt.Sprintf("every %g minutes", d.Minutes())
 }
 
+// oldestUnacked selects the age of the increments topic's oldest unacknowledged message.
+func (n Naming) oldestUnacked() string {
+	return `metric.type="pubsub.googleapis.com/topic/oldest_unacked_message_age_by_region" AND resource.type="pubsub_topic" AND resource.labels.topic_id="` +
+		n.Prefix + shared.TopicIncrements + `"`
+}
+
 // metricFilter selects a log-based metric's time series, AND more.
 func (n Naming) metricFilter(name string, more ...string) string {
 	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + n.MetricPrefix + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
@@ -397,7 +403,7 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 				"(clients retry; Pub/Sub and Eventarc redeliver). Raise its max instances or find what drives the load. " +
 				"The scheduled sweep is left out: it turns away overlapping ticks by design."},
 		{Key: "pubsub_backlog", DisplayName: "Counters: Pub/Sub increments wait unacknowledged", Severity: "ERROR", Notify: Page, Runbook: runbookPubSub,
-			Filter:  `metric.type="pubsub.googleapis.com/topic/oldest_unacked_message_age_by_region" AND resource.type="pubsub_topic" AND resource.labels.topic_id="` + n.Prefix + shared.TopicIncrements + `"`,
+			Filter:  n.oldestUnacked(),
 			Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 120, CauseMax: deadLetteredAfter(minDeliveryAttempts).Seconds(),
 			Unit: "seconds, the age of the oldest unacknowledged increment message (for 5 minutes)",
 			Documentation: "The oldest increment message on the " + n.Prefix + shared.TopicIncrements + " topic waited longer than the threshold: increment-from-pubsub fails, refuses or is not called, " +
@@ -499,6 +505,12 @@ func (n Naming) DashboardCharts() []Chart {
 				"resource.label.service_name", "metric.label.response_code_class")}},
 		{Title: "Instances per function", Lines: []ChartLine{{Filter: `metric.type="run.googleapis.com/container/instance_count" AND resource.type="cloud_run_revision" AND ` + n.deployedServices(),
 			Aligner: "ALIGN_MAX", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.label.service_name"}}}},
+		{Title: "Collection counters per minute: drifted (repaired by the sweep), unverified, writes refused", Lines: []ChartLine{
+			perMinute(n.metricFilter("counters_collection_drift")), perMinute(n.metricFilter("counters_collection_unverified")),
+			perMinute(n.metricFilter("counters_collection_refused"))}},
+		{Title: "Pub/Sub: age of the oldest unacknowledged increment message (s)", Lines: []ChartLine{
+			{Filter: n.oldestUnacked(),
+				Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX"}}},
 		{Title: "Extension fold errors per minute, by kind", Lines: []ChartLine{perMinute(n.metricFilter("counters_fold_errors"), "metric.label.kind")}},
 		{Title: "Extension shard events waiting for their main document per minute, by kind", Lines: []ChartLine{perMinute(n.metricFilter("counters_fold_waiting"), "metric.label.kind")}},
 	}
