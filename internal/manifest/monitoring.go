@@ -439,7 +439,7 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 			if slo.Total == requests { // a burn rate b.rate is a share b.rate*(1-Goal) of requests failing
 				floor, floorFilter = minRequests(b.rate*(1-slo.Goal)), requests
 			}
-			policies = append(policies, AlertPolicy{MinRequests: floor, Requests: floorFilter,Key: key + "_" + b.suffix, Severity: b.severity, Notify: b.notify, Runbook: runbook,
+			policies = append(policies, AlertPolicy{MinRequests: floor, Requests: floorFilter, Key: key + "_" + b.suffix, Severity: b.severity, Notify: b.notify, Runbook: runbook,
 				DisplayName: fmt.Sprintf("Counters: SLO %q burns its error budget at %gx", slo.DisplayName, b.rate),
 				SLOName:     n.SLOName(slo.ID), BurnWindows: b.windows, Duration: time.Minute, Threshold: b.rate, CauseMax: 1 / (1 - slo.Goal),
 				Unit: fmt.Sprintf("times the sustainable burn rate, over %s and %s", span(b.windows[0]), span(b.windows[1])),

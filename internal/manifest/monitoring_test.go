@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,8 +210,13 @@ func headingAnchors(t *testing.T, file string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return anchorsOf(string(doc))
+}
+
+// anchorsOf are the anchors GitHub gives the headings of Markdown doc.
+func anchorsOf(doc string) []string {
 	var anchors []string
-	for _, line := range strings.Split(string(doc), "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		if heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
 			var b strings.Builder
 			for _, r := range strings.ToLower(heading) {
@@ -315,5 +323,67 @@ func TestAlertThresholdsAreReachable(t *testing.T) {
 		if i < 0 || manifest.AlertPolicies()[i].MinRequests <= 0 {
 			t.Errorf("%s: a ratio of Increment's answers without a minimum request count", key)
 		}
+	}
+}
+
+// TestLinksResolveAtTheirRelease: every link into this repository's source that the deploy files
+// hold (both paths' alert policies and dashboard) or the docs hold names the release the code
+// declares (tag v<version.Version>), and its anchor is a heading of that file both in the tree and
+// at the release commit (the first to set version.Version, as operations.md's release function
+// finds it). A runbook renamed or added after a release fails it until the next release.
+func TestLinksResolveAtTheirRelease(t *testing.T) {
+	const root = "../.."
+	var files []string
+	for _, pattern := range []string{"scripts/monitoring/*/*.json", "scripts/monitoring/*.json", "terraform/*.json", "README.md", "docs/*.md"} {
+		matches, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matches...)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	release, _, _ := strings.Cut(git("log", "--reverse", "--format=%H", "-S", `Version = "`+version.Version+`"`, "--", "version/version.go"), "\n")
+	if release == "" {
+		t.Fatalf("no commit sets version.Version %q: a release is the commit that sets it (docs/operations.md)", version.Version)
+	}
+	link := regexp.MustCompile(regexp.QuoteMeta(version.Repository+"/blob/") + `([^/\s"]+)/([^#\s"\\)]+)(?:#([A-Za-z0-9_-]+))?`)
+	anchors := map[string][]string{} // by path, then "@release" + path
+	checked := 0
+	for _, file := range files {
+		content, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(content), -1) {
+			checked++
+			ref, path, anchor := m[1], m[2], m[3]
+			if ref != "v"+version.Version {
+				t.Errorf("%s links %s at %s, not at this release's tag v%s", file, path, ref, version.Version)
+			}
+			if _, ok := anchors[path]; !ok {
+				anchors[path] = headingAnchors(t, filepath.Join(root, path))
+				anchors["@release "+path] = anchorsOf(git("show", release+":"+path))
+			}
+			if anchor == "" {
+				continue
+			}
+			if !slices.Contains(anchors[path], anchor) {
+				t.Errorf("%s links %s#%s: no such heading in the tree", file, path, anchor)
+			}
+			if !slices.Contains(anchors["@release "+path], anchor) {
+				t.Errorf("%s links %s#%s: no such heading at the release commit %.12s of v%s; release again (docs/operations.md, \"Upgrading and rolling back\")",
+					file, path, anchor, release, version.Version)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no link into the repository's source found: nothing checked")
 	}
 }
