@@ -1,8 +1,9 @@
-# The source: an allow-list, as .gcloudignore: go.mod, go.sum, counter-sources.json and the non-test
-# Go files of the root package and the packages it imports, zipped under a name that is its content
-# hash, so that the same commit always yields the same object.
+# The source: an allow-list of var.source_dir, as .gcloudignore: go.mod, go.sum,
+# counter-sources.json and the non-test Go files of the root package and the packages it imports,
+# zipped under a name that is its content hash, so that the same commit always yields the same
+# object. The zip is the deployment's own, under the root module's .terraform/.
 locals {
-  source_root     = "${path.module}/.."
+  source_root     = var.source_dir != null ? var.source_dir : "${path.module}/.."
   source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "rollup", "shared", "shared/carrier", "shared/clock", "shared/wire", "sources", "version"]
   source_files = sort([for f in concat(
     ["go.mod", "go.sum", "counters.go", "counter-sources.json"],
@@ -12,7 +13,7 @@ locals {
 
 data "archive_file" "source" {
   type        = "zip"
-  output_path = "${path.module}/.build/source.zip"
+  output_path = "${path.root}/.terraform/counters/${var.project_id}-${local.name_prefix}source.zip"
 
   dynamic "source" {
     for_each = local.source_files
@@ -24,8 +25,8 @@ data "archive_file" "source" {
 }
 
 resource "google_storage_bucket" "source" {
-  project                     = var.project
-  name                        = "${var.project}-${local.name_prefix}counters-source"
+  project                     = var.project_id
+  name                        = "${var.project_id}-${local.name_prefix}counters-source"
   location                    = var.region
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
@@ -41,7 +42,7 @@ resource "google_storage_bucket_object" "source" {
 
 resource "google_cloudfunctions2_function" "function" {
   for_each    = local.functions
-  project     = var.project
+  project     = var.project_id
   location    = var.region
   name        = each.value.name
   description = "Distributed counters: ${each.key}"
@@ -120,7 +121,7 @@ locals {
 
 resource "google_cloud_run_service_iam_binding" "invoker" {
   for_each = local.invokers
-  project  = var.project
+  project  = var.project_id
   location = var.region
   service  = google_cloudfunctions2_function.function[each.key].service_config[0].service
   role     = local.deployment.invoker_role

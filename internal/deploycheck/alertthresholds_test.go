@@ -332,7 +332,7 @@ func evaluatedMonitoring(t *testing.T, prefix, project string) cty.Value {
 	}
 	v, diags := attrs["monitoring"].Expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{
 		"local": cty.ObjectVal(map[string]cty.Value{"name_prefix": cty.StringVal(prefix), "metric_prefix": cty.StringVal(strings.ReplaceAll(prefix, "-", "_"))}),
-		"var":   cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal(project)}),
+		"var":   cty.ObjectVal(map[string]cty.Value{"project_id": cty.StringVal(project)}),
 	}})
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -30,7 +30,7 @@ const (
 )
 
 // tfNaming names Terraform's monitoring after the module's locals (terraform/monitoring.tf).
-var tfNaming = manifest.Naming{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project}"}
+var tfNaming = manifest.Naming{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project_id}"}
 
 func init() {
 	for _, m := range manifest.LogMetrics() {
@@ -229,6 +229,7 @@ type tfBuckets struct {
 // tfPolicy is an alert policy as terraform/monitoring.tf reads it: Threshold is the threshold
 // conditions' value, and an absence condition's minutes (Absent); RateLimit a log match's.
 type tfPolicy struct {
+	Label         string        `json:"label"` // counters_alert's value: the key, prefixed
 	DisplayName   string        `json:"display_name"`
 	Documentation string        `json:"documentation"`
 	Severity      string        `json:"severity"`
@@ -274,7 +275,7 @@ func orNil(s string) *string {
 // tfPolicyOf is p as terraform/monitoring.tf reads it.
 func tfPolicyOf(p manifest.AlertPolicy) tfPolicy {
 	combiner, conds := conditions(p)
-	tp := tfPolicy{DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
+	tp := tfPolicy{Label: tfNaming.Prefix + p.Key, DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
 		Combiner: combiner, Threshold: p.Threshold, Absent: p.Absent}
 	if p.LogMatch {
 		tp.RateLimit = orNil(seconds(p.Period))
