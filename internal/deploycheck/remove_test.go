@@ -186,6 +186,34 @@ func TestRemoveDeletesOnlyOurCompositeIndexes(t *testing.T) {
 	}
 }
 
+// TestRemoveDeletesOnlyItsOwnAlertPolicies: a real --remove (against a gcloud that lists the
+// policies labelled counters_alert, with their label) deletes those labelled with one of its keys,
+// and none of a prefixed Terraform deployment's in the same project (labelled PREFIXKEY).
+func TestRemoveDeletesOnlyItsOwnAlertPolicies(t *testing.T) {
+	requireBash(t)
+	const prefix = "projects/p/alertPolicies/"
+	listing := strings.Join([]string{prefix + "OURS1	increment_5xx", prefix + "STAGING1	staging-increment_5xx",
+		prefix + "OURS2	sweep_absent", prefix + "STAGING2	staging-sweep_absent", prefix + "OTHER	something_else"}, "\n")
+	g := newFakeGcloud(t, "FAKE_POLICIES="+listing)
+	script := strings.Replace(fakeGcloudScript, "case \"$*\" in\n", "case \"$*\" in\n\"alpha monitoring policies list \"*) printf '%s\\n' \"$FAKE_POLICIES\" ;;\n", 1)
+	if err := os.WriteFile(filepath.Join(g.dir, "gcloud"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stderr, commands, err := g.deploy(t, "--remove")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var deleted []string
+	for _, c := range commands {
+		if rest, ok := strings.CutPrefix(c, "alpha monitoring policies delete "+prefix); ok {
+			deleted = append(deleted, strings.Fields(rest)[0])
+		}
+	}
+	if want := []string{"OURS1", "OURS2"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted the alert policies %v, want %v", deleted, want)
+	}
+}
+
 // TestRemoveRestoresOnlyAnAppsOwnRules: --remove --replace-rules takes the app's own rules, and
 // refuses a file that still holds the counters' block, before anything runs.
 func TestRemoveRestoresOnlyAnAppsOwnRules(t *testing.T) {
