@@ -6,7 +6,7 @@ locals {
   source_root     = var.source_dir != null ? var.source_dir : "${path.module}/.."
   source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "rollup", "shared", "shared/carrier", "shared/clock", "shared/wire", "sources", "version"]
   source_files = sort([for f in concat(
-    ["go.mod", "go.sum", "counters.go", "counter-sources.json"],
+    [for f in ["go.mod", "go.sum", "counters.go", "counter-sources.json"] : f if fileexists("${local.source_root}/${f}")],
     flatten([for dir in local.source_packages : tolist(fileset(local.source_root, "${dir}/*.go"))]),
   ) : f if length(regexall("_test\\.go$|(^|/)testdata/", f)) == 0])
 }
@@ -20,6 +20,13 @@ data "archive_file" "source" {
     content {
       content  = file("${local.source_root}/${source.value}")
       filename = source.value
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = contains(local.source_files, "go.mod") && contains(local.source_files, "counters.go")
+      error_message = "No source in ${local.source_root}: with an absolute or remote module source, set source_dir to a checkout of the repository."
     }
   }
 }

@@ -308,14 +308,7 @@ var terraformFileFunctions = map[string]function.Function{
 			return cty.StringVal(hex.EncodeToString(sum[:])), nil
 		},
 	}),
-	"fileexists": function.New(&function.Spec{
-		Params: []function.Parameter{{Name: "path", Type: cty.String}},
-		Type:   function.StaticReturnType(cty.Bool),
-		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			info, err := os.Stat(args[0].AsString())
-			return cty.BoolVal(err == nil && info.Mode().IsRegular()), nil
-		},
-	}),
+	"fileexists": deploycheck.FileExistsFunc,
 	"file": function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
