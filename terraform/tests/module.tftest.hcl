@@ -1,17 +1,8 @@
 # `terraform test` against mocked providers (Terraform 1.7+; docs/operations.md, "With Terraform"):
 # nothing reaches Google. Run from terraform/.
 
-# Computed values the provider checks take these forms; the rest are the mock's.
 mock_provider "google" {
-  mock_data "google_project" {
-    defaults = { number = "123456789012" }
-  }
-  mock_resource "google_service_account" {
-    defaults = {
-      name  = "projects/counters-test/serviceAccounts/counters@counters-test.iam.gserviceaccount.com"
-      email = "counters@counters-test.iam.gserviceaccount.com"
-    }
-  }
+  source = "./tests/mocks"
 }
 
 mock_provider "archive" {}

@@ -3,15 +3,7 @@
 # terraform/examples/two-deployments after `terraform get`.
 
 mock_provider "google" {
-  mock_data "google_project" {
-    defaults = { number = "123456789012" }
-  }
-  mock_resource "google_service_account" {
-    defaults = {
-      name  = "projects/counters-test/serviceAccounts/counters@counters-test.iam.gserviceaccount.com"
-      email = "counters@counters-test.iam.gserviceaccount.com"
-    }
-  }
+  source = "../../tests/mocks"
 }
 
 mock_provider "archive" {}
