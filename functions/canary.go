@@ -23,7 +23,8 @@ const (
 	canaryStale = "stale"
 )
 
-// checkCanary logs whether the canary's roll-up equals its exact value; run it before the sweep.
+// checkCanary logs whether the canary's roll-up equals its exact value, a check that fails as
+// stale; nothing before the canary's first increment. Run it before the sweep.
 func (s *Service) checkCanary(ctx context.Context) {
 	doc, err := s.rollups.Get(ctx, CanaryCounter)
 	var sum int64
@@ -31,10 +32,11 @@ func (s *Service) checkCanary(ctx context.Context) {
 		sum, err = s.counters.Sum(ctx, CanaryCounter)
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "check the canary roll-up failed", "counter", CanaryCounter, "error", err.Error())
+		s.log.LogAttrs(ctx, slog.LevelWarn, "check the canary roll-up failed", slog.String("event", EventRollupCanary),
+			slog.String("outcome", canaryStale), slog.String("counter", CanaryCounter), slog.String("error", err.Error()))
 		return
 	}
-	if sum == 0 {
+	if sum == 0 && doc == nil {
 		return
 	}
 	outcome, rolledUp := canaryStale, int64(0)

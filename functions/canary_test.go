@@ -18,7 +18,8 @@ import (
 
 // TestCanaryReadsADeadTriggerAsStale: each scheduled tick after the first logs the canary's
 // outcome; a tick after which the shard-write trigger did not run (dead) logs "stale", one after
-// which it rolled the canary up logs "fresh". No data is never what a dead trigger gives.
+// which it rolled the canary up logs "fresh", and one whose check fails logs "stale". No data is
+// never what a dead trigger gives.
 func TestCanaryReadsADeadTriggerAsStale(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
@@ -36,13 +37,16 @@ func TestCanaryReadsADeadTriggerAsStale(t *testing.T) {
 		}
 		return got
 	}
-	tick := func() {
-		t.Helper()
+	tickEvent := func() event.Event {
 		e := event.New()
 		e.SetID(testenv.UniqueID("tick"))
 		e.SetType(eventhttp.EventPubSubMessagePublished)
 		e.SetSource("//pubsub.googleapis.com/projects/p/topics/" + shared.TopicRollupTick)
-		if err := s.RollupScheduled(ctx, e); err != nil {
+		return e
+	}
+	tick := func() {
+		t.Helper()
+		if err := s.RollupScheduled(ctx, tickEvent()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,5 +79,12 @@ func TestCanaryReadsADeadTriggerAsStale(t *testing.T) {
 	tick() // dead again
 	if got := outcomes(); len(got) != 3 || got[1] != "fresh" || got[2] != "stale" {
 		t.Fatalf("canary outcomes: %v, want [stale fresh stale]", got)
+	}
+	// A check that cannot read Firestore is no check: stale, not silence.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = s.RollupScheduled(cancelled, tickEvent()) // the sweep fails too
+	if got := outcomes(); len(got) != 4 || got[3] != "stale" {
+		t.Fatalf("canary outcomes after a check that failed: %v, want [stale fresh stale stale]", got)
 	}
 }

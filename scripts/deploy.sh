@@ -904,8 +904,9 @@ ensure_alert_policy() {
     [[ $policy =~ \"duration\":\ *\"[0-9]+s\" ]] || die "$1: no duration"
     policy=${policy/"${BASH_REMATCH[0]}"/\"duration\": \"$((10#${ALERT_THRESHOLDS[$key]} * 60))s\"}
   elif [[ -n ${ALERT_THRESHOLDS[$key]:-} ]]; then
-    [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+ ]] || die "$1: no thresholdValue"
-    policy=${policy//"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]}}
+    # The first thresholdValue is the policy's; a minimum request count (last, another value) stays.
+    [[ $policy =~ \"thresholdValue\":\ *[0-9.eE+-]+, ]] || die "$1: no thresholdValue"
+    policy=${policy//"${BASH_REMATCH[0]}"/\"thresholdValue\": ${ALERT_THRESHOLDS[$key]},}
   fi
   [[ $policy =~ \"$NOTIFY_LABEL\":\ *\"(page|ticket)\" ]] || die "$1: no $NOTIFY_LABEL label"
   channels=${CHANNELS[${BASH_REMATCH[1]}]}
@@ -941,9 +942,10 @@ ensure_dashboard() {
   fi
 }
 
-# remove_monitoring deletes what ensure_monitoring created.
+# remove_monitoring deletes what ensure_monitoring created: of the policies labelled counters_alert,
+# those whose label is a key of ours (a prefixed Terraform deployment's say PREFIXKEY).
 remove_monitoring() {
-  local file name POLICIES DASHBOARDS answer
+  local file name key keys POLICIES DASHBOARDS answer
   for file in "$PWD"/scripts/monitoring/metrics/*.json; do
     name=$(basename "$file" .json)
     if present gcloud logging metrics describe "$name" --project="$PROJECT"; then
@@ -951,20 +953,22 @@ remove_monitoring() {
     fi
   done
   lookup POLICIES gcloud alpha monitoring policies list --project="$PROJECT" \
-    --filter="userLabels.$ALERT_LABEL:*" --format='value(name)'
+    --filter="userLabels.$ALERT_LABEL:*" --format="value(name,userLabels.$ALERT_LABEL)"
   lookup DASHBOARDS gcloud monitoring dashboards list --project="$PROJECT" \
     --filter="displayName='$DASHBOARD_TITLE'" --format='value(name)'
   if $DRY_RUN; then
-    note "then, for each policy of POLICIES and each dashboard of DASHBOARDS:"
+    note "then, for each policy of POLICIES whose label is one of ours ($(alert_keys)), and each dashboard of DASHBOARDS:"
     run gcloud alpha monitoring policies delete POLICIES_NAME --project="$PROJECT" --quiet
     run gcloud monitoring dashboards delete DASHBOARDS_NAME --project="$PROJECT" --quiet
     note "then the SLO service, with its SLOs:"
     google_api "$MONITORING_API" DELETE "projects/$PROJECT/services/$SLO_SERVICE"
     return
   fi
-  for name in $POLICIES; do
+  keys=" $(alert_keys) "
+  while read -r name key; do
+    [[ -n $name && $keys == *" $key "* ]] || continue
     delete_if_present gcloud alpha monitoring policies delete "$name" --project="$PROJECT" --quiet
-  done
+  done <<<"$POLICIES"
   for name in $DASHBOARDS; do
     delete_if_present gcloud monitoring dashboards delete "$name" --project="$PROJECT" --quiet
   done

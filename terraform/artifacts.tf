@@ -1,7 +1,7 @@
 # The functions' images go to a Docker repository of their own: the build account may write there
 # and to no other repository of the project.
 resource "google_artifact_registry_repository" "functions" {
-  project       = var.project
+  project       = var.project_id
   location      = var.region
   repository_id = "${local.name_prefix}${local.deployment.repository.id}"
   format        = "DOCKER"

@@ -1,6 +1,6 @@
 resource "google_firestore_database" "database" {
   count       = var.create_database ? 1 : 0
-  project     = var.project
+  project     = var.project_id
   name        = var.database
   location_id = local.database_location
   type        = "FIRESTORE_NATIVE"
@@ -9,19 +9,21 @@ resource "google_firestore_database" "database" {
 }
 
 # Field settings (TTL policies, single-field indexes) declared in Go (functions.FieldSettings, which
-# says why); a collection named by a setting is that setting's value.
+# says why); a collection named by a setting is that setting's value. Those on collection groups of
+# fixed names (shards, counter_members, ...) belong to the database, not a deployment: only the one
+# deployment with var.manage_shared_field_settings manages them.
 locals {
   field_settings = { for key, f in local.deployment.field_settings : key => {
     collection = lookup(local.environment, f.collection, f.collection)
     field      = f.field
     ttl        = f.ttl
     indexes    = f.ascending ? [{ order = "ASCENDING", query_scope = "COLLECTION" }] : []
-  } }
+  } if var.manage_shared_field_settings || contains(keys(local.environment), f.collection) }
 }
 
 resource "google_firestore_field" "field" {
   for_each   = local.field_settings
-  project    = var.project
+  project    = var.project_id
   database   = var.database
   collection = each.value.collection
   field      = each.value.field
@@ -49,7 +51,7 @@ resource "google_firestore_field" "field" {
 # named by a setting is that setting's value. Firestore builds them in the background.
 resource "google_firestore_index" "composite" {
   for_each   = local.deployment.composite_indexes
-  project    = var.project
+  project    = var.project_id
   database   = var.database
   collection = lookup(local.environment, each.value.collection, each.value.collection)
   skip_wait  = true
@@ -71,7 +73,7 @@ resource "google_firestore_index" "composite" {
 # output security_rules says what to add. docs/operations.md, "Security rules".
 resource "google_firebaserules_ruleset" "firestore" {
   count   = var.replace_rules_with == null ? 0 : 1
-  project = var.project
+  project = var.project_id
 
   source {
     files {
@@ -89,9 +91,9 @@ resource "google_firebaserules_ruleset" "firestore" {
 
 resource "google_firebaserules_release" "firestore" {
   count        = var.replace_rules_with == null ? 0 : 1
-  project      = var.project
+  project      = var.project_id
   name         = var.database == "(default)" ? "cloud.firestore" : "cloud.firestore/${var.database}"
-  ruleset_name = "projects/${var.project}/rulesets/${google_firebaserules_ruleset.firestore[count.index].name}"
+  ruleset_name = "projects/${var.project_id}/rulesets/${google_firebaserules_ruleset.firestore[count.index].name}"
 
   lifecycle {
     replace_triggered_by = [google_firebaserules_ruleset.firestore[count.index]]

@@ -1,18 +1,19 @@
-# The source: an allow-list, as .gcloudignore: go.mod, go.sum, counter-sources.json and the non-test
-# Go files of the root package and the packages it imports, zipped under a name that is its content
-# hash, so that the same commit always yields the same object.
+# The source: an allow-list of var.source_dir, as .gcloudignore: go.mod, go.sum,
+# counter-sources.json and the non-test Go files of the root package and the packages it imports,
+# zipped under a name that is its content hash, so that the same commit always yields the same
+# object. The zip is the deployment's own, under the root module's .terraform/.
 locals {
-  source_root     = "${path.module}/.."
+  source_root     = var.source_dir != null ? var.source_dir : "${path.module}/.."
   source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "groupcommit", "rollup", "shared", "shared/carrier", "shared/clock", "shared/wire", "sources", "version"]
   source_files = sort([for f in concat(
-    ["go.mod", "go.sum", "counters.go", "counter-sources.json"],
+    [for f in ["go.mod", "go.sum", "counters.go", "counter-sources.json"] : f if fileexists("${local.source_root}/${f}")],
     flatten([for dir in local.source_packages : tolist(fileset(local.source_root, "${dir}/*.go"))]),
   ) : f if length(regexall("_test\\.go$|(^|/)testdata/", f)) == 0])
 }
 
 data "archive_file" "source" {
   type        = "zip"
-  output_path = "${path.module}/.build/source.zip"
+  output_path = "${path.root}/.terraform/counters/${var.project_id}-${local.name_prefix}source.zip"
 
   dynamic "source" {
     for_each = local.source_files
@@ -21,11 +22,18 @@ data "archive_file" "source" {
       filename = source.value
     }
   }
+
+  lifecycle {
+    precondition {
+      condition     = contains(local.source_files, "go.mod") && contains(local.source_files, "counters.go")
+      error_message = "No source in ${local.source_root}: with an absolute or remote module source, set source_dir to a checkout of the repository."
+    }
+  }
 }
 
 resource "google_storage_bucket" "source" {
-  project                     = var.project
-  name                        = "${var.project}-${local.name_prefix}counters-source"
+  project                     = var.project_id
+  name                        = "${var.project_id}-${local.name_prefix}counters-source"
   location                    = var.region
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
@@ -41,7 +49,7 @@ resource "google_storage_bucket_object" "source" {
 
 resource "google_cloudfunctions2_function" "function" {
   for_each    = local.functions
-  project     = var.project
+  project     = var.project_id
   location    = var.region
   name        = each.value.name
   description = "Distributed counters: ${each.key}"
@@ -120,7 +128,7 @@ locals {
 
 resource "google_cloud_run_service_iam_binding" "invoker" {
   for_each = local.invokers
-  project  = var.project
+  project  = var.project_id
   location = var.region
   service  = google_cloudfunctions2_function.function[each.key].service_config[0].service
   role     = local.deployment.invoker_role

@@ -31,7 +31,7 @@ locals {
   # The functions' environment: var.environment may set the settings deployment.gen.tf.json lists,
   # but those the module sets itself (the project, the database, the collections).
   environment = merge(var.environment, {
-    (local.deployment.env_of_option.project)  = var.project
+    (local.deployment.env_of_option.project)  = var.project_id
     (local.deployment.env_of_option.database) = var.database
     COUNTERS_COLLECTION                       = var.counters_collection
     ROLLUPS_COLLECTION                        = var.rollups_collection
@@ -47,7 +47,7 @@ locals {
 
 resource "google_project_service" "api" {
   for_each           = var.enable_apis ? toset(local.apis) : toset([])
-  project            = var.project
+  project            = var.project_id
   service            = each.key
   disable_on_destroy = false
 }
@@ -59,26 +59,26 @@ locals {
     role     = r.role
     condition = r.condition == null ? null : {
       title = r.condition.title
-      expression = replace(replace(replace(replace(r.condition.expression, "{project}", var.project),
+      expression = replace(replace(replace(replace(r.condition.expression, "{project}", var.project_id),
       "{database}", var.database), "{project_number}", data.google_project.project.number), "{region}", var.region)
     }
   } if r.setting == null ? true : local.increment_guards[r.setting] }
 }
 
 data "google_project" "project" {
-  project_id = var.project
+  project_id = var.project_id
 }
 
 resource "google_service_account" "identity" {
   for_each     = local.deployment.service_accounts
-  project      = var.project
+  project      = var.project_id
   account_id   = "${local.name_prefix}${each.value.account_id}"
   display_name = each.value.display_name
 }
 
 resource "google_project_iam_member" "identity_role" {
   for_each = local.identity_roles
-  project  = var.project
+  project  = var.project_id
   role     = each.value.role
   member   = "serviceAccount:${google_service_account.identity[each.value.identity].email}"
 
@@ -93,7 +93,7 @@ resource "google_project_iam_member" "identity_role" {
 
 resource "google_pubsub_topic" "topic" {
   for_each = toset(local.deployment.topics)
-  project  = var.project
+  project  = var.project_id
   name     = "${local.name_prefix}${each.key}"
   labels   = { system = "distributed-counters" }
 
@@ -108,7 +108,7 @@ locals {
 }
 
 resource "google_cloud_scheduler_job" "rollup_tick" {
-  project   = var.project
+  project   = var.project_id
   region    = var.region
   name      = "${local.name_prefix}${local.schedule.topic}"
   schedule  = local.schedule.schedule

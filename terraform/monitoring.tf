@@ -6,7 +6,7 @@
 resource "google_logging_metric" "counters" {
   for_each = local.monitoring.metrics
 
-  project          = var.project
+  project          = var.project_id
   name             = "${local.metric_prefix}${each.key}"
   description      = each.value.description
   filter           = each.value.filter
@@ -42,7 +42,7 @@ resource "google_logging_metric" "counters" {
 
 # The SLOs (docs/operations.md, "Service level objectives") belong to one custom service.
 resource "google_monitoring_custom_service" "counters" {
-  project      = var.project
+  project      = var.project_id
   service_id   = local.monitoring.slo_service
   display_name = local.monitoring.title
 
@@ -52,7 +52,7 @@ resource "google_monitoring_custom_service" "counters" {
 resource "google_monitoring_slo" "counters" {
   for_each = local.monitoring.slos
 
-  project             = var.project
+  project             = var.project_id
   service             = google_monitoring_custom_service.counters.service_id
   slo_id              = each.key
   display_name        = each.value.display_name
@@ -75,18 +75,19 @@ locals {
 }
 
 # Each policy's conditions: thresholds (a burn rate's select_slo_burn_rate filter has no
-# aggregation; a ratio's denominator is aggregated alike), a metric absence whose threshold is
-# minutes without data, or a log match. It notifies the channels of its class.
+# aggregation; a ratio's denominator is aggregated alike; a minimum request count has a fixed
+# threshold), a metric absence whose threshold is minutes without data, or a log match. It
+# notifies the channels of its class.
 resource "google_monitoring_alert_policy" "counters" {
   for_each = local.monitoring.alert_policies
 
-  project               = var.project
+  project               = var.project_id
   display_name          = each.value.display_name
   combiner              = each.value.combiner
   severity              = each.value.severity
   enabled               = true
   notification_channels = each.value.notify == "page" ? var.page_channels : var.ticket_channels
-  user_labels           = { (local.monitoring.alert_label) = each.key, (local.monitoring.notify_label) = each.value.notify }
+  user_labels           = { (local.monitoring.alert_label) = each.value.label, (local.monitoring.notify_label) = each.value.notify }
 
   documentation {
     content   = each.value.documentation
@@ -96,14 +97,14 @@ resource "google_monitoring_alert_policy" "counters" {
   dynamic "conditions" {
     for_each = each.value.conditions
     content {
-      display_name = each.value.display_name
+      display_name = conditions.value.display_name
       dynamic "condition_threshold" {
         for_each = conditions.value.kind == "threshold" ? [conditions.value] : []
         content {
           filter             = condition_threshold.value.filter
           denominator_filter = condition_threshold.value.denominator
           comparison         = "COMPARISON_GT"
-          threshold_value    = local.alert_thresholds[each.key]
+          threshold_value    = condition_threshold.value.threshold == null ? local.alert_thresholds[each.key] : condition_threshold.value.threshold
           duration           = condition_threshold.value.duration
           trigger {
             count = 1
@@ -185,7 +186,7 @@ resource "google_monitoring_alert_policy" "counters" {
 }
 
 resource "google_monitoring_dashboard" "counters" {
-  project        = var.project
+  project        = var.project_id
   dashboard_json = jsonencode(local.monitoring.dashboard)
 
   depends_on = [google_logging_metric.counters, google_project_service.api]

@@ -14,14 +14,14 @@ locals {
 # Deliveries as Eventarc makes them: authenticated as the trigger identity, to a path naming the
 # topic (the function reads the push envelope), retried with backoff from 10 s to 10 minutes.
 resource "google_pubsub_subscription" "push" {
-  project              = var.project
+  project              = var.project_id
   name                 = "${local.name_prefix}${local.dead_letter.topic}-push"
   topic                = google_pubsub_topic.topic[local.dead_letter.topic].id
   ack_deadline_seconds = local.functions[local.dead_letter.entry_point].timeout_seconds
   labels               = { system = "distributed-counters" }
 
   push_config {
-    push_endpoint = "${local.push_url}/projects/${var.project}/topics/${google_pubsub_topic.topic[local.dead_letter.topic].name}"
+    push_endpoint = "${local.push_url}/projects/${var.project_id}/topics/${google_pubsub_topic.topic[local.dead_letter.topic].name}"
     oidc_token {
       service_account_email = google_service_account.identity["trigger"].email
       audience              = local.push_url
@@ -52,21 +52,21 @@ resource "google_service_account_iam_member" "push_token" {
 }
 
 resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
-  project = var.project
+  project = var.project_id
   topic   = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].name
   role    = local.deployment.dead_letters.topic_role
   member  = local.pubsub_agent
 }
 
 resource "google_pubsub_subscription_iam_member" "dead_letter_subscriber" {
-  project      = var.project
+  project      = var.project_id
   subscription = google_pubsub_subscription.push.name
   role         = local.deployment.dead_letters.subscription_role
   member       = local.pubsub_agent
 }
 
 resource "google_pubsub_subscription" "dead_letter" {
-  project                    = var.project
+  project                    = var.project_id
   name                       = "${local.name_prefix}${local.dead_letter.dead_letter_topic}"
   topic                      = google_pubsub_topic.topic[local.dead_letter.dead_letter_topic].id
   message_retention_duration = local.deployment.dead_letters.retention

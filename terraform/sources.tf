@@ -1,31 +1,25 @@
-# The collection counters of the counter sources declaration file: one count-documents function per
-# declared document pattern (local.source_functions, deployed with the others in functions.tf), so
-# that removing a declaration removes its function and trigger. The file is var.environment's
-# COUNTER_SOURCES, else COUNTER_SOURCES in Terraform's environment, else counter-sources.json,
-# relative to the repository root. cmd/sources checks it as the functions will (sources.Load) while
-# Terraform plans: a file that cannot work stops the plan with its message, naming the entry and
-# the rule. It also names the functions and gives the declarations, inline, for the functions'
-# COUNTER_SOURCES. It runs with `go run`: planning needs Go.
-data "external" "counter_sources" {
-  program     = ["go", "run", "./cmd/sources", "terraform"]
-  working_dir = "${path.module}/.."
-  query = {
-    COUNTER_SOURCES     = lookup(var.environment, "COUNTER_SOURCES", "")
-    COUNTERS_COLLECTION = var.counters_collection
-    ROLLUPS_COLLECTION  = var.rollups_collection
-    TOPS_COLLECTION     = var.tops_collection
-    DEDUPE_COLLECTION   = var.dedupe_collection
-  }
-}
-
+# The collection counters of var.counter_sources (the declarations, as JSON), else of the file
+# var.environment's COUNTER_SOURCES names (from local.source_root), else counter-sources.json: one
+# count-documents function per declared document pattern (local.source_functions, deployed with the
+# others in functions.tf), named NAME-<8 hex of the pattern's SHA-256> as cmd/sources names it, so
+# that removing a declaration removes its function and trigger. Nothing runs at plan: check the
+# declarations first with `go run ./cmd/sources check` (docs/operations.md, "With Terraform"); the
+# functions check them again at start-up.
 locals {
-  # COUNTER_SOURCES for the deployed functions: the file's place in the upload as they see it.
-  counter_sources = data.external.counter_sources.result.counter_sources
+  counter_sources_path = lookup(var.environment, "COUNTER_SOURCES", "counter-sources.json")
+  counter_sources_file = startswith(local.counter_sources_path, "/") ? local.counter_sources_path : "${local.source_root}/${local.counter_sources_path}"
+  declarations = jsondecode(var.counter_sources != null ? var.counter_sources : (
+    fileexists(local.counter_sources_file) ? file(local.counter_sources_file) : "[]"
+  ))
+  # COUNTER_SOURCES for the deployed functions: the declarations inline.
+  counter_sources = jsonencode(local.declarations)
   # The functions of the counter sources by name, each its per-source declaration with
   # var.function_settings' overrides (by entry point) and its pattern.
-  source_functions = { for name, s in jsondecode(data.external.counter_sources.result.functions) : name => merge(
-    local.deployment.source_functions[s.entry_point],
-    { for setting, value in try(var.function_settings[s.entry_point], {}) : setting => value if value != null },
-    { name = "${local.name_prefix}${name}", document = s.document, public = false },
-  ) }
+  source_functions = merge([for entry_point, f in local.deployment.source_functions : {
+    for pattern in distinct([for d in local.declarations : d.documents]) : "${f.name}-${substr(sha256(pattern), 0, 8)}" => merge(
+      f,
+      { for setting, value in try(var.function_settings[entry_point], {}) : setting => value if value != null },
+      { name = "${local.name_prefix}${f.name}-${substr(sha256(pattern), 0, 8)}", document = pattern, public = false },
+    )
+  }]...)
 }

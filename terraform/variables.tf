@@ -1,6 +1,39 @@
-variable "project" {
-  description = "Google Cloud project to deploy into."
+variable "project_id" {
+  description = "Google Cloud project ID to deploy into."
   type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id: a project ID (6 to 30 characters of a-z, 0-9 and -, starting with a letter), not its name or number."
+  }
+}
+
+variable "source_dir" {
+  description = "The repository's root, a checkout of the release to deploy, whose source the functions are zipped from. Null: the folder above the module, which only a relative module source has; give it with an absolute or remote source."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.source_dir == null || (fileexists("${coalesce(var.source_dir, ".")}/go.mod") && fileexists("${coalesce(var.source_dir, ".")}/counters.go"))
+    error_message = "source_dir: the repository's root (with go.mod and counters.go)."
+  }
+}
+
+variable "counter_sources" {
+  description = "The counter sources' declarations as JSON (docs/collection-counters.md); \"[]\": none. Null: the file environment's COUNTER_SOURCES names in source_dir, else counter-sources.json there. Check them first with go run ./cmd/sources check."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.counter_sources == null || can([for d in jsondecode(coalesce(var.counter_sources, "[]")) : regex("^[^{}/][^ ]*$", d.documents)])
+    error_message = "counter_sources: a JSON array of declarations, each with its documents pattern (docs/collection-counters.md); go run ./cmd/sources check says what is wrong."
+  }
+}
+
+variable "manage_shared_field_settings" {
+  description = "Manage the field settings of collection groups every deployment in the database shares (shards, counter_members, counter_change_ledger). Keep it true in exactly one deployment per database, so that destroying another never changes them."
+  type        = bool
+  default     = true
 }
 
 variable "region" {
@@ -35,12 +68,22 @@ variable "database" {
   description = "Firestore database ID the functions use."
   type        = string
   default     = "(default)"
+
+  validation {
+    condition     = var.database == "(default)" || can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.database))
+    error_message = "database: (default), or a database ID of 4 to 63 characters of a-z, 0-9 and -, starting with a letter."
+  }
 }
 
 variable "database_location" {
   description = "Location of the Firestore database (e.g. nam5, eur3 or a region). The Firestore trigger must be there. Empty: the region."
   type        = string
   default     = ""
+
+  validation {
+    condition     = can(regex("^([a-z]+[0-9]+|[a-z]+-[a-z]+[0-9]+)?$", var.database_location))
+    error_message = "database_location: empty, a multi-region such as nam5 or eur3, or a region such as us-central1."
+  }
 }
 
 variable "create_database" {
@@ -64,6 +107,11 @@ variable "runtime" {
   description = "Cloud Functions runtime. Must match the go line of go.mod (go 1.26.x is go126); the consistency test checks it."
   type        = string
   default     = "go126"
+
+  validation {
+    condition     = can(regex("^go1[0-9]{2}$", var.runtime))
+    error_message = "runtime: a Go runtime of Cloud Functions, such as go126."
+  }
 }
 
 variable "public_increments" {
@@ -76,6 +124,11 @@ variable "opt_in" {
   description = "Names of opt-in functions to deploy too, e.g. [\"fold-extension-shards\"], which folds the firestore-counter extension's shards (docs/migrate-from-firestore-counter.md)."
   type        = set(string)
   default     = []
+
+  validation {
+    condition     = alltrue([for name in var.opt_in : can(regex("^[a-z][a-z-]*[a-z]$", name))])
+    error_message = "opt_in: names of opt-in functions, such as fold-extension-shards."
+  }
 }
 
 variable "http_invokers" {
@@ -140,18 +193,33 @@ variable "counters_collection" {
   description = "COUNTERS_COLLECTION: collection of counter documents; shards are its shards subcollection."
   type        = string
   default     = "counters"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,100}$", var.counters_collection)) && !startswith(var.counters_collection, "__")
+    error_message = "counters_collection: a collection ID (letters, digits, _ and -), not starting with __."
+  }
 }
 
 variable "rollups_collection" {
   description = "ROLLUPS_COLLECTION: collection of the roll-up documents apps read."
   type        = string
   default     = "rollups"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,100}$", var.rollups_collection)) && !startswith(var.rollups_collection, "__")
+    error_message = "rollups_collection: a collection ID (letters, digits, _ and -), not starting with __."
+  }
 }
 
 variable "tops_collection" {
   description = "TOPS_COLLECTION: collection of the top lists apps read ({group}_{window})."
   type        = string
   default     = "tops"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,100}$", var.tops_collection)) && !startswith(var.tops_collection, "__")
+    error_message = "tops_collection: a collection ID (letters, digits, _ and -), not starting with __."
+  }
 }
 
 variable "dedupe_collection" {

@@ -10,9 +10,5 @@ terraform {
       source  = "hashicorp/archive"
       version = ">= 2.4"
     }
-    external = {
-      source  = "hashicorp/external"
-      version = ">= 2.3"
-    }
   }
 }

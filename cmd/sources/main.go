@@ -4,7 +4,6 @@
 //	sources check      check the file; print nothing
 //	sources deploy     print COUNTER_SOURCES, then per source function: name, entry point, document
 //	                   pattern, tab-separated (scripts/deploy.sh)
-//	sources terraform  the same as JSON, settings read from a JSON object on stdin (terraform/sources.tf)
 //	sources verify [-project P] [-database D] [-wait 30s] COUNTER...
 //	                   compare collection counters with count()/sum() of their documents
 //	sources repair [-project P] [-database D] COUNTER...
@@ -16,7 +15,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,54 +28,31 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }
 
 // settingNames are the variables the command reads.
 var settingNames = []string{"COUNTER_SOURCES", "COUNTERS_COLLECTION", "ROLLUPS_COLLECTION", "TOPS_COLLECTION", "DEDUPE_COLLECTION"}
 
 // run runs the command and returns its exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) (string, bool)) int {
+func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) int {
 	if len(args) > 0 && slices.Contains([]string{"verify", "repair", "backfill"}, args[0]) {
 		return verifyOrRepair(args, stdout, stderr)
 	}
-	if len(args) != 1 || !slices.Contains([]string{"check", "deploy", "terraform"}, args[0]) {
-		fmt.Fprintln(stderr, "usage: sources check|deploy|terraform|verify|repair|backfill (docs/collection-counters.md)")
+	if len(args) != 1 || !slices.Contains([]string{"check", "deploy"}, args[0]) {
+		fmt.Fprintln(stderr, "usage: sources check|deploy|verify|repair|backfill (docs/collection-counters.md)")
 		return 2
 	}
-	lookup := env
-	if args[0] == "terraform" {
-		var query map[string]string
-		if err := json.NewDecoder(stdin).Decode(&query); err != nil {
-			fmt.Fprintln(stderr, "sources terraform: want a JSON object of strings on standard input:", err)
-			return 2
-		}
-		lookup = func(name string) (string, bool) {
-			if v := query[name]; v != "" {
-				return v, true
-			}
-			return env(name)
-		}
-	}
-	d, err := load(lookup)
+	d, err := load(env)
 	if err != nil {
 		fmt.Fprintln(stderr, "sources:", err)
 		return 2
 	}
-	switch args[0] {
-	case "deploy":
+	if args[0] == "deploy" {
 		fmt.Fprintln(stdout, d.CounterSources)
 		for _, f := range d.Functions {
 			fmt.Fprintf(stdout, "%s\t%s\t%s\n", f.Name, f.EntryPoint, f.Trigger.Document)
 		}
-	case "terraform":
-		fns := map[string]map[string]string{}
-		for _, f := range d.Functions {
-			fns[f.Name] = map[string]string{"entry_point": f.EntryPoint, "document": f.Trigger.Document}
-		}
-		list, _ := json.Marshal(fns)
-		out, _ := json.Marshal(map[string]string{"counter_sources": d.CounterSources, "functions": string(list)})
-		fmt.Fprintln(stdout, string(out))
 	}
 	return 0
 }

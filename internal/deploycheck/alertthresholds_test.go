@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/shardcount/counters/internal/deploycheck"
+	"github.com/shardcount/counters/internal/manifest"
 )
 
 // absencePolicy is the alert that fires when the scheduled sweep stops running.
@@ -60,7 +61,7 @@ func restPolicyKeys(t *testing.T) []string {
 }
 
 // overridden is what policy sends with the threshold the tests give it (thresholdValue of every
-// threshold condition, or conditionAbsent's duration: minutes, in seconds), and the override given;
+// threshold condition but a minimum request count, or conditionAbsent's duration: minutes, in seconds), and the override given;
 // false for a log match, which has no threshold.
 func overridden(t *testing.T, key string, policy map[string]any) (override float64, ok bool) {
 	t.Helper()
@@ -71,6 +72,8 @@ func overridden(t *testing.T, key string, policy map[string]any) (override float
 	for _, c := range conditions {
 		condition := c.(map[string]any)
 		switch {
+		case condition["conditionThreshold"] != nil && condition["displayName"] == manifest.MinRequestsCondition:
+			// a minimum request count keeps its threshold
 		case condition["conditionThreshold"] != nil:
 			override = overrides["threshold"]
 			condition["conditionThreshold"].(map[string]any)["thresholdValue"] = override
@@ -329,7 +332,7 @@ func evaluatedMonitoring(t *testing.T, prefix, project string) cty.Value {
 	}
 	v, diags := attrs["monitoring"].Expr.Value(&hcl.EvalContext{Variables: map[string]cty.Value{
 		"local": cty.ObjectVal(map[string]cty.Value{"name_prefix": cty.StringVal(prefix), "metric_prefix": cty.StringVal(strings.ReplaceAll(prefix, "-", "_"))}),
-		"var":   cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal(project)}),
+		"var":   cty.ObjectVal(map[string]cty.Value{"project_id": cty.StringVal(project)}),
 	}})
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -471,3 +471,42 @@ func TestUpgradeStepsNameRefsTheRepositoryHolds(t *testing.T) {
 }
 
 func must(s string, _ error) string { return s }
+
+// TestBillCitesEveryPrice: operations.md's bill takes every price from its prices table, where each
+// row has a free tier of its own and cites a Google pricing page; every dollar price per unit in the
+// section's prose or its monthly table (a "per" after the amount) is one of the table's; the monthly
+// bill has a free tiers row and an incident's log volume.
+func TestBillCitesEveryPrice(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "\n## What it costs per million increments\n")
+	_, table, ok := strings.Cut(section, "| service | price | free tier, a month | source |\n")
+	if !ok {
+		t.Fatal(`operations.md, "What it costs": no prices table`)
+	}
+	table, rest, _ := strings.Cut(table, "\n\n")
+	price := regexp.MustCompile(`\$[0-9][0-9.,]*(?: per)`)
+	cited := map[string]bool{}
+	for _, row := range strings.Split(table, "\n")[1:] {
+		cells := strings.Split(strings.Trim(row, "|"), "|")
+		if len(cells) != 4 || strings.TrimSpace(cells[2]) == "" || !strings.HasPrefix(strings.TrimSpace(cells[3]), "https://cloud.google.com/") {
+			t.Errorf("prices table row %q: want a price, a free tier and a https://cloud.google.com/ source", row)
+			continue
+		}
+		for _, p := range price.FindAllString(cells[1], -1) {
+			cited[p] = true
+		}
+	}
+	for _, p := range price.FindAllString(rest, -1) {
+		if !cited[p] {
+			t.Errorf(`operations.md, "What it costs": %q is a price the prices table does not cite`, p)
+		}
+	}
+	for _, row := range []string{"\n| free tiers", "5xx storm"} {
+		if !strings.Contains(rest, row) {
+			t.Errorf(`operations.md's monthly bill has no row %q`, strings.TrimSpace(row))
+		}
+	}
+}

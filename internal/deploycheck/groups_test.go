@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/shardcount/counters/functions/config"
@@ -120,11 +121,12 @@ func sortedSettings(settings []groupSetting) []groupSetting {
 }
 
 // terraformGroupSettings evaluates the module's google_firestore_field and google_firestore_index
-// resources over the generated deployment, with the collection variables of names.
+// resources over the generated deployment, with the collection variables of names, managing the
+// shared field settings (the default).
 func terraformGroupSettings(t *testing.T, names map[string]string) []groupSetting {
 	t.Helper()
-	vars := map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("(default)"),
-		"environment": cty.MapValEmpty(cty.String)}
+	vars := map[string]cty.Value{"project_id": cty.StringVal("p"), "database": cty.StringVal("(default)"),
+		"environment": cty.MapValEmpty(cty.String), "manage_shared_field_settings": cty.True}
 	for _, s := range config.Settings() {
 		if strings.HasSuffix(s.Name, "_COLLECTION") {
 			value := s.Default
@@ -139,7 +141,9 @@ func terraformGroupSettings(t *testing.T, names map[string]string) []groupSettin
 		t.Helper()
 		vs := map[string]cty.Value{"var": cty.ObjectVal(vars), "local": cty.ObjectVal(locals)}
 		maps.Copy(vs, more)
-		v, diags := expr.Value(&hcl.EvalContext{Variables: vs, Functions: terraformFunctions})
+		funcs := maps.Clone(terraformFunctions)
+		funcs["keys"] = stdlib.KeysFunc
+		v, diags := expr.Value(&hcl.EvalContext{Variables: vs, Functions: funcs})
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}

@@ -198,7 +198,7 @@ func TestDeployPathsEnableTheDeclaredAPIs(t *testing.T) {
 func terraformIAM(t *testing.T, on bool) map[string]cty.Value {
 	t.Helper()
 	ctx := &hcl.EvalContext{Functions: terraformFunctions, Variables: map[string]cty.Value{
-		"var": cty.ObjectVal(map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("counts"), "region": cty.StringVal("r")}),
+		"var": cty.ObjectVal(map[string]cty.Value{"project_id": cty.StringVal("p"), "database": cty.StringVal("counts"), "region": cty.StringVal("r")}),
 		"data": cty.ObjectVal(map[string]cty.Value{"google_project": cty.ObjectVal(map[string]cty.Value{
 			"project": cty.ObjectVal(map[string]cty.Value{"number": cty.StringVal("123")})})}),
 	}}

@@ -149,6 +149,29 @@ func TestRemoveUndoesTheDeploy(t *testing.T) {
 	}
 }
 
+// removeWithListing runs a real --remove against a fake gcloud that answers the commands starting
+// list (words) with listing, and returns what the commands starting deletePrefix delete: the word
+// after it.
+func removeWithListing(t *testing.T, list, listing, deletePrefix string) []string {
+	t.Helper()
+	g := newFakeGcloud(t, "FAKE_LISTING="+listing)
+	script := strings.Replace(fakeGcloudScript, "case \"$*\" in\n", "case \"$*\" in\n\""+list+" \"*) printf '%s\\n' \"$FAKE_LISTING\" ;;\n", 1)
+	if err := os.WriteFile(filepath.Join(g.dir, "gcloud"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stderr, commands, err := g.deploy(t, "--remove")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var deleted []string
+	for _, c := range commands {
+		if rest, ok := strings.CutPrefix(c, deletePrefix); ok {
+			deleted = append(deleted, strings.Fields(rest)[0])
+		}
+	}
+	return deleted
+}
+
 // TestRemoveDeletesOnlyOurCompositeIndexes: a real --remove (against a gcloud that lists the
 // database's composite indexes as Firestore does, with the trailing __name__ field) deletes the
 // top lists' indexes and none of an app's: not one on another collection group with the same fields,
@@ -166,23 +189,23 @@ func TestRemoveDeletesOnlyOurCompositeIndexes(t *testing.T) {
 		prefix + "rollups/indexes/APP3\tCOLLECTION_GROUP\tgroup;count;__name__\tASCENDING;DESCENDING;DESCENDING",
 		prefix + "rollups/indexes/APP4\tCOLLECTION\tgroup;count;owner;__name__\tASCENDING;DESCENDING;ASCENDING;ASCENDING",
 	}, "\n")
-	g := newFakeGcloud(t, "FAKE_INDEXES="+listing)
-	script := strings.Replace(fakeGcloudScript, "case \"$*\" in\n", "case \"$*\" in\n\"firestore indexes composite list \"*) printf '%s\\n' \"$FAKE_INDEXES\" ;;\n", 1)
-	if err := os.WriteFile(filepath.Join(g.dir, "gcloud"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	stderr, commands, err := g.deploy(t, "--remove")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	var deleted []string
-	for _, c := range commands {
-		if rest, ok := strings.CutPrefix(c, "firestore indexes composite delete "); ok {
-			deleted = append(deleted, strings.Fields(rest)[0])
-		}
-	}
+	deleted := removeWithListing(t, "firestore indexes composite list", listing, "firestore indexes composite delete ")
 	if want := []string{"OURS1", "OURS2", "OURS3", "OURS4"}; !slices.Equal(deleted, want) {
 		t.Errorf("deleted the indexes %v, want %v", deleted, want)
+	}
+}
+
+// TestRemoveDeletesOnlyItsOwnAlertPolicies: a real --remove (against a gcloud that lists the
+// policies labelled counters_alert, with their label) deletes those labelled with one of its keys,
+// and none of a prefixed Terraform deployment's in the same project (labelled PREFIXKEY).
+func TestRemoveDeletesOnlyItsOwnAlertPolicies(t *testing.T) {
+	requireBash(t)
+	const prefix = "projects/p/alertPolicies/"
+	listing := strings.Join([]string{prefix + "OURS1	increment_5xx", prefix + "STAGING1	staging-increment_5xx",
+		prefix + "OURS2	sweep_absent", prefix + "STAGING2	staging-sweep_absent", prefix + "OTHER	something_else"}, "\n")
+	deleted := removeWithListing(t, "alpha monitoring policies list", listing, "alpha monitoring policies delete "+prefix)
+	if want := []string{"OURS1", "OURS2"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted the alert policies %v, want %v", deleted, want)
 	}
 }
 

@@ -415,7 +415,7 @@ func TestTerraformNamePrefixReachesEveryName(t *testing.T) {
 // _COLLECTION settings) is a variable of the module, named after it in lower case and with its
 // default, that the functions' environment takes; var.environment may not set it.
 func TestTerraformHasAVariableForEachCollection(t *testing.T) {
-	vars := map[string]cty.Value{"project": cty.StringVal("p"), "database": cty.StringVal("d"), "environment": cty.MapValEmpty(cty.String)}
+	vars := map[string]cty.Value{"project_id": cty.StringVal("p"), "database": cty.StringVal("d"), "environment": cty.MapValEmpty(cty.String)}
 	var collections []config.Setting
 	for _, s := range config.Settings() {
 		if !strings.HasSuffix(s.Name, "_COLLECTION") {

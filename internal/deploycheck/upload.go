@@ -29,7 +29,8 @@ func GcloudUpload(ctx context.Context, root string) ([]string, error) {
 }
 
 // ArchiveFiles lists the files the module in dir zips into data.archive_file.name, evaluating
-// local.source_files; the archive must take only those.
+// local.source_files with var.source_dir unset (the module's parent); the archive must take only
+// those.
 func ArchiveFiles(dir, name string) ([]string, error) {
 	blocks, err := parseFiles(dir)
 	if err != nil {
@@ -60,10 +61,11 @@ func ArchiveFiles(dir, name string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no dynamic \"source\" over local.source_files", where)
 	}
 	ctx := &hcl.EvalContext{
-		Variables: map[string]cty.Value{"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(dir)})},
+		Variables: map[string]cty.Value{"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(dir)}),
+			"var": cty.ObjectVal(map[string]cty.Value{"source_dir": cty.NullVal(cty.String)})},
 		Functions: map[string]function.Function{"sort": stdlib.SortFunc, "concat": stdlib.ConcatFunc, "flatten": stdlib.FlattenFunc,
 			"tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)), "length": stdlib.LengthFunc, "regexall": stdlib.RegexAllFunc,
-			"fileset": filesetFunc},
+			"fileset": filesetFunc, "fileexists": FileExistsFunc},
 	}
 	values := map[string]cty.Value{}
 	for _, n := range []string{"source_root", "source_packages", "source_files"} {
@@ -94,6 +96,16 @@ func isLocal(expr hclsyntax.Expression, name string) bool {
 	attr, ok := t.Traversal[1].(hcl.TraverseAttr)
 	return ok && attr.Name == name
 }
+
+// FileExistsFunc is Terraform's fileexists(path): whether path is a regular file.
+var FileExistsFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "path", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		info, err := os.Stat(args[0].AsString())
+		return cty.BoolVal(err == nil && info.Mode().IsRegular()), nil
+	},
+})
 
 // filesetFunc is Terraform's fileset(path, pattern): the files under path matching pattern.
 var filesetFunc = function.New(&function.Spec{

@@ -30,7 +30,7 @@ const (
 )
 
 // tfNaming names Terraform's monitoring after the module's locals (terraform/monitoring.tf).
-var tfNaming = manifest.Naming{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project}"}
+var tfNaming = manifest.Naming{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project_id}"}
 
 func init() {
 	for _, m := range manifest.LogMetrics() {
@@ -82,29 +82,46 @@ func logMetricJSON(m manifest.LogMetric) map[string]any {
 }
 
 // condition is one condition of an alert policy, in the shape both renderings read: Kind is
-// "threshold", "absent" or "log_match"; Aligner is "" for a burn-rate threshold (no aggregation).
+// "threshold", "absent" or "log_match"; Aligner is "" for a burn-rate threshold (no aggregation);
+// Threshold is nil for the policy's (overridable) threshold, else fixed, as Name is then.
 type condition struct {
 	Kind, Filter, Denominator, Aligner, Reducer string
 	GroupBy                                     []string
 	Period, Duration                            time.Duration
+	Threshold                                   *float64
+	Name                                        string
 }
 
-// conditions are p's conditions, and how they combine.
+// conditions are p's conditions, and how they combine; a minimum request count comes last, ANDed.
 func conditions(p manifest.AlertPolicy) (combiner string, out []condition) {
 	base := condition{Kind: "threshold", Filter: p.Filter, Denominator: p.Denominator, Aligner: p.Aligner, Reducer: p.Reducer,
 		GroupBy: p.GroupBy, Period: p.Period, Duration: p.Duration}
+	combiner, out = "OR", []condition{base}
 	switch {
 	case p.Absent:
-		base.Kind, base.Duration = "absent", p.AbsentFor()
+		out[0].Kind, out[0].Duration = "absent", p.AbsentFor()
 	case p.LogMatch:
-		base = condition{Kind: "log_match", Filter: p.Filter}
+		out[0] = condition{Kind: "log_match", Filter: p.Filter}
 	case len(p.BurnWindows) > 0:
+		combiner, out = "AND", nil
 		for _, w := range p.BurnWindows {
 			out = append(out, condition{Kind: "threshold", Filter: p.BurnRateFilter(w), Duration: p.Duration})
 		}
-		return "AND", out
 	}
-	return "OR", []condition{base}
+	if p.MinRequests > 0 {
+		combiner = "AND"
+		out = append(out, condition{Kind: "threshold", Filter: p.Requests, Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM",
+			Period: p.FloorWindow(), Duration: p.Duration, Threshold: &p.MinRequests, Name: manifest.MinRequestsCondition})
+	}
+	return combiner, out
+}
+
+// conditionName is c's display name in policy p.
+func conditionName(p manifest.AlertPolicy, c condition) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return p.DisplayName
 }
 
 // alertPolicyJSON is p as the Monitoring API's AlertPolicy.
@@ -112,7 +129,7 @@ func alertPolicyJSON(p manifest.AlertPolicy) map[string]any {
 	combiner, conds := conditions(p)
 	var out []any
 	for _, c := range conds {
-		cond := map[string]any{"displayName": p.DisplayName}
+		cond := map[string]any{"displayName": conditionName(p, c)}
 		aggregations := []any{}
 		if c.Aligner != "" {
 			aggregation := map[string]any{"alignmentPeriod": seconds(c.Period), "perSeriesAligner": c.Aligner, "crossSeriesReducer": c.Reducer}
@@ -127,7 +144,11 @@ func alertPolicyJSON(p manifest.AlertPolicy) map[string]any {
 		case "absent":
 			cond["conditionAbsent"] = map[string]any{"filter": c.Filter, "duration": seconds(c.Duration), "aggregations": aggregations, "trigger": map[string]any{"count": 1}}
 		default:
-			threshold := map[string]any{"filter": c.Filter, "comparison": "COMPARISON_GT", "thresholdValue": p.Threshold,
+			value := p.Threshold
+			if c.Threshold != nil {
+				value = *c.Threshold
+			}
+			threshold := map[string]any{"filter": c.Filter, "comparison": "COMPARISON_GT", "thresholdValue": value,
 				"duration": seconds(c.Duration), "trigger": map[string]any{"count": 1}}
 			if len(aggregations) > 0 {
 				threshold["aggregations"] = aggregations
@@ -208,6 +229,7 @@ type tfBuckets struct {
 // tfPolicy is an alert policy as terraform/monitoring.tf reads it: Threshold is the threshold
 // conditions' value, and an absence condition's minutes (Absent); RateLimit a log match's.
 type tfPolicy struct {
+	Label         string        `json:"label"` // counters_alert's value: the key, prefixed
 	DisplayName   string        `json:"display_name"`
 	Documentation string        `json:"documentation"`
 	Severity      string        `json:"severity"`
@@ -222,6 +244,8 @@ type tfPolicy struct {
 // tfCondition is a condition as terraform/monitoring.tf reads it (every key in every condition).
 type tfCondition struct {
 	Kind        string   `json:"kind"`
+	DisplayName string   `json:"display_name"`
+	Threshold   *float64 `json:"threshold"` // nil: the policy's
 	Filter      string   `json:"filter"`
 	Denominator *string  `json:"denominator"`
 	Aligner     *string  `json:"aligner"`
@@ -251,13 +275,13 @@ func orNil(s string) *string {
 // tfPolicyOf is p as terraform/monitoring.tf reads it.
 func tfPolicyOf(p manifest.AlertPolicy) tfPolicy {
 	combiner, conds := conditions(p)
-	tp := tfPolicy{DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
+	tp := tfPolicy{Label: tfNaming.Prefix + p.Key, DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
 		Combiner: combiner, Threshold: p.Threshold, Absent: p.Absent}
 	if p.LogMatch {
 		tp.RateLimit = orNil(seconds(p.Period))
 	}
 	for _, c := range conds {
-		tc := tfCondition{Kind: c.Kind, Filter: c.Filter, Denominator: orNil(c.Denominator), GroupBy: c.GroupBy}
+		tc := tfCondition{Kind: c.Kind, DisplayName: conditionName(p, c), Threshold: c.Threshold, Filter: c.Filter, Denominator: orNil(c.Denominator), GroupBy: c.GroupBy}
 		if tc.GroupBy == nil {
 			tc.GroupBy = []string{}
 		}
@@ -313,6 +337,9 @@ func monitoringFiles() (map[string][]byte, error) {
 		metrics[m.Name] = tm
 	}
 	for _, p := range manifest.AlertPolicies() {
+		if p.MinRequests > 0 && p.MinRequests == p.Threshold { // deploy.sh overrides thresholdValues equal to the policy's
+			return nil, fmt.Errorf("alert policy %s: its minimum request count equals its threshold %g", p.Key, p.Threshold)
+		}
 		if err := add(policyFile(p), alertPolicyJSON(p)); err != nil {
 			return nil, err
 		}

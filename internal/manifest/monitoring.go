@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,7 +201,32 @@ type AlertPolicy struct {
 	BurnWindows         []time.Duration
 	Threshold           float64 // overridable default
 	Unit                string
+	// MinRequests: a ratio (or burn rate) of Increment's answers fires only when Requests counts
+	// more than this in the ratio's window (FloorWindow).
+	MinRequests float64
+	Requests    string
+	// What the documented cause makes of the condition at most: CausePerMinute events a minute
+	// (a count over Period), or CauseMax (a share, seconds, a burn rate).
+	CausePerMinute, CauseMax float64
 }
+
+// MinFailures is how many failed requests a ratio alert's window holds at least, at the default
+// threshold, before it fires: a few by-design 503s (a busy database, an instance stopping) never page.
+const MinFailures = 10
+
+// MinRequestsCondition names the condition that holds a ratio alert back below MinRequests.
+const MinRequestsCondition = "Enough Increment requests to judge"
+
+// FloorWindow is the window MinRequests counts over: the ratio's Period, or the short burn window.
+func (p AlertPolicy) FloorWindow() time.Duration {
+	if len(p.BurnWindows) > 0 {
+		return p.BurnWindows[len(p.BurnWindows)-1]
+	}
+	return p.Period
+}
+
+// minRequests is the request count at which share failing holds MinFailures.
+func minRequests(share float64) float64 { return math.Ceil(MinFailures / share) }
 
 // AbsentFor is how long without data fires an Absent policy.
 func (p AlertPolicy) AbsentFor() time.Duration {
@@ -244,6 +270,12 @@ func every(d time.Duration) string {
 	return fmt.Sprintf("every %g minutes", d.Minutes())
 }
 
+// oldestUnacked selects the age of the increments topic's oldest unacknowledged message.
+func (n Naming) oldestUnacked() string {
+	return `metric.type="pubsub.googleapis.com/topic/oldest_unacked_message_age_by_region" AND resource.type="pubsub_topic" AND resource.labels.topic_id="` +
+		n.Prefix + shared.TopicIncrements + `"`
+}
+
 // metricFilter selects a log-based metric's time series, AND more.
 func (n Naming) metricFilter(name string, more ...string) string {
 	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + n.MetricPrefix + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
@@ -276,7 +308,26 @@ const (
 	runbookSweep        = "runbook-the-sweep-stops"
 	runbookDeadLetters  = "dead-letters"
 	runbookMaxInstances = "production-limits"
+	runbookPubSub       = "runbook-pubsub-increments-wait"
+	runbookCollections  = "runbook-collection-counters-drift"
+	runbookRefused      = "runbook-callers-are-refused"
 )
+
+// eventRetryBackoff is the longest wait between deliveries of a retried event (Eventarc, Pub/Sub push).
+const eventRetryBackoff = 10 * time.Minute
+
+// minDeliveryAttempts is the fewest deliveries Pub/Sub makes before it dead-letters a message.
+const minDeliveryAttempts = 5
+
+// deadLetteredAfter is how long a message failing every delivery waits before its last: backoff from
+// 10 s, doubling up to eventRetryBackoff.
+func deadLetteredAfter(attempts int) time.Duration {
+	var total time.Duration
+	for i, wait := 1, 10*time.Second; i < attempts; i, wait = i+1, min(2*wait, eventRetryBackoff) {
+		total += wait
+	}
+	return total
+}
 
 // burnRates are the SRE workbook's multi-window burn-rate alerts.
 var burnRates = []struct {
@@ -297,17 +348,19 @@ func AlertPolicies() []AlertPolicy { return Naming{Project: ProjectPlaceholder}.
 // AlertPolicies are the alert policies of deployment n.
 func (n Naming) AlertPolicies() []AlertPolicy {
 	sweepEvery := sweepPeriod()
+	sweep, _ := DeployedFunction(functions.EntryRollupScheduled)
+	sweepTimeout := sweep.Timeout
 	deadLetters := n.Prefix + shared.TopicIncrementsDeadLetter
 	requests := n.incrementRequests()
 	policies := []AlertPolicy{
 		{Key: "increment_5xx", DisplayName: "Counters: Increment refuses work (5xx)", Severity: "CRITICAL", Notify: Page, Runbook: runbookIncrements,
 			Filter: requests + ` AND metric.labels.response_code_class="5xx"`, Denominator: requests,
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 0.05, Unit: "share of Increment's answers that are 5xx, over 5 minutes, for 5 minutes",
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 0.05, MinRequests: minRequests(0.05), Requests: requests, CauseMax: 1, Unit: "share of Increment's answers that are 5xx, over 5 minutes, for 5 minutes",
 			Documentation: "Increment answers 5xx (503: Firestore refused, 500: a failure, 504: outcome unknown) to more than the threshold of its requests: callers cannot count. " +
 				"Read the increment function's ERROR lines and Firestore's status."},
 		{Key: "outcome_unknown", DisplayName: "Counters: increments with an unknown outcome (504)", Severity: "ERROR", Notify: Page, Runbook: runbookIncrements,
 			Filter: requests + ` AND metric.labels.response_code="504"`, Denominator: requests,
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 0.01, Unit: "share of Increment's answers that are 504, over 5 minutes, for 10 minutes",
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 0.01, MinRequests: minRequests(0.01), Requests: requests, CauseMax: 1, Unit: "share of Increment's answers that are 504, over 5 minutes, for 10 minutes",
 			Documentation: "Increment answered 504 to more than the threshold of its requests: Firestore did not confirm the writes in time. " +
 				"Clients that resend with the same Idempotency-Key lose nothing; others may count twice or not at all. " +
 				"Check Firestore's status and latency and the increment function's ERROR lines."},
@@ -318,22 +371,23 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 				"Read the entry's error, fix the setting and deploy again, or roll back."},
 		{Key: "trigger_dead", DisplayName: "Counters: the shard-write trigger does not roll up", Severity: "CRITICAL", Notify: Page, Runbook: runbookRollups,
 			Filter:  n.metricFilter("counters_rollup_canary", `metric.labels.outcome="stale"`),
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 10 * time.Minute, Duration: 5 * time.Minute, Threshold: 2, Unit: "stale canary checks in 10 minutes (one each minute), for 5 minutes",
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 10 * time.Minute, Duration: 5 * time.Minute, Threshold: 2, CausePerMinute: 1 / sweepEvery.Minutes(), Unit: "stale canary checks in 10 minutes (one " + every(sweepEvery) + "), for 5 minutes",
 			Documentation: "The scheduled sweep found the canary counter's roll-up behind its value more often than the threshold: the rollup-on-shard-write trigger does not roll up, " +
 				"and roll-ups wait for the sweep. Check the trigger (gcloud functions describe rollup-on-shard-write --region=REGION), its ERROR lines and its instance count."},
 		{Key: "rollup_age", DisplayName: "Counters: roll-ups trail their counters", Severity: "WARNING", Notify: Ticket, Runbook: runbookRollups,
 			Filter:  n.metricFilter("counters_rollup_age", `metric.labels.source="trigger"`),
-			Aligner: "ALIGN_PERCENTILE_99", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 15 * time.Minute, Threshold: 60, Unit: "seconds (99th percentile of per-instance maxima over 5 minutes, for 15 minutes)",
+			Aligner: "ALIGN_PERCENTILE_99", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 15 * time.Minute, Threshold: 60, CauseMax: eventRetryBackoff.Seconds(), Unit: "seconds (99th percentile of per-instance maxima over 5 minutes, for 15 minutes)",
 			Documentation: "Roll-ups written by the shard-write trigger trailed their counters' changes by more than the threshold: " +
 				"roll-up events wait, fail or retry. Check the rollup-on-shard-write function's WARNING and ERROR lines and its instance count, and Firestore's latency."},
 		{Key: "dead_letter_backlog", DisplayName: "Counters: increments parked in the dead-letter topic", Severity: "WARNING", Notify: Ticket, Runbook: runbookDeadLetters,
 			Filter:  `metric.type="pubsub.googleapis.com/subscription/num_undelivered_messages" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="` + deadLetters + `"`,
-			Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 0, Unit: "messages (for 5 minutes)",
+			Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 0, CauseMax: 1, Unit: "messages (for 5 minutes)",
 			Documentation: "Increment messages that increment-from-pubsub failed on too often are parked in the " + deadLetters +
 				" subscription, not counted. Read them, fix the cause (the function's ERROR lines say it), then publish them again (their idempotency_key applies each once) and acknowledge them."},
 		{Key: "sweep_unfinished", DisplayName: "Counters: the scheduled sweep cannot finish", Severity: "WARNING", Notify: Ticket, Runbook: runbookSweep,
 			Filter:  n.metricFilter("counters_sweep_unfinished"),
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 15 * time.Minute, Duration: 15 * time.Minute, Threshold: 9, Unit: "unfinished sweeps in 15 minutes (one runs each minute), for 15 minutes",
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 15 * time.Minute, Duration: 15 * time.Minute, Threshold: 1, CausePerMinute: 1 / sweepTimeout.Minutes(),
+			Unit: "unfinished sweeps in 15 minutes (one out of time ends every " + span(sweepTimeout) + " at most), for 15 minutes",
 			Documentation: "Most scheduled sweeps ran out of time or failed, so roll-ups that missed their trigger stay stale. " +
 				"Read the rollup-scheduled function's lines (event rollup_sweep: counters, reads, done; WARNING and ERROR lines say why)."},
 		{Key: "sweep_absent", DisplayName: "Counters: the scheduled sweep has stopped running", Severity: "ERROR", Notify: Page, Runbook: runbookSweep, Absent: true,
@@ -344,10 +398,34 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 				"roll-ups whose trigger events were lost stay stale, and the freshness SLO has no data. Check the Cloud Scheduler job, its topic, the rollup-scheduled function's trigger and its failed starts."},
 		{Key: "max_instances", DisplayName: "Counters: functions at their maximum instances (429)", Severity: "WARNING", Notify: Ticket, Runbook: runbookMaxInstances,
 			Filter:  `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND metric.labels.response_code="429" AND ` + n.deployedServices(functions.EntryRollupScheduled),
-			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.labels.service_name"}, Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 10, Unit: "429 answers in 5 minutes, per function, for 10 minutes",
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.labels.service_name"}, Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 10, CausePerMinute: math.Inf(1), Unit: "429 answers in 5 minutes, per function, for 10 minutes",
 			Documentation: "A function answered 429 more often than the threshold: it runs at its maximum instances and Cloud Run turns requests away " +
 				"(clients retry; Pub/Sub and Eventarc redeliver). Raise its max instances or find what drives the load. " +
 				"The scheduled sweep is left out: it turns away overlapping ticks by design."},
+		{Key: "pubsub_backlog", DisplayName: "Counters: Pub/Sub increments wait unacknowledged", Severity: "ERROR", Notify: Page, Runbook: runbookPubSub,
+			Filter:  n.oldestUnacked(),
+			Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX", Period: 5 * time.Minute, Duration: 5 * time.Minute, Threshold: 120, CauseMax: deadLetteredAfter(minDeliveryAttempts).Seconds(),
+			Unit: "seconds, the age of the oldest unacknowledged increment message (for 5 minutes)",
+			Documentation: "The oldest increment message on the " + n.Prefix + shared.TopicIncrements + " topic waited longer than the threshold: increment-from-pubsub fails, refuses or is not called, " +
+				"and messages are retried, then dead-lettered. Check the function's state, its ERROR lines and its push subscription."},
+		{Key: "collection_drift", DisplayName: "Counters: collection counters differ from their documents", Severity: "ERROR", Notify: Page, Runbook: runbookCollections,
+			Filter:  n.metricFilter("counters_collection_drift"),
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 10 * time.Minute, Duration: 5 * time.Minute, Threshold: 2, CausePerMinute: 1 / sweepEvery.Minutes(),
+			Unit: "collection counters found unlike their documents in 10 minutes (the sweep checks " + every(sweepEvery) + "), for 5 minutes",
+			Documentation: "The scheduled sweep found quiet collection counters unlike count()/sum() of their documents more often than the threshold, and repaired them: " +
+				"a count-documents trigger is dead, failing or missing its events. Check the count-documents functions and their ERROR lines."},
+		{Key: "increment_refused", DisplayName: "Counters: Increment refuses callers (401, 403, 429)", Severity: "ERROR", Notify: Page, Runbook: runbookRefused,
+			Filter: requests + ` AND metric.labels.response_code=one_of("401", "403", "429")`, Denominator: requests,
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 0.2, MinRequests: minRequests(0.2), Requests: requests, CauseMax: 1,
+			Unit: "share of Increment's answers that are 401, 403 or 429, over 5 minutes, for 10 minutes",
+			Documentation: "Increment refused more than the threshold of its requests with 401, 403 (tokens, App Check, IAM) or 429 (max instances): " +
+				"a setting refuses good callers, or the function cannot scale. Read the increments_refused lines by reason, and the 429s."},
+		{Key: "function_crash", DisplayName: "Counters: a function crashes (exit, memory limit, panic)", Severity: "ERROR", Notify: Page, Runbook: runbookStart,
+			Filter: `resource.type="cloud_run_revision" AND ` + n.deployedServices() + ` AND ((log_id("run.googleapis.com/varlog/system") AND ` +
+				`(textPayload:"Container called exit(" OR textPayload:"Memory limit of") AND NOT textPayload:"exit(0)") OR (log_id("run.googleapis.com/stderr") AND textPayload:"panic"))`,
+			LogMatch: true, Period: 5 * time.Minute, Unit: "none: any crash line (at most one notification per 5 minutes)",
+			Documentation: "An instance of a function exited, was killed at its memory limit, or panicked: requests in flight failed, and a crash loop fails them all. " +
+				"Read the entry and the instance's last lines; raise the memory or roll back."},
 	}
 	for _, slo := range n.SLOs() {
 		key := strings.SplitN(slo.ID, "-", 2)[1]
@@ -356,9 +434,14 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 			runbook = runbookRollups
 		}
 		for _, b := range burnRates {
-			policies = append(policies, AlertPolicy{Key: key + "_" + b.suffix, Severity: b.severity, Notify: b.notify, Runbook: runbook,
+			var floor float64
+			var floorFilter string
+			if slo.Total == requests { // a burn rate b.rate is a share b.rate*(1-Goal) of requests failing
+				floor, floorFilter = minRequests(b.rate*(1-slo.Goal)), requests
+			}
+			policies = append(policies, AlertPolicy{MinRequests: floor, Requests: floorFilter, Key: key + "_" + b.suffix, Severity: b.severity, Notify: b.notify, Runbook: runbook,
 				DisplayName: fmt.Sprintf("Counters: SLO %q burns its error budget at %gx", slo.DisplayName, b.rate),
-				SLOName:     n.SLOName(slo.ID), BurnWindows: b.windows, Duration: time.Minute, Threshold: b.rate,
+				SLOName:     n.SLOName(slo.ID), BurnWindows: b.windows, Duration: time.Minute, Threshold: b.rate, CauseMax: 1 / (1 - slo.Goal),
 				Unit: fmt.Sprintf("times the sustainable burn rate, over %s and %s", span(b.windows[0]), span(b.windows[1])),
 				Documentation: fmt.Sprintf("The SLO %q (%g%% over %d days) burned its error budget faster than the threshold over both %s and %s: at this rate the budget lasts %.1f days. ",
 					slo.DisplayName, slo.Goal*100, int(slo.Period.Hours()/24), span(b.windows[0]), span(b.windows[1]), slo.Period.Hours()/24/b.rate) +
@@ -422,6 +505,12 @@ func (n Naming) DashboardCharts() []Chart {
 				"resource.label.service_name", "metric.label.response_code_class")}},
 		{Title: "Instances per function", Lines: []ChartLine{{Filter: `metric.type="run.googleapis.com/container/instance_count" AND resource.type="cloud_run_revision" AND ` + n.deployedServices(),
 			Aligner: "ALIGN_MAX", Reducer: "REDUCE_SUM", GroupBy: []string{"resource.label.service_name"}}}},
+		{Title: "Collection counters per minute: drifted (repaired by the sweep), unverified, writes refused", Lines: []ChartLine{
+			perMinute(n.metricFilter("counters_collection_drift")), perMinute(n.metricFilter("counters_collection_unverified")),
+			perMinute(n.metricFilter("counters_collection_refused"))}},
+		{Title: "Pub/Sub: age of the oldest unacknowledged increment message (s)", Lines: []ChartLine{
+			{Filter: n.oldestUnacked(),
+				Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX"}}},
 		{Title: "Extension fold errors per minute, by kind", Lines: []ChartLine{perMinute(n.metricFilter("counters_fold_errors"), "metric.label.kind")}},
 		{Title: "Extension shard events waiting for their main document per minute, by kind", Lines: []ChartLine{perMinute(n.metricFilter("counters_fold_waiting"), "metric.label.kind")}},
 	}

@@ -2,7 +2,11 @@ package manifest_test
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,7 +163,7 @@ func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 	}
 	increment, _ := manifest.DeployedFunction(functions.EntryIncrement)
 	sweep, _ := manifest.DeployedFunction(functions.EntryRollupScheduled)
-	only := map[string][]string{"alert increment_5xx": {increment.Name}, "alert outcome_unknown": {increment.Name}}
+	only := map[string][]string{"alert increment_5xx": {increment.Name}, "alert outcome_unknown": {increment.Name}, "alert increment_refused": {increment.Name}}
 	leftOut := map[string][]string{"alert max_instances": {sweep.Name}}
 	filters := map[string]string{}
 	for _, p := range manifest.AlertPolicies() {
@@ -206,8 +210,13 @@ func headingAnchors(t *testing.T, file string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return anchorsOf(string(doc))
+}
+
+// anchorsOf are the anchors GitHub gives the headings of Markdown doc.
+func anchorsOf(doc string) []string {
 	var anchors []string
-	for _, line := range strings.Split(string(doc), "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		if heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
 			var b strings.Builder
 			for _, r := range strings.ToLower(heading) {
@@ -255,5 +264,126 @@ func TestEveryAlertIsActionable(t *testing.T) {
 		if i < 0 || manifest.AlertPolicies()[i].Notify != manifest.Ticket {
 			t.Errorf("%s: want a ticket, not a page", key)
 		}
+	}
+}
+
+// TestAlertThresholdsAreReachable: every threshold is one its documented cause reaches: a count over
+// the window is below what the cause's rate makes in that window; a share, seconds or a burn rate
+// is below the most the cause makes (CauseMax; a burn rate's is 1/(1-goal), every request failing).
+// A ratio of Increment's answers (or their SLO's burn rate) fires only over more requests than
+// MinRequests, so that at the default threshold at least manifest.MinFailures requests failed.
+func TestAlertThresholdsAreReachable(t *testing.T) {
+	goals := map[string]float64{}
+	naming := manifest.Naming{Project: manifest.ProjectPlaceholder}
+	for _, slo := range naming.SLOs() {
+		goals[naming.SLOName(slo.ID)] = slo.Goal
+	}
+	for _, p := range manifest.AlertPolicies() {
+		if p.LogMatch || p.Absent {
+			continue // no threshold of events: TestSweepAbsenceAlertOutlastsTheSchedule
+		}
+		failing := p.Threshold // the share of requests failing at the threshold
+		switch {
+		case p.CausePerMinute > 0 && p.CauseMax == 0:
+			if p.Aligner != "ALIGN_SUM" || p.Denominator != "" {
+				t.Errorf("%s: a cause rate for a condition that counts nothing (%s, denominator %q)", p.Key, p.Aligner, p.Denominator)
+			}
+			if inWindow := math.Floor(p.CausePerMinute * p.Period.Minutes()); inWindow <= p.Threshold {
+				t.Errorf("%s: its cause makes at most %g in %v, never more than the threshold %g", p.Key, inWindow, p.Period, p.Threshold)
+			}
+		case p.CauseMax > 0 && p.CausePerMinute == 0:
+			if p.Threshold >= p.CauseMax {
+				t.Errorf("%s: threshold %g, but its cause reaches %g at most", p.Key, p.Threshold, p.CauseMax)
+			}
+			if goal, ok := goals[p.SLOName]; ok {
+				if want := 1 / (1 - goal); math.Abs(p.CauseMax-want) > 1e-9 {
+					t.Errorf("%s: a burn rate's cause reaches 1/(1-goal) = %g, not %g", p.Key, want, p.CauseMax)
+				}
+				failing = p.Threshold * (1 - goal)
+			}
+		default:
+			t.Errorf("%s: want either a cause's rate per minute or its maximum, got %g and %g", p.Key, p.CausePerMinute, p.CauseMax)
+		}
+		ratio := p.Denominator != "" || strings.Contains(p.Requests, "request_count")
+		if !ratio {
+			continue
+		}
+		if p.MinRequests*failing < manifest.MinFailures-1e-9 {
+			t.Errorf("%s: over %g requests at a failing share of %g, %g failures fire it; want at least %d", p.Key, p.MinRequests, failing, p.MinRequests*failing, manifest.MinFailures)
+		}
+		if p.Denominator != "" && p.Requests != p.Denominator {
+			t.Errorf("%s: its minimum counts %q, its ratio's denominator is %q", p.Key, p.Requests, p.Denominator)
+		}
+		if p.FloorWindow() != p.Period && (len(p.BurnWindows) == 0 || p.FloorWindow() != p.BurnWindows[len(p.BurnWindows)-1]) {
+			t.Errorf("%s: its minimum counts over %v, not its window", p.Key, p.FloorWindow())
+		}
+	}
+	for _, key := range []string{"increment_5xx", "outcome_unknown", "increment_refused", "availability_burn_fast", "availability_burn_slow", "availability_budget"} {
+		i := slices.IndexFunc(manifest.AlertPolicies(), func(p manifest.AlertPolicy) bool { return p.Key == key })
+		if i < 0 || manifest.AlertPolicies()[i].MinRequests <= 0 {
+			t.Errorf("%s: a ratio of Increment's answers without a minimum request count", key)
+		}
+	}
+}
+
+// TestLinksResolveAtTheirRelease: every link into this repository's source that the deploy files
+// hold (both paths' alert policies and dashboard) or the docs hold names the release the code
+// declares (tag v<version.Version>), and its anchor is a heading of that file both in the tree and
+// at the release commit (the first to set version.Version, as operations.md's release function
+// finds it). A runbook renamed or added after a release fails it until the next release.
+func TestLinksResolveAtTheirRelease(t *testing.T) {
+	const root = "../.."
+	var files []string
+	for _, pattern := range []string{"scripts/monitoring/*/*.json", "scripts/monitoring/*.json", "terraform/*.json", "README.md", "docs/*.md"} {
+		matches, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matches...)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	release, _, _ := strings.Cut(git("log", "--reverse", "--format=%H", "-S", `Version = "`+version.Version+`"`, "--", "version/version.go"), "\n")
+	if release == "" {
+		t.Fatalf("no commit sets version.Version %q: a release is the commit that sets it (docs/operations.md)", version.Version)
+	}
+	link := regexp.MustCompile(regexp.QuoteMeta(version.Repository+"/blob/") + `([^/\s"]+)/([^#\s"\\)]+)(?:#([A-Za-z0-9_-]+))?`)
+	anchors := map[string][]string{} // by path, then "@release" + path
+	checked := 0
+	for _, file := range files {
+		content, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(content), -1) {
+			checked++
+			ref, path, anchor := m[1], m[2], m[3]
+			if ref != "v"+version.Version {
+				t.Errorf("%s links %s at %s, not at this release's tag v%s", file, path, ref, version.Version)
+			}
+			if _, ok := anchors[path]; !ok {
+				anchors[path] = headingAnchors(t, filepath.Join(root, path))
+				anchors["@release "+path] = anchorsOf(git("show", release+":"+path))
+			}
+			if anchor == "" {
+				continue
+			}
+			if !slices.Contains(anchors[path], anchor) {
+				t.Errorf("%s links %s#%s: no such heading in the tree", file, path, anchor)
+			}
+			if !slices.Contains(anchors["@release "+path], anchor) {
+				t.Errorf("%s links %s#%s: no such heading at the release commit %.12s of v%s; release again (docs/operations.md, \"Upgrading and rolling back\")",
+					file, path, anchor, release, version.Version)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no link into the repository's source found: nothing checked")
 	}
 }

@@ -84,6 +84,25 @@ test("a guide client may not write a collection counter's shards", async (t) => 
     (err) => err.code === 'permission-denied', "a collection counter's shard must be closed to clients");
 });
 
+test("a guide client may not write the SLO canary's shards", async (t) => {
+  const db = await signedInFirestoreClient(t);
+  // The canary as the scheduled sweep makes it (one shard), created here if no tick has yet, else
+  // left as it is: increments of 0 and a maximum of 1 change nothing that exists.
+  const name = (path) => `projects/${stack.project}/databases/(default)/documents/${path}`;
+  const transform = (path, fieldPath, op) => ({ transform: { document: name(path), fieldTransforms: [{ fieldPath, ...op }] } });
+  const resp = await fetch(`http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents:commit`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer owner' },
+    body: JSON.stringify({ writes: [
+      transform('counters/_counters_canary', 'num_shards', { maximum: { integerValue: '1' } }),
+      transform('counters/_counters_canary/shards/0', 'count', { increment: { integerValue: '0' } }),
+    ] }),
+  });
+  assert.ok(resp.ok, `making the canary: HTTP ${resp.status} ${await resp.text()}`);
+  await assert.rejects(() => updateDoc(doc(db, 'counters', '_counters_canary', 'shards', '0'), 'count', increment(-1)),
+    (err) => err.code === 'permission-denied', "the canary's shard must be closed to clients");
+});
+
 test('every shard of a ConfigureCounter counter exists; a counter made by Increment lacks some', async (t) => {
   const db = await signedInFirestoreClient(t);
   const configured = uniqueID('guide-configured');

@@ -11,8 +11,8 @@ terraform {
   }
 }
 
-variable "project" {
-  description = "Google Cloud project to deploy into."
+variable "project_id" {
+  description = "Google Cloud project ID to deploy into."
   type        = string
 }
 
@@ -24,16 +24,16 @@ variable "region" {
 
 # The Firebase Rules API needs a quota project when called with user credentials.
 provider "google" {
-  project               = var.project
+  project               = var.project_id
   region                = var.region
-  billing_project       = var.project
+  billing_project       = var.project_id
   user_project_override = true
 }
 
 module "counters" {
   source = "../.."
 
-  project         = var.project
+  project_id      = var.project_id
   region          = var.region
   name_prefix     = ""
   page_channels   = []
