@@ -3,7 +3,7 @@
 # zipped under a name that is its content hash, so that the same commit always yields the same
 # object. The zip is the deployment's own, under the root module's .terraform/.
 locals {
-  source_root     = var.source_dir != null ? var.source_dir : "${path.module}/.."
+  source_root     = var.source_dir != null ? var.source_dir : "${path.module}/source"
   source_packages = ["callerauth", "counter", "extshards", "functions", "functions/*", "gate", "groupcommit", "rollup", "shared", "shared/carrier", "shared/clock", "shared/wire", "sources", "version"]
   source_files = sort([for f in concat(
     [for f in ["go.mod", "go.sum", "counters.go", "counter-sources.json"] : f if fileexists("${local.source_root}/${f}")],
@@ -26,7 +26,7 @@ data "archive_file" "source" {
   lifecycle {
     precondition {
       condition     = contains(local.source_files, "go.mod") && contains(local.source_files, "counters.go")
-      error_message = "No source in ${local.source_root}: with an absolute or remote module source, set source_dir to a checkout of the repository."
+      error_message = "No source in ${local.source_root}: set source_dir to a checkout of the repository (the link terraform/source is missing from this copy of the module)."
     }
   }
 }

@@ -9,7 +9,7 @@ variable "project_id" {
 }
 
 variable "source_dir" {
-  description = "The repository's root, a checkout of the release to deploy, whose source the functions are zipped from. Null: the folder above the module, which only a relative module source has; give it with an absolute or remote source."
+  description = "The repository's root, a checkout of the release to deploy, whose source the functions are zipped from. Null: the folder that terraform/source links to, the module's parent, found through the link from a relative, absolute or git source."
   type        = string
   default     = null
 

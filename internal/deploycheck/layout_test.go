@@ -169,6 +169,32 @@ func ignored(patterns []ignorePattern, rel string, dir bool) bool {
 	return false
 }
 
+// TestTheModuleFindsItsSourceWhereverItIsInstalled: a root module that calls ours with an absolute
+// or git source gets it under .terraform/modules/NAME (a link to the folder, or a copy of the
+// repository), whose parent is not the repository; the archive still holds the same files, found
+// through the link terraform/source.
+func TestTheModuleFindsItsSourceWhereverItIsInstalled(t *testing.T) {
+	inPlace, err := deploycheck.ArchiveFiles(filepath.Join(root, "terraform"), "source")
+	if err != nil || !slices.Contains(inPlace, "go.mod") {
+		t.Fatalf("the module in place archives %q (%v), want the repository's files", inPlace, err)
+	}
+	installed := filepath.Join(t.TempDir(), ".terraform", "modules", "counters")
+	if err := os.MkdirAll(filepath.Dir(installed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	module, err := filepath.Abs(filepath.Join(root, "terraform"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(module, installed); err != nil {
+		t.Fatal(err)
+	}
+	viaLink, err := deploycheck.ArchiveFiles(installed, "source")
+	if err != nil || !slices.Equal(viaLink, inPlace) {
+		t.Errorf("the module installed from an absolute source archives %d files (%v), want the %d of the repository", len(viaLink), err, len(inPlace))
+	}
+}
+
 // TestUploadsHoldExactlyTheDeployedPackages: .gcloudignore, an allow-list, leaves out every Go
 // package the deployed root package does not import and none of the Go files of those it does; the
 // Terraform archive's local.source_files agree.

@@ -97,22 +97,24 @@ func isLocal(expr hclsyntax.Expression, name string) bool {
 	return ok && attr.Name == name
 }
 
-// FileExistsFunc is Terraform's fileexists(path): whether path is a regular file.
+// FileExistsFunc is Terraform's fileexists(path): whether path, cleaned as Terraform cleans it
+// (lexically: a/link/.. is a), is a regular file.
 var FileExistsFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "path", Type: cty.String}},
 	Type:   function.StaticReturnType(cty.Bool),
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		info, err := os.Stat(args[0].AsString())
+		info, err := os.Stat(filepath.Clean(args[0].AsString()))
 		return cty.BoolVal(err == nil && info.Mode().IsRegular()), nil
 	},
 })
 
-// filesetFunc is Terraform's fileset(path, pattern): the files under path matching pattern.
+// filesetFunc is Terraform's fileset(path, pattern): the files under path, cleaned as Terraform
+// cleans it, matching pattern.
 var filesetFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "path", Type: cty.String}, {Name: "pattern", Type: cty.String}},
 	Type:   function.StaticReturnType(cty.Set(cty.String)),
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		matches, err := doublestar.Glob(os.DirFS(args[0].AsString()), args[1].AsString(), doublestar.WithFilesOnly())
+		matches, err := doublestar.Glob(os.DirFS(filepath.Clean(args[0].AsString())), args[1].AsString(), doublestar.WithFilesOnly())
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("fileset %q: %w", args[1].AsString(), err)
 		}

@@ -28,6 +28,12 @@ func repoWithStrays(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	for _, f := range append(strings.Fields(string(out)), strays...) {
+		if link, err := os.Readlink(filepath.Join(root, f)); err == nil { // terraform/source
+			if err := os.Symlink(link, filepath.Join(dir, f)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(root, f))
 		if errors.Is(err, fs.ErrNotExist) {
 			data = []byte("secret (test)") // a stray, or a file deleted but not yet staged
