@@ -11,7 +11,6 @@ import (
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions"
-	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
@@ -123,17 +122,6 @@ func DeployedFunction(entryPoint string) (Function, bool) {
 		return Function{}, false
 	}
 	return Deployed()[i], true
-}
-
-// Settings are the config variables f uses.
-func (f Function) Settings() []string {
-	var names []string
-	for _, s := range config.Settings() {
-		if slices.Contains(s.UsedBy, "*") || slices.Contains(s.UsedBy, f.EntryPoint) {
-			names = append(names, s.Name)
-		}
-	}
-	return names
 }
 
 // Topics lists the Pub/Sub topics, once each.
