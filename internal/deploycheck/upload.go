@@ -3,7 +3,6 @@ package deploycheck
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,22 +151,17 @@ func BuildUpload(ctx context.Context, root string, files []string) error {
 	return nil
 }
 
+// copyFile copies from to to, making to's folder.
 func copyFile(from, to string) error {
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return fmt.Errorf("copy %s: %w", from, err)
+	data, err := os.ReadFile(from)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(to), 0o755)
 	}
-	src, err := os.Open(from)
+	if err == nil {
+		err = os.WriteFile(to, data, 0o644)
+	}
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", from, err)
 	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", from, err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return fmt.Errorf("copy %s: %w", from, err)
-	}
-	return dst.Close()
+	return nil
 }
