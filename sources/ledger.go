@@ -66,8 +66,8 @@ func (c *Counting) newChangeCommitter(interval time.Duration) *groupcommit.Commi
 		}})
 }
 
-// changeCommitTimeout bounds one batch's commits, base reads included.
-const changeCommitTimeout = time.Minute
+// changeCommitTimeout bounds one batch's commits, base reads included, as counter bounds a commit.
+const changeCommitTimeout = 10 * time.Second
 
 // changesToTake is how many of queue's first changes one commit takes, within int64 and
 // maxChangesPerCommit.
