@@ -23,7 +23,7 @@ type requestError struct {
 	field   string // the field to blame, if any
 	allow   string // Allow header of a 405
 	outcome string // the increment's outcome, if known
-	reason  string // why an increment was refused (refusalReason)
+	reason  string // why an increment was refused (failureOf)
 	cause   error  // logged, never sent
 }
 

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -38,7 +37,7 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(append(os.Environ(), emulators.NoHostEnvs()...), env...)
-	var stderr lockedBuffer
+	var stderr LogBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -109,22 +108,4 @@ func RunLocalstack(t testing.TB, bin string, env ...string) (ready string, stop 
 			return errors.New("localstack still running a minute after SIGTERM")
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -22,13 +22,17 @@ func (l *LogBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// String is what was written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // Lines decodes the lines so far as JSONLines does.
 func (l *LogBuffer) Lines(t testing.TB) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	text := l.b.String()
-	l.mu.Unlock()
-	return JSONLines(t, text)
+	return JSONLines(t, l.String())
 }
 
 // JSONLines decodes each non-blank line of logs as a JSON object, failing t on one that is not.
