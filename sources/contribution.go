@@ -43,13 +43,13 @@ func (c *Counting) contribution(ctx context.Context, d *Declaration, path string
 }
 
 // summed is what d sums of the value x of its Sum field: an integer, or with Scale N an integer or
-// a double of at most N decimals, in units of 10^-N; false for anything else, or a value that
-// leaves int64 in those units.
+// a double of at most N decimals, in units of 10^-N; false for anything else, or a value whose
+// units, or their negation (its removal), leave int64.
 func (d *Declaration) summed(x any) (int64, bool) {
 	unit := int64(math.Pow10(d.Scale))
 	switch n := x.(type) {
 	case int64:
-		if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+		if n > math.MaxInt64/unit || n < -math.MaxInt64/unit {
 			return 0, false
 		}
 		return n * unit, true

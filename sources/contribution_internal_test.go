@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"testing"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -65,6 +66,8 @@ func TestContributionFollowsFirestoresEqualityAndSum(t *testing.T) {
 		{"negative cents", cents, doc(nested(double(-0.25))), -25},
 		{"missing field", count, doc(map[string]*firestorepb.Value{"level": integer(1)}), 0},
 		{"integer summed", sum, doc(nested(integer(42))), 42},
+		{"the largest integer", sum, doc(nested(integer(math.MaxInt64))), math.MaxInt64},
+		{"the smallest integer counts 0: its removal would leave int64", sum, doc(nested(integer(math.MinInt64))), 0},
 		{"double counts 0", sum, doc(nested(double(4.5))), 0},
 		{"string counts 0", sum, doc(nested(str("12"))), 0},
 		{"missing counts 0", sum, doc(nil), 0},
