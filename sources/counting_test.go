@@ -128,8 +128,10 @@ func instanceWith(t *testing.T, client *firestore.Client, set *sources.Set, opts
 	store := counter.NewStore(client, schema, opts)
 	counting := sources.NewCounting(set, store, client, quietLog, commitInterval)
 	t.Cleanup(func() {
-		_ = counting.Close(context.Background())
-		_ = store.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = counting.Close(ctx)
+		_ = store.Close(ctx)
 	})
 	return counting
 }
@@ -697,5 +699,45 @@ func TestTwoWildcardsNeverShareACounter(t *testing.T) {
 		if d, err := counting.Verify(ctx, counterID, time.Now()); err != nil || d.Value != want || d.Documents != want {
 			t.Errorf("verify %s: %+v, %v; want %d both", counterID, d, err, want)
 		}
+	}
+}
+
+// TestCloseCommitsHeldChangesAtOnce: a change held for its counter's next commit (an hour away)
+// commits when the instance closes, and later changes are refused.
+func TestCloseCommitsHeldChangesAtOnce(t *testing.T) {
+	id := testenv.Project(t)
+	client := testenv.FirestoreOf(t, id)
+	set, err := sources.Parse([]byte(declarations), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := instanceWith(t, client, set, counter.Options{DefaultNumShards: 3, DedupeTTL: time.Hour}, time.Hour)
+	w := newWriter(t, client)
+	deliver(t, []sources.Write{w.set("posts/p0/likes/u0", map[string]any{"at": 0})}, counting) // commits at once: the counter's first
+	second := w.set("posts/p0/likes/u1", map[string]any{"at": 1})
+	held := make(chan error, 1)
+	go func() {
+		_, err := counting.Apply(context.Background(), second)
+		held <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the change waits in its counter's batch
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := counting.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-held:
+		if err != nil {
+			t.Errorf("the held change: %v, want it committed", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the held change still waits after close")
+	}
+	if got := sumOf(t, client)("likes-p0"); got != 2 {
+		t.Errorf("likes-p0 = %d after close, want 2", got)
+	}
+	if _, err := counting.Apply(context.Background(), w.set("posts/p0/likes/u2", map[string]any{"at": 2})); !errors.Is(err, counter.ErrClosed) {
+		t.Errorf("a change after close: %v, want ErrClosed", err)
 	}
 }
