@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/shared/wire"
@@ -27,7 +30,8 @@ type failure struct {
 	logEvent string
 }
 
-// failureOf is the one table from errors to answers, for every entry point.
+// failureOf is the one table from errors to answers, for every entry point: an event whose error
+// answers below 500 can never succeed and is acknowledged (IncrementFromPubSub), others redelivered.
 func (s *Service) failureOf(err error) failure {
 	var (
 		reqErr   *requestError
@@ -51,7 +55,13 @@ func (s *Service) failureOf(err error) failure {
 	case errors.As(err, &fieldErr):
 		return invalid(fieldErr.Field, fieldErr.Message)
 	case errors.Is(err, counter.ErrMemberRequired):
-		return invalid("member", "the counter counts distinct members: send {\"counter\", \"member\"} without delta; nothing was counted")
+		return invalid("member", "the counter counts distinct members: send {\"counter\", \"member\"} without delta to Increment (messages cannot carry members); nothing was counted")
+	case errors.Is(err, counter.ErrKeyReused): // Increment's answer says more (keyReusedError)
+		return failure{status: http.StatusUnprocessableEntity, reason: "key_reused", body: errorBody{Field: wire.AttributeIdempotencyKey,
+			Error: "the idempotency key was already used for other increments; nothing was applied; send a new key for new increments"}}
+	case status.Code(err) == codes.InvalidArgument:
+		return failure{status: http.StatusBadRequest, reason: "invalid_request", log: "the database refused the write", logLevel: slog.LevelWarn,
+			body: errorBody{Error: "the database refuses these increments (" + status.Convert(err).Message() + "); nothing was applied"}}
 	case errors.Is(err, counter.ErrNotDistinct):
 		return invalid("member", "the counter does not count distinct members: configure it with {\"counter\", \"distinct\": true} first, or leave member out; nothing was counted")
 	case errors.Is(err, counter.ErrSourceCounter):

@@ -5,25 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/shardcount/counters/shared/wire"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/functions/eventhttp"
 	"github.com/shardcount/counters/shared"
 )
-
-// poisonError is a message that can never succeed: it is acknowledged and logged, never retried.
-type poisonError struct {
-	field  string
-	reason string
-}
-
-func (e *poisonError) Error() string { return e.reason }
 
 // IncrementFromPubSub is the CloudEvent entry point for counter-increments messages (docs/api.md):
 // each is applied exactly once, all or nothing; a transient failure returns an error (redelivery).
@@ -32,7 +23,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	defer cancel()
 	var data eventhttp.PushEnvelope
 	if err := e.DataAs(&data); err != nil {
-		return s.acknowledgePoison(ctx, e.ID(), &poisonError{reason: "the event data is not a Pub/Sub message: " + err.Error()})
+		return s.acknowledgePoison(ctx, e.ID(), &wire.FieldError{Message: "the event data is not a Pub/Sub message: " + err.Error()})
 	}
 	msgID := cmp.Or(data.Message.MessageID, e.ID())
 	key, incs, err := s.parseIncrementMessage(data)
@@ -41,20 +32,8 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	}
 	out, err := s.counters.Apply(ctx, counter.Request{Key: &key, At: cmp.Or(data.Message.PublishTime, e.Time()), Batch: incs})
 	switch {
-	case errors.Is(err, counter.ErrKeyReused):
-		return s.acknowledgePoison(ctx, msgID, &poisonError{field: wire.AttributeIdempotencyKey,
-			reason: fmt.Sprintf("idempotency key %q was already used for other increments; these are not applied", key.ID)})
-	case errors.Is(err, counter.ErrNotFound):
-		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
-			reason: "a counter of the message does not exist and CREATE_ON_INCREMENT is off; create it with ConfigureCounter: " + err.Error()})
-	case errors.Is(err, counter.ErrSourceCounter):
-		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "counter",
-			reason: "a counter of the message counts documents (COUNTER_SOURCES); only its documents change it: " + err.Error()})
-	case errors.Is(err, counter.ErrMemberRequired):
-		return s.acknowledgePoison(ctx, msgID, &poisonError{field: "member",
-			reason: "a counter of the message counts distinct members, which messages cannot carry; these are not applied: " + err.Error()})
-	case status.Code(err) == codes.InvalidArgument:
-		return s.acknowledgePoison(ctx, msgID, &poisonError{reason: "the database refuses the increments: " + err.Error()})
+	case err != nil && s.failureOf(err).status < http.StatusInternalServerError:
+		return s.acknowledgePoison(ctx, msgID, err)
 	case err != nil:
 		// Redelivery is safe: the dedupe record settles it.
 		s.log.WarnContext(ctx, "increments not confirmed; Pub/Sub will redeliver the message",
@@ -80,26 +59,20 @@ func (s *Service) parseIncrementMessage(data eventhttp.PushEnvelope) (counter.Ke
 		key.ID = k
 	}
 	if key.ID == "" {
-		return key, nil, &poisonError{reason: "the message has no message ID and no " + wire.AttributeIdempotencyKey + " attribute"}
+		return key, nil, &wire.FieldError{Field: wire.AttributeIdempotencyKey, Message: "the message has no message ID and no " + wire.AttributeIdempotencyKey + " attribute"}
 	}
 	incs, err := wire.ParseIncrementMessageOf(data.Message.Data, s.cfg.MaxDelta, s.checkIncrementedCounterID)
 	return key, incs, err
 }
 
-// acknowledgePoison logs a poison message at ERROR and acknowledges it (nil).
+// acknowledgePoison logs a message that can never succeed at ERROR, with the reason failureOf
+// gives err, and acknowledges it (nil).
 func (s *Service) acknowledgePoison(ctx context.Context, msgID string, err error) error {
-	reason, field := err.Error(), ""
-	var (
-		fieldErr  *wire.FieldError
-		poisonErr *poisonError
-	)
-	switch {
-	case errors.As(err, &fieldErr):
-		reason, field = fieldErr.Message, fieldErr.Field
-	case errors.As(err, &poisonErr):
-		field = poisonErr.field
+	f := s.failureOf(err)
+	if f.status >= http.StatusInternalServerError {
+		f.body.Error = err.Error() // a malformed event: no answer of the table says more
 	}
 	s.log.ErrorContext(ctx, "poison message acknowledged without applying it",
-		"message_id", msgID, "reason", reason, "field", field)
+		"message_id", msgID, "reason", f.body.Error, "field", f.body.Field)
 	return nil
 }
