@@ -23,29 +23,29 @@ type Config struct {
 	// Database is the Firestore database ID.
 	Database string `env:"FIRESTORE_DATABASE, default=(default)" usedBy:"*" option:"database"`
 	// CountersCollection is the collection of counter documents.
-	CountersCollection string `env:"COUNTERS_COLLECTION, default=counters" check:"collection" usedBy:"*"`
+	CountersCollection string `env:"COUNTERS_COLLECTION, default=counters" check:"collection" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub,RollupOnShardWrite,RollupScheduled,CountDocumentWrite"`
 	// RollupsCollection is the collection of the roll-ups apps read.
-	RollupsCollection string `env:"ROLLUPS_COLLECTION, default=rollups" check:"collection" usedBy:"Count,RollupOnShardWrite,RollupScheduled"`
+	RollupsCollection string `env:"ROLLUPS_COLLECTION, default=rollups" check:"collection" usedBy:"Count,ConfigureCounter,RollupOnShardWrite,RollupScheduled"`
 	// TopsCollection is the collection of the top lists apps read.
-	TopsCollection string `env:"TOPS_COLLECTION, default=tops" check:"collection" usedBy:"Top,RollupOnShardWrite,RollupScheduled"`
+	TopsCollection string `env:"TOPS_COLLECTION, default=tops" check:"collection" usedBy:"Top,ConfigureCounter,RollupOnShardWrite,RollupScheduled"`
 	// DedupeCollection is the collection of keyed increments' dedupe records.
-	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"counterCollection" usedBy:"Increment,IncrementFromPubSub"`
+	DedupeCollection string `env:"DEDUPE_COLLECTION, default=counter_dedupe" check:"counterCollection" usedBy:"Increment,IncrementFromPubSub,RollupScheduled"`
 	// DefaultNumShards is a new counter's shard count and the least the roll-up adapts to.
-	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,IncrementFromPubSub,ConfigureCounter,CountDocumentWrite,RollupOnShardWrite,RollupScheduled"`
+	DefaultNumShards int `env:"DEFAULT_NUM_SHARDS, default=10" min:"MinNumShards" max:"MaxNumShards" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub,RollupOnShardWrite,RollupScheduled,CountDocumentWrite"`
 	// CounterIDPattern, when set, is an RE2 expression counter IDs must match whole (else 400).
-	CounterIDPattern string `env:"COUNTER_ID_PATTERN" check:"counterIDPattern" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
+	CounterIDPattern string `env:"COUNTER_ID_PATTERN" check:"counterIDPattern" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub,CountDocumentWrite"`
 	// CreateOnIncrement lets an increment create an unknown counter (else 404).
-	CreateOnIncrement bool `env:"CREATE_ON_INCREMENT, default=true" usedBy:"Increment,IncrementFromPubSub"`
+	CreateOnIncrement bool `env:"CREATE_ON_INCREMENT, default=true" usedBy:"Increment,Count,Top,ConfigureCounter,IncrementFromPubSub,RollupScheduled,CountDocumentWrite"`
 	// MaxDelta bounds the magnitude of one increment.
 	MaxDelta int64 `env:"MAX_DELTA, default=1000000" min:"1" max:"MaxDeltaLimit" usedBy:"Increment,IncrementFromPubSub"`
 	// ShardCountCacheTTL is how long an instance trusts a cached shard count.
-	ShardCountCacheTTL time.Duration `env:"SHARD_COUNT_CACHE_TTL, default=5s" min:"0s" usedBy:"Increment,IncrementFromPubSub,CountDocumentWrite"`
+	ShardCountCacheTTL time.Duration `env:"SHARD_COUNT_CACHE_TTL, default=5s" min:"0s" usedBy:"Increment,IncrementFromPubSub,RollupScheduled,CountDocumentWrite"`
 	// LogLevel is the minimum severity logged.
 	LogLevel string `env:"LOG_LEVEL, default=INFO" check:"logLevel" usedBy:"*"`
 	// RequestTimeout bounds one request's database work (then 503).
-	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT, default=10s" min:"1ms" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub"`
+	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT, default=10s" min:"1ms" usedBy:"Increment,Count,Top,ConfigureCounter,IncrementFromPubSub"`
 	// RollupInterval is the least time between writes of one counter's roll-up.
-	RollupInterval time.Duration `env:"ROLLUP_INTERVAL, default=1s" min:"100ms" usedBy:"RollupOnShardWrite,RollupScheduled"`
+	RollupInterval time.Duration `env:"ROLLUP_INTERVAL, default=1s" min:"100ms" usedBy:"ConfigureCounter,RollupOnShardWrite,RollupScheduled"`
 	// HourBucketsKept is how long hourly buckets are kept.
 	HourBucketsKept time.Duration `env:"HOUR_BUCKETS_KEPT, default=2160h" min:"24h" usedBy:"RollupOnShardWrite,RollupScheduled"`
 	// ExtensionFoldInterval is the least time between folds of one extension counter.
@@ -56,15 +56,15 @@ type Config struct {
 	RollupSweepLookback time.Duration `env:"ROLLUP_SWEEP_LOOKBACK, default=10m" min:"2m" usedBy:"RollupScheduled"`
 	// GroupCommitInterval is the least time between shard writes of one counter by an instance; 0
 	// writes each increment.
-	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub"`
+	GroupCommitInterval time.Duration `env:"GROUP_COMMIT_INTERVAL, default=125ms" min:"0s" usedBy:"Increment,IncrementFromPubSub,RollupScheduled"`
 	// ChangeCommitInterval is the least time between transactions of one collection counter by an
 	// instance; 0 commits each change alone.
 	ChangeCommitInterval time.Duration `env:"CHANGE_COMMIT_INTERVAL, default=1s" min:"0s" usedBy:"CountDocumentWrite"`
 	// CounterSources declares the collection counters, as a file path or inline
 	// (docs/collection-counters.md).
-	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"CountDocumentWrite"`
+	CounterSources string `env:"COUNTER_SOURCES, default=counter-sources.json" usedBy:"Increment,Count,ConfigureCounter,IncrementFromPubSub,RollupScheduled,CountDocumentWrite"`
 	// DedupeTTL is how long a keyed increment is remembered; it must outlast retries.
-	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub"`
+	DedupeTTL time.Duration `env:"DEDUPE_TTL, default=192h" min:"1h" usedBy:"Increment,IncrementFromPubSub,RollupScheduled"`
 	// RequireIDToken makes Increment require a Firebase Auth ID token.
 	RequireIDToken bool `env:"REQUIRE_ID_TOKEN, default=false" usedBy:"Increment"`
 	// RequireAppCheck makes Increment require a Firebase App Check token.

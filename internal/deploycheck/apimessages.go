@@ -3,9 +3,7 @@ package deploycheck
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 //go:embed apimessages.py
@@ -20,23 +18,15 @@ type APIFile struct {
 // APIMessageProblems reads each file with the installed gcloud's API message classes and returns
 // one problem per field or enum value the API does not define.
 func APIMessageProblems(ctx context.Context, files []APIFile) ([]string, error) {
-	pairs := make([][2]string, len(files))
-	for i, f := range files {
-		pairs[i] = [2]string{f.Kind, f.Path}
-	}
-	out, _, err := runSDKPython(ctx, nil, "", apiMessages, pairs)
+	results, err := runSDKPython[struct {
+		File    string
+		Unknown []string
+	}](ctx, nil, "", apiMessages, files)
 	if err != nil {
 		return nil, fmt.Errorf("API message check: %w", err)
 	}
 	var problems []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var r struct {
-			File    string
-			Unknown []string
-		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return nil, fmt.Errorf("API message check output %q: %w", line, err)
-		}
+	for _, r := range results {
 		for _, u := range r.Unknown {
 			problems = append(problems, fmt.Sprintf("%s: %s is not a field (or not a value) of the API", r.File, u))
 		}

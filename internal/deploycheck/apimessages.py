@@ -1,5 +1,5 @@
-# Reads each JSON file (stdin: a JSON list of [kind, path], kind one of metric, policy, dashboard,
-# service, slo) as the installed gcloud's own API message classes read it (apitools' JsonToMessage:
+# Reads each JSON file (stdin: a JSON list of {"Kind": kind, "Path": path}, kind one of metric,
+# policy, dashboard, service, slo) as the installed gcloud's own API message classes read it (apitools' JsonToMessage:
 # Logging v2 LogMetric, Monitoring v3 AlertPolicy, Monitoring v1 Dashboard, Monitoring v3 Service
 # and ServiceLevelObjective) and prints one JSON line per file:
 # {"file": path, "unknown": [every field path, or enum value's field, the API does not define]}.
@@ -29,7 +29,7 @@ def unknown(msg, path):
                 out += unknown(item, path + "." + f.name)
     return out
 
-for kind, path in json.load(sys.stdin):
-    with open(path) as f:
-        message = encoding.JsonToMessage(CLASSES[kind], f.read())
-    print(json.dumps({"file": path, "unknown": unknown(message, "")}))
+for file in json.load(sys.stdin):
+    with open(file["Path"]) as f:
+        message = encoding.JsonToMessage(CLASSES[file["Kind"]], f.read())
+    print(json.dumps({"file": file["Path"], "unknown": unknown(message, "")}))

@@ -36,9 +36,13 @@ func GcloudParses(ctx context.Context, commands [][]string) ([]string, error) {
 	}
 	env := append(os.Environ(), "CLOUDSDK_CONFIG="+config, "CLOUDSDK_CORE_DISABLE_PROMPTS=1",
 		"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1", "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1")
-	results, err := gcloudBatchRun(ctx, env, work, commands)
+	args := make([][]string, len(commands))
+	for i, words := range commands {
+		args[i] = words[1:]
+	}
+	results, err := runSDKPython[gcloudResult](ctx, env, work, gcloudBatch, args)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gcloud batch: %w", err)
 	}
 	var refused []string
 	for i, words := range commands {
@@ -66,58 +70,25 @@ func (r gcloudResult) parsed() bool {
 	return r.Code == 0 || strings.Contains(r.Out, noAccount)
 }
 
-// gcloudBatchRun runs commands in one SDK process, in dir.
-func gcloudBatchRun(ctx context.Context, env []string, dir string, commands [][]string) ([]gcloudResult, error) {
-	args := make([][]string, len(commands))
-	for i, words := range commands {
-		args[i] = words[1:]
-	}
-	out, stderr, err := runSDKPython(ctx, env, dir, gcloudBatch, args)
-	if err != nil {
-		return nil, fmt.Errorf("gcloud batch: %w", err)
-	}
-	var outputs []gcloudResult
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var result gcloudResult
-		if err := json.Unmarshal([]byte(line), &result); err != nil {
-			return nil, fmt.Errorf("gcloud batch output %q: %w", line, err)
-		}
-		outputs = append(outputs, result)
-	}
-	if len(outputs) != len(commands) {
-		return nil, fmt.Errorf("gcloud batch answered %d of %d commands\n%s", len(outputs), len(commands), firstLines(stderr, 10))
-	}
-	return outputs, nil
-}
-
-// gcloudPython finds the installed Google Cloud SDK's folder and the Python its launcher runs.
-func gcloudPython() (sdk, python string, err error) {
+// runSDKPython runs script in dir on the Python that the installed gcloud's launcher runs, with
+// GCLOUD_LIB set to the SDK's lib folder, env (nil: this process's) and input as JSON on stdin, and
+// decodes the JSON value it prints for each item of input.
+func runSDKPython[Out, In any](ctx context.Context, env []string, dir, script string, input []In) ([]Out, error) {
 	launcher, err := exec.LookPath("gcloud")
-	if err != nil {
-		return "", "", fmt.Errorf("gcloud is not on the PATH: %w", err)
+	if err == nil {
+		launcher, err = filepath.EvalSymlinks(launcher)
 	}
-	launcher, err = filepath.EvalSymlinks(launcher)
 	if err != nil {
-		return "", "", fmt.Errorf("gcloud: %w", err)
+		return nil, fmt.Errorf("the gcloud launcher: %w", err)
 	}
-	sdk = filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
-	python = filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
+	sdk := filepath.Dir(filepath.Dir(launcher)) // SDK/bin/gcloud
+	python := filepath.Join(sdk, "platform", "bundledpythonunix", "bin", "python3")
 	if _, err := os.Stat(python); err != nil {
 		python = "python3" // what the launcher falls back to
 	}
-	return sdk, python, nil
-}
-
-// runSDKPython runs script on gcloud's Python in dir, with GCLOUD_LIB set, env (nil: this
-// process's) and input as JSON on stdin.
-func runSDKPython(ctx context.Context, env []string, dir, script string, input any) (out []byte, stderr string, err error) {
-	sdk, python, err := gcloudPython()
-	if err != nil {
-		return nil, "", err
-	}
 	data, err := json.Marshal(input)
 	if err != nil {
-		return nil, "", fmt.Errorf("input: %w", err)
+		return nil, fmt.Errorf("input: %w", err)
 	}
 	if env == nil {
 		env = os.Environ()
@@ -128,14 +99,25 @@ func runSDKPython(ctx context.Context, env []string, dir, script string, input a
 	cmd.Stdin = bytes.NewReader(data)
 	var errs bytes.Buffer
 	cmd.Stderr = &errs
-	out, err = cmd.Output()
+	out, err := cmd.Output()
 	if err != nil {
-		return nil, errs.String(), fmt.Errorf("%s (SDK %s): %w\n%s", python, sdk, err, firstLines(errs.String(), 10))
+		return nil, fmt.Errorf("%s (SDK %s): %w\n%s", python, sdk, err, firstLines(errs.String(), 10))
 	}
-	return out, errs.String(), nil
+	var values []Out
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var v Out
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s output %q: %w", python, firstLines(string(out), 4), err)
+		}
+		values = append(values, v)
+	}
+	if len(values) != len(input) {
+		return nil, fmt.Errorf("%s answered %d of %d\n%s", python, len(values), len(input), firstLines(errs.String(), 10))
+	}
+	return values, nil
 }
 
-// gcloudDictScript decodes a JSON list on stdin with the SDK's ArgDict and prints the result.
+// gcloudDictScript decodes each value of a JSON list on stdin with the SDK's ArgDict and prints it.
 const gcloudDictScript = `import json, os, sys
 root = os.environ["GCLOUD_LIB"]
 sys.path.insert(0, root)
@@ -144,18 +126,15 @@ import gcloud
 gcloud._fix_google_module()
 sys.path = gcloud.reorder_sys_path(sys.path)
 from googlecloudsdk.calliope import arg_parsers
-print(json.dumps([arg_parsers.ArgDict()(v) for v in json.load(sys.stdin)]))
+for v in json.load(sys.stdin):
+    print(json.dumps(arg_parsers.ArgDict()(v)))
 `
 
 // GcloudDicts decodes values of dictionary flags (e.g. --set-env-vars) as the installed gcloud does.
 func GcloudDicts(ctx context.Context, values []string) ([]map[string]string, error) {
-	out, _, err := runSDKPython(ctx, nil, "", gcloudDictScript, values)
+	dicts, err := runSDKPython[map[string]string](ctx, nil, "", gcloudDictScript, values)
 	if err != nil {
 		return nil, fmt.Errorf("gcloud ArgDict: %w", err)
-	}
-	var dicts []map[string]string
-	if err := json.Unmarshal(out, &dicts); err != nil {
-		return nil, fmt.Errorf("gcloud ArgDict output %q: %w", out, err)
 	}
 	return dicts, nil
 }
@@ -176,13 +155,8 @@ func DryRun(script string, args ...string) ([][]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy.sh --dry-run %s: %w\n%s", shellwords.Join(args), err, stderr.String())
 	}
-	return Commands(string(listing))
-}
-
-// Commands splits a dry-run listing into commands, skipping comments and blank lines.
-func Commands(listing string) ([][]string, error) {
-	var commands [][]string
-	for n, line := range strings.Split(listing, "\n") {
+	var commands [][]string // one a line, but for comments and blank lines
+	for n, line := range strings.Split(string(listing), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,10 +43,9 @@ type BlockSchema struct {
 // AttributeSchema says how an attribute may be set. Types and descriptions are left out: the check
 // is about names and presence, and Terraform converts values.
 type AttributeSchema struct {
-	Required   bool `json:"required,omitempty"`
-	Optional   bool `json:"optional,omitempty"`
-	Computed   bool `json:"computed,omitempty"`
-	Deprecated bool `json:"deprecated,omitempty"`
+	Required bool `json:"required,omitempty"`
+	Optional bool `json:"optional,omitempty"`
+	Computed bool `json:"computed,omitempty"`
 }
 
 // NestedBlock is a nested block type.
@@ -58,12 +58,6 @@ type NestedBlock struct {
 
 // metaArguments are what Terraform itself reads in a resource or data block, for any type.
 var metaArguments = []string{"count", "for_each", "depends_on", "provider", "lifecycle", "provisioner", "connection"}
-
-// moduleBlock is a top-level block of a module that a provider schema governs.
-type moduleBlock struct {
-	kind, typ, name string // kind: resource, data or provider
-	body            *hclsyntax.Body
-}
 
 // parseFiles returns the top-level blocks of every .tf file of dir, and checks that every .tf.json
 // file (the generated deployment.gen.tf.json) parses and holds only locals, which no provider
@@ -95,40 +89,24 @@ func parseFiles(dir string) ([]*hclsyntax.Block, error) {
 	return blocks, nil
 }
 
-// parseModuleBlocks reads the resource, data and provider blocks of every .tf file of dir.
-func parseModuleBlocks(dir string) ([]moduleBlock, error) {
-	parsed, err := parseFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	var blocks []moduleBlock
-	for _, b := range parsed {
-		switch b.Type {
-		case "resource", "data":
-			blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[1], b.Body})
-		case "provider":
-			blocks = append(blocks, moduleBlock{b.Type, b.Labels[0], b.Labels[0], b.Body})
-		}
-	}
-	return blocks, nil
+// governedBlocks reads the blocks of every .tf file of dir that a provider schema governs:
+// resource, data and provider blocks, whose first label is their type.
+func governedBlocks(dir string) ([]*hclsyntax.Block, error) {
+	blocks, err := parseFiles(dir)
+	return slices.DeleteFunc(blocks, func(b *hclsyntax.Block) bool {
+		return b.Type != "resource" && b.Type != "data" && b.Type != "provider"
+	}), err
 }
 
-// lookup finds the schema of a module block in any of the providers.
-func (s *ProviderSchemas) lookup(b moduleBlock) *TypeSchema {
+// lookup finds the schema of a governed block in any of the providers.
+func (s *ProviderSchemas) lookup(b *hclsyntax.Block) *TypeSchema {
 	for addr, p := range s.Providers {
-		switch b.kind {
-		case "resource":
-			if t := p.Resources[b.typ]; t != nil {
-				return t
-			}
-		case "data":
-			if t := p.DataSources[b.typ]; t != nil {
-				return t
-			}
-		case "provider":
-			if strings.HasSuffix(addr, "/"+b.typ) {
-				return p.Provider
-			}
+		t := map[string]*TypeSchema{"resource": p.Resources[b.Labels[0]], "data": p.DataSources[b.Labels[0]]}[b.Type]
+		if b.Type == "provider" && path.Base(addr) == b.Labels[0] {
+			t = p.Provider
+		}
+		if t != nil {
+			return t
 		}
 	}
 	return nil
@@ -139,23 +117,23 @@ func (s *ProviderSchemas) lookup(b moduleBlock) *TypeSchema {
 // (not computed-only), each required attribute is set, each nested block (static or dynamic) is a
 // block type of the schema, recursively. It lists every departure.
 func CheckModuleSchema(dir string, schemas *ProviderSchemas) ([]string, error) {
-	blocks, err := parseModuleBlocks(dir)
+	blocks, err := governedBlocks(dir)
 	if err != nil {
 		return nil, err
 	}
 	var problems []string
 	for _, b := range blocks {
-		where := b.kind + " " + b.typ + "." + b.name
+		where := b.Type + " " + b.Labels[0] + "." + b.Labels[len(b.Labels)-1]
 		t := schemas.lookup(b)
 		if t == nil || t.Block == nil {
-			problems = append(problems, fmt.Sprintf("%s: no such %s type in the provider schema", where, b.kind))
+			problems = append(problems, fmt.Sprintf("%s: no such %s type in the provider schema", where, b.Type))
 			continue
 		}
 		ignore := metaArguments
-		if b.kind == "provider" {
+		if b.Type == "provider" {
 			ignore = []string{"alias"}
 		}
-		problems = append(problems, checkBlock(where, b.body, t.Block, ignore)...)
+		problems = append(problems, checkBlock(where, b.Body, t.Block, ignore)...)
 	}
 	return problems, nil
 }
@@ -178,17 +156,18 @@ func checkBlock(where string, body *hclsyntax.Body, schema *BlockSchema, ignore 
 			problems = append(problems, fmt.Sprintf("%s: the required argument %q is missing", where, name))
 		}
 	}
-	counts := map[string]int{}
+	counts, dynamic := map[string]int{}, map[string]bool{}
 	for _, nested := range body.Blocks {
 		typ, content := nested.Type, nested.Body
 		if typ == "dynamic" {
-			typ = nested.Labels[0]
-			content = nil
+			typ, content, dynamic[nested.Labels[0]] = nested.Labels[0], nil, true
 			for _, c := range nested.Body.Blocks {
 				if c.Type == "content" {
 					content = c.Body
 				}
 			}
+		} else {
+			counts[typ]++
 		}
 		if slices.Contains(ignore, typ) {
 			continue
@@ -198,16 +177,13 @@ func checkBlock(where string, body *hclsyntax.Body, schema *BlockSchema, ignore 
 			problems = append(problems, fmt.Sprintf("%s: blocks of type %q are not expected here", where, typ))
 			continue
 		}
-		if nested.Type != "dynamic" {
-			counts[typ]++
-		}
 		if content != nil {
 			problems = append(problems, checkBlock(where+"."+typ, content, nb.Block, nil)...)
 		}
 	}
 	for _, typ := range slices.Sorted(maps.Keys(schema.BlockTypes)) {
-		nb, dynamic := schema.BlockTypes[typ], hasDynamic(body, typ)
-		if !dynamic && counts[typ] < nb.MinItems {
+		nb := schema.BlockTypes[typ]
+		if !dynamic[typ] && counts[typ] < nb.MinItems {
 			problems = append(problems, fmt.Sprintf("%s: at least %d %q block(s) required, got %d", where, nb.MinItems, typ, counts[typ]))
 		}
 		if nb.MaxItems > 0 && counts[typ] > nb.MaxItems {
@@ -215,10 +191,6 @@ func checkBlock(where string, body *hclsyntax.Body, schema *BlockSchema, ignore 
 		}
 	}
 	return problems
-}
-
-func hasDynamic(body *hclsyntax.Body, typ string) bool {
-	return slices.ContainsFunc(body.Blocks, func(b *hclsyntax.Block) bool { return b.Type == "dynamic" && b.Labels[0] == typ })
 }
 
 // SchemaSubset keeps of full (the output of `terraform providers schema -json`) the provider
@@ -229,32 +201,27 @@ func SchemaSubset(full []byte, dirs ...string) ([]byte, error) {
 	if err := json.Unmarshal(full, &all); err != nil {
 		return nil, fmt.Errorf("provider schema: %w", err)
 	}
-	var blocks []moduleBlock
+	used := map[string]bool{} // "resource TYPE", "data TYPE", "provider NAME"
 	for _, dir := range dirs {
-		more, err := parseModuleBlocks(dir)
+		blocks, err := governedBlocks(dir)
 		if err != nil {
 			return nil, err
 		}
-		blocks = append(blocks, more...)
-	}
-	subset := ProviderSchemas{FormatVersion: all.FormatVersion, Providers: map[string]*ProviderSchema{}}
-	for addr, p := range all.Providers {
-		kept := &ProviderSchema{Resources: map[string]*TypeSchema{}, DataSources: map[string]*TypeSchema{}}
 		for _, b := range blocks {
-			switch {
-			case b.kind == "resource" && p.Resources[b.typ] != nil:
-				kept.Resources[b.typ] = p.Resources[b.typ]
-			case b.kind == "data" && p.DataSources[b.typ] != nil:
-				kept.DataSources[b.typ] = p.DataSources[b.typ]
-			case b.kind == "provider" && strings.HasSuffix(addr, "/"+b.typ):
-				kept.Provider = p.Provider
-			}
-		}
-		if kept.Provider != nil || len(kept.Resources) > 0 || len(kept.DataSources) > 0 {
-			subset.Providers[addr] = kept
+			used[b.Type+" "+b.Labels[0]] = true
 		}
 	}
-	out, err := json.MarshalIndent(subset, "", " ")
+	for addr, p := range all.Providers {
+		maps.DeleteFunc(p.Resources, func(typ string, _ *TypeSchema) bool { return !used["resource "+typ] })
+		maps.DeleteFunc(p.DataSources, func(typ string, _ *TypeSchema) bool { return !used["data "+typ] })
+		if !used["provider "+path.Base(addr)] {
+			p.Provider = nil
+		}
+		if p.Provider == nil && len(p.Resources) == 0 && len(p.DataSources) == 0 {
+			delete(all.Providers, addr)
+		}
+	}
+	out, err := json.MarshalIndent(all, "", " ")
 	if err != nil {
 		return nil, fmt.Errorf("provider schema subset: %w", err)
 	}
