@@ -26,8 +26,8 @@ func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			plans := &fakePlans{}
 			s := newFakeStore(plans)
-			if res, err := s.Apply(context.Background(), r); err == nil || len(res.Applied) > 0 || len(plans.committed) > 0 {
-				t.Errorf("Apply: %+v, %v, %d commits; want an error and no commit", res, err, len(plans.committed))
+			if res, err := s.Increment(context.Background(), r); err == nil || len(res.Applied) > 0 || len(plans.committed) > 0 {
+				t.Errorf("Increment: %+v, %v, %d commits; want an error and no commit", res, err, len(plans.committed))
 			}
 		})
 	}
@@ -35,9 +35,9 @@ func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 
 // TestApplyAnswersADeltaWithItsShard: a plain delta's Result is the shard it landed on, counted.
 func TestApplyAnswersADeltaWithItsShard(t *testing.T) {
-	res, err := newFakeStore(&fakePlans{}).Apply(context.Background(), Request{Counter: "c", Delta: 3})
+	res, err := newFakeStore(&fakePlans{}).Increment(context.Background(), Request{Counter: "c", Delta: 3})
 	want := AppliedIncrement{Counter: "c", Delta: 3, Shard: 7}
 	if err != nil || len(res.Applied) != 1 || res.Applied[0] != want || !res.Counted || res.Duplicate {
-		t.Errorf("Apply: %+v, %v; want counted %+v", res, err, want)
+		t.Errorf("Increment: %+v, %v; want counted %+v", res, err, want)
 	}
 }

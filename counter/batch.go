@@ -53,7 +53,7 @@ func (s *Store) commitLive(ctx context.Context, batch []batched, live []int, rep
 			fail(notApplied(err))
 			return
 		}
-		res := s.apply(ctx, plan)
+		res := s.send(ctx, plan)
 		if res.applied {
 			s.remember(plan.shards)
 			for _, i := range live {
@@ -127,7 +127,7 @@ func followerReply(req batched, first reply) reply {
 	}
 	r := reply{outcome: Result{Applied: first.outcome.Applied, Duplicate: true, PlannedAt: first.outcome.PlannedAt}, fingerprint: first.fingerprint}
 	if req.fingerprint != first.fingerprint {
-		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
+		r.err = fmt.Errorf("increment key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
 	}
 	return r
 }

@@ -35,7 +35,7 @@ func benchParallelism() (parallelism, goroutines int) {
 // production default so that a run of -benchtime 2000x takes about a second.
 const benchGroupCommitInterval = 20 * time.Millisecond
 
-// BenchmarkIncrementGuideMode measures counter.Store.Apply of deltas with group commit off, as in the
+// BenchmarkIncrementGuideMode measures counter.Store.Increment of deltas with group commit off, as in the
 // Firebase guide: every increment is one write of a random shard. About benchGoroutines goroutines
 // increment one warm counter (created, and its shard count cached, before the timer starts) on the
 // Firestore emulator.
@@ -84,7 +84,7 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 		b.Fatal(err)
 	}
 	var acked, aborted atomic.Int64
-	if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil { // warms the client's connection
+	if _, err := store.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil { // warms the client's connection
 		b.Fatal(err)
 	}
 	acked.Add(1)
@@ -95,7 +95,7 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1})
+			_, err := store.Increment(ctx, counter.Request{Counter: id, Delta: 1})
 			switch {
 			case err == nil:
 				acked.Add(1)
@@ -131,7 +131,7 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkIncrementDistinctNewMembers measures counter.Store.Apply of new members (each
+// BenchmarkIncrementDistinctNewMembers measures counter.Store.Increment of new members (each
 // op a member never sent before) into one warm distinct counter with 10 shards and the day window,
 // from benchGoroutines goroutines on the Firestore emulator. ns/op is wall time per member across
 // all goroutines; each op reads the member's documents and its shard's fence, then commits their
@@ -149,7 +149,7 @@ func BenchmarkIncrementDistinctNewMembers(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("m", next.Add(1))}); err != nil {
+			if _, err := store.Increment(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("m", next.Add(1))}); err != nil {
 				b.Error(err)
 				return
 			}

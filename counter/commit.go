@@ -46,8 +46,8 @@ type commitResult struct {
 	err       error
 }
 
-// apply commits plan and settles its outcome: "not applied" only when it never will apply.
-func (s *Store) apply(ctx context.Context, plan *commitPlan) commitResult {
+// send commits plan and settles its outcome: "not applied" only when it never will apply.
+func (s *Store) send(ctx context.Context, plan *commitPlan) commitResult {
 	err := s.plans.commit(ctx, plan)
 	if err == nil {
 		return commitResult{applied: true}

@@ -45,7 +45,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	for _, id := range []string{"plain", "windowed"} {
 		from := len(commits())
 		for range n {
-			if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
+			if _, err := store.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,7 +57,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	}
 	from := len(commits())
 	for i := range n {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	}
 	from = len(commits())
 	for i := range n {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -61,12 +61,12 @@ func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourceHTTP, ID: "order-42"}
 	incs := []wire.Increment{{Counter: "likes", Delta: 5}}
-	first, err := s.Apply(ctx, counter.Request{Key: &key, Batch: incs})
+	first, err := s.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil || first.Duplicate || len(first.Applied) != 1 {
 		t.Fatalf("first ApplyOnce = %+v, %v", first, err)
 	}
 	for range 3 {
-		again, err := s.Apply(ctx, counter.Request{Key: &key, Batch: incs})
+		again, err := s.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 		if err != nil || !again.Duplicate {
 			t.Fatalf("retry = %+v, %v; want a duplicate", again, err)
 		}
@@ -100,10 +100,10 @@ func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourcePubSub, ID: "k"}
-	if _, err := s.Apply(ctx, counter.Request{Key: &key, Counter: "a", Delta: 1}); err != nil {
+	if _, err := s.Increment(ctx, counter.Request{Key: &key, Counter: "a", Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.Apply(ctx, counter.Request{Key: &key, Counter: "a", Delta: 2})
+	out, err := s.Increment(ctx, counter.Request{Key: &key, Counter: "a", Delta: 2})
 	if !errors.Is(err, counter.ErrKeyReused) || !out.Duplicate {
 		t.Fatalf("reused key = %+v, %v; want ErrKeyReused", out, err)
 	}
@@ -117,7 +117,7 @@ func TestApplyOnceScopesKeysBySource(t *testing.T) {
 	ctx := context.Background()
 	incs := []wire.Increment{{Counter: "a", Delta: 1}}
 	for _, src := range []counter.Source{counter.SourcePubSub, counter.SourceHTTP} {
-		if out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: src, ID: "7"}, Batch: incs}); err != nil || out.Duplicate {
+		if out, err := s.Increment(ctx, counter.Request{Key: &counter.Key{Source: src, ID: "7"}, Batch: incs}); err != nil || out.Duplicate {
 			t.Fatalf("%s key 7 = %+v, %v; want applied", src, out, err)
 		}
 	}
@@ -133,7 +133,7 @@ func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	incs := []wire.Increment{{Counter: "one-shard", Delta: 2}, {Counter: "b", Delta: 3}, {Counter: "one-shard", Delta: -1}, {Counter: "b", Delta: 4}}
-	out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "batch"}, Batch: incs})
+	out, err := s.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "batch"}, Batch: incs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			outs[i], errs[i] = s.Apply(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m1"}, Batch: []wire.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}}})
+			outs[i], errs[i] = s.Increment(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m1"}, Batch: []wire.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}}})
 		})
 	}
 	wg.Wait()
@@ -195,7 +195,7 @@ func TestApplyOnceDistinctKeysRacingToCreateACounter(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			out, err := s.Apply(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "raced", Delta: 1})
+			out, err := s.Increment(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "raced", Delta: 1})
 			if err != nil || out.Duplicate {
 				t.Errorf("key %d: %+v, %v; want applied", i, out, err)
 			}

@@ -31,7 +31,7 @@ type memberOutcome struct {
 	plannedAt time.Time
 }
 
-// result is out as Apply's Result for counter id.
+// result is out as Increment's Result for counter id.
 func (out memberOutcome) result(id string) Result {
 	var delta int64
 	if out.shard >= 0 {

@@ -39,7 +39,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 			wg.Go(func() {
 				// A caller resends until it gets an answer, as apps are told to.
 				for attempt := 0; ; attempt++ {
-					out, err := stores[i%2].Apply(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("user-", m)})
+					out, err := stores[i%2].Increment(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("user-", m)})
 					if err == nil {
 						if out.Counted {
 							counted.Add(1)
@@ -72,7 +72,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 
 	clock.set(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
 	for range 3 {
-		out, err := exact.Apply(ctx, counter.Request{Counter: "visitors", Member: "user-0"})
+		out, err := exact.Increment(ctx, counter.Request{Counter: "visitors", Member: "user-0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,13 +95,13 @@ func TestDistinctCountersRefuseDeltasAndPlainCountersRefuseMembers(t *testing.T)
 	if _, err := store.Configure(ctx, "d", counter.Settings{Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "d", Delta: 1}); !errors.Is(err, counter.ErrMemberRequired) || !errors.Is(err, counter.ErrNotApplied) {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "d", Delta: 1}); !errors.Is(err, counter.ErrMemberRequired) || !errors.Is(err, counter.ErrNotApplied) {
 		t.Errorf("plain increment of a distinct counter: %v, want ErrMemberRequired, not applied", err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "p", Delta: 5}); err != nil {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "p", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "p", Member: "ann"}); !errors.Is(err, counter.ErrNotDistinct) {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "p", Member: "ann"}); !errors.Is(err, counter.ErrNotDistinct) {
 		t.Errorf("member increment of a plain counter: %v, want ErrNotDistinct", err)
 	}
 	// Turned distinct on a live counter: what was counted stays, members add to it.
@@ -109,14 +109,14 @@ func TestDistinctCountersRefuseDeltasAndPlainCountersRefuseMembers(t *testing.T)
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "p", Member: "ann"}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "p", Member: "ann"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := store.Configure(ctx, "p", counter.Settings{Distinct: &no}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "p", Delta: 2}); err != nil {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "p", Delta: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := store.Sum(ctx, "p"); err != nil || sum != 8 {
@@ -143,7 +143,7 @@ func TestDistinctMembersCountAgainAfterResetAndDelete(t *testing.T) {
 	}
 	countAnn := func(want bool) {
 		t.Helper()
-		out, err := store.Apply(ctx, counter.Request{Counter: "v", Member: "ann"})
+		out, err := store.Increment(ctx, counter.Request{Counter: "v", Member: "ann"})
 		if err != nil || out.Counted != want {
 			t.Fatalf("ann: %+v, %v; want counted %v", out, err, want)
 		}
@@ -161,7 +161,7 @@ func TestDistinctMembersCountAgainAfterResetAndDelete(t *testing.T) {
 	if err := store.Delete(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "v", Member: "ann"}); !errors.Is(err, counter.ErrNotFound) {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "v", Member: "ann"}); !errors.Is(err, counter.ErrNotFound) {
 		t.Errorf("member increment of a deleted counter: %v, want ErrNotFound", err)
 	}
 	if docs, err := schema.ShardsRef(client, "v").Documents(ctx).GetAll(); err != nil || len(docs) != 0 {
@@ -193,7 +193,7 @@ func TestOneMemberSentAtOnceFromManyInstancesCountsOnceWithoutFailing(t *testing
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the functions' REQUEST_TIMEOUT
 				defer cancel()
-				out, err := store.Apply(ctx, counter.Request{Counter: "likes", Member: "ann"})
+				out, err := store.Increment(ctx, counter.Request{Counter: "likes", Member: "ann"})
 				switch {
 				case err != nil:
 					t.Errorf("ann: %v", err)

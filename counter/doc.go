@@ -6,7 +6,7 @@
 //
 // Each file calls only files below it:
 //
-//  1. increment.go: Apply, the one entry, submits a request.
+//  1. increment.go: Increment, the one entry, submits a request.
 //  2. groupcommit.go: a counter's concurrent requests share one batch per interval.
 //  3. batch.go: a batch commits; repeated keys are answered as duplicates.
 //  4. plan.go: a commit's plan: shard writes and dedupe records.

@@ -237,7 +237,7 @@ func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Result
 		outcome.Applied[i] = AppliedIncrement{Counter: a.Counter, Delta: a.Delta, Shard: a.Shard}
 	}
 	if rec.Fingerprint != fingerprint {
-		return outcome, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, ErrKeyReused)
+		return outcome, fmt.Errorf("increment key %s %q: %w", key.Source, key.ID, ErrKeyReused)
 	}
 	return outcome, nil
 }

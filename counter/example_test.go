@@ -36,10 +36,10 @@ func ExampleNewStore() {
 	defer store.Close(ctx)
 }
 
-func ExampleStore_Apply() {
+func ExampleStore_Increment() {
 	ctx := context.Background()
 	var store *counter.Store // from counter.NewStore
-	res, err := store.Apply(ctx, counter.Request{Counter: "likes-post-42", Delta: 1})
+	res, err := store.Increment(ctx, counter.Request{Counter: "likes-post-42", Delta: 1})
 	switch {
 	case errors.Is(err, counter.ErrNotApplied):
 		fmt.Println("not applied: safe to send again")
@@ -52,13 +52,13 @@ func ExampleStore_Apply() {
 	}
 }
 
-func ExampleStore_Apply_keyed() {
+func ExampleStore_Increment_keyed() {
 	ctx := context.Background()
 	var store *counter.Store // from counter.NewStore
 	key := counter.Key{Source: counter.SourceHTTP, ID: "request-7f3a"}
 	incs := []wire.Increment{{Counter: "likes-post-42", Delta: 1}, {Counter: "likes-total", Delta: 1}}
 	// Sending the same key again, however often, applies the increments once.
-	out, err := store.Apply(ctx, counter.Request{Key: &key, Batch: incs})
+	out, err := store.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -63,14 +63,14 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 
 	for range times {
 		dropNextResponse(t, proxy, "/shards/")
-		if _, err := store.Apply(ctx, counter.Request{Counter: "store", Delta: 1}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "store", Delta: 1}); err != nil {
 			t.Fatalf("store increment: %v, want applied", err)
 		}
 	}
 	// A keyed increment's commit has no write record: its dedupe record, carrying the write ID, tells.
 	for i := range times {
 		dropNextResponse(t, proxy, "/shards/")
-		out, err := store.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "store", Delta: 1})
+		out, err := store.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "store", Delta: 1})
 		if err != nil || out.Duplicate {
 			t.Fatalf("keyed store increment: %+v, %v; want applied, not a duplicate", out, err)
 		}

@@ -35,7 +35,7 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	for wave := range 4 {
 		for range 100 {
 			wg.Go(func() {
-				if _, err := store.Apply(ctx, counter.Request{Counter: "likes", Delta: int64(wave + 1)}); err != nil {
+				if _, err := store.Increment(ctx, counter.Request{Counter: "likes", Delta: int64(wave + 1)}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -112,12 +112,12 @@ func TestGroupCommitFailureFailsExactlyItsRequests(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "broken", Delta: 1}); err == nil {
+			if _, err := store.Increment(ctx, counter.Request{Counter: "broken", Delta: 1}); err == nil {
 				brokenOK.Add(1)
 			}
 		})
 		wg.Go(func() {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "healthy", Delta: 1}); err != nil {
+			if _, err := store.Increment(ctx, counter.Request{Counter: "healthy", Delta: 1}); err != nil {
 				healthyFailed.Add(1)
 			}
 		})

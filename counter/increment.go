@@ -9,7 +9,7 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// Request is one increment for Apply: a member, a limited increment, or deltas.
+// Request is one increment for Increment: a member, a limited increment, or deltas.
 type Request struct {
 	Counter string
 	Delta   int64 // 0 or 1 for a member
@@ -30,7 +30,7 @@ type AppliedIncrement struct {
 	Shard   int   // -1 when nothing was written
 }
 
-// Result is what Apply did; for a duplicate, what the first application did.
+// Result is what Increment did; for a duplicate, what the first application did.
 type Result struct {
 	Applied   []AppliedIncrement // per counter, in first-appearance order
 	Counted   bool               // something was added to the value
@@ -40,25 +40,25 @@ type Result struct {
 	PlannedAt time.Time
 }
 
-// Apply applies r, creating a missing counter unless Options.RequireExisting (ErrNotFound). Errors
+// Increment adds r, creating a missing counter unless Options.RequireExisting (ErrNotFound). Errors
 // wrap ErrNotApplied, ErrOutcomeUnknown or ErrKeyReused (Result is the first application).
-func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
+func (s *Store) Increment(ctx context.Context, r Request) (Result, error) {
 	limited, member := r.Limit != 0 || r.Caller != "", r.Member != ""
 	switch {
 	case limited && member:
-		return Result{}, errors.New("apply: a request is one of a member and a limited increment")
+		return Result{}, errors.New("increment: a request is one of a member and a limited increment")
 	case (limited || member) && !r.At.IsZero():
-		return Result{}, errors.New("apply: At is for deltas")
+		return Result{}, errors.New("increment: At is for deltas")
 	case r.Batch != nil && (r.Key == nil || r.Counter != "" || r.Delta != 0 || limited || member):
-		return Result{}, errors.New("apply: a Batch takes a Key, and no Counter, Delta or other kind")
+		return Result{}, errors.New("increment: a Batch takes a Key, and no Counter, Delta or other kind")
 	case member:
 		return s.incrementDistinct(ctx, r)
 	case limited:
 		return s.incrementLimited(ctx, r)
 	case r.Batch != nil:
-		return s.applyOnce(ctx, *r.Key, r.At, r.Batch)
+		return s.incrementKeyed(ctx, *r.Key, r.At, r.Batch)
 	case r.Key != nil:
-		return s.applyOnce(ctx, *r.Key, r.At, r.increments())
+		return s.incrementKeyed(ctx, *r.Key, r.At, r.increments())
 	}
 	rep := s.submit(ctx, batched{incs: r.increments(), at: r.At})
 	if rep.err != nil {
@@ -73,10 +73,10 @@ func (r Request) increments() []wire.Increment {
 	return []wire.Increment{{Counter: r.Counter, Delta: r.Delta}}
 }
 
-// applyOnce applies incs at most once per key; ErrDeltaOverflow when a sum overflows.
-func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
+// incrementKeyed adds incs at most once per key; ErrDeltaOverflow when a sum overflows.
+func (s *Store) incrementKeyed(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
 	if len(incs) == 0 || len(incs) > wire.MaxBatchIncrements {
-		return Result{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), wire.MaxBatchIncrements)
+		return Result{}, fmt.Errorf("increment key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), wire.MaxBatchIncrements)
 	}
 	fingerprint, err := fingerprintOf(incs)
 	if err != nil {
@@ -84,11 +84,11 @@ func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wir
 	}
 	merged, err := mergeByCounter(incs)
 	if err != nil {
-		return Result{}, notApplied(fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, err))
+		return Result{}, notApplied(fmt.Errorf("increment key %s %q: %w", key.Source, key.ID, err))
 	}
 	r := s.submit(ctx, batched{incs: merged, key: &key, fingerprint: fingerprint, at: at})
 	if r.err != nil && !errors.Is(r.err, ErrKeyReused) {
-		return Result{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, r.err)
+		return Result{}, fmt.Errorf("increment key %s %q: %w", key.Source, key.ID, r.err)
 	}
 	r.outcome.Counted = r.err == nil
 	return r.outcome, r.err
@@ -102,7 +102,7 @@ type batched struct {
 	at          time.Time
 }
 
-// reply is a batched request's Result or error, as Apply returns them.
+// reply is a batched request's Result or error, as Increment returns them.
 type reply struct {
 	outcome     Result
 	fingerprint string // of the application outcome describes

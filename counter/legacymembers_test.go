@@ -32,7 +32,7 @@ func memberDocs(t *testing.T, client *firestore.Client, id, collection string) m
 func countMembers(t *testing.T, store *counter.Store, id string, want map[string]bool) {
 	t.Helper()
 	for _, m := range slices.Sorted(maps.Keys(want)) {
-		out, err := store.Apply(context.Background(), counter.Request{Counter: id, Member: m})
+		out, err := store.Increment(context.Background(), counter.Request{Counter: id, Member: m})
 		if err != nil || out.Counted != want[m] || len(out.Windows) > 0 != want[m] {
 			t.Errorf("member %s: %+v, %v; want counted %t all time and in its day", m, out, err, want[m])
 		}

@@ -15,7 +15,7 @@ import (
 // like adds delta to counter id for caller under a limit of 1 and fails t unless counted is as given.
 func like(t *testing.T, s *counter.Store, id, caller string, delta int64, counted bool) {
 	t.Helper()
-	out, err := s.Apply(context.Background(), counter.Request{Counter: id, Delta: delta, Caller: caller, Limit: 1})
+	out, err := s.Increment(context.Background(), counter.Request{Counter: id, Delta: delta, Caller: caller, Limit: 1})
 	if err != nil {
 		t.Fatalf("%s %+d on %s: %v", caller, delta, id, err)
 	}
@@ -149,7 +149,7 @@ func TestResetAndDeleteWithMoreThan10000PerCallerTotals(t *testing.T) {
 func TestResetStampsTheCounterForTheSweep(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
+	if _, err := s.Increment(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
 	ref := schema.CounterRef(client, "views")
@@ -184,7 +184,7 @@ func TestKeyedIncrementAfterADeleteIsAnsweredDefinitively(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := counter.Key{Source: counter.SourcePubSub, ID: "m-1"}
-	out, err := a.Apply(ctx, counter.Request{Key: &key, Counter: "post", Delta: 4})
+	out, err := a.Increment(ctx, counter.Request{Key: &key, Counter: "post", Delta: 4})
 	if err != nil || out.Duplicate {
 		t.Fatalf("keyed increment after the delete = %+v, %v; want applied", out, err)
 	}
@@ -204,7 +204,7 @@ func TestAdaptToTheSameCountFoldsStrayShards(t *testing.T) {
 	if _, err := s.Configure(ctx, "views", counter.Settings{NumShards: 2, MinShards: 2, MaxShards: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, counter.Request{Counter: "views", Delta: 4}); err != nil {
+	if _, err := s.Increment(ctx, counter.Request{Counter: "views", Delta: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := schema.ShardRef(client, "views", 5).Set(ctx, map[string]any{shared.FieldCount: 3, shared.FieldWrites: 1}); err != nil {

@@ -26,7 +26,7 @@ func TestResetAndDeleteLeaveNoMemberDocumentsBehind(t *testing.T) {
 	countMembers(t, stale, "v", map[string]bool{"ann": false, "cy": true})
 	members := counter.MaxMembersPerPurge/2 + 10 // with their day: more documents than one call deletes
 	for m := range members {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "v", Member: fmt.Sprint("m", m)}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "v", Member: fmt.Sprint("m", m)}); err != nil {
 			t.Fatal(err)
 		}
 	}

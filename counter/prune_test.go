@@ -27,7 +27,7 @@ func TestPruneHourBucketsDeletesOnlyOldHours(t *testing.T) {
 	for _, h := range []int{0, 1, 40 * 24} {
 		clock.set(hour(h))
 		for range 8 {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+			if _, err := store.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -55,7 +55,7 @@ func TestPruneHourBucketsDeletesOnlyOldHours(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range 20 {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+			if _, err := store.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 				t.Error(err)
 			}
 		}

@@ -36,13 +36,13 @@ func TestRequireExistingRefusesUnknownCounters(t *testing.T) {
 	s := requireExistingStore(client, 0)
 	ctx := context.Background()
 	increments := map[string]func(id string) error{
-		"delta": func(id string) error { _, err := s.Apply(ctx, counter.Request{Counter: id, Delta: 1}); return err },
+		"delta": func(id string) error { _, err := s.Increment(ctx, counter.Request{Counter: id, Delta: 1}); return err },
 		"keyed": func(id string) error {
-			_, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m-" + id}, Counter: id, Delta: 1})
+			_, err := s.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m-" + id}, Counter: id, Delta: 1})
 			return err
 		},
 		"limited": func(id string) error {
-			_, err := s.Apply(ctx, counter.Request{Counter: id, Delta: 1, Caller: "alice", Limit: 1})
+			_, err := s.Increment(ctx, counter.Request{Counter: id, Delta: 1, Caller: "alice", Limit: 1})
 			return err
 		},
 	}
@@ -58,7 +58,7 @@ func TestRequireExistingRefusesUnknownCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	creating := counter.NewStore(client, config.Default().Schema(), counter.Options{DefaultNumShards: 10})
-	if _, err := creating.Apply(ctx, counter.Request{Counter: "lazy", Delta: 1}); err != nil { // one shard of ten written
+	if _, err := creating.Increment(ctx, counter.Request{Counter: "lazy", Delta: 1}); err != nil { // one shard of ten written
 		t.Fatal(err)
 	}
 	for _, id := range []string{"known", "lazy"} {
@@ -93,7 +93,7 @@ func TestRequireExistingNeverBringsBackADeletedCounter(t *testing.T) {
 	warm := []*counter.Store{requireExistingStore(client, 0), requireExistingStore(client, 50*time.Millisecond)}
 	for _, s := range warm {
 		for range 8 { // every shard written once: shard counts cached, shards exist
-			if _, err := s.Apply(ctx, counter.Request{Counter: "doomed", Delta: 1}); err != nil {
+			if _, err := s.Increment(ctx, counter.Request{Counter: "doomed", Delta: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -101,10 +101,10 @@ func TestRequireExistingNeverBringsBackADeletedCounter(t *testing.T) {
 
 	incrementAcrossADelete(t, admin, "doomed", warm, func(s *counter.Store, n, g, i int) error {
 		if i%2 == 0 {
-			_, err := s.Apply(ctx, counter.Request{Counter: "doomed", Delta: 1})
+			_, err := s.Increment(ctx, counter.Request{Counter: "doomed", Delta: 1})
 			return err
 		}
-		_, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprintf("k-%d-%d-%d", n, g, i)}, Counter: "doomed", Delta: 1})
+		_, err := s.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprintf("k-%d-%d-%d", n, g, i)}, Counter: "doomed", Delta: 1})
 		return err
 	})
 	for _, path := range testenv.DocumentPaths(t, client) {
@@ -182,7 +182,7 @@ func TestRequireExistingCountsWindowBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 20 {
-		if _, err := s.Apply(ctx, counter.Request{Counter: "daily", Delta: 2}); err != nil {
+		if _, err := s.Increment(ctx, counter.Request{Counter: "daily", Delta: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}

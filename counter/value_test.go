@@ -15,7 +15,7 @@ import (
 func TestTotalsCountShardsThatNeverCountedWrites(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, counter.Request{Counter: "likes", Delta: 3}); err != nil {
+	if _, err := s.Increment(ctx, counter.Request{Counter: "likes", Delta: 3}); err != nil {
 		t.Fatal(err)
 	}
 	shards := schema.ShardsRef(client, "likes")
@@ -46,7 +46,7 @@ func TestSumsAtCountTheWritesCommittedByTheirReadTime(t *testing.T) {
 	}
 	var commits []time.Time
 	for range 2 {
-		if _, err := s.Apply(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
+		if _, err := s.Increment(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
 			t.Fatal(err)
 		}
 		snap, err := schema.ShardRef(client, "views", 0).Get(ctx) // one shard: its update time is the last write's

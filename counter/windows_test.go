@@ -63,13 +63,13 @@ func TestWindowBucketsSplitAtUTCBoundaries(t *testing.T) {
 		t.Errorf("windows %v, want %v (each once, shortest first)", cfg.Windows, want)
 	}
 	for range 3 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 2}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "views", Delta: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	for range 5 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestWindowCountsAreExactUnderFaultsAndConcurrency(t *testing.T) {
 			time.Sleep(25 * time.Millisecond)
 		}
 		wg.Go(func() {
-			_, err := stores[i%2].Apply(ctx, counter.Request{Counter: "hot", Delta: 1})
+			_, err := stores[i%2].Increment(ctx, counter.Request{Counter: "hot", Delta: 1})
 			switch {
 			case err == nil:
 				acked.Add(1)
@@ -136,7 +136,7 @@ func TestWindowCountsAreExactUnderFaultsAndConcurrency(t *testing.T) {
 	// And certainly some: the next commit's answer lost, three times.
 	for range 3 {
 		dropNextResponse(t, db.Proxy, "/shards/")
-		if _, err := stores[0].Apply(ctx, counter.Request{Counter: "hot", Delta: 1}); err != nil {
+		if _, err := stores[0].Increment(ctx, counter.Request{Counter: "hot", Delta: 1}); err != nil {
 			t.Fatalf("increment whose answer was lost: %v, want applied", err)
 		}
 		acked.Add(1)
@@ -171,7 +171,7 @@ func TestConfiguringWindowsOnALiveCounterLosesNothing(t *testing.T) {
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
-				if _, err := store.Apply(ctx, counter.Request{Counter: "live", Delta: 1}); err != nil {
+				if _, err := store.Increment(ctx, counter.Request{Counter: "live", Delta: 1}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -229,14 +229,14 @@ func TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes(t *testing
 		t.Fatal(err)
 	}
 	// A first write commits at once; those that follow within the interval share the next one.
-	if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
 	before, after := time.Date(2026, 11, 30, 23, 59, 59, 900e6, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 100e6, time.UTC)
 	var wg sync.WaitGroup
 	apply := func(id string, at time.Time, delta int64) {
 		wg.Go(func() {
-			if _, err := store.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: id}, At: at, Counter: "views", Delta: delta}); err != nil {
+			if _, err := store.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: id}, At: at, Counter: "views", Delta: delta}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -245,7 +245,7 @@ func TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes(t *testing
 	apply("m2", after, 3)
 	apply("m3", before, 7)
 	wg.Go(func() {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
 			t.Error(err)
 		}
 	})

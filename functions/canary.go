@@ -52,10 +52,10 @@ func (s *Service) checkCanary(ctx context.Context) {
 
 // bumpCanary increments the canary, creating it if needed.
 func (s *Service) bumpCanary(ctx context.Context) {
-	_, err := s.counters.Apply(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
+	_, err := s.counters.Increment(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
 	if errors.Is(err, counter.ErrNotFound) {
 		if _, err = s.counters.Configure(ctx, CanaryCounter, counter.Settings{NumShards: 1}); err == nil {
-			_, err = s.counters.Apply(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
+			_, err = s.counters.Increment(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
 		}
 	}
 	if err != nil {

@@ -41,7 +41,7 @@ func TestAMirrorIsWrittenWithItsRollup(t *testing.T) {
 	}
 	setUp := len(commits())
 	for i := range 6 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -72,7 +72,7 @@ func TestAMirrorIsWrittenWithItsRollup(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := len(commits())
-	if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
+	if _, err := store.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := engines[0].Refresh(ctx, id, time.Now(), SourceScheduler); err != nil {

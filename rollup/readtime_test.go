@@ -64,7 +64,7 @@ func newRaceFixture(t *testing.T) *raceFixture {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := counters.Apply(ctx, counter.Request{Counter: f.id, Delta: 5}); err != nil {
+		if _, err := counters.Increment(ctx, counter.Request{Counter: f.id, Delta: 5}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func newRaceFixture(t *testing.T) *raceFixture {
 // incrementOnOther commits +100 through the other instance and returns the shard write's commit time.
 func (f *raceFixture) incrementOnOther(t *testing.T) time.Time {
 	ctx := context.Background()
-	res, err := f.other.Apply(ctx, counter.Request{Counter: f.id, Delta: 100})
+	res, err := f.other.Increment(ctx, counter.Request{Counter: f.id, Delta: 100})
 	if err != nil {
 		t.Errorf("the other instance's increment: %v", err)
 		return time.Time{}

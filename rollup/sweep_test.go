@@ -66,7 +66,7 @@ func TestValueNamesTheShardThatCannotBeSummed(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	counters := newCounters(client)
-	if _, err := counters.Apply(ctx, counter.Request{Counter: "views", Delta: 3}); err != nil {
+	if _, err := counters.Increment(ctx, counter.Request{Counter: "views", Delta: 3}); err != nil {
 		t.Fatal(err)
 	}
 	written, err := schema.ShardRef(client, "views", 7).Set(ctx, map[string]any{shared.FieldCount: 1.5, shared.FieldWrites: 1})

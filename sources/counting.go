@@ -78,17 +78,17 @@ type Write struct {
 	Time     time.Time
 }
 
-// Outcomes is what Apply did with a write, per outcome. Refused says, per counter, why a counter ID
+// Outcomes is what Count did with a write, per outcome. Refused says, per counter, why a counter ID
 // named a counter its declaration did not create (ErrNotItsCounter): nothing counted there.
 type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 	Refused                                          []string
 }
 
-// Apply counts w once on every counter whose documents it matches, however often it is applied; on
-// error, apply it again. An update that changes a counter field ({field:PATH}) moves the document:
+// Count counts w once on every counter whose documents it matches, however often it is delivered; on
+// error, count it again. An update that changes a counter field ({field:PATH}) moves the document:
 // its old contribution leaves the old value's counter, its new one joins the new value's.
-func (c *Counting) Apply(ctx context.Context, w Write) (Outcomes, error) {
+func (c *Counting) Count(ctx context.Context, w Write) (Outcomes, error) {
 	var t Outcomes
 	for _, d := range c.set.Declarations {
 		bound, ok := d.pattern.match(w.Path)

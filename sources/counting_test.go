@@ -169,7 +169,7 @@ func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Countin
 		wg.Go(func() {
 			for i := g; i < len(events); i += 4 {
 				for attempt := 1; ; attempt++ {
-					tally, err := instances[i%len(instances)].Apply(context.Background(), events[i])
+					tally, err := instances[i%len(instances)].Count(context.Background(), events[i])
 					if err == nil {
 						mu.Lock()
 						total.Counted += tally.Counted
@@ -179,7 +179,7 @@ func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Countin
 						break
 					}
 					if attempt == 10 {
-						t.Errorf("apply %s: %v", events[i].Path, err)
+						t.Errorf("count %s: %v", events[i].Path, err)
 						return
 					}
 				}
@@ -394,7 +394,7 @@ func TestDriftChecksAreNotStarved(t *testing.T) {
 	deliver(t, w.writes, a)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1})
 	for n := range 40 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
+		if _, err := store.Increment(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -534,9 +534,9 @@ func TestNoDocumentChangesAReservedCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWriter(t, client)
-	tally, err := instance(t, id, set).Apply(context.Background(), w.set("posts/_counters_canary/likes/u1", map[string]any{"at": 1}))
+	tally, err := instance(t, id, set).Count(context.Background(), w.set("posts/_counters_canary/likes/u1", map[string]any{"at": 1}))
 	if err != nil || tally.Unmatched != 1 || tally.Counted != 0 {
-		t.Errorf("Apply = %+v, %v: want the like unmatched and nothing counted", tally, err)
+		t.Errorf("Count = %+v, %v: want the like unmatched and nothing counted", tally, err)
 	}
 	if paths := testenv.DocumentPaths(t, client); slices.ContainsFunc(paths, func(p string) bool { return strings.HasPrefix(p, schema.Counters+"/") }) {
 		t.Errorf("documents %v: a like under a reserved post ID wrote a counter", paths)
@@ -550,19 +550,19 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	client, newInstance := project(t)
 	ctx := context.Background()
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
-	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
 	w := newWriter(t, client)
 	counting := newInstance()
-	tally, err := counting.Apply(ctx, w.set("posts/launch/likes/u1", map[string]any{"at": 1}))
+	tally, err := counting.Count(ctx, w.set("posts/launch/likes/u1", map[string]any{"at": 1}))
 	if err != nil || len(tally.Refused) != 1 || tally.Counted != 0 {
 		t.Errorf("a like on an ordinary counter: %+v, %v; want it refused, without error", tally, err)
 	}
 	if got := sumOf(t, client)("likes-launch"); got != 5 {
 		t.Errorf("likes-launch = %d, want the 5 increments alone", got)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
+	if _, err := store.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
 		t.Errorf("increment likes-launch after the like: %v, want it still an ordinary counter", err)
 	}
 	if err := counting.Repair(ctx, "likes-launch"); !errors.Is(err, sources.ErrNotItsCounter) {
@@ -575,7 +575,7 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally, err = instanceOf(t, client, other).Apply(ctx, w.set("photos/p0/likes/u9", map[string]any{"at": 1}))
+	tally, err = instanceOf(t, client, other).Count(ctx, w.set("photos/p0/likes/u9", map[string]any{"at": 1}))
 	if err != nil || len(tally.Refused) != 1 {
 		t.Errorf("a photo like on the post counter likes-p0: %+v, %v; want it refused", tally, err)
 	}
@@ -600,7 +600,7 @@ func TestMadeUpParentsMakeNoCounters(t *testing.T) {
 		"posts/p1/likes/u1": true, "posts/made-up/likes/u1": false, "posts/p1x/likes/u1": false,
 		"notes/n7/stars/u1": true, "notes/junk/stars/u1": false,
 	} {
-		tally, err := counting.Apply(ctx, w.set(path, map[string]any{"at": 1}))
+		tally, err := counting.Count(ctx, w.set(path, map[string]any{"at": 1}))
 		if err != nil || (tally.Counted+tally.InBase == 1) != counted || (tally.Unmatched == 1) == counted {
 			t.Errorf("%s: %+v, %v; want counted %v (its first like is in the base)", path, tally, err, counted)
 		}
