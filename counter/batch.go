@@ -13,7 +13,7 @@ import (
 const maxCommitAttempts = 4
 
 // commitBatch commits batch and returns one reply per request; duplicates never fail the others.
-func (s *Store) commitBatch(ctx context.Context, batch []batched) []reply {
+func (s *Increments) commitBatch(ctx context.Context, batch []batched) []reply {
 	replies := make([]reply, len(batch))
 	leader := make([]int, len(batch))
 	var live []int
@@ -40,7 +40,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []batched) []reply {
 }
 
 // commitLive commits batch's live requests and fills in their replies.
-func (s *Store) commitLive(ctx context.Context, batch []batched, live []int, replies []reply) {
+func (s *Increments) commitLive(ctx context.Context, batch []batched, live []int, replies []reply) {
 	fail := func(err error) {
 		for _, i := range live {
 			replies[i] = reply{err: err}
@@ -53,7 +53,7 @@ func (s *Store) commitLive(ctx context.Context, batch []batched, live []int, rep
 			fail(notApplied(err))
 			return
 		}
-		res := s.send(ctx, plan)
+		res := s.commits.send(ctx, plan)
 		if res.applied {
 			s.remember(plan.shards)
 			for _, i := range live {

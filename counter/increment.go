@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardcount/counters/gate"
 	"github.com/shardcount/counters/shared/wire"
 )
 
@@ -40,9 +41,28 @@ type Result struct {
 	PlannedAt time.Time
 }
 
+// Increments commits increments: deltas, keyed and batched ones deduplicated, per-caller limits,
+// group commit; member increments go to Members. Close stops them all.
+type Increments struct {
+	*shards
+	groups  *groupCommitter // nil: one commit per request
+	commits committer
+	life    gate.Gate // admits increments until Close
+	members *Members
+}
+
+// newIncrements commits plans through plans, grouped per interval when positive.
+func newIncrements(sh *shards, plans planStore, groupInterval time.Duration) *Increments {
+	s := &Increments{shards: sh, commits: committer{plans: plans}}
+	if groupInterval > 0 {
+		s.groups = newGroupCommitter(groupInterval, sh.clock, s.commitBatch)
+	}
+	return s
+}
+
 // Increment adds r, creating a missing counter unless Options.RequireExisting (ErrNotFound). Errors
 // wrap ErrNotApplied, ErrOutcomeUnknown or ErrKeyReused (Result is the first application).
-func (s *Store) Increment(ctx context.Context, r Request) (Result, error) {
+func (s *Increments) Increment(ctx context.Context, r Request) (Result, error) {
 	limited, member := r.Limit != 0 || r.Caller != "", r.Member != ""
 	switch {
 	case limited && member:
@@ -52,7 +72,7 @@ func (s *Store) Increment(ctx context.Context, r Request) (Result, error) {
 	case r.Batch != nil && (r.Key == nil || r.Counter != "" || r.Delta != 0 || limited || member):
 		return Result{}, errors.New("increment: a Batch takes a Key, and no Counter, Delta or other kind")
 	case member:
-		return s.incrementDistinct(ctx, r)
+		return s.members.incrementDistinct(ctx, r)
 	case limited:
 		return s.incrementLimited(ctx, r)
 	case r.Batch != nil:
@@ -74,7 +94,7 @@ func (r Request) increments() []wire.Increment {
 }
 
 // incrementKeyed adds incs at most once per key; ErrDeltaOverflow when a sum overflows.
-func (s *Store) incrementKeyed(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
+func (s *Increments) incrementKeyed(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
 	if len(incs) == 0 || len(incs) > wire.MaxBatchIncrements {
 		return Result{}, fmt.Errorf("increment key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), wire.MaxBatchIncrements)
 	}
@@ -110,7 +130,7 @@ type reply struct {
 }
 
 // submit commits req through its counter's group, or alone; ErrClosed.
-func (s *Store) submit(ctx context.Context, req batched) reply {
+func (s *Increments) submit(ctx context.Context, req batched) reply {
 	if !s.life.Enter() {
 		return reply{err: notApplied(ErrClosed)}
 	}

@@ -101,7 +101,7 @@ func memberOf(member, caller string, delta *int64, maxBytes int) (string, error)
 
 // answerIncrement increments req, received at received, and answers.
 func (s *Service) answerIncrement(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
-	res, err := s.counters.Increment(r.Context(), req)
+	res, err := s.increments.Increment(r.Context(), req)
 	if errors.Is(err, counter.ErrKeyReused) {
 		// Only the caller who spent the key learns what for.
 		if first := res.Applied; req.Member == "" && req.Limit == 0 && callerauth.IsUser(req.Key.Caller) && len(first) == 1 {

@@ -129,7 +129,7 @@ func instanceWith(t *testing.T, client *firestore.Client, set *sources.Set, opts
 	counting := sources.NewCounting(set, store, client, quietLog, commitInterval)
 	t.Cleanup(func() {
 		_ = counting.Close(context.Background())
-		_ = store.Close(context.Background())
+		_ = store.Increments.Close(context.Background())
 	})
 	return counting
 }
@@ -225,7 +225,7 @@ func checkExact(t *testing.T, client *firestore.Client, store func(id string) in
 func sumOf(t *testing.T, client *firestore.Client) func(id string) int64 {
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
 	return func(id string) int64 {
-		n, err := store.Sum(context.Background(), id)
+		n, err := store.Reader.Sum(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +394,7 @@ func TestDriftChecksAreNotStarved(t *testing.T) {
 	deliver(t, w.writes, a)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1})
 	for n := range 40 {
-		if _, err := store.Increment(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -550,7 +550,7 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	client, newInstance := project(t)
 	ctx := context.Background()
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
-	if _, err := store.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
 	w := newWriter(t, client)
@@ -562,7 +562,7 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	if got := sumOf(t, client)("likes-launch"); got != 5 {
 		t.Errorf("likes-launch = %d, want the 5 increments alone", got)
 	}
-	if _, err := store.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
 		t.Errorf("increment likes-launch after the like: %v, want it still an ordinary counter", err)
 	}
 	if err := counting.Repair(ctx, "likes-launch"); !errors.Is(err, sources.ErrNotItsCounter) {
