@@ -183,13 +183,14 @@ func (f *fakePlans) fence(context.Context, *commitPlan) error {
 
 // newFakeStore is Increments over fake plans, whose counter "c" is known to have 10 shards.
 func newFakeStore(plans planStore) *Increments {
-	s := newIncrements(&shards{
+	sh := &shards{
 		documents: documents{defaultNumShards: 10},
 		configs:   newConfigCache(time.Hour, clock.System{}),
 		pickShard: func(string, int) int { return 7 },
 		clock:     clock.System{},
 		touches:   newTouchStamps(clock.System{}),
-	}, plans, 0)
+	}
+	s := newIncrements(sh, plans, 0, &fences{sh: sh})
 	s.configs.put("c", writeConfig{numShards: 10})
 	return s
 }

@@ -51,9 +51,11 @@ type Increments struct {
 	members *Members
 }
 
-// newIncrements commits plans through plans, grouped per interval when positive.
-func newIncrements(sh *shards, plans planStore, groupInterval time.Duration) *Increments {
+// newIncrements commits plans through plans, grouped per interval when positive, and member
+// increments under fences.
+func newIncrements(sh *shards, plans planStore, groupInterval time.Duration, fences *fences) *Increments {
 	s := &Increments{shards: sh, commits: committer{plans: plans}}
+	s.members = &Members{shards: sh, fences: fences, life: &s.life}
 	if groupInterval > 0 {
 		s.groups = newGroupCommitter(groupInterval, sh.clock, s.commitBatch)
 	}

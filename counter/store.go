@@ -57,8 +57,7 @@ func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Sto
 		touches:         newTouchStamps(clock),
 	}
 	fences := &fences{sh: sh}
-	inc := newIncrements(sh, &firestorePlans{documents: docs}, opts.GroupCommitInterval)
-	inc.members = &Members{shards: sh, fences: fences, life: &inc.life}
+	inc := newIncrements(sh, &firestorePlans{documents: docs}, opts.GroupCommitInterval, fences)
 	life := &Lifecycle{shards: sh, fences: fences}
 	return &Store{
 		Increments:  inc,
