@@ -15,10 +15,10 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// TestApplyOnceScopesKeysByCaller: the same Idempotency-Key from two verified callers is two keys, so
+// TestIncrementKeyedScopesKeysByCaller: the same Idempotency-Key from two verified callers is two keys, so
 // one caller can neither consume another's key (bob's first use applies) nor replay it; a key without
 // a caller is a third, public key.
-func TestApplyOnceScopesKeysByCaller(t *testing.T) {
+func TestIncrementKeyedScopesKeysByCaller(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	incs := []wire.Increment{{Counter: "a", Delta: 1}}

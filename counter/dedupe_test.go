@@ -56,14 +56,14 @@ func dedupeRecords(t *testing.T, client *firestore.Client) []*firestore.Document
 	return docs
 }
 
-func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
+func TestIncrementKeyedAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourceHTTP, ID: "order-42"}
 	incs := []wire.Increment{{Counter: "likes", Delta: 5}}
 	first, err := s.Increments.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil || first.Duplicate || len(first.Applied) != 1 {
-		t.Fatalf("first ApplyOnce = %+v, %v", first, err)
+		t.Fatalf("first Increment = %+v, %v", first, err)
 	}
 	for range 3 {
 		again, err := s.Increments.Increment(ctx, counter.Request{Key: &key, Batch: incs})
@@ -96,7 +96,7 @@ func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	}
 }
 
-func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
+func TestIncrementKeyedRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourcePubSub, ID: "k"}
@@ -112,7 +112,7 @@ func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
 	}
 }
 
-func TestApplyOnceScopesKeysBySource(t *testing.T) {
+func TestIncrementKeyedScopesKeysBySource(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	incs := []wire.Increment{{Counter: "a", Delta: 1}}
@@ -126,7 +126,7 @@ func TestApplyOnceScopesKeysBySource(t *testing.T) {
 	}
 }
 
-func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
+func TestIncrementKeyedMergesABatchPerCounter(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
 	if _, err := s.Lifecycle.Configure(ctx, "one-shard", counter.Settings{NumShards: 1}); err != nil {
@@ -150,9 +150,9 @@ func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
 	}
 }
 
-// TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce: 20 concurrent calls with one key on a counter
+// TestIncrementKeyedConcurrentDeliveriesOfOneKeyCountOnce: 20 concurrent calls with one key on a counter
 // that does not exist yet; exactly one applies and all answer alike.
-func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
+func TestIncrementKeyedConcurrentDeliveriesOfOneKeyCountOnce(t *testing.T) {
 	s, client := newStore(t)
 	const calls = 20
 	outs := make([]counter.Result, calls)
@@ -187,9 +187,9 @@ func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
 	}
 }
 
-// TestApplyOnceDistinctKeysRacingToCreateACounter: 20 concurrent keys all create the same counter;
+// TestIncrementKeyedDistinctKeysRacingToCreateACounter: 20 concurrent keys all create the same counter;
 // the losers of the creation race retry and every key applies.
-func TestApplyOnceDistinctKeysRacingToCreateACounter(t *testing.T) {
+func TestIncrementKeyedDistinctKeysRacingToCreateACounter(t *testing.T) {
 	s, _ := newStore(t)
 	const calls = 20
 	var wg sync.WaitGroup
