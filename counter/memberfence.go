@@ -10,10 +10,9 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 
 	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/shardcount/counters/shared"
 )
