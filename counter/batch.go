@@ -13,7 +13,7 @@ import (
 const maxCommitAttempts = 4
 
 // commitBatch commits batch and returns one reply per request; duplicates never fail the others.
-func (s *Store) commitBatch(ctx context.Context, batch []batched) []reply {
+func (s *Increments) commitBatch(ctx context.Context, batch []batched) []reply {
 	replies := make([]reply, len(batch))
 	leader := make([]int, len(batch))
 	var live []int
@@ -40,7 +40,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []batched) []reply {
 }
 
 // commitLive commits batch's live requests and fills in their replies.
-func (s *Store) commitLive(ctx context.Context, batch []batched, live []int, replies []reply) {
+func (s *Increments) commitLive(ctx context.Context, batch []batched, live []int, replies []reply) {
 	fail := func(err error) {
 		for _, i := range live {
 			replies[i] = reply{err: err}
@@ -53,7 +53,7 @@ func (s *Store) commitLive(ctx context.Context, batch []batched, live []int, rep
 			fail(notApplied(err))
 			return
 		}
-		res := s.apply(ctx, plan)
+		res := s.commits.send(ctx, plan)
 		if res.applied {
 			s.remember(plan.shards)
 			for _, i := range live {
@@ -127,7 +127,7 @@ func followerReply(req batched, first reply) reply {
 	}
 	r := reply{outcome: Result{Applied: first.outcome.Applied, Duplicate: true, PlannedAt: first.outcome.PlannedAt}, fingerprint: first.fingerprint}
 	if req.fingerprint != first.fingerprint {
-		r.err = fmt.Errorf("apply key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
+		r.err = fmt.Errorf("increment key %s %q: %w", req.key.Source, req.key.ID, ErrKeyReused)
 	}
 	return r
 }

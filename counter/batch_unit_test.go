@@ -139,7 +139,7 @@ func TestCloseWritesPendingGroupsAtOnceAndRefusesNewIncrements(t *testing.T) {
 	s.groups = newGroupCommitter(time.Hour, clk, w.write)
 	incr := func(id string) <-chan error {
 		out := make(chan error, 1)
-		go func() { _, err := s.Apply(context.Background(), Request{Counter: id, Delta: 1}); out <- err }()
+		go func() { _, err := s.Increment(context.Background(), Request{Counter: id, Delta: 1}); out <- err }()
 		return out
 	}
 	first := incr("c")
@@ -156,7 +156,7 @@ func TestCloseWritesPendingGroupsAtOnceAndRefusesNewIncrements(t *testing.T) {
 		}
 		return true
 	})
-	if _, err := s.Apply(context.Background(), Request{Counter: "c", Delta: 1}); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotApplied) {
+	if _, err := s.Increment(context.Background(), Request{Counter: "c", Delta: 1}); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotApplied) {
 		t.Fatalf("increment after Close began: %v, want ErrClosed and ErrNotApplied", err)
 	}
 	inFlight.answer(nil)
@@ -186,7 +186,7 @@ func TestCloseGivesUpWhenItsContextEnds(t *testing.T) {
 	s := newFakeStore(nil)
 	s.groups = newGroupCommitter(testInterval, newFakeClock(), w.write)
 	done := make(chan error, 1)
-	go func() { _, err := s.Apply(context.Background(), Request{Counter: "c", Delta: 1}); done <- err }()
+	go func() { _, err := s.Increment(context.Background(), Request{Counter: "c", Delta: 1}); done <- err }()
 	call := w.next(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -35,7 +35,7 @@ func benchParallelism() (parallelism, goroutines int) {
 // production default so that a run of -benchtime 2000x takes about a second.
 const benchGroupCommitInterval = 20 * time.Millisecond
 
-// BenchmarkIncrementGuideMode measures counter.Store.Apply of deltas with group commit off, as in the
+// BenchmarkIncrementGuideMode measures counter.Increments.Increment of deltas with group commit off, as in the
 // Firebase guide: every increment is one write of a random shard. About benchGoroutines goroutines
 // increment one warm counter (created, and its shard count cached, before the timer starts) on the
 // Firestore emulator.
@@ -80,11 +80,11 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 		GroupCommitInterval: interval,
 	})
 	const id = "likes"
-	if _, err := store.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
 		b.Fatal(err)
 	}
 	var acked, aborted atomic.Int64
-	if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil { // warms the client's connection
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil { // warms the client's connection
 		b.Fatal(err)
 	}
 	acked.Add(1)
@@ -95,7 +95,7 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1})
+			_, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1})
 			switch {
 			case err == nil:
 				acked.Add(1)
@@ -113,7 +113,7 @@ func benchmarkIncrement(b *testing.B, interval time.Duration, parallelism int) {
 	b.ReportMetric(float64(made)/float64(b.N), "commits/inc")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(aborted.Load())/float64(b.N), "aborted/inc")
-	if sum, err := store.Sum(ctx, id); err != nil {
+	if sum, err := store.Reader.Sum(ctx, id); err != nil {
 		b.Fatal(err)
 	} else if sum != acked.Load() {
 		b.Fatalf("sum %d, want the %d acknowledged increments (%d aborted)", sum, acked.Load(), aborted.Load())
@@ -131,7 +131,7 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkIncrementDistinctNewMembers measures counter.Store.Apply of new members (each
+// BenchmarkIncrementDistinctNewMembers measures counter.Increments.Increment of new members (each
 // op a member never sent before) into one warm distinct counter with 10 shards and the day window,
 // from benchGoroutines goroutines on the Firestore emulator. ns/op is wall time per member across
 // all goroutines; each op reads the member's documents and its shard's fence, then commits their
@@ -140,7 +140,7 @@ func BenchmarkIncrementDistinctNewMembers(b *testing.B) {
 	ctx := context.Background()
 	store := counter.NewStore(testenv.Firestore(b), schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Hour})
 	yes := true
-	if _, err := store.Configure(ctx, "visitors", counter.Settings{NumShards: 10, Windows: []string{counter.WindowDay}, Distinct: &yes}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "visitors", counter.Settings{NumShards: 10, Windows: []string{counter.WindowDay}, Distinct: &yes}); err != nil {
 		b.Fatal(err)
 	}
 	parallelism, _ := benchParallelism()
@@ -149,19 +149,19 @@ func BenchmarkIncrementDistinctNewMembers(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("m", next.Add(1))}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("m", next.Add(1))}); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
 	b.StopTimer()
-	if got, err := store.Sum(ctx, "visitors"); err != nil || got != next.Load() {
+	if got, err := store.Reader.Sum(ctx, "visitors"); err != nil || got != next.Load() {
 		b.Errorf("visitors = %d (%v), want %d members", got, err, next.Load())
 	}
 }
 
-// BenchmarkSumsAmongManyShards measures counter.Store.SumsAt, the roll-up's pair of aggregation
+// BenchmarkSumsAmongManyShards measures counter.Reader.SumsAt, the roll-up's pair of aggregation
 // queries over one counter's 10 shards (in a read-only transaction), on the Firestore emulator,
 // with 100 and 1,000 such counters in the database (1,000 and 10,000 documents in the shards
 // collection group), one pair at a time and from about 16 goroutines. In production a query's cost
@@ -188,7 +188,7 @@ func BenchmarkSumsAmongManyShards(b *testing.B) {
 		var next atomic.Int64
 		totals := func(b *testing.B) bool {
 			id := fmt.Sprint("c", next.Add(1)%int64(counters))
-			t, err := store.SumsAt(ctx, id, at, nil)
+			t, err := store.Reader.SumsAt(ctx, id, at, nil)
 			if err == nil && t.Count != shardsPerCounter {
 				err = fmt.Errorf("counter %s: count %d, want %d", id, t.Count, shardsPerCounter)
 			}

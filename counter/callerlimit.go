@@ -17,7 +17,7 @@ import (
 
 // incrementLimited adds r's increment only while r.Caller's total on the counter stays within
 // [0, r.Limit], in one transaction with the total (and the key's record); it bypasses group commit.
-func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error) {
+func (s *Increments) incrementLimited(ctx context.Context, r Request) (Result, error) {
 	inc, caller, limit, key := wire.Increment{Counter: r.Counter, Delta: r.Delta}, r.Caller, r.Limit, r.Key
 	if caller == "" || limit < 1 {
 		return Result{}, fmt.Errorf("limited increment of %q: a verified caller and a positive limit are required", inc.Counter)
@@ -63,7 +63,7 @@ func (s *Store) incrementLimited(ctx context.Context, r Request) (Result, error)
 }
 
 // limitedInTransaction is one attempt of incrementLimited's transaction: reads first, then writes.
-func (s *Store) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
+func (s *Increments) limitedInTransaction(tx *firestore.Transaction, callerRef *firestore.DocumentRef, limit int64,
 	inc wire.Increment, key *Key, fingerprint string, w shardWrite) (Result, error) {
 	if key != nil {
 		snap, err := tx.Get(s.dedupeRecordRef(*key))

@@ -15,29 +15,29 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
-// TestApplyOnceScopesKeysByCaller: the same Idempotency-Key from two verified callers is two keys, so
+// TestIncrementKeyedScopesKeysByCaller: the same Idempotency-Key from two verified callers is two keys, so
 // one caller can neither consume another's key (bob's first use applies) nor replay it; a key without
 // a caller is a third, public key.
-func TestApplyOnceScopesKeysByCaller(t *testing.T) {
+func TestIncrementKeyedScopesKeysByCaller(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	incs := []wire.Increment{{Counter: "a", Delta: 1}}
 	for _, caller := range []string{"alice", "bob", ""} {
-		out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: "k"}, Batch: incs})
+		out, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: "k"}, Batch: incs})
 		if err != nil || out.Duplicate {
 			t.Fatalf("caller %q, key k = %+v, %v; want applied (keys are the caller's own)", caller, out, err)
 		}
 	}
-	out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k"}, Batch: incs})
+	out, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k"}, Batch: incs})
 	if err != nil || !out.Duplicate {
 		t.Fatalf("alice's retry of k = %+v, %v; want a duplicate", out, err)
 	}
 	// bob's own first use of a key alice spent on other increments is his, not a reuse of hers.
-	if _, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "bob", ID: "k2"}, Batch: incs}); err != nil {
+	if _, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "bob", ID: "k2"}, Batch: incs}); err != nil {
 		t.Fatal(err)
 	}
 	other := []wire.Increment{{Counter: "a", Delta: 5}}
-	if out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k2"}, Batch: other}); err != nil || out.Duplicate {
+	if out, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, Caller: "alice", ID: "k2"}, Batch: other}); err != nil || out.Duplicate {
 		t.Fatalf("alice's first use of k2 = %+v, %v; want applied, not bob's answer", out, err)
 	}
 	if got := sum(t, s, "a"); got != 9 {
@@ -59,7 +59,7 @@ func TestIncrementLimitedOneLikePerUser(t *testing.T) {
 		{"alice", -1, false}, {"alice", 1, true}, {"bob", 2, false},
 	}
 	for i, st := range steps {
-		out, err := s.Apply(ctx, counter.Request{Counter: "post", Delta: st.delta, Caller: st.caller, Limit: 1})
+		out, err := s.Increments.Increment(ctx, counter.Request{Counter: "post", Delta: st.delta, Caller: st.caller, Limit: 1})
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -85,7 +85,7 @@ func TestIncrementLimitedConcurrentLikesOfOneUserCountOnce(t *testing.T) {
 	)
 	for range n {
 		wg.Go(func() {
-			out, err := s.Apply(ctx, counter.Request{Counter: "clicks", Delta: 1, Caller: "carol", Limit: 1})
+			out, err := s.Increments.Increment(ctx, counter.Request{Counter: "clicks", Delta: 1, Caller: "carol", Limit: 1})
 			if err != nil {
 				t.Error(err)
 				return
@@ -111,19 +111,19 @@ func TestIncrementLimitedKeyedRetryAnswersAsTheFirstTime(t *testing.T) {
 	like := wire.Increment{Counter: "photo", Delta: 1}
 	k1 := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-1"}
 	k2 := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-2"}
-	if out, err := s.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k1}); err != nil || !out.Counted || out.Duplicate {
+	if out, err := s.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k1}); err != nil || !out.Counted || out.Duplicate {
 		t.Fatalf("first like = %+v, %v; want counted", out, err)
 	}
-	if out, err := s.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k1}); err != nil || !out.Counted || !out.Duplicate {
+	if out, err := s.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k1}); err != nil || !out.Counted || !out.Duplicate {
 		t.Fatalf("retry of the first like = %+v, %v; want the first answer (counted) as a duplicate", out, err)
 	}
-	if out, err := s.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k2}); err != nil || out.Counted {
+	if out, err := s.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k2}); err != nil || out.Counted {
 		t.Fatalf("second like = %+v, %v; want not counted", out, err)
 	}
-	if out, err := s.Apply(ctx, counter.Request{Counter: "photo", Delta: -1, Caller: "dave", Limit: 1}); err != nil || !out.Counted {
+	if out, err := s.Increments.Increment(ctx, counter.Request{Counter: "photo", Delta: -1, Caller: "dave", Limit: 1}); err != nil || !out.Counted {
 		t.Fatalf("unlike = %+v, %v; want counted", out, err)
 	}
-	if out, err := s.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k2}); err != nil || out.Counted || !out.Duplicate {
+	if out, err := s.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: k2}); err != nil || out.Counted || !out.Duplicate {
 		t.Fatalf("retry of the second like after the unlike = %+v, %v; want its first answer, not counted", out, err)
 	}
 	if got := sum(t, s, "photo"); got != 0 {
@@ -138,11 +138,11 @@ func TestLimitedIncrementsStampTheCounterForTheSweep(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
 	start := time.Now()
-	if _, err := s.Configure(ctx, "configured", counter.Settings{NumShards: 3}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "configured", counter.Settings{NumShards: 3}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"created", "configured"} {
-		if out, err := s.Apply(ctx, counter.Request{Counter: id, Delta: 1, Caller: "alice", Limit: 1}); err != nil || !out.Counted {
+		if out, err := s.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1, Caller: "alice", Limit: 1}); err != nil || !out.Counted {
 			t.Fatalf("%s: %+v, %v; want counted", id, out, err)
 		}
 		doc, err := schema.CounterRef(client, id).Get(ctx)
@@ -164,7 +164,7 @@ func TestLimitedDuplicateLeavesTheStampDue(t *testing.T) {
 	ctx := context.Background()
 	key := &counter.Key{Source: counter.SourceHTTP, Caller: "dave", ID: "like-1"}
 	like := wire.Increment{Counter: "post", Delta: 1}
-	if out, err := a.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: key}); err != nil || !out.Counted {
+	if out, err := a.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: key}); err != nil || !out.Counted {
 		t.Fatalf("first like = %+v, %v; want counted", out, err)
 	}
 	ref := schema.CounterRef(client, "post")
@@ -173,10 +173,10 @@ func TestLimitedDuplicateLeavesTheStampDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute})
-	if out, err := b.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: key}); err != nil || !out.Duplicate {
+	if out, err := b.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1, Key: key}); err != nil || !out.Duplicate {
 		t.Fatalf("replayed like on b = %+v, %v; want a duplicate", out, err)
 	}
-	if out, err := b.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "erin", Limit: 1}); err != nil || !out.Counted {
+	if out, err := b.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "erin", Limit: 1}); err != nil || !out.Counted {
 		t.Fatalf("erin's like on b = %+v, %v; want counted", out, err)
 	}
 	doc, err := ref.Get(ctx)
@@ -193,12 +193,12 @@ func TestLimitedDuplicateLeavesTheStampDue(t *testing.T) {
 func TestLimitedIncrementThatNeverReachedFirestoreIsNotApplied(t *testing.T) {
 	s, _ := newStore(t)
 	like := wire.Increment{Counter: "reel", Delta: 1}
-	if _, err := s.Apply(context.Background(), counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1}); err != nil {
+	if _, err := s.Increments.Increment(context.Background(), counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "dave", Limit: 1}); err != nil {
 		t.Fatal(err) // the counter's shard count and stamp are now cached: no read before the transaction
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Apply(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "erin", Limit: 1})
+	_, err := s.Increments.Increment(ctx, counter.Request{Counter: like.Counter, Delta: like.Delta, Caller: "erin", Limit: 1})
 	if !errors.Is(err, counter.ErrNotApplied) || errors.Is(err, counter.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v; want ErrNotApplied (nothing was sent)", err)
 	}

@@ -7,7 +7,7 @@ import (
 
 // Close refuses new increments (ErrClosed), commits held ones at once, and returns when every taken
 // increment has its outcome, or with ctx's error. Reads keep working.
-func (s *Store) Close(ctx context.Context) error {
+func (s *Increments) Close(ctx context.Context) error {
 	s.life.Close()
 	if s.groups != nil {
 		s.groups.Flush()

@@ -20,7 +20,7 @@ func TestCloseOnTheEmulatorWritesPendingGroupsAndRefusesNewIncrements(t *testing
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute, GroupCommitInterval: time.Hour})
-	if _, err := store.Apply(ctx, counter.Request{Counter: "likes", Delta: 1}); err != nil { // the counter's first write goes out at once
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes", Delta: 1}); err != nil { // the counter's first write goes out at once
 		t.Fatal(err)
 	}
 	applied := atomic.Int64{}
@@ -32,7 +32,7 @@ func TestCloseOnTheEmulatorWritesPendingGroupsAndRefusesNewIncrements(t *testing
 		started.Add(1)
 		wg.Go(func() {
 			started.Done()
-			_, err := store.Apply(ctx, counter.Request{Counter: "likes", Delta: int64(i + 1)})
+			_, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes", Delta: int64(i + 1)})
 			switch {
 			case err == nil:
 				applied.Add(int64(i + 1))
@@ -49,19 +49,19 @@ func TestCloseOnTheEmulatorWritesPendingGroupsAndRefusesNewIncrements(t *testing
 	closeCtx, cancel := context.WithTimeout(ctx, 20*time.Second) // far below the hour the group would wait
 	defer cancel()
 	start := time.Now()
-	if err := store.Close(closeCtx); err != nil {
+	if err := store.Increments.Close(closeCtx); err != nil {
 		t.Fatalf("Close: %v (the pending group was not written at once)", err)
 	}
 	closed := time.Since(start)
 	wg.Wait()
-	sum, err := store.Sum(ctx, "likes")
+	sum, err := store.Reader.Sum(ctx, "likes")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum != applied.Load() {
 		t.Errorf("sum %d after Close, but %d was acknowledged", sum, applied.Load())
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "likes", Delta: 1}); !errors.Is(err, counter.ErrClosed) {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes", Delta: 1}); !errors.Is(err, counter.ErrClosed) {
 		t.Errorf("increment after Close: %v, want ErrClosed", err)
 	}
 	t.Logf("Close returned in %s; 50 waiting increments: %d refused, the rest applied (sum %d)", closed.Round(time.Millisecond), refused.Load(), sum)

@@ -46,24 +46,27 @@ type commitResult struct {
 	err       error
 }
 
-// apply commits plan and settles its outcome: "not applied" only when it never will apply.
-func (s *Store) apply(ctx context.Context, plan *commitPlan) commitResult {
-	err := s.plans.commit(ctx, plan)
+// committer commits plans and settles their outcomes.
+type committer struct{ plans planStore }
+
+// send commits plan and settles its outcome: "not applied" only when it never will apply.
+func (c committer) send(ctx context.Context, plan *commitPlan) commitResult {
+	err := c.plans.commit(ctx, plan)
 	if err == nil {
 		return commitResult{applied: true}
 	}
-	if res, ok := s.readBack(ctx, plan, err); ok {
+	if res, ok := c.readBack(ctx, plan, err); ok {
 		return res
 	}
-	return s.settle(ctx, plan, err)
+	return c.settle(ctx, plan, err)
 }
 
 // readBack settles a commit refused with AlreadyExists from what it creates; false when it cannot.
-func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ commitResult, ok bool) {
+func (c committer) readBack(ctx context.Context, plan *commitPlan, err error) (_ commitResult, ok bool) {
 	if status.Code(err) != codes.AlreadyExists {
 		return commitResult{}, false
 	}
-	in, ierr := s.plans.inspect(ctx, plan)
+	in, ierr := c.plans.inspect(ctx, plan)
 	switch {
 	case ierr != nil:
 		return commitResult{}, false
@@ -77,19 +80,19 @@ func (s *Store) readBack(ctx context.Context, plan *commitPlan, err error) (_ co
 
 // settle finds out whether a failed commit applied: it fences the write record, or reads back, or
 // resends once.
-func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commitResult {
+func (c committer) settle(ctx context.Context, plan *commitPlan, cause error) commitResult {
 	if !plan.writeRecord {
 		if status.Code(cause) == codes.NotFound {
-			return s.refusedKeyed(ctx, plan, cause)
+			return c.refusedKeyed(ctx, plan, cause)
 		}
-		return s.resend(ctx, plan, cause)
+		return c.resend(ctx, plan, cause)
 	}
-	ferr := s.plans.fence(ctx, plan)
+	ferr := c.plans.fence(ctx, plan)
 	if ferr == nil {
 		return commitResult{err: notApplied(cause)}
 	}
 	if status.Code(ferr) == codes.AlreadyExists {
-		in, ierr := s.plans.inspect(ctx, plan)
+		in, ierr := c.plans.inspect(ctx, plan)
 		switch {
 		case ierr != nil:
 			ferr = ierr
@@ -103,20 +106,20 @@ func (s *Store) settle(ctx context.Context, plan *commitPlan, cause error) commi
 }
 
 // resend sends a keyed-only plan once more; its dedupe records let one attempt apply.
-func (s *Store) resend(ctx context.Context, plan *commitPlan, cause error) commitResult {
-	err := s.plans.commit(ctx, plan)
+func (c committer) resend(ctx context.Context, plan *commitPlan, cause error) commitResult {
+	err := c.plans.commit(ctx, plan)
 	if err == nil {
 		return commitResult{applied: true}
 	}
-	if res, ok := s.readBack(ctx, plan, err); ok {
+	if res, ok := c.readBack(ctx, plan, err); ok {
 		return res
 	}
 	return commitResult{err: outcomeUnknown(fmt.Errorf("%w; sending it again failed: %w", cause, err))}
 }
 
 // refusedKeyed settles a keyed-only plan refused with NotFound by reading back.
-func (s *Store) refusedKeyed(ctx context.Context, plan *commitPlan, cause error) commitResult {
-	in, err := s.plans.inspect(ctx, plan)
+func (c committer) refusedKeyed(ctx context.Context, plan *commitPlan, cause error) commitResult {
+	in, err := c.plans.inspect(ctx, plan)
 	switch {
 	case err != nil:
 		return commitResult{err: outcomeUnknown(fmt.Errorf("%w; reading it back failed: %w", cause, err))}

@@ -102,7 +102,7 @@ type Configuration struct {
 
 // Configure creates or changes counter id in one transaction, then creates added shards at 0. It
 // never changes the value or buckets, even while increments arrive.
-func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
+func (s *Lifecycle) Configure(ctx context.Context, id string, st Settings) (Configuration, error) {
 	if st.Group != nil && *st.Group != "" {
 		if err := wire.ValidateGroup(*st.Group); err != nil {
 			return Configuration{}, err
@@ -123,7 +123,7 @@ func (s *Store) Configure(ctx context.Context, id string, st Settings) (Configur
 		err = s.createZeroShards(ctx, id, res.before.NumShards, res.after.NumShards)
 	}
 	if err == nil && res.distinct {
-		if err = s.raiseFences(ctx, id, ""); errors.Is(err, errEpochMoved) {
+		if err = s.fences.raise(ctx, id, ""); errors.Is(err, errEpochMoved) {
 			err = nil
 		}
 	}

@@ -24,7 +24,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 		"windowed": {NumShards: 8, Windows: counter.Windows},
 		"distinct": {NumShards: 8, Windows: []string{"day", "month"}, Distinct: &yes},
 	} {
-		if _, err := store.Configure(ctx, id, st); err != nil {
+		if _, err := store.Lifecycle.Configure(ctx, id, st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	for _, id := range []string{"plain", "windowed"} {
 		from := len(commits())
 		for range n {
-			if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,7 +57,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	}
 	from := len(commits())
 	for i := range n {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func TestDocumentsWrittenPerIncrement(t *testing.T) {
 	}
 	from = len(commits())
 	for i := range n {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "distinct", Member: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,7 +38,7 @@ func newStoreOn(client *firestore.Client, interval time.Duration) *counter.Store
 
 func sum(t *testing.T, s *counter.Store, id string) int64 {
 	t.Helper()
-	n, err := s.Sum(context.Background(), id)
+	n, err := s.Reader.Sum(context.Background(), id)
 	if err != nil {
 		t.Fatalf("sum %q: %v", id, err)
 	}
@@ -56,17 +56,17 @@ func dedupeRecords(t *testing.T, client *firestore.Client) []*firestore.Document
 	return docs
 }
 
-func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
+func TestIncrementKeyedAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourceHTTP, ID: "order-42"}
 	incs := []wire.Increment{{Counter: "likes", Delta: 5}}
-	first, err := s.Apply(ctx, counter.Request{Key: &key, Batch: incs})
+	first, err := s.Increments.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil || first.Duplicate || len(first.Applied) != 1 {
-		t.Fatalf("first ApplyOnce = %+v, %v", first, err)
+		t.Fatalf("first Increment = %+v, %v", first, err)
 	}
 	for range 3 {
-		again, err := s.Apply(ctx, counter.Request{Key: &key, Batch: incs})
+		again, err := s.Increments.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 		if err != nil || !again.Duplicate {
 			t.Fatalf("retry = %+v, %v; want a duplicate", again, err)
 		}
@@ -77,7 +77,7 @@ func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	if got := sum(t, s, "likes"); got != 5 {
 		t.Errorf("likes = %d after one key applied four times, want 5", got)
 	}
-	v, err := s.Value(ctx, "likes")
+	v, err := s.Reader.Value(ctx, "likes")
 	if err != nil || v.NumShards != 10 {
 		t.Errorf("counter created by a keyed increment: %+v, %v; want 10 shards", v, err)
 	}
@@ -96,14 +96,14 @@ func TestApplyOnceAppliesAKeyOnceAndAnswersRetriesAsTheFirstTime(t *testing.T) {
 	}
 }
 
-func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
+func TestIncrementKeyedRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	key := counter.Key{Source: counter.SourcePubSub, ID: "k"}
-	if _, err := s.Apply(ctx, counter.Request{Key: &key, Counter: "a", Delta: 1}); err != nil {
+	if _, err := s.Increments.Increment(ctx, counter.Request{Key: &key, Counter: "a", Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.Apply(ctx, counter.Request{Key: &key, Counter: "a", Delta: 2})
+	out, err := s.Increments.Increment(ctx, counter.Request{Key: &key, Counter: "a", Delta: 2})
 	if !errors.Is(err, counter.ErrKeyReused) || !out.Duplicate {
 		t.Fatalf("reused key = %+v, %v; want ErrKeyReused", out, err)
 	}
@@ -112,12 +112,12 @@ func TestApplyOnceRefusesAKeyReusedWithOtherIncrements(t *testing.T) {
 	}
 }
 
-func TestApplyOnceScopesKeysBySource(t *testing.T) {
+func TestIncrementKeyedScopesKeysBySource(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	incs := []wire.Increment{{Counter: "a", Delta: 1}}
 	for _, src := range []counter.Source{counter.SourcePubSub, counter.SourceHTTP} {
-		if out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: src, ID: "7"}, Batch: incs}); err != nil || out.Duplicate {
+		if out, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: src, ID: "7"}, Batch: incs}); err != nil || out.Duplicate {
 			t.Fatalf("%s key 7 = %+v, %v; want applied", src, out, err)
 		}
 	}
@@ -126,14 +126,14 @@ func TestApplyOnceScopesKeysBySource(t *testing.T) {
 	}
 }
 
-func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
+func TestIncrementKeyedMergesABatchPerCounter(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Configure(ctx, "one-shard", counter.Settings{NumShards: 1}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "one-shard", counter.Settings{NumShards: 1}); err != nil {
 		t.Fatal(err)
 	}
 	incs := []wire.Increment{{Counter: "one-shard", Delta: 2}, {Counter: "b", Delta: 3}, {Counter: "one-shard", Delta: -1}, {Counter: "b", Delta: 4}}
-	out, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "batch"}, Batch: incs})
+	out, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "batch"}, Batch: incs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +150,9 @@ func TestApplyOnceMergesABatchPerCounter(t *testing.T) {
 	}
 }
 
-// TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce: 20 concurrent calls with one key on a counter
+// TestIncrementKeyedConcurrentDeliveriesOfOneKeyCountOnce: 20 concurrent calls with one key on a counter
 // that does not exist yet; exactly one applies and all answer alike.
-func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
+func TestIncrementKeyedConcurrentDeliveriesOfOneKeyCountOnce(t *testing.T) {
 	s, client := newStore(t)
 	const calls = 20
 	outs := make([]counter.Result, calls)
@@ -160,7 +160,7 @@ func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			outs[i], errs[i] = s.Apply(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m1"}, Batch: []wire.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}}})
+			outs[i], errs[i] = s.Increments.Increment(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m1"}, Batch: []wire.Increment{{Counter: "new", Delta: 3}, {Counter: "other", Delta: 1}}})
 		})
 	}
 	wg.Wait()
@@ -187,15 +187,15 @@ func TestApplyOnceConcurrentDeliveriesOfOneKeyApplyOnce(t *testing.T) {
 	}
 }
 
-// TestApplyOnceDistinctKeysRacingToCreateACounter: 20 concurrent keys all create the same counter;
+// TestIncrementKeyedDistinctKeysRacingToCreateACounter: 20 concurrent keys all create the same counter;
 // the losers of the creation race retry and every key applies.
-func TestApplyOnceDistinctKeysRacingToCreateACounter(t *testing.T) {
+func TestIncrementKeyedDistinctKeysRacingToCreateACounter(t *testing.T) {
 	s, _ := newStore(t)
 	const calls = 20
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			out, err := s.Apply(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "raced", Delta: 1})
+			out, err := s.Increments.Increment(context.Background(), counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "raced", Delta: 1})
 			if err != nil || out.Duplicate {
 				t.Errorf("key %d: %+v, %v; want applied", i, out, err)
 			}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shardcount/counters/gate"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -21,6 +22,14 @@ var ErrMemberRequired = errors.New("the counter counts distinct members: send a 
 
 // ErrNotDistinct refuses a member increment of a counter that is not distinct.
 var ErrNotDistinct = errors.New("the counter does not count distinct members")
+
+// Members counts distinct members (through Increments.Increment), and purges and moves their
+// documents.
+type Members struct {
+	*shards
+	fences *fences
+	life   *gate.Gate // Increments' own
+}
 
 // memberOutcome is what a member increment did.
 type memberOutcome struct {
@@ -31,7 +40,7 @@ type memberOutcome struct {
 	plannedAt time.Time
 }
 
-// result is out as Apply's Result for counter id.
+// result is out as Increment's Result for counter id.
 func (out memberOutcome) result(id string) Result {
 	var delta int64
 	if out.shard >= 0 {
@@ -43,7 +52,7 @@ func (out memberOutcome) result(id string) Result {
 
 // incrementDistinct counts r.Member once per member epoch in r.Counter, all time and per window
 // bucket, however often sent; ErrNotFound for a missing counter. See docs/design.md, "Distinct members".
-func (s *Store) incrementDistinct(ctx context.Context, r Request) (Result, error) {
+func (s *Members) incrementDistinct(ctx context.Context, r Request) (Result, error) {
 	if r.Delta != 0 && r.Delta != 1 {
 		return Result{}, fmt.Errorf("count member of %q: delta %d, want 0 or 1", r.Counter, r.Delta)
 	}
@@ -59,7 +68,7 @@ func (s *Store) incrementDistinct(ctx context.Context, r Request) (Result, error
 }
 
 // countMember counts member in counter id, planning again while a fence is down.
-func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (memberOutcome, error) {
+func (s *Members) countMember(ctx context.Context, id, member string, key *Key) (memberOutcome, error) {
 	call := memberCall{counter: id, member: member, key: key, now: recordNow(s.clock), writeID: newWriteID()}
 	if key != nil {
 		call.fingerprint = memberFingerprint(id, member)
@@ -80,7 +89,7 @@ func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (m
 			}
 			return out, err
 		}
-		// Nothing of m applied; only an unraised fence needs raiseFences.
+		// Nothing of m applied; only an unraised fence needs fences.raise.
 		s.configs.forget(id)
 		if plans == maxMemberPlans {
 			return failMember(id, notApplied, fmt.Errorf("gave up after %d plans: %w", plans, err))
@@ -88,7 +97,7 @@ func (s *Store) countMember(ctx context.Context, id, member string, key *Key) (m
 		if fresh, err := s.configOf(ctx, id); err != nil || fresh.membersEpoch != m.epoch {
 			continue // stale cache or error: plan again
 		}
-		if err := s.raiseFences(ctx, id, m.epoch); err != nil && !errors.Is(err, errEpochMoved) {
+		if err := s.fences.raise(ctx, id, m.epoch); err != nil && !errors.Is(err, errEpochMoved) {
 			return failMember(id, notApplied, err)
 		}
 	}
@@ -100,7 +109,7 @@ const maxMemberPlans = 4
 // errFenceDown: the plan's shard fence is missing (epoch over, counter deleted, or not yet raised).
 var errFenceDown = errors.New("the member epoch's fence is down")
 
-// errEpochMoved: raiseFences found another epoch or a counter not distinct.
+// errEpochMoved: fences.raise found another epoch or a counter not distinct.
 var errEpochMoved = errors.New("the member epoch moved")
 
 // failMember wraps err for counter id with wrap.
@@ -130,7 +139,7 @@ type memberWrite struct {
 }
 
 // planMember plans call under cfg.
-func (s *Store) planMember(call memberCall, cfg writeConfig) memberWrite {
+func (s *Members) planMember(call memberCall, cfg writeConfig) memberWrite {
 	id := call.counter
 	minute, due := s.touches.due(id)
 	shard := s.pickShard(id, cfg.numShards)
@@ -140,7 +149,7 @@ func (s *Store) planMember(call memberCall, cfg writeConfig) memberWrite {
 		refs:       s.memberRefs(id, shared.MembersCollection, member, cfg.windows, call.now),
 		windows:    cfg.windows,
 		epoch:      cfg.membersEpoch,
-		fence:      s.fenceRef(id, cfg.membersEpoch, shard),
+		fence:      s.fences.ref(id, cfg.membersEpoch, shard),
 		shard:      shardWrite{counter: id, shard: shard, parts: []timedDelta{{at: call.now, delta: 1}}, stamp: due, minute: minute},
 	}
 	if cfg.legacyMembers {
@@ -150,7 +159,7 @@ func (s *Store) planMember(call memberCall, cfg writeConfig) memberWrite {
 }
 
 // memberReads are refs, legacy, fence, then the key's record.
-func (s *Store) memberReads(m memberWrite) []*firestore.DocumentRef {
+func (s *Members) memberReads(m memberWrite) []*firestore.DocumentRef {
 	refs := slices.Concat(m.refs, m.legacy, []*firestore.DocumentRef{m.fence})
 	if m.key != nil {
 		refs = append(refs, s.dedupeRecordRef(*m.key))
@@ -163,7 +172,7 @@ const extraMemberAttempts = 3
 
 // commitMember creates m's missing documents until a commit applies or none are missing. Errors wrap
 // ErrNotApplied only when nothing of m applied or will (errFenceDown included), else ErrOutcomeUnknown.
-func (s *Store) commitMember(ctx context.Context, m memberWrite) (memberOutcome, error) {
+func (s *Members) commitMember(ctx context.Context, m memberWrite) (memberOutcome, error) {
 	var unknown error  // why a commit of m may have applied
 	var noAnswer error // the first unanswered commit
 	refused := false   // the last commit failed AlreadyExists
@@ -232,7 +241,7 @@ type memberCommit struct {
 
 // planCommit is m's commit given snaps (memberReads, twins folded); documents carrying m.writeID
 // mean an earlier commit of m applied.
-func (s *Store) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) memberCommit {
+func (s *Members) planCommit(m memberWrite, snaps []*firestore.DocumentSnapshot) memberCommit {
 	if m.key != nil {
 		if rec := snaps[len(snaps)-1]; rec.Exists() {
 			return keyedMemberOutcome(rec, m)
@@ -312,7 +321,7 @@ func memberFingerprint(id, member string) string {
 }
 
 // readMembers reads refs; when settling, within resolveTimeout.
-func (s *Store) readMembers(ctx context.Context, refs []*firestore.DocumentRef, settling bool) ([]*firestore.DocumentSnapshot, error) {
+func (s *Members) readMembers(ctx context.Context, refs []*firestore.DocumentRef, settling bool) ([]*firestore.DocumentSnapshot, error) {
 	if settling {
 		var cancel context.CancelFunc
 		ctx, cancel = detached(ctx, resolveTimeout)
@@ -355,7 +364,7 @@ func epochOf(snap *firestore.DocumentSnapshot, random string) string {
 }
 
 // memberRefs are member's documents: all time, then now's bucket per window.
-func (s *Store) memberRefs(id, collection, member string, windows []string, now time.Time) []*firestore.DocumentRef {
+func (s *Members) memberRefs(id, collection, member string, windows []string, now time.Time) []*firestore.DocumentRef {
 	sum := sha256.Sum256([]byte(member))
 	hash := hex.EncodeToString(sum[:])
 	members := s.schema.CounterRef(s.client, id).Collection(collection)

@@ -24,22 +24,22 @@ func TestDistinctMemberCountsOnceAfterAResetSeenByAStaleInstance(t *testing.T) {
 	opts := counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Hour}
 	a, b := counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)
 	yes := true
-	if _, err := a.Configure(ctx, "visitors", counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
+	if _, err := a.Lifecycle.Configure(ctx, "visitors", counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"warm-0", "warm-1", "warm-2", "warm-3"} { // B's cache is warm, every shard written
-		if _, err := b.Apply(ctx, counter.Request{Counter: "visitors", Member: m}); err != nil {
+		if _, err := b.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.Reset(ctx, "visitors"); err != nil {
+	if _, err := a.Lifecycle.Reset(ctx, "visitors"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := b.Apply(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || !out.Counted {
+	if out, err := b.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || !out.Counted {
 		t.Fatalf("ann through the stale instance after the reset: %+v, %v; want counted", out, err)
 	}
 	for name, s := range map[string]*counter.Store{"A": a, "B": b} {
-		if out, err := s.Apply(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || out.Counted || len(out.Windows) > 0 {
+		if out, err := s.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || out.Counted || len(out.Windows) > 0 {
 			t.Errorf("ann again through %s: %+v, %v; want not counted, all time or today", name, out, err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestMemberIncrementsOfADeletedCounterAre404FromEveryInstance(t *testing.T) 
 	ctx := context.Background()
 	admin := requireExistingStore(client, 0)
 	yes, group := true, "posts"
-	if _, err := admin.Configure(ctx, "doomed", counter.Settings{NumShards: 4, Windows: []string{"day"}, Distinct: &yes, Group: &group}); err != nil {
+	if _, err := admin.Lifecycle.Configure(ctx, "doomed", counter.Settings{NumShards: 4, Windows: []string{"day"}, Distinct: &yes, Group: &group}); err != nil {
 		t.Fatal(err)
 	}
 	warm := []*counter.Store{
@@ -69,18 +69,18 @@ func TestMemberIncrementsOfADeletedCounterAre404FromEveryInstance(t *testing.T) 
 	}
 	for n, s := range warm {
 		for i := range 8 { // shard counts cached, shards written
-			if _, err := s.Apply(ctx, counter.Request{Counter: "doomed", Member: fmt.Sprintf("warm-%d-%d", n, i)}); err != nil {
+			if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "doomed", Member: fmt.Sprintf("warm-%d-%d", n, i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 
 	incrementAcrossADelete(t, admin, "doomed", warm, func(s *counter.Store, n, g, i int) error {
-		_, err := s.Apply(ctx, counter.Request{Counter: "doomed", Member: fmt.Sprintf("m-%d-%d-%d", n, g, i)})
+		_, err := s.Increments.Increment(ctx, counter.Request{Counter: "doomed", Member: fmt.Sprintf("m-%d-%d-%d", n, g, i)})
 		return err
 	})
 	for _, s := range warm { // and once more, alone, from each warm instance
-		if _, err := s.Apply(ctx, counter.Request{Counter: "doomed", Member: "late"}); !errors.Is(err, counter.ErrNotFound) || !errors.Is(err, counter.ErrNotApplied) {
+		if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "doomed", Member: "late"}); !errors.Is(err, counter.ErrNotFound) || !errors.Is(err, counter.ErrNotApplied) {
 			t.Errorf("a member after the delete: %v, want ErrNotFound, not applied", err)
 		}
 	}
@@ -103,16 +103,16 @@ func TestKeyedMemberResentAcrossABucketBoundaryCountsInOneBucket(t *testing.T) {
 	opts := counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Minute, DedupeTTL: time.Hour, Clock: clock}
 	first, second := counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)
 	yes := true
-	if _, err := first.Configure(ctx, "visitors", counter.Settings{Windows: []string{"day"}, Distinct: &yes}); err != nil {
+	if _, err := first.Lifecycle.Configure(ctx, "visitors", counter.Settings{Windows: []string{"day"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	key := func(id string) *counter.Key { return &counter.Key{Source: counter.SourceHTTP, ID: id} }
-	if _, err := first.Apply(ctx, counter.Request{Counter: "visitors", Member: "bob"}); err != nil {
+	if _, err := first.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	sent := map[string]counter.Result{}
 	for member, k := range map[string]string{"ann": "k-ann", "bob": "k-bob"} {
-		out, err := first.Apply(ctx, counter.Request{Counter: "visitors", Member: member, Key: key(k)})
+		out, err := first.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: member, Key: key(k)})
 		if err != nil || out.Duplicate {
 			t.Fatalf("%s before midnight: %+v, %v", member, out, err)
 		}
@@ -120,18 +120,18 @@ func TestKeyedMemberResentAcrossABucketBoundaryCountsInOneBucket(t *testing.T) {
 	}
 	clock.set(time.Date(2026, 11, 24, 0, 0, 1, 0, time.UTC))
 	for member, k := range map[string]string{"ann": "k-ann", "bob": "k-bob"} {
-		out, err := second.Apply(ctx, counter.Request{Counter: "visitors", Member: member, Key: key(k)})
+		out, err := second.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: member, Key: key(k)})
 		want := sent[member]
 		want.Duplicate = true
 		if err != nil || !out.Duplicate || out.Counted != want.Counted || out.Applied[0].Shard != want.Applied[0].Shard || len(out.Windows) != len(want.Windows) {
 			t.Errorf("%s resent after midnight: %+v, %v; want the first answer %+v, duplicate", member, out, err, want)
 		}
 	}
-	if _, err := second.Apply(ctx, counter.Request{Counter: "visitors", Member: "cy", Key: key("k-ann")}); !errors.Is(err, counter.ErrKeyReused) {
+	if _, err := second.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "cy", Key: key("k-ann")}); !errors.Is(err, counter.ErrKeyReused) {
 		t.Errorf("the key with another member: %v, want ErrKeyReused", err)
 	}
 	wantBuckets(t, first, "visitors", map[string]map[string]int64{"day": {"2026-11-23": 2, "2026-11-24": 0}})
-	if out, err := second.Apply(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || out.Counted || len(out.Windows) != 1 {
+	if out, err := second.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || out.Counted || len(out.Windows) != 1 {
 		t.Errorf("ann, sent anew on the new day: %+v, %v; want counted in its bucket only", out, err)
 	}
 	wantBuckets(t, first, "visitors", map[string]map[string]int64{"day": {"2026-11-23": 2, "2026-11-24": 1}})
@@ -167,19 +167,19 @@ func TestAMemberPlannedAgainKeepsItsBucket(t *testing.T) {
 	opts := counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Hour, Clock: clock}
 	a, b := counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)
 	yes := true
-	if _, err := a.Configure(ctx, "visitors", counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
+	if _, err := a.Lifecycle.Configure(ctx, "visitors", counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Apply(ctx, counter.Request{Counter: "visitors", Member: "warm"}); err != nil {
+	if _, err := b.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "warm"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Reset(ctx, "visitors"); err != nil {
+	if _, err := a.Lifecycle.Reset(ctx, "visitors"); err != nil {
 		t.Fatal(err)
 	}
 	clock.mu.Lock()
 	clock.ticking = true
 	clock.mu.Unlock()
-	if out, err := b.Apply(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || !out.Counted {
+	if out, err := b.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "ann"}); err != nil || !out.Counted {
 		t.Fatalf("ann: %+v, %v; want counted", out, err)
 	}
 	wantBuckets(t, a, "visitors", map[string]map[string]int64{"day": {"2026-11-23": 1, "2026-11-24": 0}})
@@ -194,7 +194,7 @@ func TestMembersOfACounterWithoutFencesRaiseThem(t *testing.T) {
 	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Hour}
 	stores := []*counter.Store{counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)}
 	yes := true
-	if _, err := stores[0].Configure(ctx, "legacy", counter.Settings{NumShards: 4, Distinct: &yes}); err != nil {
+	if _, err := stores[0].Lifecycle.Configure(ctx, "legacy", counter.Settings{NumShards: 4, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	fences := schema.CounterRef(client, "legacy").Collection(shared.MemberFencesCollection)
@@ -210,7 +210,7 @@ func TestMembersOfACounterWithoutFencesRaiseThem(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			if _, err := stores[i%2].Apply(ctx, counter.Request{Counter: "legacy", Member: fmt.Sprint("m", i%10)}); err != nil {
+			if _, err := stores[i%2].Increments.Increment(ctx, counter.Request{Counter: "legacy", Member: fmt.Sprint("m", i%10)}); err != nil {
 				t.Errorf("member %d: %v", i%10, err)
 			}
 		})

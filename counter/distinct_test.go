@@ -26,7 +26,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute, Clock: clock}
 	exact := counter.NewStore(db.Direct, schema, opts)
 	yes := true
-	if _, err := exact.Configure(ctx, "visitors", counter.Settings{NumShards: 4, Windows: []string{"day", "month"}, Distinct: &yes}); err != nil {
+	if _, err := exact.Lifecycle.Configure(ctx, "visitors", counter.Settings{NumShards: 4, Windows: []string{"day", "month"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	stores := []*counter.Store{counter.NewStore(db.Client, schema, opts), counter.NewStore(db.Client, schema, opts)}
@@ -39,7 +39,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 			wg.Go(func() {
 				// A caller resends until it gets an answer, as apps are told to.
 				for attempt := 0; ; attempt++ {
-					out, err := stores[i%2].Apply(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("user-", m)})
+					out, err := stores[i%2].Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: fmt.Sprint("user-", m)})
 					if err == nil {
 						if out.Counted {
 							counted.Add(1)
@@ -59,7 +59,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 	}
 	wg.Wait()
 	db.Proxy.SetFaults(faultproxy.Faults{})
-	if sum, err := exact.Sum(ctx, "visitors"); err != nil || sum != members {
+	if sum, err := exact.Reader.Sum(ctx, "visitors"); err != nil || sum != members {
 		t.Errorf("all time %d (%v), want %d members", sum, err, members)
 	}
 	// Each member's counting commit answered counted, or outcome unknown: a commit whose answer
@@ -72,7 +72,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 
 	clock.set(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
 	for range 3 {
-		out, err := exact.Apply(ctx, counter.Request{Counter: "visitors", Member: "user-0"})
+		out, err := exact.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "user-0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestDistinctMembersCountOnceUnderDuplicatesFaultsAndInstances(t *testing.T)
 		}
 	}
 	wantBuckets(t, exact, "visitors", map[string]map[string]int64{"day": {"2026-11-23": members, "2026-11-24": 1}, "month": {"2026-11": members}})
-	if sum, _ := exact.Sum(ctx, "visitors"); sum != members {
+	if sum, _ := exact.Reader.Sum(ctx, "visitors"); sum != members {
 		t.Errorf("all time %d after a known member came back, want %d", sum, members)
 	}
 }
@@ -92,37 +92,37 @@ func TestDistinctCountersRefuseDeltasAndPlainCountersRefuseMembers(t *testing.T)
 	ctx := context.Background()
 	store := counter.NewStore(testenv.Firestore(t), schema, counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Minute})
 	yes, no := true, false
-	if _, err := store.Configure(ctx, "d", counter.Settings{Distinct: &yes}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "d", counter.Settings{Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "d", Delta: 1}); !errors.Is(err, counter.ErrMemberRequired) || !errors.Is(err, counter.ErrNotApplied) {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "d", Delta: 1}); !errors.Is(err, counter.ErrMemberRequired) || !errors.Is(err, counter.ErrNotApplied) {
 		t.Errorf("plain increment of a distinct counter: %v, want ErrMemberRequired, not applied", err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "p", Delta: 5}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "p", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "p", Member: "ann"}); !errors.Is(err, counter.ErrNotDistinct) {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "p", Member: "ann"}); !errors.Is(err, counter.ErrNotDistinct) {
 		t.Errorf("member increment of a plain counter: %v, want ErrNotDistinct", err)
 	}
 	// Turned distinct on a live counter: what was counted stays, members add to it.
-	if _, err := store.Configure(ctx, "p", counter.Settings{Distinct: &yes}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "p", counter.Settings{Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "p", Member: "ann"}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "p", Member: "ann"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := store.Configure(ctx, "p", counter.Settings{Distinct: &no}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "p", counter.Settings{Distinct: &no}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "p", Delta: 2}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "p", Delta: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if sum, err := store.Sum(ctx, "p"); err != nil || sum != 8 {
+	if sum, err := store.Reader.Sum(ctx, "p"); err != nil || sum != 8 {
 		t.Errorf("all time %d (%v), want 5 + 1 member + 2", sum, err)
 	}
-	if sum, _ := store.Sum(ctx, "d"); sum != 0 {
+	if sum, _ := store.Reader.Sum(ctx, "d"); sum != 0 {
 		t.Errorf("the refused increment counted: %d", sum)
 	}
 }
@@ -137,13 +137,13 @@ func TestDistinctMembersCountAgainAfterResetAndDelete(t *testing.T) {
 	yes := true
 	configure := func() {
 		t.Helper()
-		if _, err := store.Configure(ctx, "v", counter.Settings{Distinct: &yes, Windows: []string{"day"}}); err != nil {
+		if _, err := store.Lifecycle.Configure(ctx, "v", counter.Settings{Distinct: &yes, Windows: []string{"day"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	countAnn := func(want bool) {
 		t.Helper()
-		out, err := store.Apply(ctx, counter.Request{Counter: "v", Member: "ann"})
+		out, err := store.Increments.Increment(ctx, counter.Request{Counter: "v", Member: "ann"})
 		if err != nil || out.Counted != want {
 			t.Fatalf("ann: %+v, %v; want counted %v", out, err, want)
 		}
@@ -151,17 +151,17 @@ func TestDistinctMembersCountAgainAfterResetAndDelete(t *testing.T) {
 	configure()
 	countAnn(true)
 	countAnn(false)
-	if _, err := store.Reset(ctx, "v"); err != nil {
+	if _, err := store.Lifecycle.Reset(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
 	countAnn(true)
 	if got := sum(t, store, "v"); got != 1 {
 		t.Errorf("v = %d after a reset and ann again, want 1", got)
 	}
-	if err := store.Delete(ctx, "v"); err != nil {
+	if err := store.Lifecycle.Delete(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "v", Member: "ann"}); !errors.Is(err, counter.ErrNotFound) {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "v", Member: "ann"}); !errors.Is(err, counter.ErrNotFound) {
 		t.Errorf("member increment of a deleted counter: %v, want ErrNotFound", err)
 	}
 	if docs, err := schema.ShardsRef(client, "v").Documents(ctx).GetAll(); err != nil || len(docs) != 0 {
@@ -183,7 +183,7 @@ func TestOneMemberSentAtOnceFromManyInstancesCountsOnceWithoutFailing(t *testing
 	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute}
 	stores := []*counter.Store{counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts), counter.NewStore(client, schema, opts)}
 	yes := true
-	if _, err := stores[0].Configure(ctx, "likes", counter.Settings{NumShards: 4, Windows: []string{"day"}, Distinct: &yes}); err != nil {
+	if _, err := stores[0].Lifecycle.Configure(ctx, "likes", counter.Settings{NumShards: 4, Windows: []string{"day"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	var counted atomic.Int64
@@ -193,7 +193,7 @@ func TestOneMemberSentAtOnceFromManyInstancesCountsOnceWithoutFailing(t *testing
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the functions' REQUEST_TIMEOUT
 				defer cancel()
-				out, err := store.Apply(ctx, counter.Request{Counter: "likes", Member: "ann"})
+				out, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes", Member: "ann"})
 				switch {
 				case err != nil:
 					t.Errorf("ann: %v", err)

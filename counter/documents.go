@@ -1,6 +1,7 @@
 package counter
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -75,6 +76,16 @@ func (d documents) planOps(plan *commitPlan) []op {
 		ops = append(ops, d.shardWriteOps(w)...)
 	}
 	return ops
+}
+
+// commitOps commits ops atomically, within commitTimeout whatever ctx says.
+func (d documents) commitOps(ctx context.Context, ops []op) error {
+	b := d.client.Batch()
+	addToBatch(b, ops)
+	ctx, cancel := detached(ctx, commitTimeout)
+	defer cancel()
+	_, err := b.Commit(ctx)
+	return err
 }
 
 // addToBatch adds ops to b.
@@ -237,7 +248,7 @@ func duplicateOutcome(rec dedupeRecordData, key Key, fingerprint string) (Result
 		outcome.Applied[i] = AppliedIncrement{Counter: a.Counter, Delta: a.Delta, Shard: a.Shard}
 	}
 	if rec.Fingerprint != fingerprint {
-		return outcome, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, ErrKeyReused)
+		return outcome, fmt.Errorf("increment key %s %q: %w", key.Source, key.ID, ErrKeyReused)
 	}
 	return outcome, nil
 }

@@ -33,13 +33,13 @@ func ExampleNewStore() {
 		DedupeTTL:           24 * time.Hour,
 	})
 	// Close sees held increments through, e.g. on SIGTERM.
-	defer store.Close(ctx)
+	defer store.Increments.Close(ctx)
 }
 
-func ExampleStore_Apply() {
+func ExampleIncrements_Increment() {
 	ctx := context.Background()
-	var store *counter.Store // from counter.NewStore
-	res, err := store.Apply(ctx, counter.Request{Counter: "likes-post-42", Delta: 1})
+	var increments *counter.Increments // counter.NewStore(...).Increments
+	res, err := increments.Increment(ctx, counter.Request{Counter: "likes-post-42", Delta: 1})
 	switch {
 	case errors.Is(err, counter.ErrNotApplied):
 		fmt.Println("not applied: safe to send again")
@@ -52,23 +52,23 @@ func ExampleStore_Apply() {
 	}
 }
 
-func ExampleStore_Apply_keyed() {
+func ExampleIncrements_Increment_keyed() {
 	ctx := context.Background()
-	var store *counter.Store // from counter.NewStore
+	var increments *counter.Increments // counter.NewStore(...).Increments
 	key := counter.Key{Source: counter.SourceHTTP, ID: "request-7f3a"}
 	incs := []wire.Increment{{Counter: "likes-post-42", Delta: 1}, {Counter: "likes-total", Delta: 1}}
 	// Sending the same key again, however often, applies the increments once.
-	out, err := store.Apply(ctx, counter.Request{Key: &key, Batch: incs})
+	out, err := increments.Increment(ctx, counter.Request{Key: &key, Batch: incs})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("duplicate:", out.Duplicate, "applied:", out.Applied)
 }
 
-func ExampleStore_Value() {
+func ExampleReader_Value() {
 	ctx := context.Background()
-	var store *counter.Store // from counter.NewStore
-	v, err := store.Value(ctx, "likes-post-42")
+	var reader *counter.Reader // counter.NewStore(...).Reader
+	v, err := reader.Value(ctx, "likes-post-42")
 	if errors.Is(err, counter.ErrNotFound) {
 		fmt.Println("no such counter")
 		return

@@ -181,16 +181,16 @@ func (f *fakePlans) fence(context.Context, *commitPlan) error {
 	return pop(&f.fences)
 }
 
-// newFakeStore is a Store over fake plans, whose counter "c" is known to have 10 shards.
-func newFakeStore(plans planStore) *Store {
-	s := &Store{
+// newFakeStore is Increments over fake plans, whose counter "c" is known to have 10 shards.
+func newFakeStore(plans planStore) *Increments {
+	sh := &shards{
 		documents: documents{defaultNumShards: 10},
 		configs:   newConfigCache(time.Hour, clock.System{}),
 		pickShard: func(string, int) int { return 7 },
-		plans:     plans,
 		clock:     clock.System{},
 		touches:   newTouchStamps(clock.System{}),
 	}
+	s := newIncrements(sh, plans, 0, &fences{sh: sh})
 	s.configs.put("c", writeConfig{numShards: 10})
 	return s
 }

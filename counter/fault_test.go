@@ -42,7 +42,7 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1, ShardCountCacheTTL: time.Minute, DedupeTTL: time.Hour})
 	exact := counter.NewStore(direct, schema, counter.Options{DefaultNumShards: 1})
 	for _, id := range []string{"raw", "store"} {
-		if _, err := store.Configure(ctx, id, counter.Settings{NumShards: 1}); err != nil {
+		if _, err := store.Lifecycle.Configure(ctx, id, counter.Settings{NumShards: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,25 +57,25 @@ func TestALostCommitResponseDoublesARawShardIncrementButNotAStoreIncrement(t *te
 			t.Fatalf("raw increment: %v (the client library should have retried it)", err)
 		}
 	}
-	if got, err := exact.Sum(ctx, "raw"); err != nil || got < 2*times {
+	if got, err := exact.Reader.Sum(ctx, "raw"); err != nil || got < 2*times {
 		t.Fatalf("raw = %d (%v) after %d acknowledged increments whose responses were lost; want the breach shown: each applied twice (%d)", got, err, times, 2*times)
 	}
 
 	for range times {
 		dropNextResponse(t, proxy, "/shards/")
-		if _, err := store.Apply(ctx, counter.Request{Counter: "store", Delta: 1}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "store", Delta: 1}); err != nil {
 			t.Fatalf("store increment: %v, want applied", err)
 		}
 	}
 	// A keyed increment's commit has no write record: its dedupe record, carrying the write ID, tells.
 	for i := range times {
 		dropNextResponse(t, proxy, "/shards/")
-		out, err := store.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "store", Delta: 1})
+		out, err := store.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprint(i)}, Counter: "store", Delta: 1})
 		if err != nil || out.Duplicate {
 			t.Fatalf("keyed store increment: %+v, %v; want applied, not a duplicate", out, err)
 		}
 	}
-	if got, err := exact.Sum(ctx, "store"); err != nil || got != 2*times {
+	if got, err := exact.Reader.Sum(ctx, "store"); err != nil || got != 2*times {
 		t.Errorf("store = %d (%v) after %d acknowledged increments whose responses were lost, want exactly that", got, err, 2*times)
 	}
 	if n := proxy.Counts().DroppedResponses; n < 3*times {

@@ -15,16 +15,6 @@ type firestorePlans struct {
 	documents
 }
 
-// commitOps commits ops atomically, within commitTimeout whatever ctx says.
-func (d documents) commitOps(ctx context.Context, ops []op) error {
-	b := d.client.Batch()
-	addToBatch(b, ops)
-	ctx, cancel := detached(ctx, commitTimeout)
-	defer cancel()
-	_, err := b.Commit(ctx)
-	return err
-}
-
 // detached is ctx without its cancellation, bounded by timeout.
 func detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), timeout)

@@ -25,7 +25,7 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	client, commits := testenv.FirestoreWithCommits(t)
 	const interval = 100 * time.Millisecond
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute, GroupCommitInterval: interval})
-	if _, err := store.Configure(ctx, "likes", counter.Settings{NumShards: 10}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "likes", counter.Settings{NumShards: 10}); err != nil {
 		t.Fatal(err)
 	}
 	before := len(commits())
@@ -35,7 +35,7 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	for wave := range 4 {
 		for range 100 {
 			wg.Go(func() {
-				if _, err := store.Apply(ctx, counter.Request{Counter: "likes", Delta: int64(wave + 1)}); err != nil {
+				if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes", Delta: int64(wave + 1)}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -46,7 +46,7 @@ func TestGroupCommitSharesWritesAndLosesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	sum, err := store.Sum(ctx, "likes")
+	sum, err := store.Reader.Sum(ctx, "likes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,12 +112,12 @@ func TestGroupCommitFailureFailsExactlyItsRequests(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "broken", Delta: 1}); err == nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "broken", Delta: 1}); err == nil {
 				brokenOK.Add(1)
 			}
 		})
 		wg.Go(func() {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "healthy", Delta: 1}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "healthy", Delta: 1}); err != nil {
 				healthyFailed.Add(1)
 			}
 		})
@@ -126,7 +126,7 @@ func TestGroupCommitFailureFailsExactlyItsRequests(t *testing.T) {
 	if brokenOK.Load() != 0 || healthyFailed.Load() != 0 {
 		t.Errorf("%d increments of the broken counter succeeded and %d of the healthy one failed; want 0 and 0", brokenOK.Load(), healthyFailed.Load())
 	}
-	if sum, err := store.Sum(ctx, "healthy"); err != nil || sum != 50 {
+	if sum, err := store.Reader.Sum(ctx, "healthy"); err != nil || sum != 50 {
 		t.Errorf("healthy sum %d (%v), want 50", sum, err)
 	}
 }

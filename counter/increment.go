@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardcount/counters/gate"
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// Request is one increment for Apply: a member, a limited increment, or deltas.
+// Request is one increment for Increment: a member, a limited increment, or deltas.
 type Request struct {
 	Counter string
 	Delta   int64 // 0 or 1 for a member
@@ -30,7 +31,7 @@ type AppliedIncrement struct {
 	Shard   int   // -1 when nothing was written
 }
 
-// Result is what Apply did; for a duplicate, what the first application did.
+// Result is what Increment did; for a duplicate, what the first application did.
 type Result struct {
 	Applied   []AppliedIncrement // per counter, in first-appearance order
 	Counted   bool               // something was added to the value
@@ -40,25 +41,46 @@ type Result struct {
 	PlannedAt time.Time
 }
 
-// Apply applies r, creating a missing counter unless Options.RequireExisting (ErrNotFound). Errors
+// Increments commits increments: deltas, keyed and batched ones deduplicated, per-caller limits,
+// group commit; member increments go to Members. Close stops them all.
+type Increments struct {
+	*shards
+	groups  *groupCommitter // nil: one commit per request
+	commits committer
+	life    gate.Gate // admits increments until Close
+	members *Members
+}
+
+// newIncrements commits plans through plans, grouped per interval when positive, and member
+// increments under fences.
+func newIncrements(sh *shards, plans planStore, groupInterval time.Duration, fences *fences) *Increments {
+	s := &Increments{shards: sh, commits: committer{plans: plans}}
+	s.members = &Members{shards: sh, fences: fences, life: &s.life}
+	if groupInterval > 0 {
+		s.groups = newGroupCommitter(groupInterval, sh.clock, s.commitBatch)
+	}
+	return s
+}
+
+// Increment adds r, creating a missing counter unless Options.RequireExisting (ErrNotFound). Errors
 // wrap ErrNotApplied, ErrOutcomeUnknown or ErrKeyReused (Result is the first application).
-func (s *Store) Apply(ctx context.Context, r Request) (Result, error) {
+func (s *Increments) Increment(ctx context.Context, r Request) (Result, error) {
 	limited, member := r.Limit != 0 || r.Caller != "", r.Member != ""
 	switch {
 	case limited && member:
-		return Result{}, errors.New("apply: a request is one of a member and a limited increment")
+		return Result{}, errors.New("increment: a request is one of a member and a limited increment")
 	case (limited || member) && !r.At.IsZero():
-		return Result{}, errors.New("apply: At is for deltas")
+		return Result{}, errors.New("increment: At is for deltas")
 	case r.Batch != nil && (r.Key == nil || r.Counter != "" || r.Delta != 0 || limited || member):
-		return Result{}, errors.New("apply: a Batch takes a Key, and no Counter, Delta or other kind")
+		return Result{}, errors.New("increment: a Batch takes a Key, and no Counter, Delta or other kind")
 	case member:
-		return s.incrementDistinct(ctx, r)
+		return s.members.incrementDistinct(ctx, r)
 	case limited:
 		return s.incrementLimited(ctx, r)
 	case r.Batch != nil:
-		return s.applyOnce(ctx, *r.Key, r.At, r.Batch)
+		return s.incrementKeyed(ctx, *r.Key, r.At, r.Batch)
 	case r.Key != nil:
-		return s.applyOnce(ctx, *r.Key, r.At, r.increments())
+		return s.incrementKeyed(ctx, *r.Key, r.At, r.increments())
 	}
 	rep := s.submit(ctx, batched{incs: r.increments(), at: r.At})
 	if rep.err != nil {
@@ -73,10 +95,10 @@ func (r Request) increments() []wire.Increment {
 	return []wire.Increment{{Counter: r.Counter, Delta: r.Delta}}
 }
 
-// applyOnce applies incs at most once per key; ErrDeltaOverflow when a sum overflows.
-func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
+// incrementKeyed adds incs at most once per key; ErrDeltaOverflow when a sum overflows.
+func (s *Increments) incrementKeyed(ctx context.Context, key Key, at time.Time, incs []wire.Increment) (Result, error) {
 	if len(incs) == 0 || len(incs) > wire.MaxBatchIncrements {
-		return Result{}, fmt.Errorf("apply key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), wire.MaxBatchIncrements)
+		return Result{}, fmt.Errorf("increment key %s %q: %d increments, want 1 to %d", key.Source, key.ID, len(incs), wire.MaxBatchIncrements)
 	}
 	fingerprint, err := fingerprintOf(incs)
 	if err != nil {
@@ -84,11 +106,11 @@ func (s *Store) applyOnce(ctx context.Context, key Key, at time.Time, incs []wir
 	}
 	merged, err := mergeByCounter(incs)
 	if err != nil {
-		return Result{}, notApplied(fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, err))
+		return Result{}, notApplied(fmt.Errorf("increment key %s %q: %w", key.Source, key.ID, err))
 	}
 	r := s.submit(ctx, batched{incs: merged, key: &key, fingerprint: fingerprint, at: at})
 	if r.err != nil && !errors.Is(r.err, ErrKeyReused) {
-		return Result{}, fmt.Errorf("apply key %s %q: %w", key.Source, key.ID, r.err)
+		return Result{}, fmt.Errorf("increment key %s %q: %w", key.Source, key.ID, r.err)
 	}
 	r.outcome.Counted = r.err == nil
 	return r.outcome, r.err
@@ -102,7 +124,7 @@ type batched struct {
 	at          time.Time
 }
 
-// reply is a batched request's Result or error, as Apply returns them.
+// reply is a batched request's Result or error, as Increment returns them.
 type reply struct {
 	outcome     Result
 	fingerprint string // of the application outcome describes
@@ -110,7 +132,7 @@ type reply struct {
 }
 
 // submit commits req through its counter's group, or alone; ErrClosed.
-func (s *Store) submit(ctx context.Context, req batched) reply {
+func (s *Increments) submit(ctx context.Context, req batched) reply {
 	if !s.life.Enter() {
 		return reply{err: notApplied(ErrClosed)}
 	}

@@ -23,7 +23,7 @@ type LegacyMembersPass struct {
 // each legacy member document to shared.MembersCollection atomically, then marks the counter. Run a
 // second pass after Options.ShardCountCacheTTL; safe to repeat. See CHANGELOG.md, 0.9.0, "Distinct
 // members move from `members` to `counter_members`".
-func (s *Store) MoveLegacyMembers(ctx context.Context) (LegacyMembersPass, error) {
+func (s *Members) MoveLegacyMembers(ctx context.Context) (LegacyMembersPass, error) {
 	var pass LegacyMembersPass
 	counters := s.client.Collection(s.schema.Counters).DocumentRefs(ctx)
 	for {
@@ -50,7 +50,7 @@ func (s *Store) MoveLegacyMembers(ctx context.Context) (LegacyMembersPass, error
 }
 
 // moveLegacyMembersOf moves counter ref's legacy member documents and returns how many it moved.
-func (s *Store) moveLegacyMembersOf(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
+func (s *Members) moveLegacyMembersOf(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
 	moved := 0
 	var batch []op
 	commit := func() error {

@@ -32,7 +32,7 @@ func memberDocs(t *testing.T, client *firestore.Client, id, collection string) m
 func countMembers(t *testing.T, store *counter.Store, id string, want map[string]bool) {
 	t.Helper()
 	for _, m := range slices.Sorted(maps.Keys(want)) {
-		out, err := store.Apply(context.Background(), counter.Request{Counter: id, Member: m})
+		out, err := store.Increments.Increment(context.Background(), counter.Request{Counter: id, Member: m})
 		if err != nil || out.Counted != want[m] || len(out.Windows) > 0 != want[m] {
 			t.Errorf("member %s: %+v, %v; want counted %t all time and in its day", m, out, err, want[m])
 		}
@@ -46,7 +46,7 @@ func seedLegacyCounter(t *testing.T, client *firestore.Client, store *counter.St
 	t.Helper()
 	ctx := context.Background()
 	yes := true
-	if _, err := store.Configure(ctx, id, counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, id, counter.Settings{NumShards: 2, Windows: []string{"day"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	countMembers(t, store, id, map[string]bool{"ann": true, "bob": true})
@@ -91,7 +91,7 @@ func TestMembersCountedUnderTheLegacyNameCountOnceThroughTheUpgrade(t *testing.T
 	countMembers(t, stale, "v", map[string]bool{"ann": false})
 
 	before := memberDocs(t, client, "v", shared.LegacyMembersCollection)
-	pass, err := upgraded.MoveLegacyMembers(ctx)
+	pass, err := upgraded.Members.MoveLegacyMembers(ctx)
 	if err != nil || pass.Moved != 6 || pass.Marked != 1 {
 		t.Fatalf("first pass: %+v, %v; want 6 moved, 1 marked", pass, err)
 	}
@@ -101,11 +101,11 @@ func TestMembersCountedUnderTheLegacyNameCountOnceThroughTheUpgrade(t *testing.T
 	countMembers(t, stale, "v", map[string]bool{"bob": false, "carol": false, "dave": true})
 	countMembers(t, counter.NewStore(client, schema, opts), "v", map[string]bool{"ann": false, "dave": false, "erin": true})
 
-	pass, err = upgraded.MoveLegacyMembers(ctx)
+	pass, err = upgraded.Members.MoveLegacyMembers(ctx)
 	if err != nil || pass.Moved != 2 {
 		t.Errorf("second pass: %+v, %v; want dave's 2 documents the stale instance made moved", pass, err)
 	}
-	if pass, err = upgraded.MoveLegacyMembers(ctx); err != nil || pass.Moved != 0 {
+	if pass, err = upgraded.Members.MoveLegacyMembers(ctx); err != nil || pass.Moved != 0 {
 		t.Errorf("third pass: %+v, %v; want nothing left to move", pass, err)
 	}
 	if left := memberDocs(t, client, "v", shared.LegacyMembersCollection); len(left) != 0 {
@@ -128,7 +128,7 @@ func TestNewCountersKeepMembersUnderTheNewNameOnly(t *testing.T) {
 	client := testenv.Firestore(t)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 2, ShardCountCacheTTL: time.Hour})
 	yes := true
-	if _, err := store.Configure(ctx, "w", counter.Settings{Windows: []string{"day"}, Distinct: &yes}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "w", counter.Settings{Windows: []string{"day"}, Distinct: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	countMembers(t, store, "w", map[string]bool{"ann": true})
@@ -138,7 +138,7 @@ func TestNewCountersKeepMembersUnderTheNewNameOnly(t *testing.T) {
 	if legacy := memberDocs(t, client, "w", shared.LegacyMembersCollection); len(legacy) != 0 {
 		t.Errorf("a new counter's members under the legacy name: %v", legacy)
 	}
-	if pass, err := store.MoveLegacyMembers(ctx); err != nil || pass.Moved != 0 {
+	if pass, err := store.Members.MoveLegacyMembers(ctx); err != nil || pass.Moved != 0 {
 		t.Errorf("move pass: %+v, %v; want nothing moved", pass, err)
 	}
 }

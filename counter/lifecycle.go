@@ -12,10 +12,16 @@ import (
 	"github.com/shardcount/counters/shared"
 )
 
+// Lifecycle configures, reshards, resets, deletes and restores counters.
+type Lifecycle struct {
+	*shards
+	fences *fences
+}
+
 // Delete removes counter id's document, shards, member fences and roll-up in one transaction,
 // leaving members and per-caller totals to PurgeMembers; ErrNotFound without a counter document.
 // A racing increment is ordered wholly before it or after it (see Restore).
-func (s *Store) Delete(ctx context.Context, id string) error {
+func (s *Lifecycle) Delete(ctx context.Context, id string) error {
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		locked, err := s.lockCounter(tx, id)
 		if err != nil {
@@ -26,7 +32,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		if err := s.dropFences(tx, locked.counter); err != nil {
+		if err := s.fences.drop(tx, locked.counter); err != nil {
 			return err
 		}
 		if err := tx.Delete(s.schema.RollupRef(s.client, id)); err != nil {
@@ -45,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // Reset zeroes counter id's shards and window buckets and starts a new member epoch in one
 // transaction, returning the value discarded; ErrNotFound without a counter document. A racing
 // increment is ordered wholly before it (discarded) or after it (counted).
-func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err error) {
+func (s *Lifecycle) Reset(ctx context.Context, id string) (discarded int64, err error) {
 	err = s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		discarded = 0
 		locked, err := s.lockCounter(tx, id)
@@ -75,17 +81,17 @@ func (s *Store) Reset(ctx context.Context, id string) (discarded int64, err erro
 				return err
 			}
 		}
-		if err := s.dropFences(tx, locked.counter); err != nil {
+		if err := s.fences.drop(tx, locked.counter); err != nil {
 			return err
 		}
 		// A new member epoch: old members count again; old plans fail on its fences.
 		random := rand.Text()
 		if locked.counter.Data()[shared.FieldDistinct] == true {
-			shape, err := s.ShapeOf(locked.counter)
+			shape, err := s.shapeOf(locked.counter)
 			if err != nil {
 				return err
 			}
-			if err := s.setFences(tx, id, epochOf(locked.counter, random), shape.NumShards); err != nil {
+			if err := s.fences.set(tx, id, epochOf(locked.counter, random), shape.NumShards); err != nil {
 				return err
 			}
 		}
@@ -110,7 +116,7 @@ type lockedCounter struct {
 
 // lockCounter reads counter id's document and shards in tx, ordering its writes against every
 // increment; ErrNotFound when the counter document is missing.
-func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter, error) {
+func (s *Lifecycle) lockCounter(tx *firestore.Transaction, id string) (lockedCounter, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var locked lockedCounter
 	var err error
@@ -126,7 +132,7 @@ func (s *Store) lockCounter(tx *firestore.Transaction, id string) (lockedCounter
 }
 
 // Restore creates counter id's missing counter document, for shards written after a Delete.
-func (s *Store) Restore(ctx context.Context, id string) error {
+func (s *Lifecycle) Restore(ctx context.Context, id string) error {
 	_, err := s.schema.CounterRef(s.client, id).Create(ctx, newCounterFields(s.defaultNumShards, shared.UnixMinute(s.clock.Now())))
 	if err != nil && status.Code(err) != codes.AlreadyExists {
 		return fmt.Errorf("restore counter %q: %w", id, err)

@@ -15,7 +15,7 @@ import (
 // like adds delta to counter id for caller under a limit of 1 and fails t unless counted is as given.
 func like(t *testing.T, s *counter.Store, id, caller string, delta int64, counted bool) {
 	t.Helper()
-	out, err := s.Apply(context.Background(), counter.Request{Counter: id, Delta: delta, Caller: caller, Limit: 1})
+	out, err := s.Increments.Increment(context.Background(), counter.Request{Counter: id, Delta: delta, Caller: caller, Limit: 1})
 	if err != nil {
 		t.Fatalf("%s %+d on %s: %v", caller, delta, id, err)
 	}
@@ -42,7 +42,7 @@ func purgeAll(t *testing.T, s *counter.Store, id string) (calls int) {
 			t.Fatal("PurgeMembers still says more after 100 calls")
 		}
 		var err error
-		if _, more, err = s.PurgeMembers(context.Background(), id); err != nil {
+		if _, more, err = s.Members.PurgeMembers(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func TestResetStartsPerCallerTotalsAfresh(t *testing.T) {
 	ctx := context.Background()
 	like(t, s, "post", "alice", 1, true)
 	like(t, s, "post", "bob", 1, true)
-	if discarded, err := s.Reset(ctx, "post"); err != nil || discarded != 2 {
+	if discarded, err := s.Lifecycle.Reset(ctx, "post"); err != nil || discarded != 2 {
 		t.Fatalf("reset = %d, %v; want 2 discarded", discarded, err)
 	}
 	like(t, s, "post", "alice", -1, false)
@@ -82,7 +82,7 @@ func TestDeleteRemovesPerCallerTotals(t *testing.T) {
 	ctx := context.Background()
 	like(t, s, "post", "alice", 1, true)
 	like(t, s, "post", "bob", 1, true)
-	if err := s.Delete(ctx, "post"); err != nil {
+	if err := s.Lifecycle.Delete(ctx, "post"); err != nil {
 		t.Fatal(err)
 	}
 	like(t, s, "post", "alice", 1, true)
@@ -120,7 +120,7 @@ func TestResetAndDeleteWithMoreThan10000PerCallerTotals(t *testing.T) {
 	}
 	like(t, s, "post", "alice", 1, true)
 	seed("before-reset")
-	if discarded, err := s.Reset(ctx, "post"); err != nil || discarded != 1 {
+	if discarded, err := s.Lifecycle.Reset(ctx, "post"); err != nil || discarded != 1 {
 		t.Fatalf("reset of a counter with %d per-user totals = %d, %v; want 1 discarded", totals, discarded, err)
 	}
 	like(t, s, "post", "alice", 1, true)
@@ -135,7 +135,7 @@ func TestResetAndDeleteWithMoreThan10000PerCallerTotals(t *testing.T) {
 		t.Fatalf("post = %d after the reset and one like, want 1", got)
 	}
 	seed("before-delete")
-	if err := s.Delete(ctx, "post"); err != nil {
+	if err := s.Lifecycle.Delete(ctx, "post"); err != nil {
 		t.Fatalf("delete of a counter with %d per-user totals: %v", totals, err)
 	}
 	purgeAll(t, s, "post")
@@ -149,7 +149,7 @@ func TestResetAndDeleteWithMoreThan10000PerCallerTotals(t *testing.T) {
 func TestResetStampsTheCounterForTheSweep(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
+	if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
 	ref := schema.CounterRef(client, "views")
@@ -157,7 +157,7 @@ func TestResetStampsTheCounterForTheSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := shared.UnixMinute(time.Now())
-	if _, err := s.Reset(ctx, "views"); err != nil {
+	if _, err := s.Lifecycle.Reset(ctx, "views"); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := ref.Get(ctx)
@@ -176,15 +176,15 @@ func TestKeyedIncrementAfterADeleteIsAnsweredDefinitively(t *testing.T) {
 	a, client := newStore(t)
 	ctx := context.Background()
 	// Configuring through a caches the shard count but stamps nothing: a's next write stamps.
-	if _, err := a.Configure(ctx, "post", counter.Settings{NumShards: 3}); err != nil {
+	if _, err := a.Lifecycle.Configure(ctx, "post", counter.Settings{NumShards: 3}); err != nil {
 		t.Fatal(err)
 	}
 	b := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 10, ShardCountCacheTTL: time.Minute})
-	if err := b.Delete(ctx, "post"); err != nil {
+	if err := b.Lifecycle.Delete(ctx, "post"); err != nil {
 		t.Fatal(err)
 	}
 	key := counter.Key{Source: counter.SourcePubSub, ID: "m-1"}
-	out, err := a.Apply(ctx, counter.Request{Key: &key, Counter: "post", Delta: 4})
+	out, err := a.Increments.Increment(ctx, counter.Request{Key: &key, Counter: "post", Delta: 4})
 	if err != nil || out.Duplicate {
 		t.Fatalf("keyed increment after the delete = %+v, %v; want applied", out, err)
 	}
@@ -201,19 +201,19 @@ func TestKeyedIncrementAfterADeleteIsAnsweredDefinitively(t *testing.T) {
 func TestAdaptToTheSameCountFoldsStrayShards(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Configure(ctx, "views", counter.Settings{NumShards: 2, MinShards: 2, MaxShards: 10}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "views", counter.Settings{NumShards: 2, MinShards: 2, MaxShards: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, counter.Request{Counter: "views", Delta: 4}); err != nil {
+	if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := schema.ShardRef(client, "views", 5).Set(ctx, map[string]any{shared.FieldCount: 3, shared.FieldWrites: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := s.Adapt(ctx, "views", 3, 3); err != nil || changed {
+	if changed, err := s.Lifecycle.Adapt(ctx, "views", 3, 3); err != nil || changed {
 		t.Fatalf("Adapt(3, 3) of a counter of 2 shards = %v, %v; want nothing done", changed, err)
 	}
-	if changed, err := s.Adapt(ctx, "views", 2, 2); err != nil || !changed {
+	if changed, err := s.Lifecycle.Adapt(ctx, "views", 2, 2); err != nil || !changed {
 		t.Fatalf("Adapt(2, 2) = %v, %v; want the stray shard folded", changed, err)
 	}
 	if _, err := schema.ShardRef(client, "views", 5).Get(ctx); err == nil {
@@ -222,7 +222,7 @@ func TestAdaptToTheSameCountFoldsStrayShards(t *testing.T) {
 	if got := sum(t, s, "views"); got != 7 {
 		t.Errorf("views = %d after the fold, want 7", got)
 	}
-	if changed, err := s.Adapt(ctx, "views", 2, 2); err != nil || changed {
+	if changed, err := s.Lifecycle.Adapt(ctx, "views", 2, 2); err != nil || changed {
 		t.Errorf("second Adapt(2, 2) = %v, %v; want nothing left to fold", changed, err)
 	}
 }

@@ -21,7 +21,7 @@ const clockSkew = time.Minute
 // PurgeMembers deletes up to MaxMembersPerPurge member documents and per-caller totals per
 // collection of counter id from epochs before the current one (all, when the counter is gone),
 // oldest first; call it again while more is true.
-func (s *Store) PurgeMembers(ctx context.Context, id string) (deleted int, more bool, err error) {
+func (s *Members) PurgeMembers(ctx context.Context, id string) (deleted int, more bool, err error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	snap, err := counterRef.Get(ctx)
 	if err != nil && status.Code(err) != codes.NotFound {
@@ -64,7 +64,7 @@ type purgeable struct {
 
 // purgePage deletes in one commit p's documents older than since among its oldest page; full says
 // more may be left.
-func (s *Store) purgePage(ctx context.Context, members *firestore.CollectionRef, p purgeable, since time.Time) (deleted int, full bool, err error) {
+func (s *Members) purgePage(ctx context.Context, members *firestore.CollectionRef, p purgeable, since time.Time) (deleted int, full bool, err error) {
 	page, err := members.Where(p.field, "<", since.Add(clockSkew)).
 		OrderBy(p.field, firestore.Asc).Limit(MaxMembersPerPurge).Documents(ctx).GetAll()
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Store) purgePage(ctx context.Context, members *firestore.CollectionRef,
 }
 
 // deleteStale deletes page's documents older than since, keeping any rewritten since read.
-func (s *Store) deleteStale(ctx context.Context, page []*firestore.DocumentSnapshot, p purgeable, since time.Time) (deleted int, err error) {
+func (s *Members) deleteStale(ctx context.Context, page []*firestore.DocumentSnapshot, p purgeable, since time.Time) (deleted int, err error) {
 	batch := s.client.BulkWriter(ctx)
 	var jobs []*firestore.BulkWriterJob
 	for _, doc := range page {

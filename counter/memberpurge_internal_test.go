@@ -16,7 +16,7 @@ import (
 func TestPurgeKeepsATotalRewrittenAfterItsRead(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
-	s := NewStore(client, shared.Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe", Tops: "tops"}, Options{DefaultNumShards: 1})
+	s := NewStore(client, shared.Schema{Counters: "counters", Rollups: "rollups", Dedupe: "counter_dedupe", Tops: "tops"}, Options{DefaultNumShards: 1}).Members
 	ref := s.schema.CallerRef(client, "post", callerDocID("alice"))
 	if _, err := ref.Set(ctx, callerTotalFields(1)); err != nil {
 		t.Fatal(err)

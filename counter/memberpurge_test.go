@@ -26,7 +26,7 @@ func TestResetAndDeleteLeaveNoMemberDocumentsBehind(t *testing.T) {
 	countMembers(t, stale, "v", map[string]bool{"ann": false, "cy": true})
 	members := counter.MaxMembersPerPurge/2 + 10 // with their day: more documents than one call deletes
 	for m := range members {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "v", Member: fmt.Sprint("m", m)}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "v", Member: fmt.Sprint("m", m)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,7 +37,7 @@ func TestResetAndDeleteLeaveNoMemberDocumentsBehind(t *testing.T) {
 	if before <= counter.MaxMembersPerPurge {
 		t.Fatalf("%d member documents before the reset, want more than %d", before, counter.MaxMembersPerPurge)
 	}
-	if _, err := store.Reset(ctx, "v"); err != nil {
+	if _, err := store.Lifecycle.Reset(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
 	// Counted after the reset (stale's cache holds the old epoch): these stay.
@@ -45,7 +45,7 @@ func TestResetAndDeleteLeaveNoMemberDocumentsBehind(t *testing.T) {
 	purge := func() (calls int) {
 		t.Helper()
 		for more := true; more; calls++ {
-			deleted, m, err := store.PurgeMembers(ctx, "v")
+			deleted, m, err := store.Members.PurgeMembers(ctx, "v")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestResetAndDeleteLeaveNoMemberDocumentsBehind(t *testing.T) {
 		t.Errorf("%d member documents after the reset's purge, want 8 (ann and dee, all time and day, in both collections)", got)
 	}
 	countMembers(t, store, "v", map[string]bool{"ann": false, "dee": false, "bob": true})
-	if err := store.Delete(ctx, "v"); err != nil {
+	if err := store.Lifecycle.Delete(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
 	purge()

@@ -39,7 +39,7 @@ func TestWriteWhoseSumWouldOverflowIsRefusedBeforeAnythingIsWritten(t *testing.T
 		t.Errorf("batch summing past int64: %v; want ErrDeltaOverflow, not applied", r.err)
 	}
 	incs := []wire.Increment{{Counter: "c", Delta: math.MinInt64}, {Counter: "c", Delta: -1}}
-	if _, err := s.Apply(context.Background(), Request{Key: &Key{Source: SourceHTTP, ID: "k"}, Batch: incs}); !errors.Is(err, ErrDeltaOverflow) || !errors.Is(err, ErrNotApplied) {
+	if _, err := s.Increment(context.Background(), Request{Key: &Key{Source: SourceHTTP, ID: "k"}, Batch: incs}); !errors.Is(err, ErrDeltaOverflow) || !errors.Is(err, ErrNotApplied) {
 		t.Errorf("keyed request summing past int64: %v; want ErrDeltaOverflow, not applied", err)
 	}
 	if len(plans.committed) != 0 {

@@ -7,11 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/shardcount/counters/shared"
 )
 
 // writeRecordPrefix starts every write ID, unlike any dedupe record ID.
@@ -64,7 +59,7 @@ func addDeltas(a, b int64) (int64, bool) {
 func newWriteID() string { return writeRecordPrefix + rand.Text() }
 
 // plan makes the commit of batch's live requests; ErrDeltaOverflow. verify: see planShard.
-func (s *Store) plan(ctx context.Context, batch []batched, live []int, verify bool) (*commitPlan, error) {
+func (s *Increments) plan(ctx context.Context, batch []batched, live []int, verify bool) (*commitPlan, error) {
 	plan := &commitPlan{writeID: newWriteID(), now: recordNow(s.clock), dedupeOf: make(map[int]int)}
 	index := make(map[string]int)
 	for _, i := range live {
@@ -98,39 +93,6 @@ func (s *Store) plan(ctx context.Context, batch []batched, live []int, verify bo
 	return plan, nil
 }
 
-// planShard plans a write of delta to counter id at now; ErrMemberRequired for a distinct counter.
-// With RequireExisting: ErrNotFound, and the shard must exist unless verify, which stamps instead.
-func (s *Store) planShard(ctx context.Context, id string, delta int64, now time.Time, verify, change bool) (shardWrite, error) {
-	cfg, err := s.configOf(ctx, id)
-	create := errors.Is(err, ErrNotFound)
-	switch {
-	case create && change:
-		return shardWrite{}, ErrNoCollectionCounter
-	case err == nil && cfg.source != change:
-		if change {
-			return shardWrite{}, ErrNoCollectionCounter
-		}
-		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrSourceCounter)
-	case create && s.requireExisting:
-		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrNotFound)
-	case create:
-		cfg = writeConfig{numShards: s.defaultNumShards}
-	case err != nil:
-		return shardWrite{}, err
-	case cfg.distinct:
-		return shardWrite{}, fmt.Errorf("counter %q: %w", id, ErrMemberRequired)
-	}
-	minute, due := s.touches.due(id)
-	w := shardWrite{counter: id, delta: delta, shard: s.pickShard(id, cfg.numShards), windows: cfg.windows,
-		parts:  []timedDelta{{at: now, delta: delta}},
-		create: create, stamp: !create && due, minute: minute}
-	if s.requireExisting {
-		w.stamp = w.stamp || verify
-		w.shardMustExist = !w.stamp
-	}
-	return w, nil
-}
-
 // timedDelta is a part of a shard write's delta, counting in the buckets holding at.
 type timedDelta struct {
 	at    time.Time
@@ -155,39 +117,4 @@ func (w *shardWrite) add(delta int64, at time.Time) error {
 	w.parts = append(w.parts, timedDelta{at: at, delta: delta})
 	w.delta = sum
 	return nil
-}
-
-// configOf is counter id's cached write configuration; ErrNotFound.
-func (s *Store) configOf(ctx context.Context, id string) (writeConfig, error) {
-	if cfg, ok := s.configs.get(id); ok {
-		return cfg, nil
-	}
-	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return writeConfig{}, ErrNotFound
-	}
-	if err != nil {
-		return writeConfig{}, fmt.Errorf("read counter %q: %w", id, err)
-	}
-	shape, err := s.ShapeOf(snap)
-	if err != nil {
-		return writeConfig{}, err
-	}
-	cfg := writeConfig{numShards: shape.NumShards, windows: windowsOf(snap.Data()), distinct: snap.Data()[shared.FieldDistinct] == true,
-		membersEpoch: membersEpoch(snap), legacyMembers: snap.Data()[shared.FieldMemberCollection] != shared.MembersCollection,
-		source: snap.Data()[shared.FieldSource] != nil}
-	s.configs.put(id, cfg)
-	return cfg, nil
-}
-
-// remember caches what committed writes ws created and stamped.
-func (s *Store) remember(ws []shardWrite) {
-	for _, w := range ws {
-		if w.create {
-			s.configs.put(w.counter, writeConfig{numShards: s.defaultNumShards})
-		}
-		if w.create || w.stamp {
-			s.touches.record(w.counter, w.minute)
-		}
-	}
 }

@@ -23,7 +23,7 @@ func TestKeyedOutcomesCarryTheFirstApplicationsTime(t *testing.T) {
 	other := newStoreOn(client, 0) // another instance: cold caches, its own plans
 	ctx := context.Background()
 	distinct := true
-	if _, err := s.Configure(ctx, "visitors", counter.Settings{Distinct: &distinct}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "visitors", counter.Settings{Distinct: &distinct}); err != nil {
 		t.Fatal(err)
 	}
 	calls := []struct {
@@ -32,15 +32,15 @@ func TestKeyedOutcomesCarryTheFirstApplicationsTime(t *testing.T) {
 		call func(*counter.Store, counter.Key) (time.Time, bool, error)
 	}{
 		{"deltas", counter.Key{Source: counter.SourceHTTP, ID: "k-apply"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
-			out, err := s.Apply(ctx, counter.Request{Key: &k, Counter: "likes", Delta: 2})
+			out, err := s.Increments.Increment(ctx, counter.Request{Key: &k, Counter: "likes", Delta: 2})
 			return out.PlannedAt, out.Duplicate, err
 		}},
 		{"limited", counter.Key{Source: counter.SourceHTTP, Caller: "user:ann", ID: "k-limited"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
-			out, err := s.Apply(ctx, counter.Request{Counter: "photo", Delta: 1, Caller: "user:ann", Limit: 1, Key: &k})
+			out, err := s.Increments.Increment(ctx, counter.Request{Counter: "photo", Delta: 1, Caller: "user:ann", Limit: 1, Key: &k})
 			return out.PlannedAt, out.Duplicate, err
 		}},
 		{"member", counter.Key{Source: counter.SourceHTTP, ID: "k-member"}, func(s *counter.Store, k counter.Key) (time.Time, bool, error) {
-			out, err := s.Apply(ctx, counter.Request{Counter: "visitors", Member: "ann", Key: &k})
+			out, err := s.Increments.Increment(ctx, counter.Request{Counter: "visitors", Member: "ann", Key: &k})
 			return out.PlannedAt, out.Duplicate, err
 		}},
 	}
@@ -81,7 +81,7 @@ func TestConcurrentCallsOfOneKeyAnswerOnePlannedAt(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range outs {
 			wg.Go(func() {
-				outs[i], errs[i] = stores[i%2].Apply(context.Background(), counter.Request{Key: &key, Counter: "burst", Delta: 1})
+				outs[i], errs[i] = stores[i%2].Increments.Increment(context.Background(), counter.Request{Key: &key, Counter: "burst", Delta: 1})
 			})
 		}
 		wg.Wait()

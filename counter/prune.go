@@ -20,8 +20,14 @@ const (
 	maxWritesPerBatch = 400 // under Firestore's 500 per commit
 )
 
+// Pruner deletes hour buckets older than Options.HourBucketsKept.
+type Pruner struct {
+	sh              *shards
+	hourBucketsKept time.Duration
+}
+
 // HourBucketsDue reports whether PruneHourBuckets is due for counter document snap at now.
-func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) bool {
+func (s *Pruner) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) bool {
 	if s.hourBucketsKept <= 0 || !slices.Contains(windowsOf(snap.Data()), WindowHour) {
 		return false
 	}
@@ -30,11 +36,11 @@ func (s *Store) HourBucketsDue(snap *firestore.DocumentSnapshot, now time.Time) 
 
 // PruneHourBuckets deletes up to maxHoursPerPass of counter id's hour buckets older than
 // Options.HourBucketsKept, and returns how many (0 for a missing counter).
-func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) (int, error) {
+func (s *Pruner) PruneHourBuckets(ctx context.Context, id string, now time.Time) (int, error) {
 	if s.hourBucketsKept <= 0 {
 		return 0, nil
 	}
-	counterRef := s.schema.CounterRef(s.client, id)
+	counterRef := s.sh.schema.CounterRef(s.sh.client, id)
 	snap, err := counterRef.Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -53,7 +59,7 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		deletes = append(deletes, firestore.Update{FieldPath: bucketPath(WindowHour, Bucket(WindowHour, h)), Value: firestore.Delete})
 	}
-	shards, err := s.schema.ShardsRef(s.client, id).Select().Documents(ctx).GetAll()
+	shards, err := s.sh.schema.ShardsRef(s.sh.client, id).Select().Documents(ctx).GetAll()
 	if err != nil {
 		return 0, fmt.Errorf("prune hours of %q: list shards: %w", id, err)
 	}
@@ -64,7 +70,7 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 	// Last, once every shard is pruned.
 	writes = append(writes, op{kind: opUpdate, ref: counterRef, updates: []firestore.Update{{Path: shared.FieldHoursKeptFrom, Value: to}}})
 	for batch := range slices.Chunk(writes, maxWritesPerBatch) {
-		if err := s.commitOps(ctx, batch); err != nil {
+		if err := s.sh.commitOps(ctx, batch); err != nil {
 			return 0, fmt.Errorf("prune hours of %q before %s: %w", id, Bucket(WindowHour, to), err)
 		}
 	}
@@ -72,7 +78,7 @@ func (s *Store) PruneHourBuckets(ctx context.Context, id string, now time.Time) 
 }
 
 // keepHoursFrom is the oldest hour kept at now.
-func (s *Store) keepHoursFrom(now time.Time) time.Time {
+func (s *Pruner) keepHoursFrom(now time.Time) time.Time {
 	return now.Add(-s.hourBucketsKept).UTC().Truncate(time.Hour)
 }
 

@@ -20,14 +20,14 @@ func TestPruneHourBucketsDeletesOnlyOldHours(t *testing.T) {
 	clock := &setClock{now: start}
 	const kept = 48 * time.Hour
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute, HourBucketsKept: kept, Clock: clock})
-	if _, err := store.Configure(ctx, "views", counter.Settings{NumShards: 4, Windows: []string{"hour", "day"}}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "views", counter.Settings{NumShards: 4, Windows: []string{"hour", "day"}}); err != nil {
 		t.Fatal(err)
 	}
 	hour := func(h int) time.Time { return start.Add(time.Duration(h) * time.Hour) }
 	for _, h := range []int{0, 1, 40 * 24} {
 		clock.set(hour(h))
 		for range 8 {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -39,7 +39,7 @@ func TestPruneHourBucketsDeletesOnlyOldHours(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return store.HourBucketsDue(snap, clock.Now())
+		return store.Pruner.HourBucketsDue(snap, clock.Now())
 	}
 	clock.set(hour(1))
 	if counterDoc() {
@@ -55,14 +55,14 @@ func TestPruneHourBucketsDeletesOnlyOldHours(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range 20 {
-			if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 				t.Error(err)
 			}
 		}
 	})
 	passes := []int{}
 	for {
-		n, err := store.PruneHourBuckets(ctx, "views", clock.Now())
+		n, err := store.Pruner.PruneHourBuckets(ctx, "views", clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

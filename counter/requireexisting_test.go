@@ -36,13 +36,16 @@ func TestRequireExistingRefusesUnknownCounters(t *testing.T) {
 	s := requireExistingStore(client, 0)
 	ctx := context.Background()
 	increments := map[string]func(id string) error{
-		"delta": func(id string) error { _, err := s.Apply(ctx, counter.Request{Counter: id, Delta: 1}); return err },
+		"delta": func(id string) error {
+			_, err := s.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1})
+			return err
+		},
 		"keyed": func(id string) error {
-			_, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m-" + id}, Counter: id, Delta: 1})
+			_, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: "m-" + id}, Counter: id, Delta: 1})
 			return err
 		},
 		"limited": func(id string) error {
-			_, err := s.Apply(ctx, counter.Request{Counter: id, Delta: 1, Caller: "alice", Limit: 1})
+			_, err := s.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1, Caller: "alice", Limit: 1})
 			return err
 		},
 	}
@@ -54,11 +57,11 @@ func TestRequireExistingRefusesUnknownCounters(t *testing.T) {
 	if paths := testenv.DocumentPaths(t, client); len(paths) != 0 {
 		t.Fatalf("refused increments wrote %v", paths)
 	}
-	if _, err := s.Configure(ctx, "known", counter.Settings{NumShards: 3}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "known", counter.Settings{NumShards: 3}); err != nil {
 		t.Fatal(err)
 	}
 	creating := counter.NewStore(client, config.Default().Schema(), counter.Options{DefaultNumShards: 10})
-	if _, err := creating.Apply(ctx, counter.Request{Counter: "lazy", Delta: 1}); err != nil { // one shard of ten written
+	if _, err := creating.Increments.Increment(ctx, counter.Request{Counter: "lazy", Delta: 1}); err != nil { // one shard of ten written
 		t.Fatal(err)
 	}
 	for _, id := range []string{"known", "lazy"} {
@@ -87,13 +90,13 @@ func TestRequireExistingNeverBringsBackADeletedCounter(t *testing.T) {
 	client := testenv.Firestore(t)
 	ctx := context.Background()
 	admin := requireExistingStore(client, 0)
-	if _, err := admin.Configure(ctx, "doomed", counter.Settings{NumShards: 4}); err != nil {
+	if _, err := admin.Lifecycle.Configure(ctx, "doomed", counter.Settings{NumShards: 4}); err != nil {
 		t.Fatal(err)
 	}
 	warm := []*counter.Store{requireExistingStore(client, 0), requireExistingStore(client, 50*time.Millisecond)}
 	for _, s := range warm {
 		for range 8 { // every shard written once: shard counts cached, shards exist
-			if _, err := s.Apply(ctx, counter.Request{Counter: "doomed", Delta: 1}); err != nil {
+			if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "doomed", Delta: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -101,10 +104,10 @@ func TestRequireExistingNeverBringsBackADeletedCounter(t *testing.T) {
 
 	incrementAcrossADelete(t, admin, "doomed", warm, func(s *counter.Store, n, g, i int) error {
 		if i%2 == 0 {
-			_, err := s.Apply(ctx, counter.Request{Counter: "doomed", Delta: 1})
+			_, err := s.Increments.Increment(ctx, counter.Request{Counter: "doomed", Delta: 1})
 			return err
 		}
-		_, err := s.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprintf("k-%d-%d-%d", n, g, i)}, Counter: "doomed", Delta: 1})
+		_, err := s.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourceHTTP, ID: fmt.Sprintf("k-%d-%d-%d", n, g, i)}, Counter: "doomed", Delta: 1})
 		return err
 	})
 	for _, path := range testenv.DocumentPaths(t, client) {
@@ -155,7 +158,7 @@ func incrementAcrossADelete(t *testing.T, admin *counter.Store, id string, warm 
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	if err := admin.Delete(context.Background(), id); err != nil {
+	if err := admin.Lifecycle.Delete(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	close(deleted)
@@ -178,17 +181,17 @@ func TestRequireExistingCountsWindowBuckets(t *testing.T) {
 	client := testenv.Firestore(t)
 	ctx := context.Background()
 	s := requireExistingStore(client, 0)
-	if _, err := s.Configure(ctx, "daily", counter.Settings{NumShards: 2, Windows: []string{"hour", "day"}}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "daily", counter.Settings{NumShards: 2, Windows: []string{"hour", "day"}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		if _, err := s.Apply(ctx, counter.Request{Counter: "daily", Delta: 2}); err != nil {
+		if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "daily", Delta: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now := time.Now()
 	for _, w := range []string{"hour", "day"} {
-		got, err := s.WindowCount(ctx, "daily", w, counter.Bucket(w, now))
+		got, err := s.Reader.WindowCount(ctx, "daily", w, counter.Bucket(w, now))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func declaredFeatures(features map[string]any) bool {
 	return false
 }
 
-func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error), features map[string]any) (reshapeResult, error) {
+func (s *Lifecycle) reshape(ctx context.Context, id string, change func(cur Shape, existed bool) (Shape, error), features map[string]any) (reshapeResult, error) {
 	counterRef := s.schema.CounterRef(s.client, id)
 	var res reshapeResult
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
@@ -56,7 +56,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 		case err != nil:
 			return err
 		default:
-			if res.before, err = s.ShapeOf(snap); err != nil {
+			if res.before, err = s.shapeOf(snap); err != nil {
 				return err
 			}
 			res.windows = windowsOf(snap.Data())
@@ -113,7 +113,7 @@ func (s *Store) reshape(ctx context.Context, id string, change func(cur Shape, e
 }
 
 // createZeroShards creates counter id's missing shards among from..to-1 at 0.
-func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) error {
+func (s *Lifecycle) createZeroShards(ctx context.Context, id string, from, to int) error {
 	if from >= to {
 		return nil
 	}
@@ -137,7 +137,7 @@ func (s *Store) createZeroShards(ctx context.Context, id string, from, to int) e
 }
 
 // fold moves every shard outside 0..numShards-1 onto shard index mod numShards, within tx.
-func (s *Store) fold(tx *firestore.Transaction, id string, shards []*firestore.DocumentSnapshot, numShards int) error {
+func (s *Lifecycle) fold(tx *firestore.Transaction, id string, shards []*firestore.DocumentSnapshot, numShards int) error {
 	type moved struct {
 		count, writes int64
 		buckets       map[string]map[string]int64
@@ -247,7 +247,7 @@ func zeroShard() map[string]any {
 // Adapt changes counter id's shard count from `from` to `to`, clamped to its bounds, creating no
 // shards; false when the count is no longer `from`, the counter is pinned or gone, or nothing
 // changes. Adapt(id, n, n) folds stray shards outside 0..n-1 and reports whether there were any.
-func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
+func (s *Lifecycle) Adapt(ctx context.Context, id string, from, to int) (changed bool, err error) {
 	if from == to {
 		changed, err := s.foldStrays(ctx, id, from)
 		if err != nil {
@@ -271,7 +271,7 @@ func (s *Store) Adapt(ctx context.Context, id string, from, to int) (changed boo
 
 // foldStrays folds counter id's shards outside 0..numShards-1 if its count is still numShards,
 // reporting whether there were any.
-func (s *Store) foldStrays(ctx context.Context, id string, numShards int) (folded bool, _ error) {
+func (s *Lifecycle) foldStrays(ctx context.Context, id string, numShards int) (folded bool, _ error) {
 	err := s.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
 		folded = false
 		snap, err := tx.Get(s.schema.CounterRef(s.client, id))
@@ -280,7 +280,7 @@ func (s *Store) foldStrays(ctx context.Context, id string, numShards int) (folde
 		} else if err != nil {
 			return err
 		}
-		if shape, err := s.ShapeOf(snap); err != nil || shape.NumShards != numShards {
+		if shape, err := s.shapeOf(snap); err != nil || shape.NumShards != numShards {
 			return err
 		}
 		shards, err := tx.Documents(s.schema.ShardsRef(s.client, id)).GetAll()

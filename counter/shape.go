@@ -5,8 +5,6 @@ import (
 
 	"github.com/shardcount/counters/shared/wire"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/shardcount/counters/shared"
 )
 
@@ -21,28 +19,6 @@ func (sh Shape) Pinned() bool { return sh.MinShards == sh.MaxShards }
 
 // Clamp returns n within the shape's bounds.
 func (sh Shape) Clamp(n int) int { return min(max(n, sh.MinShards), sh.MaxShards) }
-
-// ShapeOf reads a counter document's shape, with Settings' defaults for missing fields; a field out
-// of range or not an integer is ErrUncountable.
-func (s *Store) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) {
-	data := snap.Data()
-	numShards, err := shardCountField(snap.Ref.ID, data, shared.FieldNumShards, s.defaultNumShards)
-	if err != nil {
-		return Shape{}, err
-	}
-	lo, err := shardCountField(snap.Ref.ID, data, shared.FieldMinShards, min(s.defaultNumShards, numShards))
-	if err != nil {
-		return Shape{}, err
-	}
-	hi, err := shardCountField(snap.Ref.ID, data, shared.FieldMaxShards, wire.MaxNumShards)
-	if err != nil {
-		return Shape{}, err
-	}
-	if lo > hi {
-		return Shape{}, fmt.Errorf("%w: counter %q: %s %d exceeds %s %d", ErrUncountable, snap.Ref.ID, shared.FieldMinShards, lo, shared.FieldMaxShards, hi)
-	}
-	return Shape{NumShards: numShards, MinShards: lo, MaxShards: hi}, nil
-}
 
 // shardCountField reads a shard count field, def when absent.
 func shardCountField(id string, data map[string]any, field string, def int) (int, error) {

@@ -7,29 +7,12 @@ import (
 	"github.com/shardcount/counters/shared/clock"
 
 	"cloud.google.com/go/firestore"
-	"golang.org/x/sync/singleflight"
 
-	"github.com/shardcount/counters/gate"
 	"github.com/shardcount/counters/shared"
 )
 
 // ErrNotFound is a counter never configured or incremented.
 var ErrNotFound = errors.New("counter not found")
-
-// Store reads and writes sharded counters in one database; safe for concurrent use.
-type Store struct {
-	documents
-	clock           clock.Clock
-	configs         *configCache
-	requireExisting bool
-	hourBucketsKept time.Duration
-	pickShard       func(id string, numShards int) int
-	touches         *touchStamps
-	groups          *groupCommitter // nil: one commit per request
-	plans           planStore
-	life            gate.Gate          // admits increments until Close
-	raises          singleflight.Group // raiseFences per counter and epoch
-}
 
 // Options tune a Store.
 type Options struct {
@@ -46,35 +29,42 @@ type Options struct {
 	Clock           clock.Clock   // nil: the system clock
 }
 
-// NewStore returns a Store over client with the collections named by schema.
+// Store is one database's counters, as the parts its callers hold; each part is safe for
+// concurrent use, and all share one cache of counters' configuration.
+type Store struct {
+	Increments  *Increments  // increments, and Close
+	Members     *Members     // distinct members: purge and move
+	Lifecycle   *Lifecycle   // configure, reshard, reset, delete, restore
+	Collections *Collections // collection counters' commit primitives
+	Reader      *Reader      // values, sums and window buckets
+	Pruner      *Pruner      // hour buckets past Options.HourBucketsKept
+}
+
+// NewStore returns the parts of the counters in client's database, with the collections named by
+// schema.
 func NewStore(client *firestore.Client, schema shared.Schema, opts Options) *Store {
 	var clock clock.Clock = clock.System{}
 	if opts.Clock != nil {
 		clock = opts.Clock
 	}
 	docs := documents{client: client, schema: schema, defaultNumShards: opts.DefaultNumShards, dedupeTTL: opts.DedupeTTL}
-	s := &Store{
+	sh := &shards{
 		documents:       docs,
 		clock:           clock,
 		configs:         newConfigCache(opts.ShardCountCacheTTL, clock),
 		requireExisting: opts.RequireExisting,
-		hourBucketsKept: opts.HourBucketsKept,
 		pickShard:       newShardDealer().pick,
 		touches:         newTouchStamps(clock),
-		plans:           &firestorePlans{documents: docs},
 	}
-	if opts.GroupCommitInterval > 0 {
-		s.groups = newGroupCommitter(opts.GroupCommitInterval, clock, s.commitBatch)
+	fences := &fences{sh: sh}
+	inc := newIncrements(sh, &firestorePlans{documents: docs}, opts.GroupCommitInterval, fences)
+	life := &Lifecycle{shards: sh, fences: fences}
+	return &Store{
+		Increments:  inc,
+		Members:     inc.members,
+		Lifecycle:   life,
+		Collections: &Collections{sh: sh, lifecycle: life},
+		Reader:      &Reader{sh: sh},
+		Pruner:      &Pruner{sh: sh, hourBucketsKept: opts.HourBucketsKept},
 	}
-	return s
-}
-
-// CounterRef is counter id's document.
-func (s *Store) CounterRef(id string) *firestore.DocumentRef {
-	return s.schema.CounterRef(s.client, id)
-}
-
-// RollupRef is counter id's roll-up document.
-func (s *Store) RollupRef(id string) *firestore.DocumentRef {
-	return s.schema.RollupRef(s.client, id)
 }

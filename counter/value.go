@@ -44,16 +44,35 @@ func (e *UncountableError) Error() string {
 // Is makes an UncountableError match ErrUncountable.
 func (e *UncountableError) Is(target error) bool { return target == ErrUncountable }
 
+// Reader reads counters: values, sums, window buckets, documents.
+type Reader struct {
+	sh *shards
+}
+
+// CounterRef is counter id's document.
+func (s *Reader) CounterRef(id string) *firestore.DocumentRef {
+	return s.sh.schema.CounterRef(s.sh.client, id)
+}
+
+// RollupRef is counter id's roll-up document.
+func (s *Reader) RollupRef(id string) *firestore.DocumentRef {
+	return s.sh.schema.RollupRef(s.sh.client, id)
+}
+
+// ShapeOf reads a counter document's shape, with Settings' defaults for missing fields; a field out
+// of range or not an integer is ErrUncountable.
+func (s *Reader) ShapeOf(snap *firestore.DocumentSnapshot) (Shape, error) { return s.sh.shapeOf(snap) }
+
 // Value reads counter id's exact value and shape; an *UncountableError when it cannot be summed.
-func (s *Store) Value(ctx context.Context, id string) (Value, error) {
-	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+func (s *Reader) Value(ctx context.Context, id string) (Value, error) {
+	snap, err := s.sh.schema.CounterRef(s.sh.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return Value{}, ErrNotFound
 	}
 	if err != nil {
 		return Value{}, fmt.Errorf("read counter %q: %w", id, err)
 	}
-	shape, err := s.ShapeOf(snap)
+	shape, err := s.sh.shapeOf(snap)
 	if err != nil {
 		return Value{}, err
 	}
@@ -68,8 +87,8 @@ func (s *Store) Value(ctx context.Context, id string) (Value, error) {
 }
 
 // blameShard reads every shard to say why counter id cannot be summed.
-func (s *Store) blameShard(ctx context.Context, id string) error {
-	shards, err := s.schema.ShardsRef(s.client, id).Select(shared.FieldCount).Documents(ctx).GetAll()
+func (s *Reader) blameShard(ctx context.Context, id string) error {
+	shards, err := s.sh.schema.ShardsRef(s.sh.client, id).Select(shared.FieldCount).Documents(ctx).GetAll()
 	if err != nil {
 		return fmt.Errorf("find the shard that stops counter %q from being summed: %w", id, err)
 	}
@@ -104,8 +123,8 @@ type Sums struct {
 }
 
 // Sum is counter id's exact value; 0 without shards.
-func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
-	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).Get(ctx)
+func (s *Reader) Sum(ctx context.Context, id string) (int64, error) {
+	res, err := s.sh.schema.ShardsRef(s.sh.client, id).NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).Get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sum shards of counter %q: %w", id, err)
 	}
@@ -119,7 +138,7 @@ func (s *Store) Sum(ctx context.Context, id string) (int64, error) {
 // SumsAt sums counter id's shards as of read time at (within the last hour): Totals and, per
 // window, the bucket holding at. Count and Writes are separate queries: a multi-sum query skips
 // shards lacking a field.
-func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []string) (Sums, error) {
+func (s *Reader) SumsAt(ctx context.Context, id string, at time.Time, windows []string) (Sums, error) {
 	type result struct {
 		alias string
 		dst   *int64
@@ -128,7 +147,7 @@ func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []s
 		aggregation *firestore.AggregationQuery
 		results     []result
 	}
-	shards := s.schema.ShardsRef(s.client, id)
+	shards := s.sh.schema.ShardsRef(s.sh.client, id)
 	var sums Sums
 	queries := []query{
 		{shards.NewAggregationQuery().WithSum(shared.FieldCount, sumAlias).WithCount(shardsAlias), []result{{sumAlias, &sums.Count}, {shardsAlias, &sums.Shards}}},
@@ -139,7 +158,7 @@ func (s *Store) SumsAt(ctx context.Context, id string, at time.Time, windows []s
 		buckets[i].Bucket = Bucket(w, at)
 		queries = append(queries, query{shards.NewAggregationQuery().WithSumPath(bucketPath(w, buckets[i].Bucket), sumAlias), []result{{sumAlias, &buckets[i].Count}}})
 	}
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.sh.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		errs := make([]error, len(queries))
 		var wg sync.WaitGroup
 		for i, q := range queries {

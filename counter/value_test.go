@@ -15,7 +15,7 @@ import (
 func TestTotalsCountShardsThatNeverCountedWrites(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, counter.Request{Counter: "likes", Delta: 3}); err != nil {
+	if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "likes", Delta: 3}); err != nil {
 		t.Fatal(err)
 	}
 	shards := schema.ShardsRef(client, "likes")
@@ -23,7 +23,7 @@ func TestTotalsCountShardsThatNeverCountedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums, err := s.SumsAt(ctx, "likes", written.UpdateTime, nil)
+	sums, err := s.Reader.SumsAt(ctx, "likes", written.UpdateTime, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,12 +41,12 @@ func TestTotalsCountShardsThatNeverCountedWrites(t *testing.T) {
 func TestSumsAtCountTheWritesCommittedByTheirReadTime(t *testing.T) {
 	s, client := newStore(t)
 	ctx := context.Background()
-	if _, err := s.Configure(ctx, "views", counter.Settings{NumShards: 1, Windows: []string{counter.WindowMonth}}); err != nil {
+	if _, err := s.Lifecycle.Configure(ctx, "views", counter.Settings{NumShards: 1, Windows: []string{counter.WindowMonth}}); err != nil {
 		t.Fatal(err)
 	}
 	var commits []time.Time
 	for range 2 {
-		if _, err := s.Apply(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
+		if _, err := s.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
 			t.Fatal(err)
 		}
 		snap, err := schema.ShardRef(client, "views", 0).Get(ctx) // one shard: its update time is the last write's
@@ -58,7 +58,7 @@ func TestSumsAtCountTheWritesCommittedByTheirReadTime(t *testing.T) {
 	// The last time is finer than Firestore's microseconds, as a clock reading is: still the writes by then.
 	for i, at := range []time.Time{commits[0].Add(-time.Microsecond), commits[0], commits[1].Add(-time.Microsecond), commits[1], commits[1].Add(999 * time.Nanosecond)} {
 		want := int64(5 * ((i + 1) / 2))
-		sums, err := s.SumsAt(ctx, "views", at, []string{counter.WindowMonth})
+		sums, err := s.Reader.SumsAt(ctx, "views", at, []string{counter.WindowMonth})
 		if err != nil {
 			t.Fatal(err)
 		}

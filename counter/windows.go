@@ -115,8 +115,8 @@ func canonicalWindows(ws []string) []string {
 }
 
 // WindowCount is counter id's count in bucket label of window w.
-func (s *Store) WindowCount(ctx context.Context, id, w, label string) (int64, error) {
-	res, err := s.schema.ShardsRef(s.client, id).NewAggregationQuery().WithSumPath(bucketPath(w, label), sumAlias).Get(ctx)
+func (s *Reader) WindowCount(ctx context.Context, id, w, label string) (int64, error) {
+	res, err := s.sh.schema.ShardsRef(s.sh.client, id).NewAggregationQuery().WithSumPath(bucketPath(w, label), sumAlias).Get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sum bucket %s %s of counter %q: %w", w, label, id, err)
 	}
@@ -135,8 +135,8 @@ type WindowValue struct {
 
 // WindowValue reads counter id's count in bucket label of window w; "" is the current bucket,
 // which needs w among its windows (*wire.FieldError). ErrNotFound for a missing counter.
-func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
-	snap, err := s.schema.CounterRef(s.client, id).Get(ctx)
+func (s *Reader) WindowValue(ctx context.Context, id, w, label string) (WindowValue, error) {
+	snap, err := s.sh.schema.CounterRef(s.sh.client, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return WindowValue{}, ErrNotFound
 	}
@@ -149,7 +149,7 @@ func (s *Store) WindowValue(ctx context.Context, id, w, label string) (WindowVal
 			return WindowValue{}, &wire.FieldError{Field: "window", Message: fmt.Sprintf(
 				"counter %q does not count by %s (its windows: %v); add it with ConfigureCounter's windows, or ask for a past bucket", id, w, v.Windows)}
 		}
-		v.Bucket = Bucket(w, s.clock.Now())
+		v.Bucket = Bucket(w, s.sh.clock.Now())
 	}
 	if v.Count, err = s.WindowCount(ctx, id, w, v.Bucket); err != nil {
 		return WindowValue{}, err

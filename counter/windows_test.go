@@ -39,7 +39,7 @@ func wantBuckets(t *testing.T, store *counter.Store, id string, want map[string]
 	t.Helper()
 	for w, labels := range want {
 		for label, n := range labels {
-			got, err := store.WindowCount(context.Background(), id, w, label)
+			got, err := store.Reader.WindowCount(context.Background(), id, w, label)
 			if err != nil || got != n {
 				t.Errorf("%s bucket %s = %d (%v), want %d", w, label, got, err, n)
 			}
@@ -55,7 +55,7 @@ func TestWindowBucketsSplitAtUTCBoundaries(t *testing.T) {
 	// A zone east of UTC: labels are UTC whatever the instance's zone.
 	clock.set(clock.Now().In(time.FixedZone("UTC+9", 9*3600)))
 	store := counter.NewStore(testenv.Firestore(t), schema, counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute, Clock: clock})
-	cfg, err := store.Configure(ctx, "views", counter.Settings{NumShards: 4, Windows: []string{"month", "hour", "day", "day"}})
+	cfg, err := store.Lifecycle.Configure(ctx, "views", counter.Settings{NumShards: 4, Windows: []string{"month", "hour", "day", "day"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +63,13 @@ func TestWindowBucketsSplitAtUTCBoundaries(t *testing.T) {
 		t.Errorf("windows %v, want %v (each once, shortest first)", cfg.Windows, want)
 	}
 	for range 3 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 2}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	for range 5 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,10 +78,10 @@ func TestWindowBucketsSplitAtUTCBoundaries(t *testing.T) {
 		"day":   {"2026-11-30": 6, "2026-12-01": 5},
 		"month": {"2026-11": 6, "2026-12": 5},
 	})
-	if sum, err := store.Sum(ctx, "views"); err != nil || sum != 11 {
+	if sum, err := store.Reader.Sum(ctx, "views"); err != nil || sum != 11 {
 		t.Errorf("all time %d (%v), want 11", sum, err)
 	}
-	v, err := store.WindowValue(ctx, "views", "day", "")
+	v, err := store.Reader.WindowValue(ctx, "views", "day", "")
 	if err != nil || v.Bucket != "2026-12-01" || v.Count != 5 {
 		t.Errorf("current day = %+v (%v), want bucket 2026-12-01 count 5", v, err)
 	}
@@ -108,7 +108,7 @@ func TestWindowCountsAreExactUnderFaultsAndConcurrency(t *testing.T) {
 	clock := &setClock{now: time.Date(2026, 11, 23, 18, 30, 0, 0, time.UTC)}
 	opts := counter.Options{DefaultNumShards: 8, ShardCountCacheTTL: time.Minute, GroupCommitInterval: 20 * time.Millisecond, DedupeTTL: time.Hour, Clock: clock}
 	exact := counter.NewStore(db.Direct, schema, counter.Options{DefaultNumShards: 8})
-	if _, err := exact.Configure(ctx, "hot", counter.Settings{NumShards: 8, Windows: []string{"hour", "day", "month"}}); err != nil {
+	if _, err := exact.Lifecycle.Configure(ctx, "hot", counter.Settings{NumShards: 8, Windows: []string{"hour", "day", "month"}}); err != nil {
 		t.Fatal(err)
 	}
 	// Two instances sharing the database.
@@ -121,7 +121,7 @@ func TestWindowCountsAreExactUnderFaultsAndConcurrency(t *testing.T) {
 			time.Sleep(25 * time.Millisecond)
 		}
 		wg.Go(func() {
-			_, err := stores[i%2].Apply(ctx, counter.Request{Counter: "hot", Delta: 1})
+			_, err := stores[i%2].Increments.Increment(ctx, counter.Request{Counter: "hot", Delta: 1})
 			switch {
 			case err == nil:
 				acked.Add(1)
@@ -136,13 +136,13 @@ func TestWindowCountsAreExactUnderFaultsAndConcurrency(t *testing.T) {
 	// And certainly some: the next commit's answer lost, three times.
 	for range 3 {
 		dropNextResponse(t, db.Proxy, "/shards/")
-		if _, err := stores[0].Apply(ctx, counter.Request{Counter: "hot", Delta: 1}); err != nil {
+		if _, err := stores[0].Increments.Increment(ctx, counter.Request{Counter: "hot", Delta: 1}); err != nil {
 			t.Fatalf("increment whose answer was lost: %v, want applied", err)
 		}
 		acked.Add(1)
 	}
 	db.Proxy.SetFaults(faultproxy.Faults{})
-	sum, err := exact.Sum(ctx, "hot")
+	sum, err := exact.Reader.Sum(ctx, "hot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestConfiguringWindowsOnALiveCounterLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	clock := &setClock{now: time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)}
 	store := counter.NewStore(testenv.Firestore(t), schema, counter.Options{DefaultNumShards: 8, ShardCountCacheTTL: time.Minute, GroupCommitInterval: 10 * time.Millisecond, Clock: clock})
-	if _, err := store.Configure(ctx, "live", counter.Settings{NumShards: 8}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "live", counter.Settings{NumShards: 8}); err != nil {
 		t.Fatal(err)
 	}
 	var acked atomic.Int64
@@ -171,7 +171,7 @@ func TestConfiguringWindowsOnALiveCounterLosesNothing(t *testing.T) {
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
-				if _, err := store.Apply(ctx, counter.Request{Counter: "live", Delta: 1}); err != nil {
+				if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "live", Delta: 1}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -183,34 +183,34 @@ func TestConfiguringWindowsOnALiveCounterLosesNothing(t *testing.T) {
 	increment(40) // before any window: all time only
 	var changes sync.WaitGroup
 	changes.Go(func() { increment(60) })
-	if _, err := store.Configure(ctx, "live", counter.Settings{Windows: []string{"day"}}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "live", counter.Settings{Windows: []string{"day"}}); err != nil {
 		t.Fatal(err)
 	}
 	changes.Wait()
-	before, err := store.WindowCount(ctx, "live", "day", "2026-11-23")
+	before, err := store.Reader.WindowCount(ctx, "live", "day", "2026-11-23")
 	if err != nil {
 		t.Fatal(err)
 	}
 	increment(50) // all of them after the change
 	changes.Go(func() { increment(50) })
 	// A shrink folds shards 2..7, buckets with them, while increments arrive.
-	if _, err := store.Configure(ctx, "live", counter.Settings{NumShards: 2}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "live", counter.Settings{NumShards: 2}); err != nil {
 		t.Fatal(err)
 	}
 	changes.Wait()
 	wantBuckets(t, store, "live", map[string]map[string]int64{"day": {"2026-11-23": before + 100}})
-	if _, err := store.Configure(ctx, "live", counter.Settings{Windows: []string{}}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "live", counter.Settings{Windows: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	increment(10)
 	wantBuckets(t, store, "live", map[string]map[string]int64{"day": {"2026-11-23": before + 100}})
-	if sum, err := store.Sum(ctx, "live"); err != nil || sum != acked.Load() || sum != 210 {
+	if sum, err := store.Reader.Sum(ctx, "live"); err != nil || sum != acked.Load() || sum != 210 {
 		t.Errorf("all time %d (%v), acknowledged %d, want 210", sum, err, acked.Load())
 	}
-	if _, err := store.WindowValue(ctx, "live", "day", ""); err == nil {
+	if _, err := store.Reader.WindowValue(ctx, "live", "day", ""); err == nil {
 		t.Error("the current day of a counter without the day window answered, want a field error")
 	}
-	if v, err := store.WindowValue(ctx, "live", "day", "2026-11-23"); err != nil || v.Count != before+100 {
+	if v, err := store.Reader.WindowValue(ctx, "live", "day", "2026-11-23"); err != nil || v.Count != before+100 {
 		t.Errorf("a past day of a removed window = %+v (%v), want %d", v, err, before+100)
 	}
 }
@@ -225,18 +225,18 @@ func TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes(t *testing
 	client := testenv.Firestore(t)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1, ShardCountCacheTTL: time.Minute,
 		GroupCommitInterval: 300 * time.Millisecond, DedupeTTL: time.Hour, Clock: clock})
-	if _, err := store.Configure(ctx, "views", counter.Settings{NumShards: 1, Windows: []string{"hour", "day"}}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, "views", counter.Settings{NumShards: 1, Windows: []string{"hour", "day"}}); err != nil {
 		t.Fatal(err)
 	}
 	// A first write commits at once; those that follow within the interval share the next one.
-	if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
 	before, after := time.Date(2026, 11, 30, 23, 59, 59, 900e6, time.UTC), time.Date(2026, 12, 1, 0, 0, 0, 100e6, time.UTC)
 	var wg sync.WaitGroup
 	apply := func(id string, at time.Time, delta int64) {
 		wg.Go(func() {
-			if _, err := store.Apply(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: id}, At: at, Counter: "views", Delta: delta}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Key: &counter.Key{Source: counter.SourcePubSub, ID: id}, At: at, Counter: "views", Delta: delta}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -245,7 +245,7 @@ func TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes(t *testing
 	apply("m2", after, 3)
 	apply("m3", before, 7)
 	wg.Go(func() {
-		if _, err := store.Apply(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 5}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -256,7 +256,7 @@ func TestIncrementsSharingAGroupWriteCountInTheBucketsOfTheirOwnTimes(t *testing
 		"hour": {"2026-11-30T23": 9, "2026-12-01T00": 9},
 		"day":  {"2026-11-30": 9, "2026-12-01": 9},
 	})
-	if sum, err := store.Sum(ctx, "views"); err != nil || sum != 18 {
+	if sum, err := store.Reader.Sum(ctx, "views"); err != nil || sum != 18 {
 		t.Errorf("all time %d (%v), want 18", sum, err)
 	}
 	if snap, err := schema.ShardRef(client, "views", 0).Get(ctx); err != nil || snap.Data()[shared.FieldWrites] != int64(2) {

@@ -33,7 +33,7 @@ const benchGroupCommitInterval = 20 * time.Millisecond
 
 // BenchmarkIncrementHandler measures the whole Increment entry point as the platform calls it, minus
 // the network: svc.Increment serves each request into an httptest.ResponseRecorder, so the figures
-// are the handler's own (method check, strict JSON decoding, validation, counter.Store.Apply,
+// are the handler's own (method check, strict JSON decoding, validation, counter.Increments.Increment,
 // JSON answer) plus the Firestore client's, over the emulator. About benchGoroutines goroutines
 // increment one warm counter, with group commit off ("guide", one write per increment) and on.
 //

@@ -29,7 +29,7 @@ func (s *Service) checkCanary(ctx context.Context) {
 	doc, err := s.rollups.Get(ctx, CanaryCounter)
 	var sum int64
 	if err == nil {
-		sum, err = s.counters.Sum(ctx, CanaryCounter)
+		sum, err = s.reader.Sum(ctx, CanaryCounter)
 	}
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "check the canary roll-up failed", slog.String("event", EventRollupCanary),
@@ -52,10 +52,10 @@ func (s *Service) checkCanary(ctx context.Context) {
 
 // bumpCanary increments the canary, creating it if needed.
 func (s *Service) bumpCanary(ctx context.Context) {
-	_, err := s.counters.Apply(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
+	_, err := s.increments.Increment(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
 	if errors.Is(err, counter.ErrNotFound) {
-		if _, err = s.counters.Configure(ctx, CanaryCounter, counter.Settings{NumShards: 1}); err == nil {
-			_, err = s.counters.Apply(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
+		if _, err = s.lifecycle.Configure(ctx, CanaryCounter, counter.Settings{NumShards: 1}); err == nil {
+			_, err = s.increments.Increment(ctx, counter.Request{Counter: CanaryCounter, Delta: 1})
 		}
 	}
 	if err != nil {

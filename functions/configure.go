@@ -113,7 +113,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		if err != nil && shared.IsRetryable(err) {
 			return nil, err
 		}
-		if err := s.counters.Delete(r.Context(), id); err != nil {
+		if err := s.lifecycle.Delete(r.Context(), id); err != nil {
 			return nil, s.declaredNotFound(id, err)
 		}
 		if err := s.engine.RefreshTopsAfterDelete(r.Context(), id, ranked); err != nil {
@@ -133,7 +133,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		if req.Reset || req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
 			return nil, &wire.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
 		}
-		deleted, more, err := s.counters.PurgeMembers(r.Context(), req.Counter)
+		deleted, more, err := s.members.PurgeMembers(r.Context(), req.Counter)
 		if err != nil {
 			return nil, s.declaredNotFound(req.Counter, err)
 		}
@@ -143,7 +143,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
 			return nil, &wire.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
 		}
-		discarded, err := s.counters.Reset(r.Context(), req.Counter)
+		discarded, err := s.lifecycle.Reset(r.Context(), req.Counter)
 		if err != nil {
 			return nil, s.declaredNotFound(req.Counter, err)
 		}
@@ -159,7 +159,7 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := s.counters.Configure(r.Context(), req.Counter, settings)
+	cfg, err := s.lifecycle.Configure(r.Context(), req.Counter, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (req configureRequest) settings() (counter.Settings, error) {
 // purgeMembers runs one bounded purge of id's member documents; a failure is logged and answered
 // as members left.
 func (s *Service) purgeMembers(r *http.Request, id string) membersPurge {
-	deleted, more, err := s.counters.PurgeMembers(r.Context(), id)
+	deleted, more, err := s.members.PurgeMembers(r.Context(), id)
 	if err != nil {
 		s.log.WarnContext(r.Context(), "purge of member documents failed; purge_members deletes them later",
 			"counter", id, "error", err.Error())
@@ -219,7 +219,7 @@ func (s *Service) refuseDeclaredCreation(ctx context.Context, id string) error {
 	if !s.counting.Declares(id) {
 		return nil
 	}
-	_, err := s.counters.CounterRef(id).Get(ctx)
+	_, err := s.reader.CounterRef(id).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
 		return fmt.Errorf("create counter %q: %w", id, counter.ErrDeclared)

@@ -72,7 +72,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (countAnswer, er
 	if s.betweenCountReads != nil {
 		s.betweenCountReads(id)
 	}
-	value, err := s.counters.Value(r.Context(), id)
+	value, err := s.reader.Value(r.Context(), id)
 	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
 		// Broken data: 500 naming what to fix (Count is private).
 		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
@@ -110,7 +110,7 @@ func (s *Service) windowCount(r *http.Request, id string) (windowCountResponse, 
 			return windowCountResponse{}, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
 		}
 	}
-	v, err := s.counters.WindowValue(r.Context(), id, window, bucket)
+	v, err := s.reader.WindowValue(r.Context(), id, window, bucket)
 	if err != nil {
 		return windowCountResponse{}, s.declaredNotFound(id, err)
 	}

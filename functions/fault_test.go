@@ -127,11 +127,11 @@ func TestIncrementUnderFaultsCountsExactlyWhatWasAcknowledged(t *testing.T) {
 			proxy.SetFaults(faultproxy.Faults{})
 			made := commits()[before:]
 
-			keyedSum, err := exact.Sum(ctx, "keyed")
+			keyedSum, err := exact.Reader.Sum(ctx, "keyed")
 			if err != nil {
 				t.Fatal(err)
 			}
-			plainSum, err := exact.Sum(ctx, "plain")
+			plainSum, err := exact.Reader.Sum(ctx, "plain")
 			if err != nil {
 				t.Fatal(err)
 			}

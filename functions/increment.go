@@ -72,16 +72,16 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 		if req.Member, err = memberOf(*body.Member, caller, body.Delta, s.cfg.MaxMemberBytes); err != nil {
 			return incrementResult{}, err
 		}
-		return s.apply(r, req, received)
+		return s.answerIncrement(r, req, received)
 	}
 	if s.cfg.PerCallerLimit > 0 {
 		req.Caller, req.Limit = caller, s.cfg.PerCallerLimit
 	}
-	res, err := s.apply(r, req, received)
+	res, err := s.answerIncrement(r, req, received)
 	if errors.Is(err, counter.ErrMemberRequired) && callerauth.IsUser(caller) && body.Delta == nil {
 		// A distinct counter with verified users counts the user.
 		req.Caller, req.Limit, req.Member = "", 0, caller
-		return s.apply(r, req, received)
+		return s.answerIncrement(r, req, received)
 	}
 	return res, err
 }
@@ -99,9 +99,9 @@ func memberOf(member, caller string, delta *int64, maxBytes int) (string, error)
 	return caller, nil
 }
 
-// apply applies req, received at received, and answers.
-func (s *Service) apply(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
-	res, err := s.counters.Apply(r.Context(), req)
+// answerIncrement increments req, received at received, and answers.
+func (s *Service) answerIncrement(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
+	res, err := s.increments.Increment(r.Context(), req)
 	if errors.Is(err, counter.ErrKeyReused) {
 		// Only the caller who spent the key learns what for.
 		if first := res.Applied; req.Member == "" && req.Limit == 0 && callerauth.IsUser(req.Key.Caller) && len(first) == 1 {

@@ -30,7 +30,7 @@ func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error 
 	if err != nil {
 		return s.acknowledgePoison(ctx, msgID, err)
 	}
-	out, err := s.counters.Apply(ctx, counter.Request{Key: &key, At: cmp.Or(data.Message.PublishTime, e.Time()), Batch: incs})
+	out, err := s.increments.Increment(ctx, counter.Request{Key: &key, At: cmp.Or(data.Message.PublishTime, e.Time()), Batch: incs})
 	switch {
 	case err != nil && s.failureOf(err).status < http.StatusInternalServerError:
 		return s.acknowledgePoison(ctx, msgID, err)

@@ -23,7 +23,10 @@ import (
 // Service is every entry point over one set of dependencies.
 type Service struct {
 	cfg        config.Config
-	counters   *counter.Store
+	increments *counter.Increments
+	lifecycle  *counter.Lifecycle
+	members    *counter.Members
+	reader     *counter.Reader
 	rollups    *rollup.Store
 	engine     *rollup.Engine
 	folder     *extshards.Folder
@@ -58,7 +61,10 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 	s := &Service{
 		origins:    origins,
 		cfg:        cfg,
-		counters:   counters,
+		increments: counters.Increments,
+		lifecycle:  counters.Lifecycle,
+		members:    counters.Members,
+		reader:     counters.Reader,
 		rollups:    rollup.NewStore(client, cfg.Schema()),
 		engine:     rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
 		folder:     extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
@@ -77,7 +83,7 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 // CountSources makes s keep the collection counters of set (CountDocumentWrite).
 func (s *Service) CountSources(set *sources.Set) {
 	set.InheritCounterIDPattern(s.ids)
-	s.counting = sources.NewCounting(set, s.counters, s.counting.Client(), s.log, s.cfg.ChangeCommitInterval)
+	s.counting = s.counting.Of(set)
 }
 
 // checkCounterID accepts a valid document ID matching COUNTER_ID_PATTERN, else returns a

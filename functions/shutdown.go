@@ -44,7 +44,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	if err := s.counting.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
-	if err := s.counters.Close(ctx); err != nil {
+	if err := s.increments.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil

@@ -21,7 +21,7 @@ func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
 		s.log.ErrorContext(ctx, "event is not a document write; event dropped", "event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "error", errString(err))
 		return nil
 	}
-	t, err := s.counting.Apply(ctx, sources.Write{Path: path, Old: old, New: value, Time: e.Time()})
+	t, err := s.counting.Count(ctx, sources.Write{Path: path, Old: old, New: value, Time: e.Time()})
 	attrs := []any{"event_id", e.ID(), "document", path, "counted", t.Counted, "duplicate", t.Duplicate, "in_base", t.InBase}
 	if err != nil {
 		s.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)

@@ -28,7 +28,7 @@ type view struct {
 	windows                     []string
 	group                       string
 	mirrorDocument, mirrorField string
-	hoursDue                    bool // counter.Store.HourBucketsDue
+	hoursDue                    bool // counter.Pruner.HourBucketsDue
 	readAt                      time.Time
 }
 
@@ -44,7 +44,7 @@ type rollupWrite struct {
 // backend is what the engine reads and writes: Firestore, or a fake in unit tests.
 type backend interface {
 	read(ctx context.Context, id string) (view, error)
-	// sums is counter.Store.SumsAt.
+	// sums is counter.Reader.SumsAt.
 	sums(ctx context.Context, id string, at time.Time, windows []string) (counter.Sums, error)
 	// write stores w if the roll-up is still as in prev (a first one only while the counter exists);
 	// errConflict when not.
@@ -58,9 +58,11 @@ type backend interface {
 
 // firestoreBackend keeps roll-ups in Firestore.
 type firestoreBackend struct {
-	client   *firestore.Client
-	schema   shared.Schema
-	counters *counter.Store
+	client    *firestore.Client
+	schema    shared.Schema
+	reader    *counter.Reader
+	lifecycle *counter.Lifecycle // restores and reshards
+	pruner    *counter.Pruner
 	// interval also spaces a top list's recomputations.
 	interval time.Duration
 	tops     topRefreshes
@@ -79,20 +81,20 @@ func (b *firestoreBackend) read(ctx context.Context, id string) (view, error) {
 		v.version = snaps[0].UpdateTime
 	}
 	if v.counterExists = snaps[1].Exists(); v.counterExists {
-		if v.shape, err = b.counters.ShapeOf(snaps[1]); err != nil {
+		if v.shape, err = b.reader.ShapeOf(snaps[1]); err != nil {
 			return view{}, err
 		}
 		v.windows = counter.WindowsOf(snaps[1])
 		v.group = counter.GroupOf(snaps[1])
 		v.mirrorDocument, _ = snaps[1].Data()[shared.FieldMirrorDocument].(string)
 		v.mirrorField, _ = snaps[1].Data()[shared.FieldMirrorField].(string)
-		v.hoursDue = b.counters.HourBucketsDue(snaps[1], v.readAt)
+		v.hoursDue = b.pruner.HourBucketsDue(snaps[1], v.readAt)
 	}
 	return v, nil
 }
 
 func (b *firestoreBackend) sums(ctx context.Context, id string, at time.Time, windows []string) (counter.Sums, error) {
-	return b.counters.SumsAt(ctx, id, at, windows)
+	return b.reader.SumsAt(ctx, id, at, windows)
 }
 
 func (b *firestoreBackend) write(ctx context.Context, id string, prev view, w rollupWrite) error {
@@ -230,16 +232,16 @@ func (b *firestoreBackend) removeRollup(ctx context.Context, id string, prev vie
 }
 
 func (b *firestoreBackend) restore(ctx context.Context, id string) error {
-	return b.counters.Restore(ctx, id)
+	return b.lifecycle.Restore(ctx, id)
 }
 
 func (b *firestoreBackend) adapt(ctx context.Context, id string, from, to int) error {
-	_, err := b.counters.Adapt(ctx, id, from, to)
+	_, err := b.lifecycle.Adapt(ctx, id, from, to)
 	return err
 }
 
 func (b *firestoreBackend) pruneHours(ctx context.Context, id string, now time.Time) error {
-	_, err := b.counters.PruneHourBuckets(ctx, id, now)
+	_, err := b.pruner.PruneHourBuckets(ctx, id, now)
 	return err
 }
 

@@ -68,7 +68,7 @@ func (e *Engine) OnWrite(f func(Written)) { e.onWrite = f }
 
 // NewEngine returns an Engine that sums with counters and writes at most once per interval.
 func NewEngine(client *firestore.Client, schema shared.Schema, counters *counter.Store, interval time.Duration) *Engine {
-	fs := &firestoreBackend{client: client, schema: schema, counters: counters, interval: interval}
+	fs := &firestoreBackend{client: client, schema: schema, reader: counters.Reader, lifecycle: counters.Lifecycle, pruner: counters.Pruner, interval: interval}
 	e := newEngine(fs, clock.System{}, interval)
 	e.sweeper = fs
 	return e

@@ -38,7 +38,7 @@ func TestRefreshWritesTheExactSumOnceAndThenIsCovered(t *testing.T) {
 	counters := newCounters(client)
 	engine := rollup.NewEngine(client, schema, counters, 200*time.Millisecond)
 	for _, d := range []int64{5, 7, -2} {
-		if _, err := counters.Apply(ctx, counter.Request{Counter: "likes", Delta: d}); err != nil {
+		if _, err := counters.Increments.Increment(ctx, counter.Request{Counter: "likes", Delta: d}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestRefreshThrottlesAcrossInstancesAndNeverGoesBack(t *testing.T) {
 	counters := newCounters(client)
 	const interval = 200 * time.Millisecond
 	const id = "hot"
-	if _, err := counters.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
+	if _, err := counters.Lifecycle.Configure(ctx, id, counter.Settings{NumShards: 10}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -111,7 +111,7 @@ func TestRefreshThrottlesAcrossInstancesAndNeverGoesBack(t *testing.T) {
 			wg.Go(func() {
 				for time.Now().Before(deadline) {
 					delta := int64(i + 1)
-					if _, err := counters.Apply(ctx, counter.Request{Counter: id, Delta: delta}); err != nil {
+					if _, err := counters.Increments.Increment(ctx, counter.Request{Counter: id, Delta: delta}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -180,7 +180,7 @@ func TestSweepRollsUpOnlyRecentlyWrittenCounters(t *testing.T) {
 	active := map[string]int64{"a": 0, "b": 0, "c": 0}
 	for id := range active {
 		for n := range 5 {
-			if _, err := counters.Apply(ctx, counter.Request{Counter: id, Delta: int64(n + 1)}); err != nil {
+			if _, err := counters.Increments.Increment(ctx, counter.Request{Counter: id, Delta: int64(n + 1)}); err != nil {
 				t.Fatal(err)
 			}
 			active[id] += int64(n + 1)
@@ -282,7 +282,7 @@ func TestRollupPrunesHourBucketsKeptTooLong(t *testing.T) {
 	counters := counter.NewStore(client, schema, opts)
 	opts.Clock = laggingClock{by: 50 * time.Hour}
 	earlier := counter.NewStore(client, schema, opts)
-	if _, err := counters.Configure(ctx, "hourly", counter.Settings{Windows: []string{"hour"}}); err != nil {
+	if _, err := counters.Lifecycle.Configure(ctx, "hourly", counter.Settings{Windows: []string{"hour"}}); err != nil {
 		t.Fatal(err)
 	}
 	// As if the counter had counted hours for days: its shards may hold buckets from 80 hours ago.
@@ -293,7 +293,7 @@ func TestRollupPrunesHourBucketsKeptTooLong(t *testing.T) {
 		store *counter.Store
 		delta int64
 	}{{earlier, 3}, {counters, 2}} {
-		if _, err := inc.store.Apply(ctx, counter.Request{Counter: "hourly", Delta: inc.delta}); err != nil {
+		if _, err := inc.store.Increments.Increment(ctx, counter.Request{Counter: "hourly", Delta: inc.delta}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +308,7 @@ func TestRollupPrunesHourBucketsKeptTooLong(t *testing.T) {
 		counter.Bucket(counter.WindowHour, time.Now().Add(-50*time.Hour)): 0,
 		counter.Bucket(counter.WindowHour, time.Now()):                    2,
 	} {
-		if got, err := counters.WindowCount(ctx, "hourly", counter.WindowHour, label); err != nil || got != want {
+		if got, err := counters.Reader.WindowCount(ctx, "hourly", counter.WindowHour, label); err != nil || got != want {
 			t.Errorf("hour %s = %d (%v), want %d", label, got, err, want)
 		}
 	}

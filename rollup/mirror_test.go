@@ -32,7 +32,7 @@ func TestAMirrorIsWrittenWithItsRollup(t *testing.T) {
 		engines = append(engines, NewEngine(c, schema, counter.NewStore(c, schema, counter.Options{DefaultNumShards: 2}), 10*time.Millisecond))
 	}
 	store := counter.NewStore(clients[0], schema, counter.Options{DefaultNumShards: 2})
-	if _, err := store.Configure(ctx, id, counter.Settings{NumShards: 2}); err != nil {
+	if _, err := store.Lifecycle.Configure(ctx, id, counter.Settings{NumShards: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := clients[0].Collection(schema.Counters).Doc(id).Update(ctx, []firestore.Update{
@@ -41,7 +41,7 @@ func TestAMirrorIsWrittenWithItsRollup(t *testing.T) {
 	}
 	setUp := len(commits())
 	for i := range 6 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -72,7 +72,7 @@ func TestAMirrorIsWrittenWithItsRollup(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := len(commits())
-	if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := engines[0].Refresh(ctx, id, time.Now(), SourceScheduler); err != nil {

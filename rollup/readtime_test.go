@@ -60,15 +60,15 @@ func newRaceFixture(t *testing.T) *raceFixture {
 	opts := counter.Options{DefaultNumShards: 4, ShardCountCacheTTL: time.Minute}
 	counters := counter.NewStore(client, schema, opts)
 	f := &raceFixture{id: testenv.UniqueID("raced"), other: counter.NewStore(client, schema, opts), month: counter.Bucket("month", time.Now())}
-	if _, err := counters.Configure(ctx, f.id, counter.Settings{NumShards: 4, Windows: []string{"month"}}); err != nil {
+	if _, err := counters.Lifecycle.Configure(ctx, f.id, counter.Settings{NumShards: 4, Windows: []string{"month"}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := counters.Apply(ctx, counter.Request{Counter: f.id, Delta: 5}); err != nil {
+		if _, err := counters.Increments.Increment(ctx, counter.Request{Counter: f.id, Delta: 5}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.backend = &racingBackend{firestoreBackend: &firestoreBackend{client: client, schema: schema, counters: counters, interval: 200 * time.Millisecond}}
+	f.backend = &racingBackend{firestoreBackend: &firestoreBackend{client: client, schema: schema, reader: counters.Reader, lifecycle: counters.Lifecycle, pruner: counters.Pruner, interval: 200 * time.Millisecond}}
 	f.engine = newEngine(f.backend, clock.System{}, 200*time.Millisecond)
 	return f
 }
@@ -76,7 +76,7 @@ func newRaceFixture(t *testing.T) *raceFixture {
 // incrementOnOther commits +100 through the other instance and returns the shard write's commit time.
 func (f *raceFixture) incrementOnOther(t *testing.T) time.Time {
 	ctx := context.Background()
-	res, err := f.other.Apply(ctx, counter.Request{Counter: f.id, Delta: 100})
+	res, err := f.other.Increments.Increment(ctx, counter.Request{Counter: f.id, Delta: 100})
 	if err != nil {
 		t.Errorf("the other instance's increment: %v", err)
 		return time.Time{}

@@ -259,7 +259,7 @@ func (e *Engine) sweepPage(ctx context.Context, counters []*firestore.DocumentSn
 
 // sweepOne rolls up counter id if current (read at readAt) differs from its exact value.
 func (e *Engine) sweepOne(ctx context.Context, id string, current *Document, readAt time.Time) (stale bool, _ Outcome, _ error) {
-	sum, err := e.sweeper.counters.Sum(ctx, id)
+	sum, err := e.sweeper.reader.Sum(ctx, id)
 	if err != nil {
 		return false, Covered, err
 	}

@@ -66,22 +66,22 @@ func TestValueNamesTheShardThatCannotBeSummed(t *testing.T) {
 	ctx := context.Background()
 	client := testenv.Firestore(t)
 	counters := newCounters(client)
-	if _, err := counters.Apply(ctx, counter.Request{Counter: "views", Delta: 3}); err != nil {
+	if _, err := counters.Increments.Increment(ctx, counter.Request{Counter: "views", Delta: 3}); err != nil {
 		t.Fatal(err)
 	}
 	written, err := schema.ShardRef(client, "views", 7).Set(ctx, map[string]any{shared.FieldCount: 1.5, shared.FieldWrites: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = counters.Value(ctx, "views")
+	_, err = counters.Reader.Value(ctx, "views")
 	var uncountable *counter.UncountableError
 	if !errors.As(err, &uncountable) || uncountable.Counter != "views" || uncountable.Shard != "7" || uncountable.Count != 1.5 {
 		t.Fatalf("Value = %v; want an UncountableError naming shard 7 of views holding 1.5", err)
 	}
-	if _, err := counters.Sum(ctx, "views"); !errors.Is(err, counter.ErrUncountable) {
+	if _, err := counters.Reader.Sum(ctx, "views"); !errors.Is(err, counter.ErrUncountable) {
 		t.Errorf("Sum = %v; want ErrUncountable", err)
 	}
-	if _, err := counters.SumsAt(ctx, "views", written.UpdateTime, nil); !errors.Is(err, counter.ErrUncountable) || shared.IsRetryable(err) {
+	if _, err := counters.Reader.SumsAt(ctx, "views", written.UpdateTime, nil); !errors.Is(err, counter.ErrUncountable) || shared.IsRetryable(err) {
 		t.Errorf("SumsAt = %v; want ErrUncountable, not retryable", err)
 	}
 

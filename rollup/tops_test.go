@@ -43,7 +43,7 @@ func configureGroup(t *testing.T, store *counter.Store, id, g string, windows ..
 	if windows != nil {
 		st.Windows = windows
 	}
-	if _, err := store.Configure(context.Background(), id, st); err != nil {
+	if _, err := store.Lifecycle.Configure(context.Background(), id, st); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -74,7 +74,7 @@ func TestTopListsFollowAGroupChangeWithoutAnIncrement(t *testing.T) {
 	engine := rollup.NewEngine(client, schema, warm, 50*time.Millisecond)
 	for id, n := range map[string]int64{"a": 5, "b": 3, "c": 2} {
 		configureGroup(t, admin, id, "posts", counter.WindowDay)
-		if _, err := warm.Apply(ctx, counter.Request{Counter: id, Delta: n}); err != nil {
+		if _, err := warm.Increments.Increment(ctx, counter.Request{Counter: id, Delta: n}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
@@ -104,7 +104,7 @@ func TestTopListsFollowAGroupChangeWithoutAnIncrement(t *testing.T) {
 
 	// The roll-up of a moved counter refreshes the group it left, with no other member's roll-up.
 	configureGroup(t, admin, "c", "drafts")
-	if _, err := warm.Apply(ctx, counter.Request{Counter: "c", Delta: 10}); err != nil {
+	if _, err := warm.Increments.Increment(ctx, counter.Request{Counter: "c", Delta: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := engine.Refresh(ctx, "c", time.Now(), rollup.SourceTrigger); err != nil {
@@ -130,7 +130,7 @@ func TestSweepRetriesATopListRefreshThatFailed(t *testing.T) {
 	configureGroup(t, store, "a", "posts")
 	configureGroup(t, store, "b", "posts")
 	for id, n := range map[string]int64{"a": 1, "b": 2} {
-		if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: n}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: n}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
@@ -141,7 +141,7 @@ func TestSweepRetriesATopListRefreshThatFailed(t *testing.T) {
 		t.Fatalf("posts: %s", got)
 	}
 
-	if _, err := store.Apply(ctx, counter.Request{Counter: "a", Delta: 5}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "a", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
 	cut := faultproxy.Faults{ResetRate: 1, Match: []byte(schema.Tops + "/posts_")}
@@ -195,7 +195,7 @@ func TestABurstOfRollupsInAGroupRanksItAtMostTwice(t *testing.T) {
 	burst := func() {
 		var wg sync.WaitGroup
 		for i, id := range ids {
-			if _, err := store.Apply(ctx, counter.Request{Counter: id, Delta: int64(i + 1)}); err != nil {
+			if _, err := store.Increments.Increment(ctx, counter.Request{Counter: id, Delta: int64(i + 1)}); err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {

@@ -57,7 +57,7 @@ func baseOf(snap *firestore.DocumentSnapshot) (at time.Time, done bool) {
 // definition when it was taken under another.
 func (c *Counting) changeBase(ctx context.Context, id string, b baseline) (time.Time, string, error) {
 	for range 2 {
-		snap, err := c.store.CounterRef(id).Get(ctx)
+		snap, err := c.reader.CounterRef(id).Get(ctx)
 		if err != nil && status.Code(err) != codes.NotFound {
 			return time.Time{}, "", fmt.Errorf("read counter %q: %w", id, err)
 		}
@@ -83,10 +83,10 @@ func (c *Counting) changeBase(ctx context.Context, id string, b baseline) (time.
 // completed), configuring a missing counter with b's settings, stamping as mode says. Of instances
 // establishing one counter's base at once, one stamps it and all complete that stamp.
 func (c *Counting) establishBase(ctx context.Context, id string, b baseline, mode stampMode) error {
-	_, err := c.store.CounterRef(id).Get(ctx)
+	_, err := c.reader.CounterRef(id).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
-		if err := c.store.CreateCollectionCounter(ctx, id, b.d.Settings(), b.source()); err != nil {
+		if err := c.collections.CreateCollectionCounter(ctx, id, b.d.Settings(), b.source()); err != nil {
 			return err
 		}
 	case err != nil:
@@ -122,7 +122,7 @@ func (c *Counting) stampBase(ctx context.Context, id string, b baseline, mode st
 	if doc, ok := b.d.mirrorDocument(b.sc); ok {
 		mirrorDoc, mirrorField = doc, strings.Join(b.d.mirror.field, ".")
 	}
-	ref := c.store.CounterRef(id)
+	ref := c.reader.CounterRef(id)
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(ref)
 		if err != nil {
@@ -149,7 +149,7 @@ func (c *Counting) stampBase(ctx context.Context, id string, b baseline, mode st
 	if err != nil {
 		return fmt.Errorf("stamp the base of counter %q: %w", id, err)
 	}
-	c.store.Reconfigured(id)
+	c.collections.Reconfigured(id)
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (c *Counting) completeBase(ctx context.Context, id string, b baseline) erro
 
 // completeBaseAt is one attempt of completeBase; errCounterMoved.
 func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) error {
-	ref := c.store.CounterRef(id)
+	ref := c.reader.CounterRef(id)
 	snap, err := ref.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("read counter %q: %w", id, err)
@@ -184,7 +184,7 @@ func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) er
 	if c.afterBaseValue != nil {
 		c.afterBaseValue()
 	}
-	have, err := c.store.SumsAt(ctx, id, at, nil)
+	have, err := c.reader.SumsAt(ctx, id, at, nil)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) er
 		if err := tx.Update(ref, updates); err != nil {
 			return err
 		}
-		w, err := c.store.PlanCorrection(ctx, id, correction, at)
+		w, err := c.collections.PlanCorrection(ctx, id, correction, at)
 		if err != nil {
 			return err
 		}

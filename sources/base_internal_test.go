@@ -40,12 +40,12 @@ func TestBaseIsNotCompletedOverAMovedCounter(t *testing.T) {
 	}
 	d := set.Declarations[0]
 	based := baseline{d: d, sc: scope{bound: map[string]string{"post": "p0"}}}
-	if err := a.store.CreateCollectionCounter(ctx, "likes-p0", d.Settings(), d.source()); err != nil {
+	if err := a.collections.CreateCollectionCounter(ctx, "likes-p0", d.Settings(), d.source()); err != nil {
 		t.Fatal(err)
 	}
 	stamp := time.Now().Truncate(time.Millisecond)
 	pending := []firestore.Update{{Path: shared.FieldBaseAt, Value: stamp}, {Path: shared.FieldBaseDone, Value: false}}
-	ref := a.store.CounterRef("likes-p0")
+	ref := a.reader.CounterRef("likes-p0")
 	if _, err := ref.Update(ctx, pending); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestBaseIsNotCompletedOverAMovedCounter(t *testing.T) {
 	if err := a.establishBase(ctx, "likes-p0", based, stampIfNone); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := a.store.Sum(ctx, "likes-p0"); err != nil || got != 5 {
+	if got, err := a.reader.Sum(ctx, "likes-p0"); err != nil || got != 5 {
 		t.Errorf("likes-p0 = %d (%v), want 5: a base computed before another instance's correction landed was added too", got, err)
 	}
 }

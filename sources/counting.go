@@ -29,13 +29,15 @@ import (
 
 // Counting turns document writes into changes of the declared counters.
 type Counting struct {
-	set     *Set
-	store   *counter.Store
-	client  *firestore.Client
-	log     *slog.Logger
-	clock   clock.Clock
-	changes *groupcommit.Committer[change, changeReply] // nil: one transaction per change
-	life    gate.Gate                                   // admits changes until Close
+	set         *Set
+	collections *counter.Collections
+	reader      *counter.Reader
+	client      *firestore.Client
+	log         *slog.Logger
+	clock       clock.Clock
+	changes     *groupcommit.Committer[change, changeReply] // nil: one transaction per change
+	every       time.Duration                               // NewCounting's commitInterval
+	life        gate.Gate                                   // admits changes until Close
 
 	afterBaseValue func() // tests: runs once completeBaseAt has the documents' value
 }
@@ -43,11 +45,20 @@ type Counting struct {
 // NewCounting returns a Counting of set on store, reading documents with client, committing a
 // counter's changes at most once per commitInterval (0: each at once).
 func NewCounting(set *Set, store *counter.Store, client *firestore.Client, log *slog.Logger, commitInterval time.Duration) *Counting {
-	c := &Counting{set: set, store: store, client: client, log: log, clock: clock.System{}}
+	return newCounting(set, store.Collections, store.Reader, client, log, commitInterval)
+}
+
+func newCounting(set *Set, collections *counter.Collections, reader *counter.Reader, client *firestore.Client, log *slog.Logger, commitInterval time.Duration) *Counting {
+	c := &Counting{set: set, collections: collections, reader: reader, client: client, log: log, clock: clock.System{}, every: commitInterval}
 	if commitInterval > 0 {
 		c.changes = c.newChangeCommitter(commitInterval)
 	}
 	return c
+}
+
+// Of is a Counting of set on c's counters and client, with c's log and commit interval.
+func (c *Counting) Of(set *Set) *Counting {
+	return newCounting(set, c.collections, c.reader, c.client, c.log, c.every)
 }
 
 // Close refuses new changes (counter.ErrClosed), commits held ones at once, and returns when every
@@ -78,17 +89,17 @@ type Write struct {
 	Time     time.Time
 }
 
-// Outcomes is what Apply did with a write, per outcome. Refused says, per counter, why a counter ID
+// Outcomes is what Count did with a write, per outcome. Refused says, per counter, why a counter ID
 // named a counter its declaration did not create (ErrNotItsCounter): nothing counted there.
 type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 	Refused                                          []string
 }
 
-// Apply counts w once on every counter whose documents it matches, however often it is applied; on
-// error, apply it again. An update that changes a counter field ({field:PATH}) moves the document:
+// Count counts w once on every counter whose documents it matches, however often it is delivered; on
+// error, count it again. An update that changes a counter field ({field:PATH}) moves the document:
 // its old contribution leaves the old value's counter, its new one joins the new value's.
-func (c *Counting) Apply(ctx context.Context, w Write) (Outcomes, error) {
+func (c *Counting) Count(ctx context.Context, w Write) (Outcomes, error) {
 	var t Outcomes
 	for _, d := range c.set.Declarations {
 		bound, ok := d.pattern.match(w.Path)
@@ -321,7 +332,7 @@ type kept struct {
 // find returns what keeps counter id: the declaration the counter records, or for a missing counter
 // the one whose template makes id.
 func (c *Counting) find(ctx context.Context, id string) (kept, error) {
-	snap, err := c.store.CounterRef(id).Get(ctx)
+	snap, err := c.reader.CounterRef(id).Get(ctx)
 	if err != nil && status.Code(err) != codes.NotFound {
 		return kept{}, err
 	}
@@ -361,7 +372,7 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	if err != nil {
 		return Drift{}, err
 	}
-	sums, err := c.store.SumsAt(ctx, id, at, nil)
+	sums, err := c.reader.SumsAt(ctx, id, at, nil)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -501,7 +512,7 @@ func (c *Counting) repairMirror(ctx context.Context, snap *firestore.DocumentSna
 	fixed := false
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		fixed = false
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{c.store.RollupRef(snap.Ref.ID), c.client.Doc(doc)})
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{c.reader.RollupRef(snap.Ref.ID), c.client.Doc(doc)})
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func instanceWith(t *testing.T, client *firestore.Client, set *sources.Set, opts
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = counting.Close(ctx)
-		_ = store.Close(ctx)
+		_ = store.Increments.Close(ctx)
 	})
 	return counting
 }
@@ -171,7 +171,7 @@ func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Countin
 		wg.Go(func() {
 			for i := g; i < len(events); i += 4 {
 				for attempt := 1; ; attempt++ {
-					tally, err := instances[i%len(instances)].Apply(context.Background(), events[i])
+					tally, err := instances[i%len(instances)].Count(context.Background(), events[i])
 					if err == nil {
 						mu.Lock()
 						total.Counted += tally.Counted
@@ -181,7 +181,7 @@ func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Countin
 						break
 					}
 					if attempt == 10 {
-						t.Errorf("apply %s: %v", events[i].Path, err)
+						t.Errorf("count %s: %v", events[i].Path, err)
 						return
 					}
 				}
@@ -227,7 +227,7 @@ func checkExact(t *testing.T, client *firestore.Client, store func(id string) in
 func sumOf(t *testing.T, client *firestore.Client) func(id string) int64 {
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
 	return func(id string) int64 {
-		n, err := store.Sum(context.Background(), id)
+		n, err := store.Reader.Sum(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +396,7 @@ func TestDriftChecksAreNotStarved(t *testing.T) {
 	deliver(t, w.writes, a)
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 1})
 	for n := range 40 {
-		if _, err := store.Apply(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
+		if _, err := store.Increments.Increment(ctx, counter.Request{Counter: fmt.Sprintf("junk-%02d", n), Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -536,9 +536,9 @@ func TestNoDocumentChangesAReservedCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWriter(t, client)
-	tally, err := instance(t, id, set).Apply(context.Background(), w.set("posts/_counters_canary/likes/u1", map[string]any{"at": 1}))
+	tally, err := instance(t, id, set).Count(context.Background(), w.set("posts/_counters_canary/likes/u1", map[string]any{"at": 1}))
 	if err != nil || tally.Unmatched != 1 || tally.Counted != 0 {
-		t.Errorf("Apply = %+v, %v: want the like unmatched and nothing counted", tally, err)
+		t.Errorf("Count = %+v, %v: want the like unmatched and nothing counted", tally, err)
 	}
 	if paths := testenv.DocumentPaths(t, client); slices.ContainsFunc(paths, func(p string) bool { return strings.HasPrefix(p, schema.Counters+"/") }) {
 		t.Errorf("documents %v: a like under a reserved post ID wrote a counter", paths)
@@ -552,19 +552,19 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	client, newInstance := project(t)
 	ctx := context.Background()
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
-	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 5}); err != nil {
 		t.Fatal(err)
 	}
 	w := newWriter(t, client)
 	counting := newInstance()
-	tally, err := counting.Apply(ctx, w.set("posts/launch/likes/u1", map[string]any{"at": 1}))
+	tally, err := counting.Count(ctx, w.set("posts/launch/likes/u1", map[string]any{"at": 1}))
 	if err != nil || len(tally.Refused) != 1 || tally.Counted != 0 {
 		t.Errorf("a like on an ordinary counter: %+v, %v; want it refused, without error", tally, err)
 	}
 	if got := sumOf(t, client)("likes-launch"); got != 5 {
 		t.Errorf("likes-launch = %d, want the 5 increments alone", got)
 	}
-	if _, err := store.Apply(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
+	if _, err := store.Increments.Increment(ctx, counter.Request{Counter: "likes-launch", Delta: 1}); err != nil {
 		t.Errorf("increment likes-launch after the like: %v, want it still an ordinary counter", err)
 	}
 	if err := counting.Repair(ctx, "likes-launch"); !errors.Is(err, sources.ErrNotItsCounter) {
@@ -577,7 +577,7 @@ func TestADocumentNeverTakesOverAnotherCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tally, err = instanceOf(t, client, other).Apply(ctx, w.set("photos/p0/likes/u9", map[string]any{"at": 1}))
+	tally, err = instanceOf(t, client, other).Count(ctx, w.set("photos/p0/likes/u9", map[string]any{"at": 1}))
 	if err != nil || len(tally.Refused) != 1 {
 		t.Errorf("a photo like on the post counter likes-p0: %+v, %v; want it refused", tally, err)
 	}
@@ -602,7 +602,7 @@ func TestMadeUpParentsMakeNoCounters(t *testing.T) {
 		"posts/p1/likes/u1": true, "posts/made-up/likes/u1": false, "posts/p1x/likes/u1": false,
 		"notes/n7/stars/u1": true, "notes/junk/stars/u1": false,
 	} {
-		tally, err := counting.Apply(ctx, w.set(path, map[string]any{"at": 1}))
+		tally, err := counting.Count(ctx, w.set(path, map[string]any{"at": 1}))
 		if err != nil || (tally.Counted+tally.InBase == 1) != counted || (tally.Unmatched == 1) == counted {
 			t.Errorf("%s: %+v, %v; want counted %v (its first like is in the base)", path, tally, err, counted)
 		}
@@ -717,7 +717,7 @@ func TestCloseCommitsHeldChangesAtOnce(t *testing.T) {
 	second := w.set("posts/p0/likes/u1", map[string]any{"at": 1})
 	held := make(chan error, 1)
 	go func() {
-		_, err := counting.Apply(context.Background(), second)
+		_, err := counting.Count(context.Background(), second)
 		held <- err
 	}()
 	time.Sleep(500 * time.Millisecond) // the change waits in its counter's batch
@@ -737,7 +737,7 @@ func TestCloseCommitsHeldChangesAtOnce(t *testing.T) {
 	if got := sumOf(t, client)("likes-p0"); got != 2 {
 		t.Errorf("likes-p0 = %d after close, want 2", got)
 	}
-	if _, err := counting.Apply(context.Background(), w.set("posts/p0/likes/u2", map[string]any{"at": 2})); !errors.Is(err, counter.ErrClosed) {
+	if _, err := counting.Count(context.Background(), w.set("posts/p0/likes/u2", map[string]any{"at": 2})); !errors.Is(err, counter.ErrClosed) {
 		t.Errorf("a change after close: %v, want ErrClosed", err)
 	}
 }

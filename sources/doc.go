@@ -10,7 +10,7 @@
 //   - where.go: filters match what Firestore's query with them matches.
 //   - read.go: the counter IDs a "read": "none" declaration closes to clients.
 //   - contribution.go: what one document version adds.
-//   - counting.go: Apply counts each document change once, however delivered, on counters its
+//   - counting.go: Count counts each document change once, however delivered, on counters its
 //     declaration made only; a counter starts from the existing documents; Verify and Repair
 //     compare with count()/sum() and fix drift; a counter based under a changed declaration is
 //     rebased; CheckQuiet checks every quiet counter in turn and repairs it and its mirror.

@@ -60,7 +60,7 @@ func TestFieldCountersMoveDocumentsExactly(t *testing.T) {
 	ctx := context.Background()
 	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
 	sums := func(id string) int64 { // a value no document ever held has no counter: 0
-		n, err := store.Sum(ctx, id)
+		n, err := store.Reader.Sum(ctx, id)
 		if err != nil && !errors.Is(err, counter.ErrNotFound) {
 			t.Fatal(err)
 		}

@@ -150,7 +150,7 @@ func (c *Counting) commitChanges(ctx context.Context, batch []change) []changeRe
 		}
 		failures++
 		if !errors.Is(err, errBaseMoved) {
-			c.store.Reconfigured(id)
+			c.collections.Reconfigured(id)
 		}
 		if ctx.Err() != nil {
 			break
@@ -199,7 +199,7 @@ func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []
 	var written *counter.ShardWrite
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		written = nil
-		snap, err := tx.Get(c.store.CounterRef(id))
+		snap, err := tx.Get(c.reader.CounterRef(id))
 		if status.Code(err) == codes.NotFound {
 			return errBaseMoved
 		}
@@ -220,7 +220,7 @@ func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []
 			deltas[k] = counter.TimedDelta{At: batch[i].at, Delta: batch[i].delta}
 		}
 		stamped, _ := snap.Data()[shared.FieldTouchedMinute].(int64)
-		w, err := c.store.PlanChanges(ctx, id, deltas, stamped, verify)
+		w, err := c.collections.PlanChanges(ctx, id, deltas, stamped, verify)
 		if errors.Is(err, counter.ErrNoCollectionCounter) {
 			return errBaseMoved // the cached configuration predates the counter's conversion
 		}
@@ -241,7 +241,7 @@ func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []
 		return nil
 	})
 	if errors.Is(err, errBaseMoved) {
-		c.store.Reconfigured(id)
+		c.collections.Reconfigured(id)
 	}
 	if err == nil && written != nil {
 		written.Committed()
@@ -293,5 +293,5 @@ func (c *Counting) inBaseAll(ctx context.Context, batch []change, indexes []int,
 
 // changeRecordRef is the record of counter id's change key.
 func (c *Counting) changeRecordRef(id, key string) *firestore.DocumentRef {
-	return c.store.CounterRef(id).Collection(shared.ChangeLedgerCollection).Doc(key)
+	return c.reader.CounterRef(id).Collection(shared.ChangeLedgerCollection).Doc(key)
 }

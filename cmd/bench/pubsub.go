@@ -28,7 +28,7 @@ func publishLoad(ctx context.Context, o options, s *stack, ids []string, w *watc
 	}
 	defer pub.Close()
 	obs := &observed{outcomes: make([]loadreport.Outcomes, len(ids)), answers: map[string]int64{}, start: time.Now()}
-	t := newTally(obs, w)
+	t := newRecorder(obs, w)
 	w.start(obs.start, t)
 	next := make(chan int)
 	go func() {

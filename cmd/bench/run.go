@@ -340,58 +340,58 @@ func exactCount(functionsURL, id string) (int64, error) {
 	return a.Count, nil
 }
 
-// tally is the outcome counts shared by a load's clients.
-type tally struct {
+// recorder records what a load's clients observe, under one lock.
+type recorder struct {
 	mu      sync.Mutex
 	obs     *observed
 	watcher *watcher
 }
 
-func newTally(obs *observed, w *watcher) *tally {
-	return &tally{obs: obs, watcher: w}
+func newRecorder(obs *observed, w *watcher) *recorder {
+	return &recorder{obs: obs, watcher: w}
 }
 
 // answer counts one attempt's answer.
-func (t *tally) answer(kind string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.obs.answers[kind]++
+func (r *recorder) answer(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs.answers[kind]++
 }
 
 // offer counts one increment started now.
-func (t *tally) offer() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.obs.offered++
-	t.watcher.offered(time.Now())
+func (r *recorder) offer() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs.offered++
+	r.watcher.offered(time.Now())
 }
 
 // done counts how counter k's increment ended.
-func (t *tally) done(k int, out outcome, retries int, latency time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.obs.retries += int64(retries)
+func (r *recorder) done(k int, out outcome, retries int, latency time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs.retries += int64(retries)
 	switch out {
 	case applied:
-		t.obs.outcomes[k].Acknowledged++
-		t.obs.latencies = append(t.obs.latencies, latency)
-		t.watcher.acknowledged(k, time.Now())
+		r.obs.outcomes[k].Acknowledged++
+		r.obs.latencies = append(r.obs.latencies, latency)
+		r.watcher.acknowledged(k, time.Now())
 	case unknown:
-		t.obs.outcomes[k].Unknown++
+		r.obs.outcomes[k].Unknown++
 	}
 }
 
 // recentLatencies are the last n acknowledged latencies, for progress lines.
-func (t *tally) recentLatencies(n int) []time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]time.Duration(nil), t.obs.latencies[max(0, len(t.obs.latencies)-n):]...)
+func (r *recorder) recentLatencies(n int) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.obs.latencies[max(0, len(r.obs.latencies)-n):]...)
 }
 
 // httpLoad drives Increment with o.clients clients for o.duration.
 func httpLoad(ctx context.Context, o options, s *stack, ids []string, w *watcher) *observed {
 	obs := &observed{outcomes: make([]loadreport.Outcomes, len(ids)), answers: map[string]int64{}, start: time.Now()}
-	t := newTally(obs, w)
+	t := newRecorder(obs, w)
 	w.start(obs.start, t)
 	stop := obs.start.Add(o.duration)
 	giveUp := stop.Add(requestTimeout)

@@ -39,7 +39,7 @@ type watcher struct {
 	loadOver bool
 	killed   bool
 	exact    int64 // the exact total at the last sample
-	tally    *tally
+	recorder *recorder
 
 	quit, done chan struct{}
 }
@@ -50,8 +50,8 @@ func newWatcher(o options, s *stack, client *firestore.Client, ids []string, cou
 }
 
 // start begins sampling, with second 0 starting at t0.
-func (w *watcher) start(t0 time.Time, t *tally) {
-	w.t0, w.tally = t0, t
+func (w *watcher) start(t0 time.Time, t *recorder) {
+	w.t0, w.recorder = t0, t
 	go w.loop()
 }
 
@@ -202,7 +202,7 @@ func (w *watcher) sampleSecond(ctx context.Context, t time.Time) {
 	}
 	line := *sec
 	w.mu.Unlock()
-	recent := w.tally.recentLatencies(2000)
+	recent := w.recorder.recentLatencies(2000)
 	fmt.Fprintf(os.Stderr, "  %3ds  offered %6d/s  acknowledged %6d/s  shards %3d  latency p50 %s p99 %s\n", line.T, line.Offered, line.Acknowledged,
 		line.Shards, loadreport.Percentile(recent, 0.5).Round(time.Millisecond), loadreport.Percentile(recent, 0.99).Round(time.Millisecond))
 }

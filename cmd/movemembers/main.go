@@ -45,9 +45,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer client.Close()
-	store := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: cfg.DefaultNumShards})
+	members := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: cfg.DefaultNumShards}).Members
 	for n := 1; n <= maxPasses; n++ {
-		pass, err := store.MoveLegacyMembers(ctx)
+		pass, err := members.MoveLegacyMembers(ctx)
 		fmt.Fprintf(out, "pass %d: moved %d member documents, marked %d counters\n", n, pass.Moved, pass.Marked)
 		if err != nil {
 			return err

@@ -49,7 +49,7 @@ func startStack(t *testing.T, settings ...string) stack {
 // sum is counter id's exact value, read from the emulator without the proxy.
 func (s stack) sum(t *testing.T, id string) int64 {
 	t.Helper()
-	n, err := s.exact.Sum(context.Background(), id)
+	n, err := s.exact.Reader.Sum(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ const (
 	dashboardTileSize = 24
 )
 
-// tfNaming names Terraform's monitoring after the module's locals (terraform/monitoring.tf).
-var tfNaming = manifest.Naming{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project_id}"}
+// tfMonitoring names Terraform's monitoring after the module's locals (terraform/monitoring.tf).
+var tfMonitoring = manifest.Monitoring{Prefix: "${local.name_prefix}", MetricPrefix: "${local.metric_prefix}", Project: "${var.project_id}"}
 
 func init() {
 	for _, m := range manifest.LogMetrics() {
@@ -39,7 +39,7 @@ func init() {
 	for _, p := range manifest.AlertPolicies() {
 		Outputs = append(Outputs, policyFile(p))
 	}
-	for _, slo := range (manifest.Naming{}).SLOs() {
+	for _, slo := range (manifest.Monitoring{}).SLOs() {
 		Outputs = append(Outputs, sloFile(slo))
 	}
 	Outputs = append(Outputs, dashboardFile, serviceFile, monitoringTF)
@@ -184,7 +184,7 @@ func sloJSON(slo manifest.SLO) map[string]any {
 
 // dashboardJSON is the dashboard of a deployment named n as the Monitoring API's Dashboard (without
 // its name): the charts two per row.
-func dashboardJSON(n manifest.Naming) map[string]any {
+func dashboardJSON(n manifest.Monitoring) map[string]any {
 	var tiles []any
 	for i, c := range n.DashboardCharts() {
 		var sets []any
@@ -275,7 +275,7 @@ func orNil(s string) *string {
 // tfPolicyOf is p as terraform/monitoring.tf reads it.
 func tfPolicyOf(p manifest.AlertPolicy) tfPolicy {
 	combiner, conds := conditions(p)
-	tp := tfPolicy{Label: tfNaming.Prefix + p.Key, DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
+	tp := tfPolicy{Label: tfMonitoring.Prefix + p.Key, DisplayName: p.DisplayName, Documentation: p.Documentation, Severity: p.Severity, Notify: p.Notify,
 		Combiner: combiner, Threshold: p.Threshold, Absent: p.Absent}
 	if p.LogMatch {
 		tp.RateLimit = orNil(seconds(p.Period))
@@ -321,7 +321,7 @@ func monitoringFiles() (map[string][]byte, error) {
 		}
 	}
 	metrics := map[string]tfMetric{}
-	for _, m := range tfNaming.LogMetrics() {
+	for _, m := range tfMonitoring.LogMetrics() {
 		tm := tfMetric{Description: m.Description, Filter: m.Filter(), ValueType: "INT64", Unit: "1", Labels: m.Labels, LabelExtractors: map[string]string{}}
 		if m.Value != "" {
 			n, growth, scale := m.Buckets()
@@ -345,19 +345,19 @@ func monitoringFiles() (map[string][]byte, error) {
 		}
 	}
 	policies := map[string]tfPolicy{}
-	for _, p := range tfNaming.AlertPolicies() {
+	for _, p := range tfMonitoring.AlertPolicies() {
 		policies[p.Key] = tfPolicyOf(p)
 	}
-	for _, slo := range (manifest.Naming{}).SLOs() {
+	for _, slo := range (manifest.Monitoring{}).SLOs() {
 		if err := add(sloFile(slo), sloJSON(slo)); err != nil {
 			return nil, err
 		}
 	}
 	slos := map[string]tfSLO{}
-	for _, slo := range tfNaming.SLOs() {
+	for _, slo := range tfMonitoring.SLOs() {
 		slos[slo.ID] = tfSLO{DisplayName: slo.DisplayName, Goal: slo.Goal, PeriodDays: int(slo.Period.Hours() / 24), Total: slo.Total, Bad: slo.Bad}
 	}
-	if err := add(dashboardFile, dashboardJSON(manifest.Naming{})); err != nil {
+	if err := add(dashboardFile, dashboardJSON(manifest.Monitoring{})); err != nil {
 		return nil, err
 	}
 	if err := add(serviceFile, map[string]any{"displayName": dashboardTitle, "custom": map[string]any{}}); err != nil {
@@ -369,12 +369,12 @@ func monitoringFiles() (map[string][]byte, error) {
 			"//":             "The log-based metrics, SLOs, alert policies and dashboard terraform/monitoring.tf creates. Change the Go declarations (internal/manifest/monitoring.go), then `go generate ./...`.",
 			"alert_label":    alertLabel,
 			"notify_label":   notifyLabel,
-			"title":          tfNaming.Prefix + dashboardTitle,
-			"slo_service":    tfNaming.SLOService(),
+			"title":          tfMonitoring.Prefix + dashboardTitle,
+			"slo_service":    tfMonitoring.SLOService(),
 			"metrics":        metrics,
 			"slos":           slos,
 			"alert_policies": policies,
-			"dashboard":      dashboardJSON(tfNaming),
+			"dashboard":      dashboardJSON(tfMonitoring),
 		}},
 	}
 	if err := add(monitoringTF, doc); err != nil {

@@ -50,7 +50,7 @@ func TestEventEntryPointsServedAsDeployed(t *testing.T) {
 		t.Fatalf("IncrementFromPubSub answered %d to an Eventarc Pub/Sub event, want 200", status)
 	}
 	store := counter.NewStore(db, schema, counter.Options{DefaultNumShards: 10})
-	if got, err := store.Sum(context.Background(), "deployed"); err != nil || got != 3 {
+	if got, err := store.Reader.Sum(context.Background(), "deployed"); err != nil || got != 3 {
 		t.Fatalf("deployed = %d (%v) after a messagePublished event of +3, want 3", got, err)
 	}
 

@@ -137,7 +137,7 @@ func TestServeFunctionsStopsGracefullyOnSIGTERM(t *testing.T) {
 				t.Errorf("increment of %s answered %d, want 200 or 503", id, o.status)
 			}
 		}
-		exact, err := store.Sum(context.Background(), id)
+		exact, err := store.Reader.Sum(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -155,7 +155,7 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		// And one whose declaration is gone: it cannot be verified.
 		gone := counter.NewStore(client, cfg.Schema(), counter.Options{DefaultNumShards: 1})
 		goneID := "stars-" + testenv.UniqueID("gone")
-		if _, err := gone.Apply(ctx, counter.Request{Counter: goneID, Delta: 1}); err != nil {
+		if _, err := gone.Increments.Increment(ctx, counter.Request{Counter: goneID, Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
 		undeclared := append([]firestore.Update{{Path: shared.FieldSource, Value: "gone of nowhere/{x}"}}, quiet...)

@@ -15,9 +15,9 @@ import (
 
 // Monitoring: docs/operations.md, "Monitoring".
 
-// Naming lets deployments share a project: Prefix goes before resource names, MetricPrefix
-// before metric names.
-type Naming struct{ Prefix, MetricPrefix, Project string }
+// Monitoring is one deployment's log metrics, SLOs, alert policies and dashboard; Prefix goes before
+// resource names and MetricPrefix before metric names, so deployments can share a project.
+type Monitoring struct{ Prefix, MetricPrefix, Project string }
 
 // ProjectPlaceholder stands for the project in deploy.sh's files.
 const ProjectPlaceholder = "PROJECT_ID"
@@ -35,7 +35,7 @@ type LogMetric struct {
 	Scale  float64 // first bucket's bound
 	Labels []string
 
-	naming Naming
+	monitoring Monitoring
 }
 
 // LogField is a JSON payload field and its value.
@@ -48,7 +48,7 @@ type LogField struct {
 const distributionBuckets = 32
 
 // ID is the metric's ID.
-func (m LogMetric) ID() string { return m.naming.MetricPrefix + m.Name }
+func (m LogMetric) ID() string { return m.monitoring.MetricPrefix + m.Name }
 
 // Type is the metric's type.
 func (m LogMetric) Type() string { return "logging.googleapis.com/user/" + m.ID() }
@@ -63,7 +63,7 @@ func (m LogMetric) Filter() string {
 	var services []string
 	for _, e := range m.EntryPoints {
 		f, _ := DeployedFunction(e)
-		services = append(services, strconv.Quote(m.naming.Prefix+f.Name))
+		services = append(services, strconv.Quote(m.monitoring.Prefix+f.Name))
 	}
 	parts := []string{`resource.type="cloud_run_revision"`,
 		"resource.labels.service_name=(" + strings.Join(services, " OR ") + ")"}
@@ -86,10 +86,10 @@ func logValue(v any) string {
 }
 
 // LogMetrics are deploy.sh's log-based metrics.
-func LogMetrics() []LogMetric { return Naming{}.LogMetrics() }
+func LogMetrics() []LogMetric { return Monitoring{}.LogMetrics() }
 
 // LogMetrics are the log-based metrics of deployment n.
-func (n Naming) LogMetrics() []LogMetric {
+func (n Monitoring) LogMetrics() []LogMetric {
 	metrics := []LogMetric{
 		{Name: "counters_increments_applied", Event: functions.EventIncrementsApplied, EntryPoints: []string{functions.EntryIncrement, functions.EntryIncrementFromPubSub},
 			Value: "count", Unit: "1", Scale: 1, Labels: []string{"source"},
@@ -130,7 +130,7 @@ func (n Naming) LogMetrics() []LogMetric {
 			Description: "Extension shard events whose main document does not exist, by kind: waiting (the event is redelivered until the app creates it) or dropped (shards deleted uncounted after 24 h)."},
 	}
 	for i := range metrics {
-		metrics[i].naming = n
+		metrics[i].monitoring = n
 	}
 	return metrics
 }
@@ -144,10 +144,10 @@ type SLO struct {
 }
 
 // SLOService is the ID of the service holding the SLOs.
-func (n Naming) SLOService() string { return n.Prefix + "counters" }
+func (n Monitoring) SLOService() string { return n.Prefix + "counters" }
 
 // SLOName is the SLO id's resource name.
-func (n Naming) SLOName(id string) string {
+func (n Monitoring) SLOName(id string) string {
 	return "projects/" + n.Project + "/services/" + n.SLOService() + "/serviceLevelObjectives/" + id
 }
 
@@ -159,7 +159,7 @@ const (
 const sloPeriod = 28 * 24 * time.Hour
 
 // SLOs are the SLOs of deployment n.
-func (n Naming) SLOs() []SLO {
+func (n Monitoring) SLOs() []SLO {
 	requests := n.incrementRequests()
 	canary := n.metricFilter("counters_rollup_canary")
 	return []SLO{
@@ -170,7 +170,7 @@ func (n Naming) SLOs() []SLO {
 	}
 }
 
-func (n Naming) incrementRequests() string {
+func (n Monitoring) incrementRequests() string {
 	f, _ := DeployedFunction(functions.EntryIncrement)
 	return `metric.type="run.googleapis.com/request_count" AND resource.type="cloud_run_revision" AND resource.labels.service_name="` + n.Prefix + f.Name + `"`
 }
@@ -271,18 +271,18 @@ func every(d time.Duration) string {
 }
 
 // oldestUnacked selects the age of the increments topic's oldest unacknowledged message.
-func (n Naming) oldestUnacked() string {
+func (n Monitoring) oldestUnacked() string {
 	return `metric.type="pubsub.googleapis.com/topic/oldest_unacked_message_age_by_region" AND resource.type="pubsub_topic" AND resource.labels.topic_id="` +
 		n.Prefix + shared.TopicIncrements + `"`
 }
 
 // metricFilter selects a log-based metric's time series, AND more.
-func (n Naming) metricFilter(name string, more ...string) string {
+func (n Monitoring) metricFilter(name string, more ...string) string {
 	return strings.Join(append([]string{`metric.type="logging.googleapis.com/user/` + n.MetricPrefix + name + `"`, `resource.type="cloud_run_revision"`}, more...), " AND ")
 }
 
 // deployedServices selects the deployed functions' services but except's.
-func (n Naming) deployedServices(except ...string) string {
+func (n Monitoring) deployedServices(except ...string) string {
 	var names, terms []string
 	for _, f := range Deployed() {
 		switch {
@@ -343,10 +343,10 @@ var burnRates = []struct {
 }
 
 // AlertPolicies are deploy.sh's alert policies.
-func AlertPolicies() []AlertPolicy { return Naming{Project: ProjectPlaceholder}.AlertPolicies() }
+func AlertPolicies() []AlertPolicy { return Monitoring{Project: ProjectPlaceholder}.AlertPolicies() }
 
 // AlertPolicies are the alert policies of deployment n.
-func (n Naming) AlertPolicies() []AlertPolicy {
+func (n Monitoring) AlertPolicies() []AlertPolicy {
 	sweepEvery := sweepPeriod()
 	sweep, _ := DeployedFunction(functions.EntryRollupScheduled)
 	sweepTimeout := sweep.Timeout
@@ -469,7 +469,7 @@ type ChartLine struct {
 }
 
 // promSum is PromQL of a distribution's per-minute sum, by label ("": none).
-func (n Naming) promSum(metric, label string) string {
+func (n Monitoring) promSum(metric, label string) string {
 	by := ""
 	if label != "" {
 		by = " by (" + label + ")"
@@ -478,10 +478,10 @@ func (n Naming) promSum(metric, label string) string {
 }
 
 // DashboardCharts are deploy.sh's dashboard charts.
-func DashboardCharts() []Chart { return Naming{}.DashboardCharts() }
+func DashboardCharts() []Chart { return Monitoring{}.DashboardCharts() }
 
 // DashboardCharts are the dashboard charts of deployment n.
-func (n Naming) DashboardCharts() []Chart {
+func (n Monitoring) DashboardCharts() []Chart {
 	perMinute := func(filter string, groupBy ...string) ChartLine {
 		return ChartLine{Filter: filter, Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: groupBy}
 	}

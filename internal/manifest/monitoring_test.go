@@ -169,7 +169,7 @@ func TestCloudRunChartsAndAlertsSeeEveryFunction(t *testing.T) {
 	for _, p := range manifest.AlertPolicies() {
 		filters["alert "+p.Key] = p.Filter
 	}
-	for _, slo := range (manifest.Naming{}).SLOs() {
+	for _, slo := range (manifest.Monitoring{}).SLOs() {
 		filters["SLO "+slo.ID] = slo.Total
 		if strings.Contains(slo.Total, `metric.type="run.googleapis.com/`) {
 			only["SLO "+slo.ID] = []string{increment.Name}
@@ -274,9 +274,9 @@ func TestEveryAlertIsActionable(t *testing.T) {
 // MinRequests, so that at the default threshold at least manifest.MinFailures requests failed.
 func TestAlertThresholdsAreReachable(t *testing.T) {
 	goals := map[string]float64{}
-	naming := manifest.Naming{Project: manifest.ProjectPlaceholder}
-	for _, slo := range naming.SLOs() {
-		goals[naming.SLOName(slo.ID)] = slo.Goal
+	monitoring := manifest.Monitoring{Project: manifest.ProjectPlaceholder}
+	for _, slo := range monitoring.SLOs() {
+		goals[monitoring.SLOName(slo.ID)] = slo.Goal
 	}
 	for _, p := range manifest.AlertPolicies() {
 		if p.LogMatch || p.Absent {

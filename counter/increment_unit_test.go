@@ -8,9 +8,9 @@ import (
 	"github.com/shardcount/counters/shared/wire"
 )
 
-// TestApplyRefusesARequestOfNoOneKindBeforeWriting: a request that mixes kinds, or gives a kind a
+// TestIncrementRefusesARequestOfNoOneKindBeforeWriting: a request that mixes kinds, or gives a kind a
 // field it does not take, is refused before anything is planned or committed.
-func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
+func TestIncrementRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 	key := &Key{Source: SourceHTTP, ID: "k"}
 	for name, r := range map[string]Request{
 		"member and limit":     {Counter: "c", Delta: 1, Member: "ann", Caller: "user:ann", Limit: 1},
@@ -26,18 +26,18 @@ func TestApplyRefusesARequestOfNoOneKindBeforeWriting(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			plans := &fakePlans{}
 			s := newFakeStore(plans)
-			if res, err := s.Apply(context.Background(), r); err == nil || len(res.Applied) > 0 || len(plans.committed) > 0 {
-				t.Errorf("Apply: %+v, %v, %d commits; want an error and no commit", res, err, len(plans.committed))
+			if res, err := s.Increment(context.Background(), r); err == nil || len(res.Applied) > 0 || len(plans.committed) > 0 {
+				t.Errorf("Increment: %+v, %v, %d commits; want an error and no commit", res, err, len(plans.committed))
 			}
 		})
 	}
 }
 
-// TestApplyAnswersADeltaWithItsShard: a plain delta's Result is the shard it landed on, counted.
-func TestApplyAnswersADeltaWithItsShard(t *testing.T) {
-	res, err := newFakeStore(&fakePlans{}).Apply(context.Background(), Request{Counter: "c", Delta: 3})
+// TestIncrementAnswersADeltaWithItsShard: a plain delta's Result is the shard it landed on, counted.
+func TestIncrementAnswersADeltaWithItsShard(t *testing.T) {
+	res, err := newFakeStore(&fakePlans{}).Increment(context.Background(), Request{Counter: "c", Delta: 3})
 	want := AppliedIncrement{Counter: "c", Delta: 3, Shard: 7}
 	if err != nil || len(res.Applied) != 1 || res.Applied[0] != want || !res.Counted || res.Duplicate {
-		t.Errorf("Apply: %+v, %v; want counted %+v", res, err, want)
+		t.Errorf("Increment: %+v, %v; want counted %+v", res, err, want)
 	}
 }
