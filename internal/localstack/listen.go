@@ -35,6 +35,9 @@ const (
 	discoveryShare  = 0.2
 )
 
+// slowDiscovery is a discovery query's duration from which the bridge logs it.
+const slowDiscovery = time.Second
+
 // documentWatch turns one trigger's document changes into events for the bridge.
 type documentWatch struct {
 	bridge *EventBridge
@@ -143,24 +146,37 @@ func (w *documentWatch) discover(ctx context.Context) {
 			From:   []*firestorepb.StructuredQuery_CollectionSelector{{CollectionId: w.group, AllDescendants: true}},
 		}},
 	}
+	watching := time.Now()
 	for {
 		began := time.Now()
-		var found []string
+		var found []*firestorepb.Document
 		results, err := w.client.RunQuery(ctx, query)
 		for err == nil {
 			var r *firestorepb.RunQueryResponse
 			if r, err = results.Recv(); err == nil && r.GetDocument() != nil {
-				found = append(found, r.GetDocument().GetName())
+				found = append(found, r.GetDocument())
 			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
+		took := time.Since(began)
 		if err != io.EOF {
 			fmt.Fprintf(w.bridge.log, "event bridge: query for new %s documents: %v\n", w.group, err)
 		}
-		w.watch(found)
-		pause := max(discoveryPeriod, time.Duration(float64(time.Since(began))*(1/discoveryShare-1)))
+		added := w.watch(found)
+		var lag []time.Duration
+		for _, d := range added {
+			if created := d.GetCreateTime().AsTime(); created.After(watching) {
+				lag = append(lag, time.Since(created))
+			}
+		}
+		w.bridge.discovered(took, len(added), lag)
+		pause := max(discoveryPeriod, time.Duration(float64(took)*(1/discoveryShare-1)))
+		if took >= slowDiscovery {
+			fmt.Fprintf(w.bridge.log, "event bridge: the query for new %s documents took %v over %d documents (%d new); the next in %v\n",
+				w.group, took.Round(time.Millisecond), len(found), len(added), pause.Round(time.Millisecond))
+		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -169,16 +185,18 @@ func (w *documentWatch) discover(ctx context.Context) {
 	}
 }
 
-// watch adds a target for each matching name that has none yet.
-func (w *documentWatch) watch(names []string) {
+// watch adds a target for each matching document that has none yet, and returns those.
+func (w *documentWatch) watch(docs []*firestorepb.Document) (added []*firestorepb.Document) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, name := range names {
+	for _, d := range docs {
+		name := d.GetName()
 		path := strings.TrimPrefix(name, w.database+"/documents/")
 		if w.isWatched[name] || !matchPattern(w.pattern, strings.Split(path, "/")) {
 			continue
 		}
 		w.isWatched[name] = true
+		added = append(added, d)
 		if len(w.groups) == 0 || w.groups[len(w.groups)-1].full() {
 			g := &targetGroup{w: w, known: make(map[string]*firestorepb.Document)}
 			w.groups = append(w.groups, g)
@@ -188,6 +206,7 @@ func (w *documentWatch) watch(names []string) {
 			fmt.Fprintf(w.bridge.log, "event bridge: watch %s: %v\n", path, err)
 		}
 	}
+	return added
 }
 
 // full reports whether g has targetsPerStream targets.
