@@ -29,11 +29,22 @@ import (
 // docs/development.md, "The local stack".
 
 // discoveryPeriod is the least pause between discovery queries; discoveryShare caps the share of
-// the emulator's time they take. A document's first write may be late by a query and a pause.
+// the emulator's time they take, judged by the median of the last discoveryRecent queries (one
+// slowed by a burst of load would pause discovery for four times as long). A document's first write
+// may be late by a query and a pause.
 const (
 	discoveryPeriod = 200 * time.Millisecond
 	discoveryShare  = 0.2
+	discoveryRecent = 5
 )
+
+// discoveryPause is the pause after queries that took recent (the last discoveryRecent, oldest
+// first).
+func discoveryPause(recent []time.Duration) time.Duration {
+	sorted := slices.Sorted(slices.Values(recent))
+	median := sorted[len(sorted)/2]
+	return max(discoveryPeriod, time.Duration(float64(median)*(1/discoveryShare-1)))
+}
 
 // slowDiscovery is a discovery query's duration from which the bridge logs it.
 const slowDiscovery = time.Second
@@ -147,6 +158,7 @@ func (w *documentWatch) discover(ctx context.Context) {
 		}},
 	}
 	watching := time.Now()
+	var recent []time.Duration // the last queries' durations
 	for {
 		began := time.Now()
 		var found []*firestorepb.Document
@@ -172,7 +184,11 @@ func (w *documentWatch) discover(ctx context.Context) {
 			}
 		}
 		w.bridge.discovered(took, len(added), lag)
-		pause := max(discoveryPeriod, time.Duration(float64(took)*(1/discoveryShare-1)))
+		recent = append(recent, took)
+		if len(recent) > discoveryRecent {
+			recent = recent[1:]
+		}
+		pause := discoveryPause(recent)
 		if took >= slowDiscovery {
 			fmt.Fprintf(w.bridge.log, "event bridge: the query for new %s documents took %v over %d documents (%d new); the next in %v\n",
 				w.group, took.Round(time.Millisecond), len(found), len(added), pause.Round(time.Millisecond))
