@@ -21,8 +21,8 @@ import (
 )
 
 // Push subscription settings. Each subscription's ack deadline, which Push also takes as its request
-// timeout (as Pub/Sub push does), is its function's timeout, at most Pub/Sub's 600 s
-// (terraform/pubsub.tf sets the same).
+// timeout (as Pub/Sub push does), is its function's timeout, at most Pub/Sub's 600 s, as
+// terraform/pubsub.tf sets its own subscription's.
 const (
 	pushMaxAckDeadline = 600 * time.Second
 	pushMinBackoff     = time.Second
@@ -71,8 +71,8 @@ func RegisterPushPaths(ctx context.Context) error {
 }
 
 // wirePubSub creates each Pub/Sub trigger's topic and a subscription "<EntryPoint>-push" (its ack
-// deadline pushAckDeadline) that Push delivers with the deployed concurrency times the instances (capped at MaxInstances) in flight. stop
-// ends the deliveries.
+// deadline pushAckDeadline, also on one that exists) that Push delivers with the deployed
+// concurrency times the instances (capped at MaxInstances) in flight. stop ends the deliveries.
 func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err error) {
 	client, err := pubsub.NewClient(ctx, s.Options.Project, publisher.EmulatorOptions(s.Emulators.PubSub.HostPort)...)
 	if err != nil {
