@@ -45,7 +45,7 @@ func (s *stackPubSub) pushConcurrently(t *testing.T, topic, id, endpoint string,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- localstack.Push(ctx, s.client, name, endpoint, inFlight) }()
+	go func() { done <- localstack.Push(ctx, s.client, name, endpoint, inFlight, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -81,7 +81,8 @@ type sweepState struct {
 
 // Sweep rolls up every counter changed since the previous pass (the first: within lookback) whose
 // roll-up differs from its value or group, and refreshes top lists behind. Out of time, it saves its
-// progress and returns Done false; it skips uncountable counters (*SkippedError).
+// progress and returns Done false; failed or cancelled, it saves it too and returns the error; it
+// skips uncountable counters (*SkippedError).
 func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult, error) {
 	fs := e.sweeper
 	stopBy := e.clock.Now().Add(DefaultSweepBudget)
@@ -100,6 +101,17 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 	}
 	due := &topsDueList{until: stopBy}
 	due.retry(ctx, fs, state.TopsDue, &res)
+	// savePlace keeps the pass's place after its last finished page, so that a pass cut short (out
+	// of time, failed, or its request cancelled) is resumed there, not begun again.
+	savePlace := func() error {
+		state.TopsDue = due.list
+		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepMargin)
+		defer cancel()
+		if _, err := stateRef.Set(saveCtx, state); err != nil {
+			return fmt.Errorf("save sweep progress: %w", err)
+		}
+		return nil
+	}
 	var lastPage time.Duration // the next page is expected to take as long
 	for {
 		pageStart := e.clock.Now()
@@ -113,12 +125,12 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		}
 		counters, err := q.Documents(ctx).GetAll()
 		if err != nil {
-			return res, fmt.Errorf("query counters changed since minute %d: %w", state.FromMinute, err)
+			return res, errors.Join(fmt.Errorf("query counters changed since minute %d: %w", state.FromMinute, err), savePlace())
 		}
 		res.Counters += len(counters)
 		res.Reads += max(1, len(counters))
 		if err := e.sweepPage(ctx, counters, &res, &skipped, due); err != nil {
-			return res, err
+			return res, errors.Join(err, savePlace())
 		}
 		if len(counters) < sweepPage {
 			break
@@ -129,10 +141,8 @@ func (e *Engine) Sweep(ctx context.Context, lookback time.Duration) (SweepResult
 		state.AfterID = last.Ref.ID
 		lastPage = e.clock.Now().Sub(pageStart)
 		if !e.clock.Now().Add(lastPage).Before(stopBy) {
-			state.TopsDue = due.list
-			_, err := stateRef.Set(ctx, state)
-			if err != nil {
-				return res, fmt.Errorf("save sweep progress: %w", err)
+			if err := savePlace(); err != nil {
+				return res, err
 			}
 			return res, skippedError(skipped)
 		}

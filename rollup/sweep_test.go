@@ -3,7 +3,9 @@ package rollup_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,4 +87,57 @@ func TestValueNamesTheShardThatCannotBeSummed(t *testing.T) {
 		t.Errorf("SumsAt = %v; want ErrUncountable, not retryable", err)
 	}
 
+}
+
+// TestSweepCutShortKeepsItsPlace: a pass whose request is cancelled mid-page (as a push whose
+// request timed out: no deadline to save its progress by) fails, but keeps its place after its
+// finished page; the next tick resumes there, so a counter first written after the others, whose
+// event was lost, is rolled up by the next sweep instead of waiting behind a pass begun again each
+// tick.
+func TestSweepCutShortKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Firestore(t)
+	counters := newCounters(client)
+
+	const older = 250 // three pages
+	touched := shared.UnixMinute(time.Now()) - 3
+	bulk := client.BulkWriter(ctx)
+	for i := range older {
+		id := fmt.Sprintf("c-%04d", i)
+		if _, err := bulk.Set(schema.CounterRef(client, id), map[string]any{shared.FieldNumShards: 1, shared.FieldTouchedMinute: touched}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bulk.Set(schema.ShardRef(client, id, 0), map[string]any{shared.FieldCount: 1, shared.FieldWrites: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bulk.End()
+	if _, err := counters.Apply(ctx, counter.Request{Counter: "new", Delta: 4}); err != nil {
+		t.Fatal(err)
+	}
+
+	cut, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var written atomic.Int64
+	engine := rollup.NewEngine(client, schema, counters, 100*time.Millisecond)
+	engine.OnWrite(func(rollup.Written) {
+		if written.Add(1) == 150 { // midway through the second page
+			cancel()
+		}
+	})
+	first, cutErr := engine.Sweep(cut, 10*time.Minute)
+	if cutErr == nil || first.Done {
+		t.Fatalf("sweep cancelled midway %+v, %v; want it to fail", first, cutErr)
+	}
+	second, err := rollup.NewEngine(client, schema, counters, 100*time.Millisecond).Sweep(ctx, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cut short: %+v (%v); next: %+v", first, cutErr, second)
+	if !second.Done || second.Counters != older+1-100 {
+		t.Errorf("sweep after one cut short %+v, want it done over the %d counters after the finished page", second, older+1-100)
+	}
+	if d := readRollup(t, client, "new"); d == nil || d.Count != 4 {
+		t.Errorf("roll-up of the counter first written last = %+v, want count 4 after the next sweep", d)
+	}
 }

@@ -58,6 +58,12 @@ type EventBridge struct {
 	instanceSec float64
 	// Guarded by mu: answer times, and events' delay after their write.
 	answerTimes, lateness durations
+	// Guarded by mu: discovery queries' durations, and how long after its creation each document
+	// created while watched was found.
+	discoveryTimes, discoveryLag durations
+	discoveries, watched         int64
+	// Guarded by mu: Pub/Sub push deliveries by entry point.
+	pushes map[string]*pushRecord
 	// deliveries serves GET /deliveries.
 	deliveries deliveryLog
 }
@@ -128,16 +134,77 @@ type Percentiles struct {
 
 // BridgeStats counts the bridge's events. Invocations counts every attempt; InstanceSeconds sums
 // ⌈deliveries in flight / concurrency⌉ over time, as request-based billing does; Lateness is how
-// long after its write an event reached the bridge.
+// long after its write an event reached the bridge. Discovery times the queries that find new
+// documents; Pushes, the stack's Pub/Sub push deliveries by entry point (RollupScheduled's are the
+// sweeps).
 type BridgeStats struct {
-	Received        int64       `json:"received"`
-	Delivered       int64       `json:"delivered"`
-	Failed          int64       `json:"failed"`
-	Invocations     int64       `json:"invocations"`
-	InstanceSeconds float64     `json:"instance_seconds"`
-	SlowAnswers     int64       `json:"slow_answers"`
-	AnswerTime      Percentiles `json:"answer_time"`
-	Lateness        Percentiles `json:"lateness"`
+	Received        int64                `json:"received"`
+	Delivered       int64                `json:"delivered"`
+	Failed          int64                `json:"failed"`
+	Invocations     int64                `json:"invocations"`
+	InstanceSeconds float64              `json:"instance_seconds"`
+	SlowAnswers     int64                `json:"slow_answers"`
+	AnswerTime      Percentiles          `json:"answer_time"`
+	Lateness        Percentiles          `json:"lateness"`
+	Discovery       DiscoveryStats       `json:"discovery"`
+	Pushes          map[string]PushStats `json:"pushes,omitempty"`
+}
+
+// DiscoveryStats: Queries names-only queries (each over a trigger's whole collection group) took
+// QueryTime and found Watched documents; Lag is how long after its creation a document created while
+// watched was found (its first event waits as long).
+type DiscoveryStats struct {
+	Queries   int64       `json:"queries"`
+	Watched   int64       `json:"watched"`
+	QueryTime Percentiles `json:"query_time"`
+	Lag       Percentiles `json:"lag"`
+}
+
+// PushStats counts one subscription's push deliveries: answered 2xx (Acked) or not (Nacked: an
+// error, a timeout at the ack deadline, or no answer), and how long each took.
+type PushStats struct {
+	Acked      int64       `json:"acked"`
+	Nacked     int64       `json:"nacked"`
+	AnswerTime Percentiles `json:"answer_time"`
+}
+
+// pushRecord is a PushStats in the making.
+type pushRecord struct {
+	acked, nacked int64
+	times         durations
+}
+
+// pushed records a push delivery to entryPoint that took took and was acked or not.
+func (b *EventBridge) pushed(entryPoint string, took time.Duration, acked bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pushes == nil {
+		b.pushes = make(map[string]*pushRecord)
+	}
+	r := b.pushes[entryPoint]
+	if r == nil {
+		r = &pushRecord{}
+		b.pushes[entryPoint] = r
+	}
+	if acked {
+		r.acked++
+	} else {
+		r.nacked++
+	}
+	r.times.add(took)
+}
+
+// discovered records a discovery query that took took and watched documents found lag after their
+// creation.
+func (b *EventBridge) discovered(took time.Duration, watched int, lag []time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.discoveries++
+	b.watched += int64(watched)
+	b.discoveryTimes.add(took)
+	for _, l := range lag {
+		b.discoveryLag.add(l)
+	}
 }
 
 // EventsInFlight is how many events the local stack's bridge delivers at once.
@@ -223,9 +290,19 @@ func (b *EventBridge) Stats() BridgeStats {
 	b.settleHeld(time.Now())
 	held := b.instanceSec
 	answer, late := b.answerTimes.percentiles(), b.lateness.percentiles()
+	discovery := DiscoveryStats{Queries: b.discoveries, Watched: b.watched,
+		QueryTime: b.discoveryTimes.percentiles(), Lag: b.discoveryLag.percentiles()}
+	var pushes map[string]PushStats
+	for entry, r := range b.pushes {
+		if pushes == nil {
+			pushes = make(map[string]PushStats)
+		}
+		pushes[entry] = PushStats{Acked: r.acked, Nacked: r.nacked, AnswerTime: r.times.percentiles()}
+	}
 	b.mu.Unlock()
 	return BridgeStats{Received: b.received.Load(), Delivered: b.delivered.Load(), Failed: b.failed.Load(),
-		Invocations: b.attempts.Load(), InstanceSeconds: held, SlowAnswers: b.slow.Load(), AnswerTime: answer, Lateness: late}
+		Invocations: b.attempts.Load(), InstanceSeconds: held, SlowAnswers: b.slow.Load(), AnswerTime: answer, Lateness: late,
+		Discovery: discovery, Pushes: pushes}
 }
 
 // enqueue queues req (with body) for a write of path, b.copies times; doc is nil for a delete.

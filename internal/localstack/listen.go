@@ -29,11 +29,25 @@ import (
 // docs/development.md, "The local stack".
 
 // discoveryPeriod is the least pause between discovery queries; discoveryShare caps the share of
-// the emulator's time they take. A document's first write may be late by a query and a pause.
+// the emulator's time they take, judged by the median of the last discoveryRecent queries (one
+// slowed by a burst of load would pause discovery for four times as long). A document's first write
+// may be late by a query and a pause.
 const (
 	discoveryPeriod = 200 * time.Millisecond
 	discoveryShare  = 0.2
+	discoveryRecent = 5
 )
+
+// discoveryPause is the pause after queries that took recent (the last discoveryRecent, oldest
+// first).
+func discoveryPause(recent []time.Duration) time.Duration {
+	sorted := slices.Sorted(slices.Values(recent))
+	median := sorted[len(sorted)/2]
+	return max(discoveryPeriod, time.Duration(float64(median)*(1/discoveryShare-1)))
+}
+
+// slowDiscovery is a discovery query's duration from which the bridge logs it.
+const slowDiscovery = time.Second
 
 // documentWatch turns one trigger's document changes into events for the bridge.
 type documentWatch struct {
@@ -143,24 +157,42 @@ func (w *documentWatch) discover(ctx context.Context) {
 			From:   []*firestorepb.StructuredQuery_CollectionSelector{{CollectionId: w.group, AllDescendants: true}},
 		}},
 	}
+	watching := time.Now()
+	var recent []time.Duration // the last queries' durations
 	for {
 		began := time.Now()
-		var found []string
+		var found []*firestorepb.Document
 		results, err := w.client.RunQuery(ctx, query)
 		for err == nil {
 			var r *firestorepb.RunQueryResponse
 			if r, err = results.Recv(); err == nil && r.GetDocument() != nil {
-				found = append(found, r.GetDocument().GetName())
+				found = append(found, r.GetDocument())
 			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
+		took := time.Since(began)
 		if err != io.EOF {
 			fmt.Fprintf(w.bridge.log, "event bridge: query for new %s documents: %v\n", w.group, err)
 		}
-		w.watch(found)
-		pause := max(discoveryPeriod, time.Duration(float64(time.Since(began))*(1/discoveryShare-1)))
+		added := w.watch(found)
+		var lag []time.Duration
+		for _, d := range added {
+			if created := d.GetCreateTime().AsTime(); created.After(watching) {
+				lag = append(lag, time.Since(created))
+			}
+		}
+		w.bridge.discovered(took, len(added), lag)
+		recent = append(recent, took)
+		if len(recent) > discoveryRecent {
+			recent = recent[1:]
+		}
+		pause := discoveryPause(recent)
+		if took >= slowDiscovery {
+			fmt.Fprintf(w.bridge.log, "event bridge: the query for new %s documents took %v over %d documents (%d new); the next in %v\n",
+				w.group, took.Round(time.Millisecond), len(found), len(added), pause.Round(time.Millisecond))
+		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -169,16 +201,18 @@ func (w *documentWatch) discover(ctx context.Context) {
 	}
 }
 
-// watch adds a target for each matching name that has none yet.
-func (w *documentWatch) watch(names []string) {
+// watch adds a target for each matching document that has none yet, and returns those.
+func (w *documentWatch) watch(docs []*firestorepb.Document) (added []*firestorepb.Document) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, name := range names {
+	for _, d := range docs {
+		name := d.GetName()
 		path := strings.TrimPrefix(name, w.database+"/documents/")
 		if w.isWatched[name] || !matchPattern(w.pattern, strings.Split(path, "/")) {
 			continue
 		}
 		w.isWatched[name] = true
+		added = append(added, d)
 		if len(w.groups) == 0 || w.groups[len(w.groups)-1].full() {
 			g := &targetGroup{w: w, known: make(map[string]*firestorepb.Document)}
 			w.groups = append(w.groups, g)
@@ -188,6 +222,7 @@ func (w *documentWatch) watch(names []string) {
 			fmt.Fprintf(w.bridge.log, "event bridge: watch %s: %v\n", path, err)
 		}
 	}
+	return added
 }
 
 // full reports whether g has targetsPerStream targets.

@@ -13,18 +13,27 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/shardcount/counters/functions"
 	"github.com/shardcount/counters/internal/manifest"
 	"github.com/shardcount/counters/publisher"
 )
 
-// Push subscription settings; the ack deadline exceeds REQUEST_TIMEOUT, so a slow answer still acks.
+// Push subscription settings. Each subscription's ack deadline, which Push also takes as its request
+// timeout (as Pub/Sub push does), is its function's timeout, at most Pub/Sub's 600 s, as
+// terraform/pubsub.tf sets its own subscription's.
 const (
-	pushAckDeadline = 60 * time.Second
-	pushMinBackoff  = time.Second
-	pushMaxBackoff  = 10 * time.Second
+	pushMaxAckDeadline = 600 * time.Second
+	pushMinBackoff     = time.Second
+	pushMaxBackoff     = 10 * time.Second
 )
+
+// pushAckDeadline is the ack deadline of f's push subscription: its timeout, in whole seconds
+// within Pub/Sub's 10 to 600.
+func pushAckDeadline(f manifest.Function) time.Duration {
+	return min(max(f.Timeout.Truncate(time.Second), 10*time.Second), pushMaxAckDeadline)
+}
 
 // pubsubFunctions are the deployed functions with a Pub/Sub trigger.
 func pubsubFunctions() []manifest.Function {
@@ -61,9 +70,9 @@ func RegisterPushPaths(ctx context.Context) error {
 	return nil
 }
 
-// wirePubSub creates each Pub/Sub trigger's topic and a subscription "<EntryPoint>-push" that Push
-// delivers with the deployed concurrency times the instances (capped at MaxInstances) in flight. stop
-// ends the deliveries.
+// wirePubSub creates each Pub/Sub trigger's topic and a subscription "<EntryPoint>-push" (its ack
+// deadline pushAckDeadline, also on one that exists) that Push delivers with the deployed
+// concurrency times the instances (capped at MaxInstances) in flight. stop ends the deliveries.
 func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err error) {
 	client, err := pubsub.NewClient(ctx, s.Options.Project, publisher.EmulatorOptions(s.Emulators.PubSub.HostPort)...)
 	if err != nil {
@@ -86,20 +95,26 @@ func (s *Stack) wirePubSub(ctx context.Context, out io.Writer) (stop func(), err
 		sub := &pubsubpb.Subscription{
 			Name:               "projects/" + s.Options.Project + "/subscriptions/" + f.EntryPoint + "-push",
 			Topic:              topic,
-			AckDeadlineSeconds: int32(pushAckDeadline / time.Second),
+			AckDeadlineSeconds: int32(pushAckDeadline(f) / time.Second),
 			RetryPolicy: &pubsubpb.RetryPolicy{
 				MinimumBackoff: durationpb.New(pushMinBackoff),
 				MaximumBackoff: durationpb.New(pushMaxBackoff),
 			},
 		}
-		if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, sub); err != nil && status.Code(err) != codes.AlreadyExists {
+		_, err = client.SubscriptionAdminClient.CreateSubscription(ctx, sub)
+		if status.Code(err) == codes.AlreadyExists { // an attached emulator's, perhaps of an older stack
+			_, err = client.SubscriptionAdminClient.UpdateSubscription(ctx, &pubsubpb.UpdateSubscriptionRequest{
+				Subscription: sub, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"ack_deadline_seconds"}}})
+		}
+		if err != nil {
 			stop()
 			return nil, fmt.Errorf("create subscription %s: %w", sub.Name, err)
 		}
 		inFlight := f.Concurrency * min(f.MaxInstances, len(s.functions))
 		endpoint := PushEndpoint(s.FunctionsURL, f.EntryPoint, topic)
 		deliveries.Go(func() {
-			if err := Push(ctx, client, sub.Name, endpoint, inFlight); err != nil {
+			answered := func(took time.Duration, acked bool) { s.Events.pushed(f.EntryPoint, took, acked) }
+			if err := Push(ctx, client, sub.Name, endpoint, inFlight, answered); err != nil {
 				fmt.Fprintf(out, "localstack: %v\n", err)
 			}
 		})
