@@ -112,7 +112,7 @@ func TestSweepCutShortKeepsItsPlace(t *testing.T) {
 		}
 	}
 	bulk.End()
-	if _, err := counters.Apply(ctx, counter.Request{Counter: "new", Delta: 4}); err != nil {
+	if _, err := counters.Increments.Increment(ctx, counter.Request{Counter: "new", Delta: 4}); err != nil {
 		t.Fatal(err)
 	}
 
