@@ -417,7 +417,7 @@ func (n Naming) AlertPolicies() []AlertPolicy {
 			Unit: "collection counters found unlike their documents in 10 minutes (the sweep checks " + every(sweepEvery) + "), for 5 minutes",
 			Documentation: "The scheduled sweep found quiet collection counters unlike count()/sum() of their documents more often than the threshold, and repaired them: " +
 				"a count-documents trigger is dead, failing or missing its events. Check the count-documents functions and their ERROR lines."},
-		{Key: "collection_trigger_dead", DisplayName: "Counters: a collection counters' trigger does not count", Severity: "CRITICAL", Notify: Page, Runbook: runbookCollections,
+		{Key: "collection_trigger_dead", DisplayName: "Counters: a collection counters' trigger misses its probes", Severity: "CRITICAL", Notify: Page, Runbook: runbookCollections,
 			Filter:  n.metricFilter("counters_collection_canary", `metric.labels.outcome="stale"`),
 			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"metric.label.declaration"}, Period: 10 * time.Minute, Duration: 5 * time.Minute, Threshold: 2, CausePerMinute: 1 / sweepEvery.Minutes(),
 			Unit: "stale probes of one declaration in 10 minutes (one " + every(sweepEvery) + "), for 5 minutes",
