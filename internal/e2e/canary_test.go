@@ -5,11 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/pubsub/v2"
-
-	"github.com/shardcount/counters/internal/localstack"
-	"github.com/shardcount/counters/publisher"
-	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -20,16 +15,7 @@ import (
 func TestProbesOfTheExampleDeclarationsRoundTripOnTheStack(t *testing.T) {
 	ctx := context.Background()
 	stack := newStack(t)
-	client, err := pubsub.NewClient(ctx, stack.Project, publisher.EmulatorOptions(stack.PubSubHost)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ticks := client.Publisher(localstack.TopicName(stack.Project, shared.TopicRollupTick))
-	defer ticks.Stop()
-	if _, err := ticks.Publish(ctx, &pubsub.Message{Data: []byte("tick")}).Get(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishTick(t, stack)
 	records := stack.Client.Collection(schema.Sweep()).Doc("canaries").Collection("declarations")
 	for _, template := range []string{"likes-{post}", "poll-{field:poll}-{field:choice}", "revenue-{shop}"} {
 		took := waitFor(t, 30*time.Second, "the trigger of "+template+" to see its probe", func() bool {
