@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared/wire"
 )
@@ -60,5 +62,33 @@ func (s *Service) bumpCanary(ctx context.Context) {
 	}
 	if err != nil {
 		s.log.WarnContext(ctx, "increment the canary failed", "counter", CanaryCounter, "error", err.Error())
+	}
+}
+
+// canaryRecords holds each declaration's probe record (sources.Counting.ProbeTriggers), in the
+// sweep's collection, which only the functions may read or write.
+func (s *Service) canaryRecords() *firestore.CollectionRef {
+	return s.counting.Client().Collection(s.cfg.Schema().Sweep()).Doc("canaries").Collection("declarations")
+}
+
+// probeTriggers logs EventCollectionCanary per declaration with "canary": true: whether its
+// count-documents trigger saw the previous probe (a check that fails reads stale; nothing before
+// the first probe), then sends the next probe.
+func (s *Service) probeTriggers(ctx context.Context) {
+	for _, p := range s.counting.ProbeTriggers(ctx, s.canaryRecords()) {
+		attrs := []slog.Attr{slog.String("event", EventCollectionCanary), slog.String("declaration", p.Declaration), slog.String("document", p.Document)}
+		switch {
+		case p.CheckErr != nil:
+			s.log.LogAttrs(ctx, slog.LevelWarn, "check the collection trigger's probe failed", append(attrs, slog.String("outcome", canaryStale), slog.String("error", p.CheckErr.Error()))...)
+		case p.Checked:
+			outcome := canaryStale
+			if p.Fresh {
+				outcome = canaryFresh
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "collection trigger's probe checked", append(attrs, slog.String("outcome", outcome))...)
+		}
+		if p.SendErr != nil {
+			s.log.WarnContext(ctx, "send the collection trigger's probe failed; the next check reads stale", "declaration", p.Declaration, "error", p.SendErr.Error())
+		}
 	}
 }

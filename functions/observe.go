@@ -40,6 +40,9 @@ const (
 	EventCollectionUnverified = "collection_counter_unverified"
 	// EventCollectionDrift: ERROR per sweep and quiet collection counter off its documents, repaired.
 	EventCollectionDrift = "collection_counter_drift"
+	// EventCollectionCanary: per sweep and declaration with "canary": true, with outcome
+	// canaryFresh or canaryStale (its trigger saw the previous probe, or not) and declaration.
+	EventCollectionCanary = "collection_canary"
 )
 
 // Sources of applied increments (the "source" field of EventIncrementsApplied).

@@ -43,9 +43,11 @@ func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
 }
 
 // RollupScheduled is the CloudEvent entry point for the scheduler tick: it rolls up counters whose
-// roll-up missed its events, resuming across ticks, and checks the canary (CanaryCounter).
+// roll-up missed its events, resuming across ticks, checks the canary (CanaryCounter) and probes
+// the collection counters' triggers (probeTriggers).
 func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
 	s.checkCanary(ctx)
+	s.probeTriggers(ctx)
 	defer func() {
 		bumpCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), canaryTimeout)
 		defer cancel()

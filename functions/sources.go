@@ -12,8 +12,9 @@ import (
 )
 
 // CountDocumentWrite is the CloudEvent entry point for writes to COUNTER_SOURCES documents: it
-// counts each write exactly once on every counter declaring it. An unreadable event is logged and
-// acknowledged; other failures ask for redelivery.
+// counts each write exactly once on every counter declaring it; a probe document's write
+// (sources.Counting.SeeProbe) it records as seen and counts nowhere. An unreadable event is logged
+// and acknowledged; other failures ask for redelivery.
 func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
 	path, ok := strings.CutPrefix(e.Subject(), "documents/")
 	value, old, err := eventhttp.Documents(e.Data())
@@ -21,7 +22,11 @@ func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
 		s.log.ErrorContext(ctx, "event is not a document write; event dropped", "event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "error", errString(err))
 		return nil
 	}
-	t, err := s.counting.Count(ctx, sources.Write{Path: path, Old: old, New: value, Time: e.Time()})
+	w := sources.Write{Path: path, Old: old, New: value, Time: e.Time()}
+	if probe, err := s.counting.SeeProbe(ctx, s.canaryRecords(), w); probe {
+		return s.eventResult(ctx, e, err, "record a collection trigger's probe", slog.String("document", path))
+	}
+	t, err := s.counting.Count(ctx, w)
 	attrs := []any{"event_id", e.ID(), "document", path, "counted", t.Counted, "duplicate", t.Duplicate, "in_base", t.InBase}
 	if err != nil {
 		s.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)

@@ -22,7 +22,8 @@ const afterCollection = "\uf8ff"
 // declaration's collection group in name order, a page of one document per collection, starting
 // after the collection path after (resume where an earlier run stopped). A counter with a base is
 // left as it is, so a second run changes nothing; a base is exact whatever writes race it
-// (docs/collection-counters.md). On error it returns the collection to resume after.
+// (docs/collection-counters.md). A collection that exists only for a probe (ProbePath) makes
+// none. On error it returns the collection to resume after.
 func (c *Counting) Backfill(ctx context.Context, only []string, after string, done func(counter, collection string)) (string, error) {
 	matched := false
 	for _, d := range c.set.Declarations {
@@ -58,7 +59,7 @@ func (c *Counting) backfill(ctx context.Context, d *Declaration, after string, d
 		}
 		_, path, _ := strings.Cut(snaps[0].Ref.Path, "/documents/") // projects/P/databases/D/documents/<path>
 		collection := path[:strings.LastIndex(path, "/")]
-		if bound, ok := d.pattern.match(path); ok {
+		if bound, ok := d.pattern.match(path); ok && !(d.pattern.probeParent(bound) && c.set.isProbe(d.ProbePath())) {
 			if err := c.backfillCollection(ctx, d, collection, bound, done); err != nil {
 				return cursor, err
 			}

@@ -90,17 +90,22 @@ type Write struct {
 }
 
 // Outcomes is what Count did with a write, per outcome. Refused says, per counter, why a counter ID
-// named a counter its declaration did not create (ErrNotItsCounter): nothing counted there.
+// named a counter its declaration did not create (ErrNotItsCounter): nothing counted there. Probe:
+// the write was a probe document's (SeeProbe), counted nowhere.
 type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 	Refused                                          []string
+	Probe                                            bool
 }
 
 // Count counts w once on every counter whose documents it matches, however often it is delivered; on
 // error, count it again. An update that changes a counter field ({field:PATH}) moves the document:
 // its old contribution leaves the old value's counter, its new one joins the new value's.
 func (c *Counting) Count(ctx context.Context, w Write) (Outcomes, error) {
-	var t Outcomes
+	t := Outcomes{Probe: c.set.isProbe(w.Path)}
+	if t.Probe {
+		return t, nil
+	}
 	for _, d := range c.set.Declarations {
 		bound, ok := d.pattern.match(w.Path)
 		if !ok {

@@ -44,6 +44,8 @@ type Declaration struct {
 	// Read says who reads the counters' roll-ups: "public" (unset: anyone) or "none" (only the
 	// functions and server code; the composed rules deny clients).
 	Read string `json:"read,omitempty"`
+	// Canary opts in to a probe of the declaration's trigger (ProbePath, ProbeTriggers).
+	Canary bool `json:"canary,omitempty"`
 
 	pattern pattern
 	mirror  mirror
@@ -94,13 +96,16 @@ func Parse(data []byte, schema shared.Schema) (*Set, error) {
 		dec.UseNumber()
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&decls[i]); err != nil || decls[i] == nil {
-			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern, read}: %v", i, err)
+			return nil, fmt.Errorf("entry %d: want {\"documents\", \"counter\", and optionally \"where\", \"sum\", \"mirror\", num_shards, min_shards, max_shards, windows, group, scale, counter_id_pattern, read, canary}: %v", i, err)
 		}
 	}
 	for i, d := range decls {
 		if err := d.check(schema); err != nil {
 			return nil, fmt.Errorf("entry %d (%q): %w", i, d.Documents, err)
 		}
+	}
+	if err := checkCanaries(decls); err != nil {
+		return nil, err
 	}
 	for i, d := range decls {
 		for j, o := range decls {

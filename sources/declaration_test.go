@@ -48,6 +48,9 @@ func TestDeclarationsThatCannotWorkAreRefusedNamingEntryAndRule(t *testing.T) {
 		{"a field template beside a path template", `[{"documents": "likes/{like}", "counter": "likes-{field:postId}"}, {"documents": "posts/{post}/likes/{l}", "counter": "likes-{post}"}]`, "can build the IDs"},
 		{"a mirror by a field the counter lacks", `[{"documents": "likes/{like}", "counter": "likes-{field:postId}", "mirror": "posts/{field:post}.likes"}]`, `uses {field:post}`},
 		{"a reserved counter ID", `[{"documents": "posts/{post}/likes/{like}", "counter": "_counters_{post}"}]`, `reserved for the deployment's own counters`},
+		{"a probe in a collection counted whole", `[{"documents": "likes/{like}", "counter": "likes", "canary": true}]`, "probe document likes/_counters_canary would be one of the documents entry 0 counts whole"},
+		{"a probe under a literal document", `[{"documents": "posts/featured/likes/{l}", "counter": "featured", "canary": true}]`, "would be one of the documents entry 0 counts"},
+		{"a probe another entry counts whole", `[{"documents": "votes/{v}", "counter": "yes", "where": {"choice": "yes"}, "canary": true}, {"documents": "votes/{v}", "counter": "votes"}]`, "would be one of the documents entry 1 counts"},
 	} {
 		_, err := sources.Parse([]byte(c.file), schema)
 		if err == nil || !strings.Contains(err.Error(), "entry ") || !strings.Contains(err.Error(), c.want) {

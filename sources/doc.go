@@ -18,6 +18,8 @@
 //     one transaction per counter and CHANGE_COMMIT_INTERVAL (package groupcommit).
 //   - base.go: a counter's base, one read time's exact value, stamped once across instances.
 //   - backfill.go: Backfill bases the counters of documents older than their declaration.
+//   - canary.go: a declaration with "canary": true has a probe document, which counts nowhere;
+//     ProbeTriggers reads stale unless the trigger (SeeProbe) recorded the nonce last sent.
 //
 // Not a supported import: see package counters.
 package sources

@@ -33,8 +33,8 @@ import (
 // TestLogMetricsMatchTheLinesWritten: each log-based metric's filter (manifest.LogMetrics) matches a line that
 // its functions really write, captured from real calls against the emulator: an increment applied
 // and one refused (the summaries at shutdown), a message applied, a 504, a roll-up by the trigger,
-// a sweep that finishes and one out of time, a shard under a document not declared and one under a
-// missing document. A field renamed in
+// a sweep that finishes and one out of time, a probe of a collection trigger checked, a shard under
+// a document not declared and one under a missing document. A field renamed in
 // the code or in a metric fails it.
 func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 	ctx := context.Background()
@@ -162,6 +162,15 @@ func TestLogMetricsMatchTheLinesWritten(t *testing.T) {
 		if _, err := client.Collection(cfg.Schema().Counters).Doc(goneID).Update(ctx, undeclared); err != nil {
 			t.Fatal(err)
 		}
+		tick(s, time.Minute)
+	})
+	run(functions.EntryRollupScheduled, func(s *functions.Service) { // a probed trigger: the second tick checks it
+		set, err := sources.Parse([]byte(`[{"documents": "boards/{board}/pins/{pin}", "counter": "pins-{board}", "canary": true}]`), cfg.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.CountSources(set)
+		tick(s, time.Minute)
 		tick(s, time.Minute)
 	})
 	run(functions.EntryCountDocumentWrite, func(s *functions.Service) { // a star on an ordinary counter

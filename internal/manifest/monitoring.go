@@ -121,6 +121,9 @@ func (n Monitoring) LogMetrics() []LogMetric {
 			Description: "Extension folds that failed and extension shards left unfolded, by kind (fold_failed, shard_left_unfolded, not_declared)."},
 		{Name: "counters_collection_drift", Event: functions.EventCollectionDrift, EntryPoints: []string{functions.EntryRollupScheduled},
 			Description: "Quiet collection counters the scheduled sweep found different from count()/sum() of their documents (sources repair fixes one)."},
+		{Name: "counters_collection_canary", Event: functions.EventCollectionCanary, EntryPoints: []string{functions.EntryRollupScheduled},
+			Labels:      []string{"outcome", "declaration"},
+			Description: "Per scheduled sweep and declaration with \"canary\": true, by outcome: fresh when its count-documents trigger saw the previous probe document, stale when not."},
 		{Name: "counters_collection_unverified", Event: functions.EventCollectionUnverified, EntryPoints: []string{functions.EntryRollupScheduled},
 			Description: "Quiet collection counters the scheduled sweep could not verify (skipped; the others are still checked): sources verify names why."},
 		{Name: "counters_collection_refused", Event: functions.EventCollectionRefused, EntryPoints: []string{functions.EntryCountDocumentWrite},
@@ -414,6 +417,12 @@ func (n Monitoring) AlertPolicies() []AlertPolicy {
 			Unit: "collection counters found unlike their documents in 10 minutes (the sweep checks " + every(sweepEvery) + "), for 5 minutes",
 			Documentation: "The scheduled sweep found quiet collection counters unlike count()/sum() of their documents more often than the threshold, and repaired them: " +
 				"a count-documents trigger is dead, failing or missing its events. Check the count-documents functions and their ERROR lines."},
+		{Key: "collection_trigger_dead", DisplayName: "Counters: a collection counters' trigger misses its probes", Severity: "CRITICAL", Notify: Page, Runbook: runbookCollections,
+			Filter:  n.metricFilter("counters_collection_canary", `metric.labels.outcome="stale"`),
+			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", GroupBy: []string{"metric.label.declaration"}, Period: 10 * time.Minute, Duration: 5 * time.Minute, Threshold: 2, CausePerMinute: 1 / sweepEvery.Minutes(),
+			Unit: "stale probes of one declaration in 10 minutes (one " + every(sweepEvery) + "), for 5 minutes",
+			Documentation: "The scheduled sweep found, more often than the threshold, that a declaration's count-documents trigger did not see the probe document written a sweep before: " +
+				"the trigger is dead or its events are lost, and its collection counters stop following their documents. Check the count-documents functions, their triggers and ERROR lines."},
 		{Key: "increment_refused", DisplayName: "Counters: Increment refuses callers (401, 403, 429)", Severity: "ERROR", Notify: Page, Runbook: runbookRefused,
 			Filter: requests + ` AND metric.labels.response_code=one_of("401", "403", "429")`, Denominator: requests,
 			Aligner: "ALIGN_SUM", Reducer: "REDUCE_SUM", Period: 5 * time.Minute, Duration: 10 * time.Minute, Threshold: 0.2, MinRequests: minRequests(0.2), Requests: requests, CauseMax: 1,
@@ -508,6 +517,8 @@ func (n Monitoring) DashboardCharts() []Chart {
 		{Title: "Collection counters per minute: drifted (repaired by the sweep), unverified, writes refused", Lines: []ChartLine{
 			perMinute(n.metricFilter("counters_collection_drift")), perMinute(n.metricFilter("counters_collection_unverified")),
 			perMinute(n.metricFilter("counters_collection_refused"))}},
+		{Title: "Collection trigger probes per minute, by declaration and outcome (stale: the trigger did not see the probe)", Lines: []ChartLine{
+			perMinute(n.metricFilter("counters_collection_canary"), "metric.label.declaration", "metric.label.outcome")}},
 		{Title: "Pub/Sub: age of the oldest unacknowledged increment message (s)", Lines: []ChartLine{
 			{Filter: n.oldestUnacked(),
 				Aligner: "ALIGN_MAX", Reducer: "REDUCE_MAX"}}},
