@@ -99,8 +99,8 @@ func (s *Service) failureOf(err error) failure {
 	}
 }
 
-// writeFailure answers a failed request as failureOf says, logging what it says to.
-func (s *Service) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
+// answerError answers a failed request as failureOf says, logging what it says to.
+func (s *Service) answerError(w http.ResponseWriter, r *http.Request, err error) {
 	f := s.failureOf(err)
 	if f.log != "" {
 		attrs := []slog.Attr{slog.String("error", err.Error()), slog.String("path", r.URL.Path)}

@@ -161,7 +161,7 @@ func serve[T answer](s *Service, w http.ResponseWriter, r *http.Request, h func(
 	defer cancel()
 	body, err := h(w, r.WithContext(ctx))
 	if err != nil {
-		s.writeFailure(w, r, err)
+		s.answerError(w, r, err)
 		return
 	}
 	writeJSON(w, body.status(), body)
