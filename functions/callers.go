@@ -20,18 +20,19 @@ const (
 )
 
 // RequireCallers makes Increment verify the tokens v requires on every request.
-func (s *Service) RequireCallers(v *callerauth.Verifier) { s.callers = v }
+func (s *Service) RequireCallers(v *callerauth.Verifier) { s.increments.callers = v }
 
 // requireCallersFromConfig builds the Verifier that cfg asks for, if any.
 func (s *Service) requireCallersFromConfig(ctx context.Context) error {
-	if !s.cfg.VerifiesCallers() {
+	cfg := s.increments.cfg
+	if !cfg.VerifiesCallers() {
 		return nil
 	}
-	v, err := callerauth.New(ctx, s.cfg.Project, callerauth.Requirements{
-		IDToken: s.cfg.RequireIDToken, AppCheck: s.cfg.RequireAppCheck, RefuseAnonymous: s.cfg.RefuseAnonymousUsers,
-		VerifiedEmail: s.cfg.RequireVerifiedEmail,
-		CheckRevoked:  s.cfg.CheckRevokedTokens, RevokedCacheTTL: s.cfg.RevokedCheckCacheTTL,
-		ConsumeAppCheck: s.cfg.AppCheckReplayProtection})
+	v, err := callerauth.New(ctx, cfg.Project, callerauth.Requirements{
+		IDToken: cfg.RequireIDToken, AppCheck: cfg.RequireAppCheck, RefuseAnonymous: cfg.RefuseAnonymousUsers,
+		VerifiedEmail: cfg.RequireVerifiedEmail,
+		CheckRevoked:  cfg.CheckRevokedTokens, RevokedCacheTTL: cfg.RevokedCheckCacheTTL,
+		ConsumeAppCheck: cfg.AppCheckReplayProtection})
 	if err != nil {
 		return err
 	}
@@ -41,19 +42,19 @@ func (s *Service) requireCallersFromConfig(ctx context.Context) error {
 
 // verifiedCaller returns the request's verified caller identity (empty when not verified), or a 401,
 // 403 or 503 as docs/api.md lists; why a token failed is logged, never sent.
-func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
-	if s.callers == nil {
+func (h *incrementHandler) verifiedCaller(w http.ResponseWriter, r *http.Request) (string, error) {
+	if h.callers == nil {
 		return "", nil
 	}
 	var idToken string
-	if s.callers.RequiresIDToken() { // else Authorization is not ours
+	if h.callers.RequiresIDToken() { // else Authorization is not ours
 		var err error
 		if idToken, err = bearerToken(r); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request"`)
 			return "", err
 		}
 	}
-	caller, err := s.callers.Verify(r.Context(), idToken, r.Header.Get(headerAppCheck))
+	caller, err := h.callers.Verify(r.Context(), idToken, r.Header.Get(headerAppCheck))
 	if err == nil {
 		return caller.Identity(), nil
 	}
@@ -63,7 +64,7 @@ func (s *Service) verifiedCaller(w http.ResponseWriter, r *http.Request) (string
 	)
 	switch {
 	case errors.As(err, &unavailable):
-		s.unverified.Add(context.WithoutCancel(r.Context()), tokenKind(unavailable.Kind), 1, slog.LevelWarn, slog.String("error", err.Error()))
+		h.unverified.Add(context.WithoutCancel(r.Context()), tokenKind(unavailable.Kind), 1, slog.LevelWarn, slog.String("error", err.Error()))
 		retryAfter := setRetryAfter(w)
 		return "", &requestError{status: http.StatusServiceUnavailable, outcome: outcomeNotApplied,
 			message: "the caller's token could not be verified right now; nothing was done; retry after " + retryAfter + " s"}

@@ -95,11 +95,11 @@ func (membersPurge) configureAnswer()      {}
 
 // ConfigureCounter is the admin HTTP entry point: PUT/POST creates or configures a counter (shards,
 // windows, distinct, group), resets it or purges members; DELETE deletes it. See docs/api.md.
-func (s *Service) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
-	serve(s, w, r, s.configure)
+func (h *configureHandler) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
+	serve(&h.answerer, w, r, h.configure)
 }
 
-func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAnswer, error) {
+func (h *configureHandler) configure(w http.ResponseWriter, r *http.Request) (configureAnswer, error) {
 	if err := checkMethod(r, http.MethodPut, http.MethodPost, http.MethodDelete); err != nil {
 		return nil, err
 	}
@@ -109,18 +109,18 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		if err != nil {
 			return nil, err
 		}
-		ranked, err := s.rollups.Get(r.Context(), id) // the top lists it is in
+		ranked, err := h.rollups.Get(r.Context(), id) // the top lists it is in
 		if err != nil && shared.IsRetryable(err) {
 			return nil, err
 		}
-		if err := s.lifecycle.Delete(r.Context(), id); err != nil {
-			return nil, s.declaredNotFound(id, err)
+		if err := h.lifecycle.Delete(r.Context(), id); err != nil {
+			return nil, declaredNotFound(h.counting, id, err)
 		}
-		if err := s.engine.RefreshTopsAfterDelete(r.Context(), id, ranked); err != nil {
-			s.log.WarnContext(r.Context(), "top lists not refreshed after a counter delete; they rank it until their group's next roll-up",
+		if err := h.engine.RefreshTopsAfterDelete(r.Context(), id, ranked); err != nil {
+			h.log.WarnContext(r.Context(), "top lists not refreshed after a counter delete; they rank it until their group's next roll-up",
 				"counter", id, "error", err.Error())
 		}
-		return deleteResponse{Counter: id, Deleted: true, membersPurge: s.purgeMembers(r, id)}, nil
+		return deleteResponse{Counter: id, Deleted: true, membersPurge: h.purgeMembers(r, id)}, nil
 	}
 	var req configureRequest
 	if err := decodeJSONBody(w, r, &req); err != nil {
@@ -133,9 +133,9 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		if req.Reset || req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
 			return nil, &wire.FieldError{Field: "purge_members", Message: "a purge of members takes no other field; send them in a request of their own"}
 		}
-		deleted, more, err := s.members.PurgeMembers(r.Context(), req.Counter)
+		deleted, more, err := h.members.PurgeMembers(r.Context(), req.Counter)
 		if err != nil {
-			return nil, s.declaredNotFound(req.Counter, err)
+			return nil, declaredNotFound(h.counting, req.Counter, err)
 		}
 		return purgeResponse{Counter: req.Counter, membersPurge: membersPurge{MembersDeleted: deleted, MembersLeft: more}}, nil
 	}
@@ -143,23 +143,23 @@ func (s *Service) configure(w http.ResponseWriter, r *http.Request) (configureAn
 		if req.NumShards != nil || req.MinShards != nil || req.MaxShards != nil || req.Windows != nil || req.Distinct != nil || req.Group != nil {
 			return nil, &wire.FieldError{Field: "reset", Message: "a reset takes no num_shards, min_shards, max_shards, windows, distinct or group; send them in a request of their own"}
 		}
-		discarded, err := s.lifecycle.Reset(r.Context(), req.Counter)
+		discarded, err := h.lifecycle.Reset(r.Context(), req.Counter)
 		if err != nil {
-			return nil, s.declaredNotFound(req.Counter, err)
+			return nil, declaredNotFound(h.counting, req.Counter, err)
 		}
-		return resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: s.purgeMembers(r, req.Counter)}, nil
+		return resetResponse{Counter: req.Counter, Reset: true, Discarded: discarded, membersPurge: h.purgeMembers(r, req.Counter)}, nil
 	}
-	if err := s.checkWritableCounterID(req.Counter); err != nil {
+	if err := h.checkWritableCounterID(req.Counter); err != nil {
 		return nil, err
 	}
-	if err := s.refuseDeclaredCreation(r.Context(), req.Counter); err != nil {
+	if err := h.refuseDeclaredCreation(r.Context(), req.Counter); err != nil {
 		return nil, err
 	}
 	settings, err := req.settings()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := s.lifecycle.Configure(r.Context(), req.Counter, settings)
+	cfg, err := h.lifecycle.Configure(r.Context(), req.Counter, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -203,10 +203,10 @@ func (req configureRequest) settings() (counter.Settings, error) {
 
 // purgeMembers runs one bounded purge of id's member documents; a failure is logged and answered
 // as members left.
-func (s *Service) purgeMembers(r *http.Request, id string) membersPurge {
-	deleted, more, err := s.members.PurgeMembers(r.Context(), id)
+func (h *configureHandler) purgeMembers(r *http.Request, id string) membersPurge {
+	deleted, more, err := h.members.PurgeMembers(r.Context(), id)
 	if err != nil {
-		s.log.WarnContext(r.Context(), "purge of member documents failed; purge_members deletes them later",
+		h.log.WarnContext(r.Context(), "purge of member documents failed; purge_members deletes them later",
 			"counter", id, "error", err.Error())
 		return membersPurge{MembersDeleted: deleted, MembersLeft: true}
 	}
@@ -215,11 +215,11 @@ func (s *Service) purgeMembers(r *http.Request, id string) membersPurge {
 
 // refuseDeclaredCreation refuses to create counter id when a declaration of COUNTER_SOURCES builds
 // that ID: its documents alone make it (counter.ErrDeclared).
-func (s *Service) refuseDeclaredCreation(ctx context.Context, id string) error {
-	if !s.counting.Declares(id) {
+func (h *configureHandler) refuseDeclaredCreation(ctx context.Context, id string) error {
+	if !h.counting.Declares(id) {
 		return nil
 	}
-	_, err := s.reader.CounterRef(id).Get(ctx)
+	_, err := h.reader.CounterRef(id).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
 		return fmt.Errorf("create counter %q: %w", id, counter.ErrDeclared)

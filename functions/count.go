@@ -51,41 +51,43 @@ var countMethods = []string{http.MethodGet, http.MethodHead}
 
 // Count is the HTTP entry point GET ?counter=<id>[&window=W[&bucket=L]]: a counter's exact value and
 // its roll-up, or one window bucket's count. See docs/api.md.
-func (s *Service) Count(w http.ResponseWriter, r *http.Request) { serve(s, w, r, s.count) }
+func (h *readHandler) Count(w http.ResponseWriter, r *http.Request) {
+	serve(&h.answerer, w, r, h.count)
+}
 
-func (s *Service) count(w http.ResponseWriter, r *http.Request) (countAnswer, error) {
+func (h *readHandler) count(w http.ResponseWriter, r *http.Request) (countAnswer, error) {
 	if err := checkMethod(r, countMethods...); err != nil {
 		return nil, err
 	}
-	id, err := counterParam(r, s.checkCounterID)
+	id, err := counterParam(r, h.checkCounterID)
 	if err != nil {
 		return nil, err
 	}
 	if q := r.URL.Query(); q.Has("window") || q.Has("bucket") {
-		return s.windowCount(r, id)
+		return h.windowCount(r, id)
 	}
 	// Roll-up first, so it is never ahead of the value.
-	doc, rollupErr := s.rollups.Get(r.Context(), id)
+	doc, rollupErr := h.rollups.Get(r.Context(), id)
 	if rollupErr != nil && shared.IsRetryable(rollupErr) {
 		return nil, rollupErr
 	}
-	if s.betweenCountReads != nil {
-		s.betweenCountReads(id)
+	if h.betweenCountReads != nil {
+		h.betweenCountReads(id)
 	}
-	value, err := s.reader.Value(r.Context(), id)
+	value, err := h.reader.Value(r.Context(), id)
 	if uncountable := (*counter.UncountableError)(nil); errors.As(err, &uncountable) {
 		// Broken data: 500 naming what to fix (Count is private).
-		s.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
+		h.log.ErrorContext(r.Context(), "counter cannot be computed", "counter", id, "error", err.Error())
 		return nil, &requestError{status: http.StatusInternalServerError, message: uncountable.Error()}
 	}
 	if err != nil {
-		return nil, s.declaredNotFound(id, err)
+		return nil, declaredNotFound(h.counting, id, err)
 	}
 	resp := countResponse{Counter: id, Count: value.Count, NumShards: value.NumShards}
 	// A broken roll-up is reported missing, and logged.
 	switch {
 	case rollupErr != nil:
-		s.log.ErrorContext(r.Context(), "roll-up unreadable; answered without it", "counter", id, "error", rollupErr.Error())
+		h.log.ErrorContext(r.Context(), "roll-up unreadable; answered without it", "counter", id, "error", rollupErr.Error())
 	case doc != nil:
 		resp.Rollup = &rollupSummary{Count: doc.Count, UpdatedAt: doc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
 	}
@@ -93,7 +95,7 @@ func (s *Service) count(w http.ResponseWriter, r *http.Request) (countAnswer, er
 }
 
 // windowCount answers Count for one bucket of a window.
-func (s *Service) windowCount(r *http.Request, id string) (windowCountResponse, error) {
+func (h *readHandler) windowCount(r *http.Request, id string) (windowCountResponse, error) {
 	window, err := oneParam(r, "window")
 	if err != nil {
 		return windowCountResponse{}, err
@@ -110,9 +112,9 @@ func (s *Service) windowCount(r *http.Request, id string) (windowCountResponse, 
 			return windowCountResponse{}, &wire.FieldError{Field: "bucket", Message: fmt.Sprintf("bucket %q is not a %s bucket label (UTC, like %s)", bucket, window, counter.Bucket(window, time.Now()))}
 		}
 	}
-	v, err := s.reader.WindowValue(r.Context(), id, window, bucket)
+	v, err := h.reader.WindowValue(r.Context(), id, window, bucket)
 	if err != nil {
-		return windowCountResponse{}, s.declaredNotFound(id, err)
+		return windowCountResponse{}, declaredNotFound(h.counting, id, err)
 	}
 	return windowCountResponse{Counter: id, Window: window, Bucket: v.Bucket, Count: v.Count, Windows: v.Windows}, nil
 }

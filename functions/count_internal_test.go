@@ -34,12 +34,12 @@ func TestCountNeverShowsARollupAheadOfTheExactValue(t *testing.T) {
 		if rec.Code != http.StatusOK {
 			t.Fatalf("increment: %d %s", rec.Code, rec.Body)
 		}
-		if _, err := s.engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
+		if _, err := s.rollups.engine.Refresh(ctx, id, time.Now(), rollup.SourceTrigger); err != nil {
 			t.Fatal(err)
 		}
 	}
 	increment(1)
-	s.betweenCountReads = func(string) { increment(5) }
+	s.reads.betweenCountReads = func(string) { increment(5) }
 	rec := httptest.NewRecorder()
 	s.Count(rec, httptest.NewRequest(http.MethodGet, "/Count?counter="+id, nil))
 	var got countResponse

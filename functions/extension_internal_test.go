@@ -107,7 +107,7 @@ func TestFoldExtensionShardsHoldsOneEventPerInstance(t *testing.T) {
 	for _, s := range services {
 		// The first event of a document an instance has not seen waits for one read of it (whether
 		// it exists): made here, before the load, it would otherwise hold the first burst's events.
-		if exists, err := s.folder.Exists(ctx, doc); err != nil || !exists {
+		if exists, err := s.folds.folder.Exists(ctx, doc); err != nil || !exists {
 			t.Fatalf("exists %s: %t, %v", doc, exists, err)
 		}
 	}

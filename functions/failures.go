@@ -32,7 +32,7 @@ type failure struct {
 
 // failureOf is the one table from errors to answers, for every entry point: an event whose error
 // answers below 500 can never succeed and is acknowledged (IncrementFromPubSub), others redelivered.
-func (s *Service) failureOf(err error) failure {
+func (a *answerer) failureOf(err error) failure {
 	var (
 		reqErr   *requestError
 		fieldErr *wire.FieldError
@@ -74,7 +74,7 @@ func (s *Service) failureOf(err error) failure {
 				"and `go run ./cmd/sources repair` if it drifted; nothing was changed"}}
 	case errors.Is(err, counter.ErrNotFound):
 		how := "with ConfigureCounter or by incrementing it"
-		if !s.cfg.CreateOnIncrement {
+		if !a.cfg.CreateOnIncrement {
 			how = "with ConfigureCounter (CREATE_ON_INCREMENT is off: increments do not create counters)"
 		}
 		return failure{status: http.StatusNotFound, reason: "no_counter", body: errorBody{Error: "no such counter; create it " + how, Field: "counter"}}
@@ -100,14 +100,14 @@ func (s *Service) failureOf(err error) failure {
 }
 
 // answerError answers a failed request as failureOf says, logging what it says to.
-func (s *Service) answerError(w http.ResponseWriter, r *http.Request, err error) {
-	f := s.failureOf(err)
+func (a *answerer) answerError(w http.ResponseWriter, r *http.Request, err error) {
+	f := a.failureOf(err)
 	if f.log != "" {
 		attrs := []slog.Attr{slog.String("error", err.Error()), slog.String("path", r.URL.Path)}
 		if f.logEvent != "" {
 			attrs = append([]slog.Attr{slog.String("event", f.logEvent)}, attrs...)
 		}
-		s.log.LogAttrs(r.Context(), f.logLevel, f.log, attrs...)
+		a.log.LogAttrs(r.Context(), f.logLevel, f.log, attrs...)
 	}
 	if f.allow != "" {
 		w.Header().Set("Allow", f.allow)

@@ -283,7 +283,7 @@ func FuzzCountDocumentWrite(f *testing.F) {
 		f.Add(seed.structured, seed.subject, []byte(seed.body))
 	}
 	z := newFuzzed(f)
-	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{uid}", "counter": "likes-{post}"}]`), z.svc.cfg.Schema())
+	set, err := sources.Parse([]byte(`[{"documents": "posts/{post}/likes/{uid}", "counter": "likes-{post}"}]`), z.svc.rollups.cfg.Schema())
 	if err != nil {
 		f.Fatal(err)
 	}

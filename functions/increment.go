@@ -28,8 +28,8 @@ const headerReplayed = wire.HeaderReplayed
 
 // Increment is the HTTP entry point POST {"counter", "delta"} (or "member"): 200 counted exactly
 // once, 503 certainly not applied, 504 unknown; an Idempotency-Key applies once. See docs/api.md.
-func (s *Service) Increment(w http.ResponseWriter, r *http.Request) {
-	serve(s, w, r, s.countedIncrement)
+func (h *incrementHandler) Increment(w http.ResponseWriter, r *http.Request) {
+	serve(&h.answerer, w, r, h.countedIncrement)
 }
 
 // incrementResult is Increment's answer and the domain's Result.
@@ -38,12 +38,12 @@ type incrementResult struct {
 	applied counter.Result
 }
 
-func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementResult, error) {
+func (h *incrementHandler) increment(w http.ResponseWriter, r *http.Request) (incrementResult, error) {
 	received := time.Now().UTC()
 	if err := checkMethod(r, incrementMethods...); err != nil {
 		return incrementResult{}, err
 	}
-	caller, err := s.verifiedCaller(w, r)
+	caller, err := h.verifiedCaller(w, r)
 	if err != nil {
 		return incrementResult{}, err
 	}
@@ -55,10 +55,10 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 	if body.Delta != nil {
 		req.Delta = *body.Delta
 	}
-	if err := s.checkIncrementedCounterID(req.Counter); err != nil {
+	if err := h.checkIncrementedCounterID(req.Counter); err != nil {
 		return incrementResult{}, err
 	}
-	if err := wire.ValidateDelta(req.Delta, s.cfg.MaxDelta); err != nil {
+	if err := wire.ValidateDelta(req.Delta, h.cfg.MaxDelta); err != nil {
 		return incrementResult{}, err
 	}
 	key, keyed, err := idempotencyKey(r, caller)
@@ -69,21 +69,34 @@ func (s *Service) increment(w http.ResponseWriter, r *http.Request) (incrementRe
 		req.Key = &counter.Key{Source: counter.SourceHTTP, Caller: caller, ID: key}
 	}
 	if body.Member != nil {
-		if req.Member, err = memberOf(*body.Member, caller, body.Delta, s.cfg.MaxMemberBytes); err != nil {
+		if req.Member, err = memberOf(*body.Member, caller, body.Delta, h.cfg.MaxMemberBytes); err != nil {
 			return incrementResult{}, err
 		}
-		return s.answerIncrement(r, req, received)
+		return h.answerIncrement(r, req, received)
 	}
-	if s.cfg.PerCallerLimit > 0 {
-		req.Caller, req.Limit = caller, s.cfg.PerCallerLimit
+	if h.cfg.PerCallerLimit > 0 {
+		req.Caller, req.Limit = caller, h.cfg.PerCallerLimit
 	}
-	res, err := s.answerIncrement(r, req, received)
+	res, err := h.answerIncrement(r, req, received)
 	if errors.Is(err, counter.ErrMemberRequired) && callerauth.IsUser(caller) && body.Delta == nil {
 		// A distinct counter with verified users counts the user.
 		req.Caller, req.Limit, req.Member = "", 0, caller
-		return s.answerIncrement(r, req, received)
+		return h.answerIncrement(r, req, received)
 	}
 	return res, err
+}
+
+// checkIncrementedCounterID is checkWritableCounterID for an increment: a counter ID that a
+// declaration of COUNTER_SOURCES builds is its documents' alone (counter.ErrSourceCounter), even
+// before its first document makes it.
+func (h *incrementHandler) checkIncrementedCounterID(id string) error {
+	if err := h.checkWritableCounterID(id); err != nil {
+		return err
+	}
+	if h.counting.Declares(id) {
+		return fmt.Errorf("counter %q: %w", id, counter.ErrSourceCounter)
+	}
+	return nil
 }
 
 // memberOf is the member an increment counts: the verified user if any, else member (≤ maxBytes).
@@ -100,8 +113,8 @@ func memberOf(member, caller string, delta *int64, maxBytes int) (string, error)
 }
 
 // answerIncrement increments req, received at received, and answers.
-func (s *Service) answerIncrement(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
-	res, err := s.increments.Increment(r.Context(), req)
+func (h *incrementHandler) answerIncrement(r *http.Request, req counter.Request, received time.Time) (incrementResult, error) {
+	res, err := h.increments.Increment(r.Context(), req)
 	if errors.Is(err, counter.ErrKeyReused) {
 		// Only the caller who spent the key learns what for.
 		if first := res.Applied; req.Member == "" && req.Limit == 0 && callerauth.IsUser(req.Key.Caller) && len(first) == 1 {

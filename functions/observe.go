@@ -69,47 +69,47 @@ func newTallies(log *slog.Logger) (applied, refused, unverified, written *logtal
 
 // flushTallies writes the tallies' summaries now (at shutdown).
 func (s *Service) flushTallies(ctx context.Context) {
-	s.applied.Flush(ctx)
-	s.refused.Flush(ctx)
-	s.unverified.Flush(ctx)
-	s.written.Flush(ctx)
+	s.increments.applied.Flush(ctx)
+	s.increments.refused.Flush(ctx)
+	s.increments.unverified.Flush(ctx)
+	s.rollups.written.Flush(ctx)
 }
 
 // logRollupWritten counts a roll-up the engine wrote, for the roll-up age metric.
-func (s *Service) logRollupWritten(w rollup.Written) {
-	s.written.Observe(context.Background(), w.Source, w.Age.Seconds())
+func (h *rollupHandler) logRollupWritten(w rollup.Written) {
+	h.written.Observe(context.Background(), w.Source, w.Age.Seconds())
 }
 
 // countedIncrement runs increment, counts what it applied or refused, and marks a replayed answer.
-func (s *Service) countedIncrement(w http.ResponseWriter, r *http.Request) (incrementResponse, error) {
-	res, err := s.increment(w, r)
+func (h *incrementHandler) countedIncrement(w http.ResponseWriter, r *http.Request) (incrementResponse, error) {
+	res, err := h.increment(w, r)
 	ctx := context.WithoutCancel(r.Context())
 	if err == nil {
 		if res.applied.Duplicate {
 			w.Header().Set(headerReplayed, "true")
 		}
-		s.countApplied(ctx, sourceHTTP, res.applied)
+		h.countApplied(ctx, sourceHTTP, res.applied)
 		return res.answer, nil
 	}
-	if reason := s.failureOf(err).reason; reason != "" {
+	if reason := h.failureOf(err).reason; reason != "" {
 		var details []slog.Attr
 		var reqErr *requestError
 		if errors.As(err, &reqErr) && reqErr.cause != nil {
 			details = []slog.Attr{slog.String("error", reqErr.cause.Error())}
 		}
-		s.refused.Add(ctx, reason, 1, slog.LevelInfo, details...)
+		h.refused.Add(ctx, reason, 1, slog.LevelInfo, details...)
 	}
 	return incrementResponse{}, err
 }
 
 // countApplied counts each shard write of res, unless res repeats an earlier application.
-func (s *Service) countApplied(ctx context.Context, source string, res counter.Result) {
+func (h *incrementHandler) countApplied(ctx context.Context, source string, res counter.Result) {
 	if res.Duplicate {
 		return
 	}
 	for _, a := range res.Applied {
 		if a.Shard >= 0 {
-			s.applied.Add(ctx, source, a.Delta, slog.LevelInfo)
+			h.applied.Add(ctx, source, a.Delta, slog.LevelInfo)
 		}
 	}
 }

@@ -10,37 +10,97 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/shardcount/counters/callerauth"
 	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/extshards"
 	"github.com/shardcount/counters/functions/config"
 	"github.com/shardcount/counters/functions/logtally"
 	"github.com/shardcount/counters/rollup"
+	"github.com/shardcount/counters/shared"
 	"github.com/shardcount/counters/shared/wire"
 	"github.com/shardcount/counters/sources"
 )
 
-// Service is every entry point over one set of dependencies.
+// Service is every entry point, each served by a handler holding only what it uses; NewService
+// builds them over one set of dependencies.
 type Service struct {
-	cfg        config.Config
-	increments *counter.Increments
-	lifecycle  *counter.Lifecycle
-	members    *counter.Members
-	reader     *counter.Reader
-	rollups    *rollup.Store
-	engine     *rollup.Engine
-	folder     *extshards.Folder
-	counting   *sources.Counting
+	increments *incrementHandler // Increment, IncrementFromPubSub
+	reads      *readHandler      // Count, Top
+	configure  *configureHandler // ConfigureCounter
+	rollups    *rollupHandler    // RollupOnShardWrite, RollupScheduled
+	folds      *foldHandler      // FoldExtensionShards
+	documents  *documentHandler  // CountDocumentWrite
 	log        *slog.Logger
+	origins    map[string]bool // ALLOWED_ORIGINS
+}
+
+// answerer is what the handlers that answer requests share: the settings, the log, and the
+// counter IDs COUNTER_ID_PATTERN accepts.
+type answerer struct {
+	cfg config.Config
+	log *slog.Logger
+	ids *regexp.Regexp // COUNTER_ID_PATTERN, anchored; nil: any valid ID
+}
+
+// incrementHandler serves Increment and IncrementFromPubSub.
+type incrementHandler struct {
+	answerer
+	increments *counter.Increments
+	counting   *sources.Counting    // which counter IDs are collection counters'
+	callers    *callerauth.Verifier // nil: callers are not verified
 	applied    *logtally.Tally      // increments applied, per source (EventIncrementsApplied)
 	refused    *logtally.Tally      // increments refused, per reason (EventIncrementsRefused)
 	unverified *logtally.Tally      // tokens the platform could not verify, per kind (EventTokensUnverified)
-	written    *logtally.Tally      // roll-ups written, per source (EventRollupWritten)
-	callers    *callerauth.Verifier // nil: callers are not verified
-	ids        *regexp.Regexp       // COUNTER_ID_PATTERN, anchored; nil: any valid ID
-	origins    map[string]bool      // ALLOWED_ORIGINS
+}
+
+// readHandler serves Count and Top.
+type readHandler struct {
+	answerer
+	reader   *counter.Reader
+	rollups  *rollup.Store
+	counting *sources.Counting // which counter IDs are collection counters'
 
 	betweenCountReads func(id string) // tests: runs between Count's read of the roll-up and of the exact value
+}
+
+// configureHandler serves ConfigureCounter.
+type configureHandler struct {
+	answerer
+	lifecycle *counter.Lifecycle
+	members   *counter.Members
+	reader    *counter.Reader
+	rollups   *rollup.Store
+	engine    *rollup.Engine    // refreshes the top lists of a deleted counter
+	counting  *sources.Counting // which counter IDs are collection counters'
+}
+
+// rollupHandler serves RollupOnShardWrite and RollupScheduled, with the canary, the collection
+// triggers' probes and the drift check of the scheduled tick.
+type rollupHandler struct {
+	cfg        config.Config
+	log        *slog.Logger
+	engine     *rollup.Engine
+	increments *counter.Increments // the canary's bump
+	lifecycle  *counter.Lifecycle  // creates the canary
+	reader     *counter.Reader
+	rollups    *rollup.Store
+	counting   *sources.Counting
+	written    *logtally.Tally // roll-ups written, per source (EventRollupWritten)
+}
+
+// foldHandler serves FoldExtensionShards.
+type foldHandler struct {
+	log    *slog.Logger
+	folder *extshards.Folder
+}
+
+// documentHandler serves CountDocumentWrite.
+type documentHandler struct {
+	log      *slog.Logger
+	counting *sources.Counting
+	schema   shared.Schema // where the collection triggers' probe records are (canaryRecords)
 }
 
 // NewService wires the entry points to a Firestore client, with no collection counters.
@@ -58,65 +118,92 @@ func NewService(cfg config.Config, client *firestore.Client, log *slog.Logger) *
 		origins[o] = true
 	}
 	applied, refused, unverified, written := newTallies(log)
+	answers := answerer{cfg: cfg, log: log, ids: cfg.CounterIDs()}
+	rollups := rollup.NewStore(client, cfg.Schema())
+	engine := rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval)
+	counting := sources.NewCounting(&sources.Set{}, counters, client, log, cfg.ChangeCommitInterval)
 	s := &Service{
-		origins:    origins,
-		cfg:        cfg,
-		increments: counters.Increments,
-		lifecycle:  counters.Lifecycle,
-		members:    counters.Members,
-		reader:     counters.Reader,
-		rollups:    rollup.NewStore(client, cfg.Schema()),
-		engine:     rollup.NewEngine(client, cfg.Schema(), counters, cfg.RollupInterval),
-		folder:     extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets()),
-		log:        log,
-		applied:    applied,
-		refused:    refused,
-		unverified: unverified,
-		written:    written,
-		ids:        cfg.CounterIDs(),
+		increments: &incrementHandler{answerer: answers, increments: counters.Increments, counting: counting,
+			applied: applied, refused: refused, unverified: unverified},
+		reads: &readHandler{answerer: answers, reader: counters.Reader, rollups: rollups, counting: counting},
+		configure: &configureHandler{answerer: answers, lifecycle: counters.Lifecycle, members: counters.Members,
+			reader: counters.Reader, rollups: rollups, engine: engine, counting: counting},
+		rollups: &rollupHandler{cfg: cfg, log: log, engine: engine, increments: counters.Increments, lifecycle: counters.Lifecycle,
+			reader: counters.Reader, rollups: rollups, counting: counting, written: written},
+		folds:     &foldHandler{log: log, folder: extshards.NewFolder(client, cfg.ExtensionFoldInterval, cfg.ExtensionTargets())},
+		documents: &documentHandler{log: log, counting: counting, schema: cfg.Schema()},
+		log:       log,
+		origins:   origins,
 	}
-	s.counting = sources.NewCounting(&sources.Set{}, counters, client, log, cfg.ChangeCommitInterval)
-	s.engine.OnWrite(s.logRollupWritten)
+	engine.OnWrite(s.rollups.logRollupWritten)
 	return s
 }
 
 // CountSources makes s keep the collection counters of set (CountDocumentWrite).
 func (s *Service) CountSources(set *sources.Set) {
-	set.InheritCounterIDPattern(s.ids)
-	s.counting = s.counting.Of(set)
+	set.InheritCounterIDPattern(s.increments.ids)
+	counting := s.documents.counting.Of(set)
+	s.increments.counting, s.reads.counting, s.configure.counting = counting, counting, counting
+	s.rollups.counting, s.documents.counting = counting, counting
+}
+
+// Increment is incrementHandler.Increment, the entry point.
+func (s *Service) Increment(w http.ResponseWriter, r *http.Request) { s.increments.Increment(w, r) }
+
+// IncrementFromPubSub is incrementHandler.IncrementFromPubSub, the entry point.
+func (s *Service) IncrementFromPubSub(ctx context.Context, e event.Event) error {
+	return s.increments.IncrementFromPubSub(ctx, e)
+}
+
+// Count is readHandler.Count, the entry point.
+func (s *Service) Count(w http.ResponseWriter, r *http.Request) { s.reads.Count(w, r) }
+
+// Top is readHandler.Top, the entry point.
+func (s *Service) Top(w http.ResponseWriter, r *http.Request) { s.reads.Top(w, r) }
+
+// ConfigureCounter is configureHandler.ConfigureCounter, the entry point.
+func (s *Service) ConfigureCounter(w http.ResponseWriter, r *http.Request) {
+	s.configure.ConfigureCounter(w, r)
+}
+
+// RollupOnShardWrite is rollupHandler.RollupOnShardWrite, the entry point.
+func (s *Service) RollupOnShardWrite(ctx context.Context, e event.Event) error {
+	return s.rollups.RollupOnShardWrite(ctx, e)
+}
+
+// RollupScheduled is rollupHandler.RollupScheduled, the entry point.
+func (s *Service) RollupScheduled(ctx context.Context, e event.Event) error {
+	return s.rollups.RollupScheduled(ctx, e)
+}
+
+// FoldExtensionShards is foldHandler.FoldExtensionShards, the entry point.
+func (s *Service) FoldExtensionShards(ctx context.Context, e event.Event) error {
+	return s.folds.FoldExtensionShards(ctx, e)
+}
+
+// CountDocumentWrite is documentHandler.CountDocumentWrite, the entry point.
+func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
+	return s.documents.CountDocumentWrite(ctx, e)
 }
 
 // checkCounterID accepts a valid document ID matching COUNTER_ID_PATTERN, else returns a
 // *wire.FieldError "counter" that never reveals the pattern (logged at DEBUG).
-func (s *Service) checkCounterID(id string) error {
-	return s.checkIDWith(id, wire.ValidateCounterID)
+func (a *answerer) checkCounterID(id string) error {
+	return a.checkIDWith(id, wire.ValidateCounterID)
 }
 
 // checkWritableCounterID is checkCounterID for a counter a caller changes: no reserved ID.
-func (s *Service) checkWritableCounterID(id string) error {
-	return s.checkIDWith(id, wire.ValidateWritableCounterID)
-}
-
-// checkIncrementedCounterID is checkWritableCounterID for an increment: a counter ID that a
-// declaration of COUNTER_SOURCES builds is its documents' alone (counter.ErrSourceCounter), even
-// before its first document makes it.
-func (s *Service) checkIncrementedCounterID(id string) error {
-	if err := s.checkWritableCounterID(id); err != nil {
-		return err
-	}
-	if s.counting.Declares(id) {
-		return fmt.Errorf("counter %q: %w", id, counter.ErrSourceCounter)
-	}
-	return nil
+func (a *answerer) checkWritableCounterID(id string) error {
+	return a.checkIDWith(id, wire.ValidateWritableCounterID)
 }
 
 // checkIDWith is checkCounterID with validate in place of wire.ValidateCounterID.
-func (s *Service) checkIDWith(id string, validate func(string) error) error {
+func (a *answerer) checkIDWith(id string, validate func(string) error) error {
 	if err := validate(id); err != nil {
 		return err
 	}
-	if s.ids != nil && !s.ids.MatchString(id) {
-		s.log.Debug("counter ID refused by COUNTER_ID_PATTERN", "counter", id, "pattern", s.cfg.CounterIDPattern)
+	if a.ids != nil && !a.ids.MatchString(id) {
+		a.log.Debug("counter ID refused by COUNTER_ID_PATTERN", "counter", id, "pattern", a.cfg.CounterIDPattern)
 		return &wire.FieldError{Field: "counter",
 			Message: "counter ID is not one this deployment accepts: it does not match the deployment's COUNTER_ID_PATTERN (its operator sets which IDs are allowed)"}
 	}
@@ -132,10 +219,10 @@ const (
 )
 
 // declaredNotFound is err, unless err is counter.ErrNotFound for an ID that a declaration of
-// COUNTER_SOURCES builds: then the 404 names what makes that counter (its documents, and backfill
-// for documents older than the declaration), not ConfigureCounter or increments, which it refuses.
-func (s *Service) declaredNotFound(id string, err error) error {
-	if !errors.Is(err, counter.ErrNotFound) || !s.counting.Declares(id) {
+// counting builds: then the 404 names what makes that counter (its documents, and backfill for
+// documents older than the declaration), not ConfigureCounter or increments, which it refuses.
+func declaredNotFound(counting *sources.Counting, id string, err error) error {
+	if !errors.Is(err, counter.ErrNotFound) || !counting.Declares(id) {
 		return err
 	}
 	return &requestError{status: http.StatusNotFound, field: "counter",
@@ -155,13 +242,13 @@ func counterParam(r *http.Request, check func(id string) error) (string, error) 
 // answer is a handler's JSON body; status is its HTTP status.
 type answer interface{ status() int }
 
-// serve runs h and writes its answer or failure.
-func serve[T answer](s *Service, w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (T, error)) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+// serve runs h within REQUEST_TIMEOUT and writes its answer or failure.
+func serve[T answer](a *answerer, w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) (T, error)) {
+	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.RequestTimeout)
 	defer cancel()
 	body, err := h(w, r.WithContext(ctx))
 	if err != nil {
-		s.answerError(w, r, err)
+		a.answerError(w, r, err)
 		return
 	}
 	writeJSON(w, body.status(), body)

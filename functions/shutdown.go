@@ -41,10 +41,10 @@ func gated(h http.HandlerFunc) http.HandlerFunc {
 // has its outcome or ctx ends. It does not close the Firestore client.
 func (s *Service) Shutdown(ctx context.Context) error {
 	defer s.flushTallies(ctx)
-	if err := s.counting.Close(ctx); err != nil {
+	if err := s.documents.counting.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
-	if err := s.increments.Close(ctx); err != nil {
+	if err := s.increments.increments.Close(ctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil

@@ -15,28 +15,28 @@ import (
 // counts each write exactly once on every counter declaring it; a probe document's write
 // (sources.Counting.SeeProbe) it records as seen and counts nowhere. An unreadable event is logged
 // and acknowledged; other failures ask for redelivery.
-func (s *Service) CountDocumentWrite(ctx context.Context, e event.Event) error {
+func (h *documentHandler) CountDocumentWrite(ctx context.Context, e event.Event) error {
 	path, ok := strings.CutPrefix(e.Subject(), "documents/")
 	value, old, err := eventhttp.Documents(e.Data())
 	if !ok || err != nil || value == nil && old == nil {
-		s.log.ErrorContext(ctx, "event is not a document write; event dropped", "event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "error", errString(err))
+		h.log.ErrorContext(ctx, "event is not a document write; event dropped", "event_id", e.ID(), "subject", e.Subject(), "type", e.Type(), "error", errString(err))
 		return nil
 	}
 	w := sources.Write{Path: path, Old: old, New: value, Time: e.Time()}
-	if probe, err := s.counting.SeeProbe(ctx, s.canaryRecords(), w); probe {
-		return s.eventResult(ctx, e, err, "record a collection trigger's probe", slog.String("document", path))
+	if probe, err := h.counting.SeeProbe(ctx, canaryRecords(h.counting, h.schema), w); probe {
+		return eventResult(ctx, h.log, e, err, "record a collection trigger's probe", slog.String("document", path))
 	}
-	t, err := s.counting.Count(ctx, w)
+	t, err := h.counting.Count(ctx, w)
 	attrs := []any{"event_id", e.ID(), "document", path, "counted", t.Counted, "duplicate", t.Duplicate, "in_base", t.InBase}
 	if err != nil {
-		s.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)
+		h.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)
 		return err
 	}
 	for _, why := range t.Refused {
-		s.log.ErrorContext(ctx, "document maps to a counter its declaration did not create; not counted there", "event", EventCollectionRefused,
+		h.log.ErrorContext(ctx, "document maps to a counter its declaration did not create; not counted there", "event", EventCollectionRefused,
 			"event_id", e.ID(), "document", path, "error", why)
 	}
-	s.log.Log(ctx, slog.LevelDebug, "document write counted", attrs...)
+	h.log.Log(ctx, slog.LevelDebug, "document write counted", attrs...)
 	return nil
 }
 

@@ -32,9 +32,9 @@ var topMethods = []string{http.MethodGet, http.MethodHead}
 
 // Top is the HTTP entry point GET ?group=G[&window=W[&bucket=L]][&limit=N]: the group's highest
 // counters, from its top-list document. See docs/api.md.
-func (s *Service) Top(w http.ResponseWriter, r *http.Request) { serve(s, w, r, s.top) }
+func (h *readHandler) Top(w http.ResponseWriter, r *http.Request) { serve(&h.answerer, w, r, h.top) }
 
-func (s *Service) top(w http.ResponseWriter, r *http.Request) (topResponse, error) {
+func (h *readHandler) top(w http.ResponseWriter, r *http.Request) (topResponse, error) {
 	if err := checkMethod(r, topMethods...); err != nil {
 		return topResponse{}, err
 	}
@@ -73,7 +73,7 @@ func (s *Service) top(w http.ResponseWriter, r *http.Request) (topResponse, erro
 			return topResponse{}, &wire.FieldError{Field: "limit", Message: fmt.Sprintf("limit must be an integer from 1 to %d", rollup.MaxTop)}
 		}
 	}
-	list, err := s.rollups.Top(r.Context(), group, window, bucket)
+	list, err := h.rollups.Top(r.Context(), group, window, bucket)
 	if err != nil {
 		return topResponse{}, err
 	}
