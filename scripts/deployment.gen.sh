@@ -4,8 +4,8 @@
 
 # The release (version.Version): deploy.sh --version prints it, and every function carries it in
 # the label counters_version (label values allow no dots).
-readonly VERSION=0.12.0
-readonly VERSION_LABEL=v0-12-0
+readonly VERSION=0.13.0
+readonly VERSION_LABEL=v0-13-0
 
 # Every deployed function, one row each: name, entry point, event type, topic, document pattern
 # (below the counters collection unless from root), retry, dead-letter topic, memory, vCPU,

@@ -2,7 +2,7 @@
 package version
 
 // Version is the release's semantic version; its git tag is "v" + Version.
-const Version = "0.12.0"
+const Version = "0.13.0"
 
 // Repository is where the source is published; a release's files are under blob/v<Version>/.
 const Repository = "https://github.com/shardcount/counters"
