@@ -43,6 +43,9 @@ func (d *Declaration) ProbePath() string {
 // isProbe reports whether path is the probe document of a declaration that opted in: no
 // declaration counts it.
 func (s *Set) isProbe(path string) bool {
+	if !strings.Contains(path, ProbeID) {
+		return false // every probe path holds ProbeID: other writes build no probe path
+	}
 	for _, d := range s.Declarations {
 		if d.Canary && d.ProbePath() == path {
 			return true
