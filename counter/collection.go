@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -36,11 +38,16 @@ type TimedDelta struct {
 	Delta int64
 }
 
-// ShardWrite is a planned write to one shard of a collection counter, for a transaction of the
+// ShardWrite is a planned write to shards of a collection counter, for a transaction of the
 // caller's (AddTo); call Committed once that transaction commits.
 type ShardWrite struct {
 	sh *shards
 	w  shardWrite
+	// more are further shards' writes (Spread); counterUpdates join the counter document's stamp.
+	more           []shardWrite
+	counterUpdates []firestore.Update
+	noShard        bool
+	allTimeOnly    bool // a correction: no window bucket counts it
 }
 
 // PlanChanges plans the shard write of collection counter id's changes; ErrNoCollectionCounter,
@@ -70,15 +77,77 @@ func (s *Collections) PlanCorrection(ctx context.Context, id string, delta int64
 		return nil, err
 	}
 	w.parts, w.stamp = nil, false
-	return &ShardWrite{sh: s.sh, w: w}, nil
+	return &ShardWrite{sh: s.sh, w: w, allTimeOnly: true}, nil
 }
 
-// Shard is the shard w writes.
+// Shard is the (first) shard w writes.
 func (w *ShardWrite) Shard() int { return w.w.shard }
+
+// Spread replaces w's deltas by byShard's: each shard gets its own; none leaves only the stamp.
+// The caller keeps every shard within int64 (the increments saturate).
+func (w *ShardWrite) Spread(byShard map[int][]TimedDelta) error {
+	w.more, w.noShard = nil, len(byShard) == 0
+	first := true
+	for _, shard := range slices.Sorted(maps.Keys(byShard)) {
+		sw := shardWrite{counter: w.w.counter, shard: shard, windows: w.w.windows}
+		for _, d := range byShard[shard] {
+			if err := sw.add(d.Delta, d.At); err != nil {
+				return fmt.Errorf("spread the changes of counter %q: %w", w.w.counter, err)
+			}
+		}
+		if w.allTimeOnly {
+			sw.parts = nil
+		}
+		if first {
+			w.w.shard, w.w.delta, w.w.parts = shard, sw.delta, sw.parts
+			first = false
+			continue
+		}
+		w.more = append(w.more, sw)
+	}
+	return nil
+}
+
+// UpdateCounter adds updates of the counter document to w, beside its stamp.
+func (w *ShardWrite) UpdateCounter(updates ...firestore.Update) {
+	w.counterUpdates = append(w.counterUpdates, updates...)
+}
 
 // AddTo adds w's writes to tx.
 func (w *ShardWrite) AddTo(tx *firestore.Transaction) error {
-	return addToTransaction(tx, w.sh.shardWriteOps(w.w))
+	ops := w.sh.shardWriteOps(w.w)
+	if w.noShard {
+		ops = ops[:len(ops)-1]
+	}
+	if len(w.counterUpdates) > 0 {
+		ops = w.withCounterUpdates(ops)
+	}
+	for _, sw := range w.more {
+		ops = append(ops, op{kind: opMerge, ref: w.sh.schema.ShardRef(w.sh.client, sw.counter, sw.shard), data: shardIncrement(sw)})
+	}
+	return addToTransaction(tx, ops)
+}
+
+// withCounterUpdates merges w's counter updates into the stamp among ops, or adds an update.
+func (w *ShardWrite) withCounterUpdates(ops []op) []op {
+	ref := w.sh.schema.CounterRef(w.sh.client, w.w.counter)
+	for i, o := range ops {
+		if o.kind == opUpdate && o.ref.Path == ref.Path {
+			ops[i].updates = append(slices.Clip(o.updates), w.counterUpdates...)
+			return ops
+		}
+	}
+	return append(ops, op{kind: opUpdate, ref: ref, updates: w.counterUpdates})
+}
+
+// ShardsRef is collection counter id's shards: one document per shard, named by its index.
+func (s *Collections) ShardsRef(id string) *firestore.CollectionRef {
+	return s.sh.schema.ShardsRef(s.sh.client, id)
+}
+
+// ShardRef is shard n of collection counter id.
+func (s *Collections) ShardRef(id string, n int) *firestore.DocumentRef {
+	return s.sh.schema.ShardRef(s.sh.client, id, n)
 }
 
 // Committed records that the transaction holding w committed.

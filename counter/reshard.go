@@ -77,6 +77,9 @@ func (s *Lifecycle) reshape(ctx context.Context, id string, change func(cur Shap
 		}
 		// Reads done; writes follow.
 		fields := res.after.fields()
+		if len(shards) > 0 && snap.Data()[shared.FieldSource] != nil {
+			fields[shared.FieldSumWide] = true // a fold can put more on a shard than a sum's bound
+		}
 		for f, v := range features {
 			fields[f] = v
 		}

@@ -44,6 +44,16 @@ const (
 	// ChangeLedgerCollection holds a record (FieldChangeDelta) per counted change, named by its key.
 	ChangeLedgerCollection = "counter_change_ledger"
 	FieldChangeDelta       = "delta"
+	// FieldSumWide marks a sum counter some shard of which may hold more than its fast-path bound
+	// (package sources); a shrink's fold sets it.
+	FieldSumWide = "sum_wide"
+	// FieldSumRefused marks a sum counter that may hold records in SumRefusedCollection: per
+	// document (FieldRefusedPath), what it adds that the counter does not count (FieldRefusedUnapplied,
+	// a decimal integer), because counting it would have left int64.
+	FieldSumRefused        = "sum_refused"
+	SumRefusedCollection   = "counter_sum_refused"
+	FieldRefusedPath       = "path"
+	FieldRefusedUnapplied  = "unapplied"
 	ShardsCollection       = "shards"
 	CallersCollection      = "callers"
 	FieldNet               = "net"

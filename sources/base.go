@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -188,7 +190,7 @@ func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) er
 	if err != nil {
 		return err
 	}
-	correction := want - have.Count
+	correction := new(big.Int).Sub(big.NewInt(want.counted()), big.NewInt(have.Count))
 	err = c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		now, err := tx.Get(ref)
 		if err != nil {
@@ -200,18 +202,40 @@ func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) er
 		if !now.UpdateTime.Equal(snap.UpdateTime) {
 			return errCounterMoved // a newer stamp, or a completion and a stamp
 		}
-		updates := []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}
-		if correction == 0 {
-			return tx.Update(ref, updates)
+		var sum *baseSum
+		if b.d.Sum != "" {
+			if sum, err = c.readBaseSum(tx, now, id); err != nil {
+				return err
+			}
 		}
-		// The sweep rolls it up should the trigger's event be lost.
-		updates = append(updates, firestore.Update{Path: shared.FieldTouchedMinute, Value: shared.UnixMinute(c.clock.Now())})
-		if err := tx.Update(ref, updates); err != nil {
+		// Reads done; writes follow.
+		updates := []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}
+		var byShard map[int][]counter.TimedDelta
+		if sum != nil {
+			var flags []firestore.Update
+			if byShard, flags, err = sum.place(id, correction, want.over); err != nil {
+				return err
+			}
+			updates = append(updates, flags...)
+			if err := sum.replaceRecords(c, tx, id, want.over); err != nil {
+				return err
+			}
+		}
+		if correction.Sign() != 0 {
+			// The sweep rolls it up should the trigger's event be lost.
+			updates = append(updates, firestore.Update{Path: shared.FieldTouchedMinute, Value: shared.UnixMinute(c.clock.Now())})
+		}
+		if err := tx.Update(ref, updates); err != nil || correction.Sign() == 0 {
 			return err
 		}
-		w, err := c.collections.PlanCorrection(ctx, id, correction, at)
+		w, err := c.collections.PlanCorrection(ctx, id, correction.Int64(), at) // a count's fits
 		if err != nil {
 			return err
+		}
+		if byShard != nil {
+			if err := w.Spread(byShard); err != nil {
+				return err
+			}
 		}
 		return w.AddTo(tx)
 	})

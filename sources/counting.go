@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/big"
 	"strings"
 	"time"
 
@@ -94,6 +95,8 @@ type Write struct {
 // the write was a probe document's (SeeProbe), counted nowhere.
 type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
+	// OutOfRange counts changes a sum counter took otherwise than in full (logged): see Counting.Count.
+	OutOfRange int
 	Refused                                          []string
 	Probe                                            bool
 }
@@ -116,17 +119,13 @@ func (c *Counting) Count(ctx context.Context, w Write) (Outcomes, error) {
 			t.Unmatched++
 			continue
 		}
-		changes := []side{{id: after.id, sc: after.sc, value: after.value - before.value}}
-		if before.id != after.id {
-			changes = []side{{id: before.id, sc: before.sc, value: -before.value}, after}
-		}
 		counted := false
-		for _, ch := range changes {
-			if ch.id == "" || ch.value == 0 {
+		for _, ch := range moves(before, after) {
+			if ch.id == "" || ch.delta == 0 {
 				continue
 			}
 			counted = true
-			res := c.commit(ctx, c.change(w, ch.id, ch.value, baseline{d: d, sc: ch.sc}))
+			res := c.commit(ctx, c.change(w, ch, baseline{d: d, sc: ch.sc}))
 			err := res.err
 			if err != nil {
 				err = fmt.Errorf("change of counter %q: %w", ch.id, err)
@@ -137,6 +136,10 @@ func (c *Counting) Count(ctx context.Context, w Write) (Outcomes, error) {
 			}
 			if err != nil {
 				return t, fmt.Errorf("count %s on %q: %w", w.Path, ch.id, err)
+			}
+			if res.outOfRange {
+				t.OutOfRange++
+				c.log.ErrorContext(ctx, "counting the change in full would take the sum past int64; the document counts 0, or as before", "document", w.Path, "counter", ch.id, "sum", d.Sum)
 			}
 			switch {
 			case res.counted:
@@ -185,16 +188,41 @@ func (c *Counting) side(ctx context.Context, d *Declaration, path string, bound 
 	return side{id: id, sc: sc, value: c.contribution(ctx, d, path, doc)}
 }
 
-// change is w as a change of delta on counter id, keyed by the document's path and update times.
-func (c *Counting) change(w Write, id string, delta int64, b baseline) change {
+// move is a write's change of one counter: delta, leaving the document adding value.
+type move struct {
+	side
+	delta int64
+	part  string // tells apart the halves of a change whose delta would leave int64
+}
+
+// moves are the changes of the counters of a document's versions before and after a write: one
+// counter's change by after's value minus before's, as two halves when that leaves int64 (both
+// values are within ±MaxInt64); or before's counter losing its value and after's gaining its own.
+func moves(before, after side) []move {
+	if before.id != after.id {
+		return []move{{side: side{id: before.id, sc: before.sc}, delta: -before.value}, {side: after, delta: after.value}}
+	}
+	delta := after.value - before.value
+	if (delta < after.value) == (before.value > 0) {
+		return []move{{side: after, delta: delta}}
+	}
+	return []move{{side: side{id: after.id, sc: after.sc}, delta: -before.value, part: "out"}, {side: after, delta: after.value, part: "in"}}
+}
+
+// change is m of w, keyed by the document's path and update times (and m's part).
+func (c *Counting) change(w Write, m move, b baseline) change {
 	oldAt, newAt := updateTime(w.Old), updateTime(w.New)
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano()))
+	key := fmt.Appendf(nil, "%s\x00%d\x00%d", w.Path, oldAt.UnixNano(), newAt.UnixNano())
+	if m.part != "" {
+		key = fmt.Appendf(key, "\x00%s", m.part)
+	}
+	sum := sha256.Sum256(key)
 	at := newAt
 	if w.New == nil {
 		// A delete's time is its event's: the commit time.
 		at = cmp.Or(w.Time, oldAt)
 	}
-	return change{counter: id, key: hex.EncodeToString(sum[:16]), delta: delta, at: at, write: w, base: b}
+	return change{counter: m.id, key: hex.EncodeToString(sum[:16]), delta: m.delta, value: m.value, at: at, write: w, base: b}
 }
 
 // inBase reports whether the base read at base holds ch.
@@ -257,11 +285,27 @@ func (d *Declaration) collection(sc scope) string {
 	return expand(strings.Join(d.pattern[:len(d.pattern)-1], "/"), sc.bound)
 }
 
-// valueAt is d's value of the documents of sc at read time at: count(), or the sum of
-// d.Sum's values as d.summed takes them. sum() answers a double when any value is not an integer;
-// the documents are then read one by one, as they are with a scale, and a value d does not sum
-// counts 0, as a change counts it.
-func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at time.Time) (int64, error) {
+// documents is d's value of the documents of a counter at one read time: their total, exact; and
+// when that leaves int64, the documents left out (path → value, first ones kept) so the rest fit.
+type documents struct {
+	total big.Int
+	over  map[string]int64
+}
+
+// counted is the total of the documents not over: what the counter counts after a base.
+func (v *documents) counted() int64 {
+	kept := new(big.Int).Set(&v.total)
+	for _, n := range v.over {
+		kept.Sub(kept, big.NewInt(n))
+	}
+	return kept.Int64()
+}
+
+// valueAt is d's value of the documents of sc at read time at: count(), or the sum of d.Sum's
+// values as d.summed takes them. sum() answers a double when any value is not an integer, or the
+// sum leaves int64; the documents are then read one by one, as they are with a scale, and a value
+// d does not sum counts 0, as a change counts it.
+func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at time.Time) (*documents, error) {
 	collection := d.collection(sc)
 	q := d.Where.query(c.client.Collection(collection).Query)
 	for name, v := range sc.fields {
@@ -274,8 +318,9 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at tim
 		path, _ = fieldPath(d.Sum)
 		agg = q.NewAggregationQuery().WithSumPath(path, "value")
 	}
-	var value int64
+	var value *documents
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		value = &documents{}
 		if d.Scale == 0 {
 			res, err := agg.Transaction(tx).Get(ctx)
 			if err != nil {
@@ -283,13 +328,13 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at tim
 			}
 			v, _ := res["value"].(*firestorepb.Value)
 			if n, ok := v.GetValueType().(*firestorepb.Value_IntegerValue); ok {
-				value = n.IntegerValue
+				value.total.SetInt64(n.IntegerValue)
 				return nil
 			}
 		}
-		value = 0
 		docs := tx.Documents(q.SelectPaths(path))
 		defer docs.Stop()
+		var kept int64
 		skipped := 0
 		for {
 			doc, err := docs.Next()
@@ -300,12 +345,20 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at tim
 				return err
 			}
 			n, err := doc.DataAtPath(path)
-			if i, ok := d.summed(n); ok && err == nil {
-				if value+i > value != (i > 0) {
-					return fmt.Errorf("the documents' sum leaves the int64 range at %s: %w", doc.Ref.Path, counter.ErrDeltaOverflow)
+			i, ok := d.summed(n)
+			switch {
+			case ok && err == nil:
+				value.total.Add(&value.total, big.NewInt(i))
+				if next := kept + i; (next > kept) == (i > 0) {
+					kept = next
+				} else {
+					if value.over == nil {
+						value.over = map[string]int64{}
+					}
+					_, path, _ := strings.Cut(doc.Ref.Path, "/documents/") // as events name it
+					value.over[path] = i
 				}
-				value += i
-			} else if err == nil {
+			case err == nil:
 				skipped++
 			}
 		}
@@ -315,7 +368,12 @@ func (c *Counting) valueAt(ctx context.Context, d *Declaration, sc scope, at tim
 		return nil
 	}, firestore.ReadOnly, firestore.TransactionReadTime(at))
 	if err != nil {
-		return 0, fmt.Errorf("aggregate %s at %s: %w", collection, at.Format(time.RFC3339Nano), err)
+		return nil, fmt.Errorf("aggregate %s at %s: %w", collection, at.Format(time.RFC3339Nano), err)
+	}
+	if !value.total.IsInt64() {
+		c.log.ErrorContext(ctx, "the documents' sum leaves int64; documents past it count 0", "collection", collection, "sum", d.Sum, "documents", len(value.over))
+	} else {
+		value.over = nil // a sum back within int64 counts every document
 	}
 	return value, nil
 }
@@ -365,8 +423,8 @@ func (c *Counting) find(ctx context.Context, id string) (kept, error) {
 // baselineOf is the base of the counter k keeps.
 func baselineOf(k kept) baseline { return baseline{d: k.d, sc: k.sc} }
 
-// Verify compares counter id with its documents at read time at (within version retention): a
-// difference is drift, or changes not yet counted.
+// Verify compares counter id with its documents at read time at (within version retention), less
+// what it leaves out to stay within int64: a difference is drift, or changes not yet counted.
 func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, error) {
 	k, err := c.find(ctx, id)
 	if err != nil {
@@ -377,11 +435,21 @@ func (c *Counting) Verify(ctx context.Context, id string, at time.Time) (Drift, 
 	if err != nil {
 		return Drift{}, err
 	}
+	unapplied := new(big.Int)
+	if k.d.Sum != "" {
+		if unapplied, err = c.unappliedAt(ctx, id, at); err != nil {
+			return Drift{}, err
+		}
+	}
+	want := new(big.Int).Sub(&docs.total, unapplied)
+	if !want.IsInt64() {
+		return Drift{}, fmt.Errorf("counter %q: its documents' value less what it leaves out, %s, leaves int64: repair it", id, want)
+	}
 	sums, err := c.reader.SumsAt(ctx, id, at, nil)
 	if err != nil {
 		return Drift{}, err
 	}
-	return Drift{Counter: id, Collection: k.d.collection(k.sc), At: at, Value: sums.Count, Documents: docs}, nil
+	return Drift{Counter: id, Collection: k.d.collection(k.sc), At: at, Value: sums.Count, Documents: want.Int64()}, nil
 }
 
 // Repair makes counter id exact again (a new base), safely while changes are in flight;

@@ -86,6 +86,8 @@ func values(data map[string]any) map[string]*firestorepb.Value {
 		switch x := v.(type) {
 		case int:
 			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_IntegerValue{IntegerValue: int64(x)}}
+		case int64:
+			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_IntegerValue{IntegerValue: x}}
 		case float64:
 			out[k] = &firestorepb.Value{ValueType: &firestorepb.Value_DoubleValue{DoubleValue: x}}
 		case string:

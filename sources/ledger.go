@@ -24,6 +24,7 @@ type change struct {
 	counter string
 	key     string // the same for every delivery of the change
 	delta   int64
+	value   int64     // what the document adds to the counter after the change
 	at      time.Time // its commit time: the window buckets it counts in
 	write   Write     // the document's write, to judge whether a base holds it
 	base    baseline  // for a counter without a base
@@ -32,6 +33,7 @@ type change struct {
 // changeReply is what committing a change did: counted on shard, a duplicate, or held by the base.
 type changeReply struct {
 	counted, duplicate, inBase bool
+	outOfRange                 bool // a sum counter took it otherwise than in full
 	shard                      int
 	err                        error
 }
@@ -128,12 +130,13 @@ func (c *Counting) commitChanges(ctx context.Context, batch []change) []changeRe
 			}
 		}
 		var w *counter.ShardWrite
-		w, err = c.changesInTransaction(ctx, id, batch, fresh, base, failures > 0)
+		var outOfRange map[int]bool
+		w, outOfRange, err = c.changesInTransaction(ctx, id, batch, fresh, base, failures > 0)
 		if err == nil {
 			for _, i := range open {
 				replies[i] = changeReply{inBase: true}
 				if !inBase[i] {
-					replies[i] = changeReply{counted: true, shard: w.Shard()}
+					replies[i] = changeReply{counted: true, shard: w.Shard(), outOfRange: outOfRange[i]}
 				}
 			}
 			return replies
@@ -192,13 +195,15 @@ func firstOfEachKey(batch []change, replies []changeReply) []int {
 	return first
 }
 
-// changesInTransaction adds the fresh changes' deltas to one shard and creates their records, in one
+// changesInTransaction adds the fresh changes' deltas to one shard (a sum's within int64: planSum,
+// reporting the changes it took otherwise than in full) and creates their records, in one
 // transaction that holds the counter at base; errBaseMoved, or AlreadyExists when a record exists.
 // With no fresh change it only checks the base.
-func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []change, fresh []int, base time.Time, verify bool) (*counter.ShardWrite, error) {
+func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []change, fresh []int, base time.Time, verify bool) (*counter.ShardWrite, map[int]bool, error) {
 	var written *counter.ShardWrite
+	var outOfRange map[int]bool
 	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		written = nil
+		written, outOfRange = nil, nil
 		snap, err := tx.Get(c.reader.CounterRef(id))
 		if status.Code(err) == codes.NotFound {
 			return errBaseMoved
@@ -227,9 +232,17 @@ func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []
 		if err != nil {
 			return err
 		}
+		sums, err := c.planSum(ctx, tx, snap, w, batch, fresh)
+		if err != nil {
+			return err
+		}
 		if err := w.AddTo(tx); err != nil {
 			return err
 		}
+		if err := sums.write(c, tx, id); err != nil {
+			return err
+		}
+		outOfRange = sums.outOfRange
 		expires := c.clock.Now().Add(changeRecordTTL)
 		for _, i := range fresh {
 			record := map[string]any{shared.FieldChangeDelta: batch[i].delta, shared.FieldExpiresAt: expires}
@@ -246,7 +259,7 @@ func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []
 	if err == nil && written != nil {
 		written.Committed()
 	}
-	return written, err
+	return written, outOfRange, err
 }
 
 // takeOutRecorded answers the changes of batch at open whose records exist as duplicates and
