@@ -27,7 +27,7 @@ func (h *documentHandler) CountDocumentWrite(ctx context.Context, e event.Event)
 		return eventResult(ctx, h.log, e, err, "record a collection trigger's probe", slog.String("document", path))
 	}
 	t, err := h.counting.Count(ctx, w)
-	attrs := []any{"event_id", e.ID(), "document", path, "counted", t.Counted, "duplicate", t.Duplicate, "in_base", t.InBase}
+	attrs := []any{"event_id", e.ID(), "document", path, "counted", t.Counted, "duplicate", t.Duplicate, "in_base", t.InBase, "out_of_range", t.OutOfRange}
 	if err != nil {
 		h.log.WarnContext(ctx, "count document write failed; asking for redelivery", append(attrs, "error", err.Error())...)
 		return err

@@ -97,8 +97,8 @@ type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
 	// OutOfRange counts changes a sum counter took otherwise than in full (logged): see Counting.Count.
 	OutOfRange int
-	Refused                                          []string
-	Probe                                            bool
+	Refused    []string
+	Probe      bool
 }
 
 // Count counts w once on every counter whose documents it matches, however often it is delivered; on

@@ -6,8 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -29,7 +29,7 @@ const shardBound = math.MaxInt64 / 2048
 
 // sumPlan is how a sum counter's change transaction counts its changes within int64.
 type sumPlan struct {
-	outOfRange map[int]bool         // batch indexes counted otherwise than in full
+	outOfRange map[int]bool        // batch indexes counted otherwise than in full
 	unapplied  map[string]*big.Int // document path → what it adds and the counter does not count
 }
 
@@ -72,33 +72,7 @@ func (c *Counting) planSum(ctx context.Context, tx *firestore.Transaction, count
 	if err != nil {
 		return sumPlan{}, err
 	}
-	plan := sumPlan{outOfRange: map[int]bool{}, unapplied: map[string]*big.Int{}}
-	byShard := map[int][]counter.TimedDelta{}
-	for _, i := range fresh {
-		ch := batch[i]
-		path := ch.write.Path
-		u := plan.unapplied[path]
-		if u == nil {
-			u = cmp.Or(unapplied[path], new(big.Int))
-		}
-		d := big.NewInt(ch.delta)
-		counted := new(big.Int).Sub(big.NewInt(ch.value-ch.delta), u) // what the document counts now
-		full := new(big.Int).Add(d, u)
-		for _, a := range []*big.Int{full, new(big.Int).Neg(counted), new(big.Int)} {
-			shard, ok := shards.place(a, w.Shard(), -1)
-			if !ok {
-				continue
-			}
-			if a.Sign() != 0 {
-				byShard[shard] = append(byShard[shard], counter.TimedDelta{At: ch.at, Delta: a.Int64()})
-			}
-			plan.outOfRange[i] = a.Cmp(full) != 0
-			if next := new(big.Int).Sub(full, a); next.Cmp(u) != 0 || plan.unapplied[path] != nil {
-				plan.unapplied[path] = next
-			}
-			break
-		}
-	}
+	plan, byShard := shards.count(batch, fresh, unapplied, w.Shard())
 	if err := w.Spread(byShard); err != nil {
 		return sumPlan{}, err
 	}
@@ -109,6 +83,39 @@ func (c *Counting) planSum(ctx context.Context, tx *firestore.Transaction, count
 		w.UpdateCounter(firestore.Update{Path: shared.FieldSumRefused, Value: true})
 	}
 	return plan, nil
+}
+
+// count counts batch's fresh changes on s, each in full if the total stays within int64 (with what
+// unapplied says its document's earlier changes left out), else as its document counting 0, else
+// not at all; it returns each shard's deltas, preferring shard preferred.
+func (s *shardValues) count(batch []change, fresh []int, unapplied map[string]*big.Int, preferred int) (sumPlan, map[int][]counter.TimedDelta) {
+	plan := sumPlan{outOfRange: map[int]bool{}, unapplied: map[string]*big.Int{}}
+	byShard := map[int][]counter.TimedDelta{}
+	for _, i := range fresh {
+		ch := batch[i]
+		path := ch.write.Path
+		u := plan.unapplied[path]
+		if u == nil {
+			u = cmp.Or(unapplied[path], new(big.Int))
+		}
+		full := new(big.Int).Add(big.NewInt(ch.delta), u)
+		counted := new(big.Int).Sub(big.NewInt(ch.value-ch.delta), u) // what the document counts now
+		for _, a := range []*big.Int{full, new(big.Int).Neg(counted), new(big.Int)} {
+			if a.Sign() != 0 {
+				shard, ok := s.place(a, preferred, -1)
+				if !ok {
+					continue
+				}
+				byShard[shard] = append(byShard[shard], counter.TimedDelta{At: ch.at, Delta: a.Int64()})
+			}
+			plan.outOfRange[i] = a.Cmp(full) != 0
+			if next := new(big.Int).Sub(full, a); next.Cmp(u) != 0 || plan.unapplied[path] != nil {
+				plan.unapplied[path] = next
+			}
+			break
+		}
+	}
+	return plan, byShard
 }
 
 // write records plan's unapplied amounts in tx: a record per document, none for 0.

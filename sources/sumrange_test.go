@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/sources"
 )
 
@@ -129,5 +130,34 @@ func TestNoShardOfASumSaturates(t *testing.T) {
 	want := aggregate(t, client, "shops/s0/orders", true)
 	if got := sumOf(t, client)("revenue-s0"); got != want || want != 201 {
 		t.Errorf("revenue-s0 = %d, sum() = %d, want both 201", got, want)
+	}
+}
+
+// TestAShrinkSendsASumToTheSlowPath: a shrink folds shards together, maybe past the bound each
+// shard keeps on the fast path, so it marks the counter for the path that reads every shard; the
+// sum stays exact through it.
+func TestAShrinkSendsASumToTheSlowPath(t *testing.T) {
+	client, newInstance := project(t)
+	counting := newInstance()
+	w := newWriter(t, client)
+	for i := range 6 {
+		countInOrder(t, counting, w.set(fmt.Sprintf("shops/s0/orders/o%d", i), map[string]any{"paid": true, "amount": int64(1) << 49}))
+	}
+	ctx := context.Background()
+	store := counter.NewStore(client, schema, counter.Options{DefaultNumShards: 3})
+	if _, err := store.Lifecycle.Configure(ctx, "revenue-s0", counter.Settings{NumShards: 1}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := client.Doc("counters/revenue-s0").Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Data()["sum_wide"] != true {
+		t.Errorf("after a shrink: %v, want sum_wide true", snap.Data())
+	}
+	countInOrder(t, counting, w.set("shops/s0/orders/o0", nil), w.set("shops/s0/orders/o9", map[string]any{"paid": true, "amount": 3}))
+	want := aggregate(t, client, "shops/s0/orders", true)
+	if got := sumOf(t, client)("revenue-s0"); got != want || want != 5<<49+3 {
+		t.Errorf("revenue-s0 = %d, sum() = %d, want both %d", got, want, int64(5<<49+3))
 	}
 }
