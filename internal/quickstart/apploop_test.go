@@ -148,8 +148,7 @@ func TestAppEmulatorSuiteLoop(t *testing.T) {
 	}
 	likesJSON, _ := json.Marshal(likes)
 	// The page waits for the roll-ups of the posts it likes; a post liked only in the seed (p2) is
-	// waited for below, within the sweep's bounds (its first roll-up, after the backfill, has come
-	// minutes late in attached mode: an open defect, issue 45).
+	// waited for below, within the sweep's bounds: its first roll-up comes from the sweep.
 	liked := map[string]int64{}
 	for post := range likes {
 		liked["likes-"+post] = want["likes-"+post]
