@@ -179,6 +179,7 @@ func deliver(t *testing.T, writes []sources.Write, instances ...*sources.Countin
 						total.Counted += tally.Counted
 						total.Duplicate += tally.Duplicate
 						total.InBase += tally.InBase
+						total.OutOfRange += tally.OutOfRange
 						mu.Unlock()
 						break
 					}

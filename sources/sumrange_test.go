@@ -161,3 +161,34 @@ func TestAShrinkSendsASumToTheSlowPath(t *testing.T) {
 		t.Errorf("revenue-s0 = %d, sum() = %d, want both %d", got, want, int64(5<<49+3))
 	}
 }
+
+// TestSumsNearInt64StayExactAcrossInstances: orders written with amounts near ±2^62, their events
+// duplicated and shuffled over four instances, leave the counter within int64 and equal to its
+// documents less what it records as left out, both before and after a repair.
+func TestSumsNearInt64StayExactAcrossInstances(t *testing.T) {
+	clients, instances, _ := recordedInstances(t, 4, func(c *firestore.Client, set *sources.Set) *sources.Counting {
+		return instanceOf(t, c, set)
+	})
+	w := newWriter(t, clients[0])
+	w.set("shops/s0/orders/seed", map[string]any{"paid": true, "amount": 1})
+	deliver(t, w.writes, instances[0])
+	amounts := []int64{1 << 62, -(1 << 62), 3 << 61, -(3 << 61), 7, -7, math.MaxInt64 - 1, -(math.MaxInt64 - 1)}
+	for i := range 40 {
+		path := fmt.Sprintf("shops/s0/orders/o%d", i%15)
+		if i%7 == 6 {
+			w.set(path, nil)
+			continue
+		}
+		w.set(path, map[string]any{"paid": true, "amount": amounts[(i*5)%len(amounts)]})
+	}
+	if o := deliver(t, w.writes[1:], instances...); o.OutOfRange == 0 {
+		t.Errorf("%+v: no change was past int64; the test tests nothing", o)
+	}
+	ctx := context.Background()
+	verifyExact(t, instances[1], "revenue-s0", sumOf(t, clients[0])("revenue-s0"))
+	if err := instances[2].Repair(ctx, "revenue-s0"); err != nil {
+		t.Fatal(err)
+	}
+	verifyExact(t, instances[3], "revenue-s0", sumOf(t, clients[0])("revenue-s0"))
+}
+
