@@ -191,4 +191,3 @@ func TestSumsNearInt64StayExactAcrossInstances(t *testing.T) {
 	}
 	verifyExact(t, instances[3], "revenue-s0", sumOf(t, clients[0])("revenue-s0"))
 }
-
