@@ -239,8 +239,10 @@ func (c *Counting) changesInTransaction(ctx context.Context, id string, batch []
 		if err := w.AddTo(tx); err != nil {
 			return err
 		}
-		if err := sums.write(c, tx, id); err != nil {
-			return err
+		for path, u := range sums.unapplied {
+			if err := c.recordUnapplied(tx, id, path, u); err != nil {
+				return err
+			}
 		}
 		outOfRange = sums.outOfRange
 		expires := c.clock.Now().Add(changeRecordTTL)

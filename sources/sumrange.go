@@ -134,21 +134,13 @@ func (s *shardValues) count(batch []change, fresh []int, unapplied map[string]*b
 	return plan, byShard
 }
 
-// write records plan's unapplied amounts in tx: a record per document, none for 0.
-func (p sumPlan) write(c *Counting, tx *firestore.Transaction, id string) error {
-	for path, u := range p.unapplied {
-		ref := c.unappliedRef(id, path)
-		var err error
-		if u.Sign() == 0 {
-			err = tx.Delete(ref)
-		} else {
-			err = tx.Set(ref, map[string]any{shared.FieldRefusedPath: path, shared.FieldRefusedUnapplied: u.String()})
-		}
-		if err != nil {
-			return err
-		}
+// recordUnapplied records in tx that counter id leaves u of the document at path out; 0: no record.
+func (c *Counting) recordUnapplied(tx *firestore.Transaction, id, path string, u *big.Int) error {
+	ref := c.unappliedRef(id, path)
+	if u.Sign() == 0 {
+		return tx.Delete(ref)
 	}
-	return nil
+	return tx.Set(ref, map[string]any{shared.FieldRefusedPath: path, shared.FieldRefusedUnapplied: u.String()})
 }
 
 // readUnapplied reads, within tx, the unapplied amounts of the documents of batch's fresh changes.
@@ -361,7 +353,7 @@ func (b *baseSum) replaceRecords(c *Counting, tx *firestore.Transaction, id stri
 		}
 	}
 	for path, n := range over {
-		if err := tx.Set(c.unappliedRef(id, path), map[string]any{shared.FieldRefusedPath: path, shared.FieldRefusedUnapplied: strconv.FormatInt(n, 10)}); err != nil {
+		if err := c.recordUnapplied(tx, id, path, big.NewInt(n)); err != nil {
 			return err
 		}
 	}
