@@ -95,7 +95,8 @@ type Write struct {
 // the write was a probe document's (SeeProbe), counted nowhere.
 type Outcomes struct {
 	Counted, Duplicate, InBase, Unchanged, Unmatched int
-	// OutOfRange counts changes a sum counter took otherwise than in full (logged): see Counting.Count.
+	// OutOfRange counts changes a sum counter took otherwise than in full, to stay within int64
+	// (logged at ERROR): docs/collection-counters.md, "How it stays exact".
 	OutOfRange int
 	Refused    []string
 	Probe      bool

@@ -42,7 +42,7 @@ type sumPlan struct {
 // planSum keeps sum counter id within int64 as it counts batch's fresh changes with w, within tx;
 // counterSnap is the counter as tx read it. A change counts in full when the total stays within
 // int64 (with what earlier refusals left out of its document); else its document counts 0; else as
-// it did. Nothing to do for a counter of documents, or a fast-path change.
+// it did. A count() counter needs nothing, nor do small changes to a small shard (fastSum).
 func (c *Counting) planSum(ctx context.Context, tx *firestore.Transaction, counterSnap *firestore.DocumentSnapshot, w *counter.ShardWrite, batch []change, fresh []int) (sumPlan, error) {
 	if batch[fresh[0]].base.d.Sum == "" {
 		return sumPlan{}, nil
