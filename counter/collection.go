@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/shardcount/counters/shared"
 )
 
 // Collection counters' commit primitives: package sources keeps their ledger and base and commits
@@ -43,10 +45,9 @@ type TimedDelta struct {
 type ShardWrite struct {
 	sh *shards
 	w  shardWrite
-	// more are further shards' writes (Spread); counterUpdates join the counter document's stamp.
-	more           []shardWrite
+	// counts replace w's increment of one shard (SetCounts); counterUpdates join its stamp.
+	counts         map[int]int64
 	counterUpdates []firestore.Update
-	noShard        bool
 	allTimeOnly    bool // a correction: no window bucket counts it
 }
 
@@ -83,27 +84,18 @@ func (s *Collections) PlanCorrection(ctx context.Context, id string, delta int64
 // Shard is the (first) shard w writes.
 func (w *ShardWrite) Shard() int { return w.w.shard }
 
-// Spread replaces w's deltas by byShard's: each shard gets its own; none leaves only the stamp.
-// The caller keeps every shard within int64 (the increments saturate).
-func (w *ShardWrite) Spread(byShard map[int][]TimedDelta) error {
-	w.more, w.noShard = nil, len(byShard) == 0
-	first := true
-	for _, shard := range slices.Sorted(maps.Keys(byShard)) {
-		sw := shardWrite{counter: w.w.counter, shard: shard, windows: w.w.windows}
-		for _, d := range byShard[shard] {
-			if err := sw.add(d.Delta, d.At); err != nil {
-				return fmt.Errorf("spread the changes of counter %q: %w", w.w.counter, err)
-			}
+// SetCounts replaces w's shard write: each shard of counts gets that count (the caller read every
+// shard in its transaction, so no increment races the write), and w's shard the window buckets of
+// parts. The stamp and UpdateCounter's updates stay.
+func (w *ShardWrite) SetCounts(counts map[int]int64, parts []TimedDelta) error {
+	w.counts, w.w.delta, w.w.parts = counts, 0, nil
+	if w.allTimeOnly {
+		return nil
+	}
+	for _, p := range parts {
+		if err := w.w.add(p.Delta, p.At); err != nil {
+			return fmt.Errorf("the window buckets of counter %q: %w", w.w.counter, err)
 		}
-		if w.allTimeOnly {
-			sw.parts = nil
-		}
-		if first {
-			w.w.shard, w.w.delta, w.w.parts = shard, sw.delta, sw.parts
-			first = false
-			continue
-		}
-		w.more = append(w.more, sw)
 	}
 	return nil
 }
@@ -116,16 +108,34 @@ func (w *ShardWrite) UpdateCounter(updates ...firestore.Update) {
 // AddTo adds w's writes to tx.
 func (w *ShardWrite) AddTo(tx *firestore.Transaction) error {
 	ops := w.sh.shardWriteOps(w.w)
-	if w.noShard {
-		ops = ops[:len(ops)-1]
+	if w.counts != nil {
+		ops = append(ops[:len(ops)-1], w.countOps()...)
 	}
 	if len(w.counterUpdates) > 0 {
 		ops = w.withCounterUpdates(ops)
 	}
-	for _, sw := range w.more {
-		ops = append(ops, op{kind: opMerge, ref: w.sh.schema.ShardRef(w.sh.client, sw.counter, sw.shard), data: shardIncrement(sw)})
-	}
 	return addToTransaction(tx, ops)
+}
+
+// countOps are the shard writes of SetCounts.
+func (w *ShardWrite) countOps() []op {
+	shards := slices.Sorted(maps.Keys(w.counts))
+	buckets := bucketIncrements(w.w.windows, w.w.parts)
+	if buckets != nil && !slices.Contains(shards, w.w.shard) {
+		shards = append(shards, w.w.shard)
+	}
+	ops := make([]op, 0, len(shards))
+	for _, shard := range shards {
+		data := map[string]any{shared.FieldWrites: firestore.Increment(1)}
+		if count, ok := w.counts[shard]; ok {
+			data[shared.FieldCount] = count
+		}
+		if shard == w.w.shard && buckets != nil {
+			data[shared.FieldBuckets] = buckets
+		}
+		ops = append(ops, op{kind: opMerge, ref: w.sh.schema.ShardRef(w.sh.client, w.w.counter, shard), data: data})
+	}
+	return ops
 }
 
 // withCounterUpdates merges w's counter updates into the stamp among ops, or adds an update.

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/shardcount/counters/counter"
 	"github.com/shardcount/counters/shared"
 )
 
@@ -210,12 +209,10 @@ func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) er
 		}
 		// Reads done; writes follow.
 		updates := []firestore.Update{{Path: shared.FieldBaseDone, Value: true}, {Path: shared.FieldBaseAt, Value: at}}
-		var byShard map[int][]counter.TimedDelta
+		var counts map[int]int64
 		if sum != nil {
 			var flags []firestore.Update
-			if byShard, flags, err = sum.place(id, correction, want.over); err != nil {
-				return err
-			}
+			counts, flags = sum.counts(want.counted(), want.over)
 			updates = append(updates, flags...)
 			if err := sum.replaceRecords(c, tx, id, want.over); err != nil {
 				return err
@@ -225,15 +222,15 @@ func (c *Counting) completeBaseAt(ctx context.Context, id string, b baseline) er
 			// The sweep rolls it up should the trigger's event be lost.
 			updates = append(updates, firestore.Update{Path: shared.FieldTouchedMinute, Value: shared.UnixMinute(c.clock.Now())})
 		}
-		if err := tx.Update(ref, updates); err != nil || correction.Sign() == 0 {
+		if err := tx.Update(ref, updates); err != nil || correction.Sign() == 0 && counts == nil {
 			return err
 		}
-		w, err := c.collections.PlanCorrection(ctx, id, correction.Int64(), at) // a count's fits
+		w, err := c.collections.PlanCorrection(ctx, id, correction.Int64(), at) // a count's fits; a sum's are set
 		if err != nil {
 			return err
 		}
-		if byShard != nil {
-			if err := w.Spread(byShard); err != nil {
+		if counts != nil {
+			if err := w.SetCounts(counts, nil); err != nil {
 				return err
 			}
 		}

@@ -67,11 +67,12 @@ func (c *Counting) planSum(ctx context.Context, tx *firestore.Transaction, count
 	if err != nil {
 		return sumPlan{}, err
 	}
-	plan, byShard := shards.count(batch, fresh, unapplied, w.Shard())
-	if err := w.Spread(byShard); err != nil {
+	plan, parts := shards.count(batch, fresh, unapplied)
+	counts := shards.balanced()
+	if err := w.SetCounts(counts, parts); err != nil {
 		return sumPlan{}, err
 	}
-	if nowWide := shards.wide(); nowWide != wide {
+	if nowWide := wideCounts(counts); nowWide != wide {
 		w.UpdateCounter(firestore.Update{Path: shared.FieldSumWide, Value: nowWide})
 	}
 	if !refused && slices.ContainsFunc(slices.Collect(maps.Values(plan.unapplied)), func(u *big.Int) bool { return u.Sign() != 0 }) {
@@ -101,12 +102,12 @@ func (c *Counting) fastSum(ctx context.Context, id string, shard int, batch []ch
 	return have >= -shardBound/2 && have <= shardBound/2, nil
 }
 
-// count counts batch's fresh changes on s, each in full if the total stays within int64 (with what
-// unapplied says its document's earlier changes left out), else as its document counting 0, else
-// not at all; it returns each shard's deltas, preferring shard preferred.
-func (s *shardValues) count(batch []change, fresh []int, unapplied map[string]*big.Int, preferred int) (sumPlan, map[int][]counter.TimedDelta) {
+// count counts batch's fresh changes on s's total, each in full if it stays within int64 (with
+// what unapplied says its document's earlier changes left out), else as its document counting 0,
+// else not at all; it returns the deltas counted, for the window buckets.
+func (s *shardValues) count(batch []change, fresh []int, unapplied map[string]*big.Int) (sumPlan, []counter.TimedDelta) {
 	plan := sumPlan{outOfRange: map[int]bool{}, unapplied: map[string]*big.Int{}}
-	byShard := map[int][]counter.TimedDelta{}
+	var parts []counter.TimedDelta
 	for _, i := range fresh {
 		ch := batch[i]
 		path := ch.write.Path
@@ -117,21 +118,22 @@ func (s *shardValues) count(batch []change, fresh []int, unapplied map[string]*b
 		full := new(big.Int).Add(big.NewInt(ch.delta), u)
 		counted := new(big.Int).Sub(big.NewInt(ch.value-ch.delta), u) // what the document counts now
 		for _, a := range []*big.Int{full, new(big.Int).Neg(counted), new(big.Int)} {
+			next := new(big.Int).Add(&s.total, a)
+			if !a.IsInt64() || !next.IsInt64() {
+				continue
+			}
+			s.total.Set(next)
 			if a.Sign() != 0 {
-				shard, ok := s.place(a, preferred, -1)
-				if !ok {
-					continue
-				}
-				byShard[shard] = append(byShard[shard], counter.TimedDelta{At: ch.at, Delta: a.Int64()})
+				parts = append(parts, counter.TimedDelta{At: ch.at, Delta: a.Int64()})
 			}
 			plan.outOfRange[i] = a.Cmp(full) != 0
-			if next := new(big.Int).Sub(full, a); next.Cmp(u) != 0 || plan.unapplied[path] != nil {
-				plan.unapplied[path] = next
+			if left := new(big.Int).Sub(full, a); left.Cmp(u) != 0 || plan.unapplied[path] != nil {
+				plan.unapplied[path] = left
 			}
 			break
 		}
 	}
-	return plan, byShard
+	return plan, parts
 }
 
 // recordUnapplied records in tx that counter id leaves u of the document at path out; 0: no record.
@@ -184,11 +186,12 @@ func (c *Counting) unappliedRef(id, path string) *firestore.DocumentRef {
 	return c.reader.CounterRef(id).Collection(shared.SumRefusedCollection).Doc(hex.EncodeToString(sum[:16]))
 }
 
-// shardValues are a sum counter's shards as one transaction read them, and their total.
+// shardValues are a sum counter's shards as one transaction read them: how many take writes, the
+// documents there are, and their total.
 type shardValues struct {
-	live  []int64 // the shards writes go to: 0..NumShards-1
-	total big.Int // of every shard, retired ones included
-	stray bool    // a retired shard holds a value
+	live  int
+	ids   []int // of every shard document, retired ones included
+	total big.Int
 }
 
 // readShards reads, within tx, every shard of counter id, whose document tx read as counterSnap.
@@ -201,64 +204,52 @@ func (c *Counting) readShards(tx *firestore.Transaction, counterSnap *firestore.
 	if err != nil {
 		return nil, fmt.Errorf("read the shards of counter %q: %w", id, err)
 	}
-	s := &shardValues{live: make([]int64, shape.NumShards)}
+	s := &shardValues{live: shape.NumShards}
 	for _, snap := range snaps {
 		v, ok := snap.Data()[shared.FieldCount].(int64)
-		if _, present := snap.Data()[shared.FieldCount]; present && !ok {
-			return nil, fmt.Errorf("shard %s of counter %q holds %v, not an integer", snap.Ref.ID, id, snap.Data()[shared.FieldCount])
+		n, err := strconv.Atoi(snap.Ref.ID)
+		if _, present := snap.Data()[shared.FieldCount]; present && !ok || err != nil {
+			return nil, fmt.Errorf("shard %s of counter %q: want a decimal ID and an integer count, got %v", snap.Ref.ID, id, snap.Data()[shared.FieldCount])
 		}
 		s.total.Add(&s.total, big.NewInt(v))
-		if n, err := strconv.Atoi(snap.Ref.ID); err == nil && n >= 0 && n < len(s.live) {
-			s.live[n] = v
-		} else if v != 0 {
-			s.stray = true
-		}
+		s.ids = append(s.ids, n)
 	}
 	return s, nil
 }
 
-// place adds a to a shard other than avoid, preferring preferred, keeping the total and that shard
-// within int64 and as near 0 as it can; false, changing nothing, when no shard can take a.
-func (s *shardValues) place(a *big.Int, preferred, avoid int) (int, bool) {
-	next := new(big.Int).Add(&s.total, a)
-	if !a.IsInt64() || !next.IsInt64() {
-		return 0, false
+// balanced are the counts that spread s's total evenly over its live shards, and 0 for the other
+// documents: all of one sign, so that however a sum of shards adds them up, it stays within int64.
+func (s *shardValues) balanced() map[int]int64 {
+	counts := map[int]int64{}
+	for _, id := range s.ids {
+		counts[id] = 0
 	}
-	delta := a.Int64()
-	best, bestSize := -1, uint64(0)
-	for n, v := range s.live {
-		sum := v + delta
-		if (sum > v) != (delta > 0) || n == avoid {
-			continue
-		}
-		size := absolute(sum)
-		if n == preferred && size <= shardBound {
-			best = n
-			break
-		}
-		if best < 0 || size < bestSize {
-			best, bestSize = n, size
+	quotient, remainder := new(big.Int).QuoRem(&s.total, big.NewInt(int64(s.live)), new(big.Int))
+	for n := range s.live {
+		counts[n] = quotient.Int64()
+		if int64(n) < absolute(remainder.Int64()) {
+			counts[n] += int64(remainder.Sign())
 		}
 	}
-	if best < 0 {
-		return 0, false
-	}
-	s.live[best] += delta
-	s.total.Set(next)
-	return best, true
+	return counts
 }
 
-// wide reports whether some shard holds more than shardBound.
-func (s *shardValues) wide() bool {
-	return s.stray || slices.ContainsFunc(s.live, func(v int64) bool { return absolute(v) > shardBound })
+// wideCounts reports whether some count is past ±shardBound.
+func wideCounts(counts map[int]int64) bool {
+	for _, v := range counts {
+		if v < -shardBound || v > shardBound {
+			return true
+		}
+	}
+	return false
 }
 
-// absolute is |v|, MinInt64's included.
-func absolute(v int64) uint64 {
+// absolute is |v| for v > MinInt64.
+func absolute(v int64) int64 {
 	if v < 0 {
-		return uint64(-(v + 1)) + 1
+		return -v
 	}
-	return uint64(v)
+	return v
 }
 
 // unappliedAt is the sum of what counter id left out of its documents as of read time at.
@@ -308,31 +299,15 @@ func (c *Counting) readBaseSum(tx *firestore.Transaction, counterSnap *firestore
 	return &baseSum{shards: shards, records: records}, nil
 }
 
-// place spreads correction over the shards (in two halves when it leaves int64), and returns the
-// counter's flags after it, over being the documents the base leaves out.
-func (b *baseSum) place(id string, correction *big.Int, over map[string]int64) (map[int][]counter.TimedDelta, []firestore.Update, error) {
-	half := new(big.Int).Quo(correction, big.NewInt(2))
-	parts := []*big.Int{correction}
-	if !correction.IsInt64() {
-		parts = []*big.Int{half, new(big.Int).Sub(correction, half)} // the total stays within int64 between
-	}
-	byShard := map[int][]counter.TimedDelta{}
-	used := -1 // the halves' sum leaves int64: one shard cannot take both
-	for _, part := range parts {
-		if part.Sign() == 0 {
-			continue
-		}
-		shard, ok := b.shards.place(part, 0, used)
-		if !ok {
-			return nil, nil, fmt.Errorf("counter %q: no shard can take the base's correction %s", id, correction)
-		}
-		byShard[shard] = append(byShard[shard], counter.TimedDelta{Delta: part.Int64()})
-		used = shard
-	}
-	return byShard, []firestore.Update{
-		{Path: shared.FieldSumWide, Value: b.shards.wide()},
+// counts are the shards' counts after a base of value, balanced, and the counter's flags then,
+// over being the documents the base leaves out.
+func (b *baseSum) counts(value int64, over map[string]int64) (map[int]int64, []firestore.Update) {
+	b.shards.total.SetInt64(value)
+	counts := b.shards.balanced()
+	return counts, []firestore.Update{
+		{Path: shared.FieldSumWide, Value: wideCounts(counts)},
 		{Path: shared.FieldSumRefused, Value: len(over) > 0},
-	}, nil
+	}
 }
 
 // replaceRecords makes over's documents the records of what counter id leaves out, within tx.
