@@ -189,9 +189,9 @@ func (c *Counting) unappliedRef(id, path string) *firestore.DocumentRef {
 // shardValues are a sum counter's shards as one transaction read them: how many take writes, the
 // documents there are, and their total.
 type shardValues struct {
-	live  int
-	ids   []int // of every shard document, retired ones included
-	total big.Int
+	live   int
+	counts map[int]int64 // of every shard document, retired ones included
+	total  big.Int
 }
 
 // readShards reads, within tx, every shard of counter id, whose document tx read as counterSnap.
@@ -204,7 +204,7 @@ func (c *Counting) readShards(tx *firestore.Transaction, counterSnap *firestore.
 	if err != nil {
 		return nil, fmt.Errorf("read the shards of counter %q: %w", id, err)
 	}
-	s := &shardValues{live: shape.NumShards}
+	s := &shardValues{live: shape.NumShards, counts: map[int]int64{}}
 	for _, snap := range snaps {
 		v, ok := snap.Data()[shared.FieldCount].(int64)
 		n, err := strconv.Atoi(snap.Ref.ID)
@@ -212,7 +212,7 @@ func (c *Counting) readShards(tx *firestore.Transaction, counterSnap *firestore.
 			return nil, fmt.Errorf("shard %s of counter %q: want a decimal ID and an integer count, got %v", snap.Ref.ID, id, snap.Data()[shared.FieldCount])
 		}
 		s.total.Add(&s.total, big.NewInt(v))
-		s.ids = append(s.ids, n)
+		s.counts[n] = v
 	}
 	return s, nil
 }
@@ -221,8 +221,8 @@ func (c *Counting) readShards(tx *firestore.Transaction, counterSnap *firestore.
 // documents: all of one sign, so that however a sum of shards adds them up, it stays within int64.
 func (s *shardValues) balanced() map[int]int64 {
 	counts := map[int]int64{}
-	for _, id := range s.ids {
-		counts[id] = 0
+	for n := range s.counts {
+		counts[n] = 0
 	}
 	quotient, remainder := new(big.Int).QuoRem(&s.total, big.NewInt(int64(s.live)), new(big.Int))
 	for n := range s.live {
@@ -299,15 +299,23 @@ func (c *Counting) readBaseSum(tx *firestore.Transaction, counterSnap *firestore
 	return &baseSum{shards: shards, records: records}, nil
 }
 
-// counts are the shards' counts after a base of value, balanced, and the counter's flags then,
-// over being the documents the base leaves out.
+// counts are the shards' counts after a base of value, and the counter's flags then, over being
+// the documents the base leaves out. Counts are nil when one increment, on any shard, keeps every
+// shard within ±shardBound (a new counter's base): no shard is rewritten then.
 func (b *baseSum) counts(value int64, over map[string]int64) (map[int]int64, []firestore.Update) {
+	flags := func(wide bool) []firestore.Update {
+		return []firestore.Update{{Path: shared.FieldSumWide, Value: wide}, {Path: shared.FieldSumRefused, Value: len(over) > 0}}
+	}
+	correction := new(big.Int).Sub(big.NewInt(value), &b.shards.total)
+	small := func(v int64) bool { return v >= -shardBound && v <= shardBound }
+	if correction.IsInt64() && small(correction.Int64()) && !slices.ContainsFunc(slices.Collect(maps.Values(b.shards.counts)), func(v int64) bool {
+		return !small(v) || !small(v+correction.Int64())
+	}) {
+		return nil, flags(false)
+	}
 	b.shards.total.SetInt64(value)
 	counts := b.shards.balanced()
-	return counts, []firestore.Update{
-		{Path: shared.FieldSumWide, Value: wideCounts(counts)},
-		{Path: shared.FieldSumRefused, Value: len(over) > 0},
-	}
+	return counts, flags(wideCounts(counts))
 }
 
 // replaceRecords makes over's documents the records of what counter id leaves out, within tx.

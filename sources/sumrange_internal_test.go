@@ -27,7 +27,7 @@ func TestCountTakesEachChangeInFullElseAtZeroElseAsBefore(t *testing.T) {
 		{"as before", math.MaxInt64 - 1, nil, change{write: b, delta: 110, value: 100}, math.MaxInt64 - 1, true, "110"},
 	}
 	for _, c := range cases {
-		s := &shardValues{live: 3}
+		s := &shardValues{live: 3, counts: map[int]int64{}}
 		s.total.SetInt64(c.total)
 		plan, parts := s.count([]change{c.ch}, []int{0}, c.unapplied)
 		if !s.total.IsInt64() || s.total.Int64() != c.after {
@@ -57,7 +57,7 @@ func TestCountTakesEachChangeInFullElseAtZeroElseAsBefore(t *testing.T) {
 // and within one of each other, so no order of adding them leaves int64; a retired shard gets 0.
 func TestBalancedCountsShareTheTotalsSign(t *testing.T) {
 	for _, total := range []int64{math.MaxInt64, -math.MaxInt64, math.MinInt64, 7, -7, 0} {
-		s := &shardValues{live: 4, ids: []int{0, 2, 9}}
+		s := &shardValues{live: 4, counts: map[int]int64{0: 5, 2: -3, 9: 1}}
 		s.total.SetInt64(total)
 		counts := s.balanced()
 		sum := new(big.Int)

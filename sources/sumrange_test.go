@@ -86,12 +86,22 @@ func TestSumsPastInt64CountZeroAndStayReadable(t *testing.T) {
 }
 
 // TestAnUpdateAcrossInt64CountsExactly: an update whose difference leaves int64 (from near +2^63 to
-// near −2^63) counts exactly, and no shard saturates.
+// near −2^63) counts exactly, and no shard saturates; the base of a small sum writes one shard.
 func TestAnUpdateAcrossInt64CountsExactly(t *testing.T) {
 	client, newInstance := project(t)
 	counting := newInstance()
 	w := newWriter(t, client)
 	countInOrder(t, counting, w.set("shops/s0/orders/seed", map[string]any{"paid": true, "amount": 1}))
+	shards, err := client.Collection("counters/revenue-s0/shards").Documents(context.Background()).GetAll()
+	written := 0
+	for _, shard := range shards {
+		if n, _ := shard.Data()["writes"].(int64); n > 0 {
+			written++
+		}
+	}
+	if err != nil || written != 1 {
+		t.Errorf("a small sum's base wrote %d shards (%v), want 1: only a sum near int64 has its shards evened out", written, err)
+	}
 	writes := []sources.Write{
 		w.set("shops/s0/orders/x", map[string]any{"paid": true, "amount": int64(math.MaxInt64 - 1)}),
 		w.set("shops/s0/orders/seed", nil),
