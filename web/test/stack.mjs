@@ -143,7 +143,7 @@ export async function eventually(what, next, ok, ms = 150_000) {
 }
 
 /** A document of the stack's database as the server has it (null if missing), read with the owner credential. */
-async function ownerGet(path) {
+export async function ownerGet(path) {
   const url = `http://${stack.firestoreHost}/v1/projects/${stack.project}/databases/(default)/documents/${path}`;
   const resp = await fetch(url, { headers: { Authorization: 'Bearer owner' } });
   if (resp.status === 404) return null;
